@@ -1,0 +1,119 @@
+//! Operating-system error numbers, as values.
+//!
+//! [`Errno`] is a transparent newtype over the host's raw `errno`: an adapter
+//! may hand the core any value its kernel returns, including ones this crate
+//! has no name for, and the core's decisions compare against the named
+//! constants. The constants follow the numbering of the target the core is
+//! compiled for (Linux numbering on Linux, Android and bare-metal targets,
+//! the BSD numbering on Apple targets, the C runtime's on Windows), so an
+//! adapter passes `errno` through without translating it.
+
+use core::fmt;
+
+/// A raw `errno` value reported by the operating system.
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Errno(i32);
+
+macro_rules! errnos {
+    ($( $(#[$doc:meta])* $name:ident = linux $l:literal, apple $a:literal, windows $w:literal; )*) => {
+        impl Errno {
+            $(
+                $(#[$doc])*
+                #[cfg(not(any(target_vendor = "apple", windows)))]
+                pub const $name: Errno = Errno($l);
+                $(#[$doc])*
+                #[cfg(target_vendor = "apple")]
+                pub const $name: Errno = Errno($a);
+                $(#[$doc])*
+                #[cfg(windows)]
+                pub const $name: Errno = Errno($w);
+            )*
+
+            /// The symbolic name of a known error number, such as `"ENOENT"`.
+            pub fn name(self) -> Option<&'static str> {
+                $( if self == Self::$name { return Some(concat!("E", stringify!($name))); } )*
+                None
+            }
+        }
+    };
+}
+
+errnos! {
+    /// `EPERM`: operation not permitted.
+    PERM = linux 1, apple 1, windows 1;
+    /// `ENOENT`: no such file or directory.
+    NOENT = linux 2, apple 2, windows 2;
+    /// `ESRCH`: no such process.
+    SRCH = linux 3, apple 3, windows 3;
+    /// `EINTR`: interrupted system call.
+    INTR = linux 4, apple 4, windows 4;
+    /// `EIO`: input/output error.
+    IO = linux 5, apple 5, windows 5;
+    /// `EBADF`: bad file descriptor.
+    BADF = linux 9, apple 9, windows 9;
+    /// `EAGAIN` (`EWOULDBLOCK`): resource temporarily unavailable.
+    AGAIN = linux 11, apple 35, windows 11;
+    /// `EACCES`: permission denied.
+    ACCES = linux 13, apple 13, windows 13;
+    /// `EEXIST`: file exists.
+    EXIST = linux 17, apple 17, windows 17;
+    /// `EXDEV`: cross-device link.
+    XDEV = linux 18, apple 18, windows 18;
+    /// `EISDIR`: is a directory.
+    ISDIR = linux 21, apple 21, windows 21;
+    /// `EINVAL`: invalid argument.
+    INVAL = linux 22, apple 22, windows 22;
+    /// `ENOSPC`: no space left on device.
+    NOSPC = linux 28, apple 28, windows 28;
+    /// `ENOSYS`: function not implemented.
+    NOSYS = linux 38, apple 78, windows 40;
+    /// `ELOOP`: too many levels of symbolic links (what `O_NOFOLLOW` gives on a symlink).
+    LOOP = linux 40, apple 62, windows 114;
+    /// `EOPNOTSUPP`: operation not supported (on Linux the same number as `ENOTSUP`).
+    OPNOTSUPP = linux 95, apple 102, windows 130;
+    /// `ENOTSUP`: not supported.
+    NOTSUP = linux 95, apple 45, windows 129;
+}
+
+impl Errno {
+    /// Wraps a raw `errno` value.
+    pub const fn from_raw(raw: i32) -> Self {
+        Errno(raw)
+    }
+
+    /// The raw `errno` value.
+    pub const fn raw(self) -> i32 {
+        self.0
+    }
+
+    /// Whether a failed exchange of two names means "this filesystem or
+    /// platform cannot exchange" rather than a real error: `EINVAL`,
+    /// `ENOSYS`, `EXDEV`, `ENOTSUP` or `EOPNOTSUPP` (PROTOCOL 6).
+    pub fn is_exchange_refusal(self) -> bool {
+        self == Self::INVAL
+            || self == Self::NOSYS
+            || self == Self::XDEV
+            || self == Self::NOTSUP
+            || self == Self::OPNOTSUPP
+    }
+}
+
+impl fmt::Debug for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(name) => write!(f, "Errno({name})"),
+            None => write!(f, "Errno({})", self.0),
+        }
+    }
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(name) => f.write_str(name),
+            None => write!(f, "errno {}", self.0),
+        }
+    }
+}

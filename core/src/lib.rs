@@ -1,0 +1,44 @@
+//! The core of swaplock: lock record formats, derived names, identity and
+//! the decisions of the lock protocols, as pure functions.
+//!
+//! This crate performs no I/O, reads no clock and allocates nothing: every
+//! syscall result, reading of a clock, random token and PID probe answer is
+//! an argument. The OS adapters (`swaplock-linux`, `swaplock-macos`,
+//! `swaplock-windows`) perform the syscalls; the `swaplock` crate offers the
+//! user's API. Because the decisions live here, the same code decides on a
+//! real kernel, under the deterministic simulator and under a fuzzer.
+//!
+//! - [`record`]: the soft-lock records of Python filelock 4.2.11 (protocol 1,
+//!   protocol 2, the break placeholder, the released record, the strict
+//!   sentinel), parsed and encoded byte for byte.
+//! - [`names`]: `<lock>.break.<pid>.<token>` and `<lock>.restore.<pid>.<token>`.
+//! - [`host`] and [`start`]: the holder identity a record carries.
+//! - [`decide`]: staleness verdicts, the unchanged-marker watch, lifetime
+//!   and lease expiry, and the with-lock-ex identity check.
+//!
+//! ```
+//! use swaplock_core::record::{classify, Classified, Content, Reader};
+//!
+//! let marker = b"filelock/2\npid=14965\nhost=vm\nmode=exclusive\n";
+//! match classify(Content::Bytes(marker), Reader::Protocol2) {
+//!     Classified::V2(record) => assert_eq!(record.pid.get(), 14965),
+//!     other => panic!("unexpected {other:?}"),
+//! }
+//! ```
+#![no_std]
+#![forbid(unsafe_code)]
+
+pub mod decide;
+pub mod decimal;
+pub mod errno;
+pub mod host;
+pub mod names;
+pub mod pid;
+pub mod pyfloat;
+pub mod pytext;
+pub mod record;
+pub mod start;
+
+pub use decimal::Decimal;
+pub use errno::Errno;
+pub use pid::Pid;

@@ -1,0 +1,268 @@
+//! The names a soft lock derives from its lock path (PROTOCOL 5.2, 5.3).
+//!
+//! - `<lock>.break.<pid>.<token>`: a breaker's private file (its placeholder,
+//!   or its complete marker before the exchange), named with the breaker's
+//!   PID so that a contender can find what a killed breaker stranded;
+//! - `<lock>.restore.<pid>.<token>`: a recoverer's claim on a stranded file,
+//!   won by renaming the stranded file to it.
+//!
+//! The token is 128 random bits as 32 lowercase hex digits, so no other
+//! process can predict, pre-create or hijack these names (invariant I13).
+//! Names are bytes: on Unix a file name need not be UTF-8.
+
+use crate::decimal::Decimal;
+use crate::pid::Pid;
+use core::fmt;
+
+/// The longest file name this crate builds, in bytes (Linux `NAME_MAX`).
+pub const NAME_MAX: usize = 255;
+
+/// A file name built in a fixed buffer.
+pub type Name = heapless::Vec<u8, NAME_MAX>;
+
+/// 128 random bits that make a derived name unguessable.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Token(pub [u8; 16]);
+
+impl Token {
+    /// The 32 lowercase hex digits of the token.
+    pub fn hex(&self) -> [u8; 32] {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [0u8; 32];
+        for (i, byte) in self.0.iter().enumerate() {
+            out[2 * i] = DIGITS[usize::from(byte >> 4)];
+            out[2 * i + 1] = DIGITS[usize::from(byte & 0xf)];
+        }
+        out
+    }
+
+    /// Parses exactly 32 lowercase hex digits.
+    pub fn parse_hex(text: &[u8]) -> Option<Self> {
+        fn nibble(c: u8) -> Option<u8> {
+            match c {
+                b'0'..=b'9' => Some(c - b'0'),
+                b'a'..=b'f' => Some(c - b'a' + 10),
+                _ => None,
+            }
+        }
+        if text.len() != 32 {
+            return None;
+        }
+        let mut out = [0u8; 16];
+        for (i, pair) in text.chunks_exact(2).enumerate() {
+            out[i] = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+        }
+        Some(Token(out))
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hex = self.hex();
+        // hex() writes only ASCII hex digits.
+        f.write_str(core::str::from_utf8(&hex).unwrap_or("?"))
+    }
+}
+
+/// The derived name would be longer than [`NAME_MAX`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct NameTooLong;
+
+impl fmt::Display for NameTooLong {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "derived file name longer than {NAME_MAX} bytes")
+    }
+}
+
+/// Writes `value` in decimal at the end of `buf` and returns those digits.
+pub(crate) fn format_u64(mut value: u64, buf: &mut [u8]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            return &buf[at..];
+        }
+    }
+}
+
+const BREAK: &[u8] = b".break.";
+const RESTORE: &[u8] = b".restore.";
+
+fn build(lock_base: &[u8], infix: &[u8], pid: &[u8], token: &Token) -> Result<Name, NameTooLong> {
+    let mut name = Name::new();
+    for part in [lock_base, infix, pid, b".", &token.hex()] {
+        name.extend_from_slice(part).map_err(|_| NameTooLong)?;
+    }
+    Ok(name)
+}
+
+/// `<lock_base>.break.<breaker>.<token>`: a breaker's private name. The
+/// breaker is this process when it breaks, or a dead breaker's PID when a
+/// recoverer hands a claim back (which may be any number a placeholder held).
+pub fn break_name(
+    lock_base: &[u8],
+    breaker: Decimal<'_>,
+    token: &Token,
+) -> Result<Name, NameTooLong> {
+    build(lock_base, BREAK, breaker.as_str().as_bytes(), token)
+}
+
+/// `<lock_base>.restore.<recoverer>.<token>`: a recoverer's claim name.
+pub fn restore_name(lock_base: &[u8], recoverer: Pid, token: &Token) -> Result<Name, NameTooLong> {
+    let mut digits = [0u8; 10];
+    build(
+        lock_base,
+        RESTORE,
+        format_u64(u64::from(recoverer.get()), &mut digits),
+        token,
+    )
+}
+
+/// A directory entry recognised as derived from a lock's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Derived<'a> {
+    /// `<lock>.break.<breaker>.<token>`, the breaker's PID printed without
+    /// leading zeros (any value: a placeholder's PID is not range-checked).
+    Break {
+        /// The breaker's PID.
+        breaker: Decimal<'a>,
+        /// The name's token.
+        token: Token,
+    },
+    /// `<lock>.restore.<recoverer>.<token>`, the PID in 1..=2³¹−1 (leading
+    /// zeros allowed, as filelock reads it).
+    Restore {
+        /// The recoverer's PID.
+        recoverer: Pid,
+        /// The name's token.
+        token: Token,
+    },
+}
+
+/// Splits `<digits>.<32 hex>`.
+fn split_pid_token(rest: &[u8]) -> Option<(&[u8], Token)> {
+    let split = rest.len().checked_sub(33)?;
+    let (digits, tail) = rest.split_at(split);
+    let hex = tail.strip_prefix(b".")?;
+    Some((digits, Token::parse_hex(hex)?))
+}
+
+/// Says whether the directory entry `entry` is a break or restore name of
+/// the lock whose final path component is `lock_base`, and for which PID
+/// (PROTOCOL 5.3). Nothing else matches: a longer lock name sharing a prefix,
+/// a token that is not 32 lowercase hex digits, a sign, a break PID with
+/// leading zeros, a restore PID outside 1..=2³¹−1.
+pub fn parse_derived<'a>(lock_base: &[u8], entry: &'a [u8]) -> Option<Derived<'a>> {
+    let rest = entry.strip_prefix(lock_base)?;
+    if let Some(rest) = rest.strip_prefix(BREAK) {
+        let (digits, token) = split_pid_token(rest)?;
+        let breaker = Decimal::parse(digits)?;
+        // A breaker writes its PID as str(pid): the canonical digits only.
+        if breaker.as_str().len() != digits.len() {
+            return None;
+        }
+        return Some(Derived::Break { breaker, token });
+    }
+    let rest = rest.strip_prefix(RESTORE)?;
+    let (digits, token) = split_pid_token(rest)?;
+    let recoverer = Pid::parse_decimal(digits)?;
+    Some(Derived::Restore { recoverer, token })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEX: &str = "0123456789abcdef0123456789abcdef";
+
+    fn entry(s: &str) -> heapless::Vec<u8, 128> {
+        heapless::Vec::from_slice(s.as_bytes()).unwrap()
+    }
+
+    /// (is a break name, the PID's digits, the token), owned.
+    type Seen = (bool, heapless::String<16>, Token);
+
+    fn seen(name: &str) -> Option<Seen> {
+        let bytes = entry(name);
+        parse_derived(b"l.lock", &bytes).map(|d| match d {
+            Derived::Break { breaker, token } => {
+                (true, breaker.as_str().try_into().unwrap(), token)
+            }
+            Derived::Restore { recoverer, token } => {
+                let mut s = heapless::String::new();
+                core::fmt::write(&mut s, format_args!("{recoverer}")).unwrap();
+                (false, s, token)
+            }
+        })
+    }
+
+    #[test]
+    fn matches_exactly_the_derived_names() {
+        let tok = Token::parse_hex(HEX.as_bytes()).unwrap();
+        let brk = |pid: &str| seen(&alloc_fmt(&["l.lock.break.", pid, ".", HEX]));
+        assert_eq!(brk("15856"), Some((true, "15856".try_into().unwrap(), tok)));
+        assert_eq!(brk("0").map(|s| s.1), Some("0".try_into().unwrap()));
+        assert_eq!(
+            brk("99999999999").map(|s| s.1),
+            Some("99999999999".try_into().unwrap())
+        );
+        assert!(brk("0015856").is_none());
+        assert!(brk("+1").is_none());
+        assert!(brk("").is_none());
+        let rst = |pid: &str| seen(&alloc_fmt(&["l.lock.restore.", pid, ".", HEX]));
+        assert_eq!(rst("0042"), Some((false, "42".try_into().unwrap(), tok)));
+        assert!(rst("0").is_none());
+        assert!(rst("2147483648").is_none());
+        assert!(rst("2147483647").is_some());
+        assert!(rst("-1").is_none());
+        assert!(seen(&alloc_fmt(&["l.lockx.break.1.", HEX])).is_none());
+        assert!(seen(&alloc_fmt(&["l.loc.break.1.", HEX])).is_none());
+        assert!(seen(&alloc_fmt(&[
+            "l.lock.break.1.",
+            &HEX.to_ascii_uppercase_static()
+        ]))
+        .is_none());
+        assert!(seen("l.lock.break.1.0123456789abcdef0123456789abcde").is_none());
+        assert!(seen(&alloc_fmt(&["l.lock.break.1.", HEX, "0"])).is_none());
+        assert!(seen(&alloc_fmt(&["l.lock.break.1-", HEX])).is_none());
+        assert!(seen(&alloc_fmt(&["l.lock.other.1.", HEX])).is_none());
+    }
+
+    trait Upper {
+        fn to_ascii_uppercase_static(&self) -> heapless::String<32>;
+    }
+    impl Upper for str {
+        fn to_ascii_uppercase_static(&self) -> heapless::String<32> {
+            self.chars().map(|c| c.to_ascii_uppercase()).collect()
+        }
+    }
+
+    fn alloc_fmt(parts: &[&str]) -> heapless::String<128> {
+        let mut s = heapless::String::new();
+        for p in parts {
+            s.push_str(p).unwrap();
+        }
+        s
+    }
+
+    #[test]
+    fn builds_what_it_parses() {
+        let token = Token([0xab; 16]);
+        let pid = Pid::new(77).unwrap();
+        let name = restore_name(b"x", pid, &token).unwrap();
+        assert_eq!(
+            parse_derived(b"x", &name),
+            Some(Derived::Restore {
+                recoverer: pid,
+                token
+            })
+        );
+        let long = [b'a'; 250];
+        assert_eq!(restore_name(&long, pid, &token), Err(NameTooLong));
+    }
+}

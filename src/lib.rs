@@ -1,0 +1,15 @@
+//! swaplock: file locks that stay correct under every race we can name.
+//!
+//! Two designs, one implementation:
+//!
+//! - **Kernel locks** by the with-lock-ex protocol: an `fcntl` write lock on
+//!   the first byte of a lock file, with the check of the locked descriptor
+//!   against the path that makes deleting lock files safe; `flock` too.
+//! - **Soft locks** for filesystems where kernel locks fail (NFS, SMB,
+//!   Android storage): marker files byte-compatible with Python filelock
+//!   4.2.11, broken when stale without ever leaving the lock path empty.
+//!
+//! The formats and decisions live in [`swaplock_core`], re-exported here as
+//! [`core`].
+
+pub use swaplock_core as core;
