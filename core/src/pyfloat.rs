@@ -4,8 +4,11 @@
 //! double, written positionally when the decimal exponent `e` satisfies
 //! `-4 <= e < 16` (with at least one fractional digit, `30.0`) and in
 //! scientific form otherwise (`1e+20`, `2.5e-07`: an explicit sign and at
-//! least two exponent digits). Rust's `{:e}` already yields the shortest
-//! round-tripping digits; this module only lays them out as Python does.
+//! least two exponent digits). Rust's `{:e}` yields the shortest
+//! round-tripping digit count; where two spellings of that length round-trip
+//! and the double lies exactly between them, Python takes the even one, so
+//! the digits come from Rust's exact formatting at that length, which rounds
+//! ties to even. This module then lays them out as Python does.
 
 use core::fmt::{self, Write};
 
@@ -31,9 +34,18 @@ pub fn write_repr<W: Write>(out: &mut W, value: f64) -> fmt::Result {
     if value.is_infinite() {
         return out.write_str(if value < 0.0 { "-inf" } else { "inf" });
     }
-    // `{:e}` gives "[-]d[.ddd]e<exp>" with the shortest round-trip digits.
+    // `{:e}` gives "[-]d[.ddd]e<exp>" with the shortest round-trip digits;
+    // the exact formatting at that many digits is the nearest such spelling,
+    // ties to even, as Python's dtoa picks it.
+    let mut shortest: heapless::String<MAX_REPR_LEN> = heapless::String::new();
+    write!(shortest, "{value:e}")?;
+    let digits = shortest
+        .bytes()
+        .take_while(|&b| b != b'e')
+        .filter(u8::is_ascii_digit)
+        .count();
     let mut sci: heapless::String<MAX_REPR_LEN> = heapless::String::new();
-    write!(sci, "{value:e}")?;
+    write!(sci, "{value:.prec$e}", prec = digits.saturating_sub(1))?;
     let (negative, body) = match sci.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, sci.as_str()),
@@ -142,6 +154,7 @@ mod tests {
             (1e15, "1000000000000000.0"),
             (123456789012345678.0, "1.2345678901234568e+17"),
             (0.1, "0.1"),
+            (1358402440549237.25, "1358402440549237.2"),
             (5e-324, "5e-324"),
             (1.7976931348623157e308, "1.7976931348623157e+308"),
             (f64::INFINITY, "inf"),

@@ -655,9 +655,7 @@ mod tests {
             let mut text: heapless::String<256> = heapless::String::new();
             text.push_str(base).unwrap();
             text.push_str(tail).unwrap();
-            V2Record::parse(&text)
-                .map(|r| (r.mode.as_str() == "", r.duration))
-                .map_err(|e| e)
+            V2Record::parse(&text).map(|r| (r.mode.as_str() == "", r.duration))
         };
         assert_eq!(parse("mode=\n"), Ok((true, None)));
         assert_eq!(
