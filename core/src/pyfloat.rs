@@ -5,10 +5,10 @@
 //! `-4 <= e < 16` (with at least one fractional digit, `30.0`) and in
 //! scientific form otherwise (`1e+20`, `2.5e-07`: an explicit sign and at
 //! least two exponent digits). Rust's `{:e}` yields the shortest
-//! round-tripping digit count; where two spellings of that length round-trip
-//! and the double lies exactly between them, Python takes the even one, so
-//! the digits come from Rust's exact formatting at that length, which rounds
-//! ties to even. This module then lays them out as Python does.
+//! round-tripping digit count; where several spellings of that length read
+//! back, Python takes the nearest, ties to even, which is Rust's exact
+//! formatting at that length whenever that reads back. This module then lays
+//! the digits out as Python does.
 
 use core::fmt::{self, Write};
 
@@ -34,9 +34,11 @@ pub fn write_repr<W: Write>(out: &mut W, value: f64) -> fmt::Result {
     if value.is_infinite() {
         return out.write_str(if value < 0.0 { "-inf" } else { "inf" });
     }
-    // `{:e}` gives "[-]d[.ddd]e<exp>" with the shortest round-trip digits;
-    // the exact formatting at that many digits is the nearest such spelling,
-    // ties to even, as Python's dtoa picks it.
+    // `{:e}` gives "[-]d[.ddd]e<exp>" with the shortest round-trip digits.
+    // Of the spellings of that length that read back, Python takes the one
+    // nearest the double, ties to even: the exact formatting at that length,
+    // unless that falls outside the rounding interval (which is lopsided
+    // at a power of two), where the shortest spelling is the nearest one.
     let mut shortest: heapless::String<MAX_REPR_LEN> = heapless::String::new();
     write!(shortest, "{value:e}")?;
     let digits = shortest
@@ -44,8 +46,16 @@ pub fn write_repr<W: Write>(out: &mut W, value: f64) -> fmt::Result {
         .take_while(|&b| b != b'e')
         .filter(u8::is_ascii_digit)
         .count();
-    let mut sci: heapless::String<MAX_REPR_LEN> = heapless::String::new();
-    write!(sci, "{value:.prec$e}", prec = digits.saturating_sub(1))?;
+    let mut exact: heapless::String<MAX_REPR_LEN> = heapless::String::new();
+    write!(exact, "{value:.prec$e}", prec = digits.saturating_sub(1))?;
+    let sci = if exact
+        .parse::<f64>()
+        .is_ok_and(|back| back.to_bits() == value.to_bits())
+    {
+        exact
+    } else {
+        shortest
+    };
     let (negative, body) = match sci.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, sci.as_str()),
@@ -154,6 +164,12 @@ mod tests {
             (1e15, "1000000000000000.0"),
             (123456789012345678.0, "1.2345678901234568e+17"),
             (0.1, "0.1"),
+            // 2^-1008: the nearest 16-digit spelling lies outside the
+            // rounding interval, which is narrower below a power of two.
+            (
+                f64::from_bits(0x0100_0000_0000_0000),
+                "7.291122019556398e-304",
+            ),
             // 1358402440549237.25: a tie between two 17-digit spellings.
             (f64::from_bits(0x43134dd6dbb94dd5), "1358402440549237.2"),
             (5e-324, "5e-324"),

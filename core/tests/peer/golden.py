@@ -175,6 +175,9 @@ out["verdicts"] = verdicts
 floats = [0.0, 1.0, 30.0, 1e16, 1e15, 9999999999999998.0, 1e-4, 1e-5, 0.00012345, 5e-324, 1.7976931348623157e308]
 floats += [struct.unpack(">d", struct.pack(">Q", rng.getrandbits(63)))[0] for _ in range(3000)]
 floats += [rng.choice([1, 2, 5, 25, 125]) * 10.0 ** rng.randint(-20, 25) for _ in range(500)]
+# Powers of two, where the rounding interval is lopsided, and their neighbours.
+floats += [struct.unpack(">Q", struct.pack(">Q", (e << 52) + d))[0] for e in range(1, 2047) for d in (-1, 0, 1)]
+floats = [struct.unpack(">d", struct.pack(">Q", f))[0] if isinstance(f, int) else f for f in floats]
 floats = [f for f in floats if f == f and f not in (float("inf"),)]
 out["reprs"] = [[struct.pack(">d", f).hex(), repr(f)] for f in floats]
 
