@@ -2,9 +2,10 @@
 //!
 //! Two designs, one implementation:
 //!
-//! - **Kernel locks** by the with-lock-ex protocol: an `fcntl` write lock on
-//!   the first byte of a lock file, with the check of the locked descriptor
-//!   against the path that makes deleting lock files safe; `flock` too.
+//! - **Kernel locks** by the with-lock-ex protocol ([`FileLock`]): an
+//!   `fcntl` write lock on the first byte of a lock file, with the check of
+//!   the locked descriptor against the path that makes deleting lock files
+//!   safe; `flock` too.
 //! - **Soft locks** for filesystems where kernel locks fail (NFS, SMB,
 //!   Android storage): marker files byte-compatible with Python filelock
 //!   4.2.11, broken when stale without ever leaving the lock path empty.
@@ -13,3 +14,11 @@
 //! [`core`].
 
 pub use swaplock_core as core;
+
+mod error;
+pub use error::{LockError, Step};
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub mod kernel;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub use kernel::{FileLock, FileLockGuard};

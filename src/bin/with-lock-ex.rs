@@ -1,0 +1,305 @@
+//! `with-lock-ex`: run a command with a file locked, a drop-in for the one
+//! in Debian's chiark-utils-bin.
+//!
+//! ```text
+//! with-lock-ex -w|-q|-f [-t SECS] LOCKFILE COMMAND [ARGS...]
+//! with-lock-ex -l LOCKFILE
+//! with-lock-ex LOCKFILE COMMAND [ARGS...]        (as -f)
+//! ```
+//!
+//! It locks LOCKFILE by the with-lock-ex protocol (an `fcntl` write lock on
+//! byte 0, checked against the path) and then `exec`s COMMAND with the lock
+//! descriptor open, so the lock lasts exactly as long as the command runs,
+//! with no process in between. `-w` waits for the lock; `-f` fails with exit
+//! status 255 if it is held; `-q` then exits 0 without running the command;
+//! `-t SECS` (with `-f` or `-q`) waits up to SECS seconds first; `-l` prints
+//! who holds the lock (`none`, `write PID` or `read PID`). Errors print
+//! `with-lock-ex COMMAND: WHY: REASON` and exit 255.
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn main() {
+    cli::main()
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn main() {
+    eprintln!("with-lock-ex: not supported on this platform yet");
+    std::process::exit(255);
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod cli {
+    use std::ffi::{CString, OsStr, OsString};
+    use std::io::{self, ErrorKind, Write};
+    use std::os::fd::AsFd;
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::process::exit;
+    use std::time::Duration;
+    use swaplock::core::decide::with_lock_ex_mode;
+    use swaplock::{FileLock, LockError, Step};
+    use swaplock_linux::kernel as os;
+
+    const USAGE: &str = "usage: with-lock-ex -w|-q|-f [-t <secs>] <lockfile> <command> <args>...\n       with-lock-ex -l       <lockfile>\n       with-lock-ex          <lockfile> <command> <args>...\n";
+
+    fn bad_usage() -> ! {
+        eprint!("{USAGE}");
+        exit(255);
+    }
+
+    /// The text `strerror(3)` gives for an errno.
+    fn strerror(errno: i32) -> String {
+        let text = io::Error::from_raw_os_error(errno).to_string();
+        match text.rfind(" (os error ") {
+            Some(at) => text[..at].to_owned(),
+            None => text,
+        }
+    }
+
+    /// Prints `with-lock-ex CMD: WHY: STRERROR` and exits 255.
+    fn fail(cmd: &OsStr, why: &[u8], errno: i32) -> ! {
+        let mut err = io::stderr().lock();
+        let _ = err.write_all(b"with-lock-ex ");
+        let _ = err.write_all(cmd.as_bytes());
+        let _ = err.write_all(b": ");
+        let _ = err.write_all(why);
+        let _ = writeln!(err, ": {}", strerror(errno));
+        exit(255);
+    }
+
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum Mode {
+        None,
+        Wait,
+        Fail,
+        Quiet,
+        List,
+    }
+
+    /// What `strtol(text, &end, 0)` makes of a timeout: leading white space,
+    /// a sign, then decimal, `0x` hex or `0` octal digits, all of the text.
+    /// `Err(errno)` as the reference reports it: 0 for junk, `ERANGE`.
+    fn parse_secs(text: &[u8]) -> Result<i64, i32> {
+        let mut s = text;
+        while let [b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r', rest @ ..] = s {
+            s = rest;
+        }
+        let negative = matches!(s.first(), Some(b'-'));
+        if let [b'+' | b'-', rest @ ..] = s {
+            s = rest;
+        }
+        let (radix, digits) = match s {
+            [b'0', b'x' | b'X', rest @ ..] if rest.first().is_some_and(u8::is_ascii_hexdigit) => {
+                (16, rest)
+            }
+            [b'0', ..] => (8, s),
+            _ => (10, s),
+        };
+        let count = digits
+            .iter()
+            .take_while(|b| char::from(**b).is_digit(radix))
+            .count();
+        if count == 0 || count != digits.len() {
+            return Err(0);
+        }
+        let mut value: i128 = 0;
+        for &b in digits {
+            value =
+                value * i128::from(radix) + i128::from(char::from(b).to_digit(radix).unwrap_or(0));
+            if value > i128::from(i64::MAX) + 1 {
+                return Err(libc::ERANGE);
+            }
+        }
+        let value = if negative { -value } else { value };
+        i64::try_from(value).map_err(|_| libc::ERANGE)
+    }
+
+    pub(crate) fn main() {
+        let args: Vec<OsString> = std::env::args_os().collect();
+        let argv0 = args
+            .first()
+            .map(|a| a.as_bytes().to_vec())
+            .unwrap_or_else(|| b"with-lock-ex".to_vec());
+        let mut mode = Mode::None;
+        let mut secs: i64 = 0;
+        let mut i = 1;
+        // getopt(3) with "+wfqlt:": options stop at the first non-option or "--".
+        'args: while let Some(arg) = args.get(i) {
+            let arg = arg.as_bytes();
+            if arg == b"--" {
+                i += 1;
+                break;
+            }
+            if arg.len() < 2 || arg[0] != b'-' {
+                break;
+            }
+            let mut j = 1;
+            while j < arg.len() {
+                let c = arg[j];
+                match c {
+                    b'w' | b'f' | b'q' | b'l' => {
+                        if mode != Mode::None {
+                            bad_usage();
+                        }
+                        mode = match c {
+                            b'w' => Mode::Wait,
+                            b'f' => Mode::Fail,
+                            b'q' => Mode::Quiet,
+                            _ => Mode::List,
+                        };
+                    }
+                    b't' => {
+                        let value: &[u8] = if j + 1 < arg.len() {
+                            &arg[j + 1..]
+                        } else if let Some(next) = args.get(i + 1) {
+                            i += 1;
+                            next.as_bytes()
+                        } else {
+                            let mut err = io::stderr().lock();
+                            let _ = err.write_all(&argv0);
+                            let _ = err.write_all(b": option requires an argument -- 't'\n");
+                            drop(err);
+                            bad_usage();
+                        };
+                        secs = match parse_secs(value) {
+                            Ok(secs) => secs,
+                            // The reference names no command yet here.
+                            Err(errno) => {
+                                fail(OsStr::new("(null)"), b"parsing timeout value", errno)
+                            }
+                        };
+                        if secs < 0 {
+                            eprintln!("timeout value must be >=0");
+                            exit(255);
+                        }
+                        i += 1;
+                        continue 'args;
+                    }
+                    _ => {
+                        let mut err = io::stderr().lock();
+                        let _ = err.write_all(&argv0);
+                        let _ = err.write_all(b": invalid option -- '");
+                        let _ = err.write_all(&[c]);
+                        let _ = err.write_all(b"'\n");
+                        drop(err);
+                        bad_usage();
+                    }
+                }
+                j += 1;
+            }
+            i += 1;
+        }
+
+        if secs != 0 && matches!(mode, Mode::List | Mode::Wait) {
+            eprintln!("-t only allowed with -q or -f.");
+            exit(255);
+        }
+        let rest = &args[i.min(args.len())..];
+        let Some(lockfile) = rest.first() else {
+            bad_usage()
+        };
+        let cmd: &OsStr = rest.get(1).map_or(OsStr::new("(null)"), |c| c.as_os_str());
+
+        if mode == Mode::List {
+            list(lockfile, cmd);
+        }
+        // The reference would exec a null command and crash: say how to use it.
+        if rest.len() < 2 {
+            bad_usage();
+        }
+
+        // Single-threaded here, so reading the umask by setting it is safe.
+        let umask = os::umask(0o777);
+        os::umask(umask);
+        let lock = FileLock::new(lockfile)
+            .follow_symlinks(true)
+            .mode(with_lock_ex_mode(umask));
+        let result = match (mode, secs) {
+            (Mode::Wait, _) => lock.lock(),
+            (_, 0) => lock.try_lock(),
+            (_, secs) => lock.lock_timeout(Duration::from_secs(secs.unsigned_abs())),
+        };
+        let guard = match result {
+            Ok(guard) => guard,
+            Err(e) => {
+                let errno = LockError::of(&e)
+                    .and_then(|l| l.os_error().raw_os_error())
+                    .unwrap_or(0);
+                if e.kind() == ErrorKind::TimedOut {
+                    if mode == Mode::Quiet {
+                        exit(0);
+                    }
+                    let mut err = io::stderr().lock();
+                    let _ = err.write_all(b"with-lock-ex ");
+                    let _ = err.write_all(cmd.as_bytes());
+                    let _ = err.write_all(b": timer expired while trying to acquire lock\n");
+                    exit(255);
+                }
+                if mode == Mode::Quiet && (errno == libc::EAGAIN || errno == libc::EBUSY) {
+                    exit(0);
+                }
+                let step = LockError::of(&e).map(LockError::step);
+                let why: &[u8] = match step {
+                    Some(Step::Open) => lockfile.as_bytes(),
+                    Some(Step::Fstat) => b"could not fstat lock fd",
+                    Some(Step::Stat) => b"could not stat lockfile",
+                    _ => b"could not acquire lock",
+                };
+                fail(cmd, why, errno);
+            }
+        };
+
+        if let Err(e) = os::clear_cloexec(guard.as_fd()) {
+            fail(cmd, b"fcntl F_SETFD", e.raw());
+        }
+        exec(&rest[1..], cmd);
+    }
+
+    /// `-l`: print which lock conflicts with a write lock on the file.
+    fn list(lockfile: &OsStr, cmd: &OsStr) -> ! {
+        let path = CString::new(lockfile.as_bytes()).unwrap_or_default();
+        let fd = match os::open_existing_read_only(&path) {
+            Ok(fd) => fd,
+            Err(e) => fail(cmd, lockfile.as_bytes(), e.raw()),
+        };
+        let conflict = loop {
+            match os::fcntl_query(fd.as_fd()) {
+                Ok(c) => break c,
+                Err(e) if e.raw() == libc::EINTR => continue,
+                Err(e) => fail(cmd, b"could not acquire lock", e.raw()),
+            }
+        };
+        // A PID of -1 (an open file description lock) prints as the
+        // reference prints it, through unsigned long.
+        let line = match conflict {
+            os::Conflict::None => "none".to_owned(),
+            os::Conflict::Write(pid) => format!("write {}", i64::from(pid) as u64),
+            os::Conflict::Read(pid) => format!("read {}", i64::from(pid) as u64),
+        };
+        let mut out = io::stdout().lock();
+        if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+            fail(cmd, b"print to stdout\n", e.raw_os_error().unwrap_or(0));
+        }
+        exit(0);
+    }
+
+    /// `execvp(3)` the command with the lock descriptor open.
+    fn exec(argv: &[OsString], cmd: &OsStr) -> ! {
+        let c_args: Vec<CString> = argv
+            .iter()
+            .map(|a| CString::new(a.clone().into_vec()).unwrap_or_default())
+            .collect();
+        let mut ptrs: Vec<*const libc::c_char> = c_args.iter().map(|a| a.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        // SAFETY: restoring the default disposition of SIGPIPE, which the Rust
+        // runtime ignores at start-up, so the command gets the usual one.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        // SAFETY: `ptrs` is a null-terminated array of pointers into
+        // `c_args`, which outlive the call; execvp returns only on failure.
+        unsafe { libc::execvp(ptrs[0], ptrs.as_ptr()) };
+        fail(
+            cmd,
+            b"unable to execute command",
+            io::Error::last_os_error().raw_os_error().unwrap_or(0),
+        );
+    }
+}

@@ -1,0 +1,110 @@
+//! Errors that name the lock file and the step that failed.
+
+use std::fmt;
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+/// The step of a lock operation that failed.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Opening (or creating) the lock file.
+    Open,
+    /// Taking the lock (`fcntl` or `flock`).
+    Lock,
+    /// `fstat` of the locked descriptor.
+    Fstat,
+    /// `stat` of the lock file's path.
+    Stat,
+    /// Releasing the lock.
+    Unlock,
+    /// Removing the lock file.
+    Remove,
+}
+
+impl Step {
+    fn describe(self) -> &'static str {
+        match self {
+            Step::Open => "cannot open lock file",
+            Step::Lock => "could not acquire lock",
+            Step::Fstat => "could not fstat lock fd",
+            Step::Stat => "could not stat lockfile",
+            Step::Unlock => "could not release lock",
+            Step::Remove => "could not remove lock file",
+        }
+    }
+}
+
+/// A lock operation's error: which step failed on which file, and why.
+///
+/// It travels inside an [`io::Error`] whose [`kind`](io::Error::kind) tells
+/// the caller what happened (`WouldBlock` when busy, `TimedOut`, ...);
+/// reach it with [`LockError::of`].
+#[derive(Debug)]
+pub struct LockError {
+    path: Arc<Path>,
+    step: Step,
+    source: io::Error,
+}
+
+impl LockError {
+    pub(crate) fn io(
+        path: &Arc<Path>,
+        step: Step,
+        kind: io::ErrorKind,
+        source: io::Error,
+    ) -> io::Error {
+        io::Error::new(
+            kind,
+            LockError {
+                path: Arc::clone(path),
+                step,
+                source,
+            },
+        )
+    }
+
+    pub(crate) fn errno(path: &Arc<Path>, step: Step, errno: swaplock_core::Errno) -> io::Error {
+        let source = io::Error::from_raw_os_error(errno.raw());
+        Self::io(path, step, source.kind(), source)
+    }
+
+    /// The lock error inside an [`io::Error`] returned by this crate.
+    pub fn of(error: &io::Error) -> Option<&LockError> {
+        error.get_ref().and_then(|e| e.downcast_ref())
+    }
+
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The step that failed.
+    pub fn step(&self) -> Step {
+        self.step
+    }
+
+    /// The underlying OS error (or a plain kind, for a timeout).
+    pub fn os_error(&self) -> &io::Error {
+        &self.source
+    }
+}
+
+impl fmt::Display for LockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {}: {}",
+            self.path.display(),
+            self.step.describe(),
+            self.source
+        )
+    }
+}
+
+impl std::error::Error for LockError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
