@@ -1,5 +1,8 @@
 //! Errors that name the lock file and the step that failed.
 
+// Only the Linux and Android lock types construct these so far.
+#![cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
+
 use std::fmt;
 use std::io;
 use std::path::Path;

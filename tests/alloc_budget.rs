@@ -1,5 +1,7 @@
 //! Locking and unlocking allocate nothing once the lock object is built.
 
+#![cfg(any(target_os = "linux", target_os = "android"))]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use swaplock::FileLock;

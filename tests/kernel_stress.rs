@@ -5,6 +5,8 @@
 //! exits: no entry may follow another holder's entry until that holder
 //! exits or is dead.
 
+#![cfg(any(target_os = "linux", target_os = "android"))]
+
 use std::collections::HashSet;
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;

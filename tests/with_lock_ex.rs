@@ -2,6 +2,8 @@
 //! same exit codes, stdout and stderr, byte for byte, and mutual exclusion
 //! with it, with Python's fcntl.lockf, and across deletion of the lock file.
 
+#![cfg(any(target_os = "linux", target_os = "android"))]
+
 mod common;
 
 use common::{ours, reference, run, Holder, HOLD};
