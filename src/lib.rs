@@ -22,3 +22,7 @@ pub use error::{LockError, Step};
 pub mod kernel;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub use kernel::{FileLock, FileLockGuard};
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub mod soft;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub use soft::{SoftLock, SoftLockGuard};

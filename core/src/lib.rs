@@ -28,6 +28,7 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+pub mod claims;
 pub mod decide;
 pub mod decimal;
 pub mod errno;
@@ -37,6 +38,7 @@ pub mod pid;
 pub mod pyfloat;
 pub mod pytext;
 pub mod record;
+pub mod soft;
 pub mod start;
 
 pub use decimal::Decimal;

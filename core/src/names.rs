@@ -111,6 +111,18 @@ pub fn break_name(
     build(lock_base, BREAK, breaker.as_str().as_bytes(), token)
 }
 
+/// `<lock_base>.break.<pid>.<token>` for a breaker known by its [`Pid`]
+/// (this process, when it breaks).
+pub fn pid_break_name(lock_base: &[u8], breaker: Pid, token: &Token) -> Result<Name, NameTooLong> {
+    let mut digits = [0u8; 10];
+    build(
+        lock_base,
+        BREAK,
+        format_u64(u64::from(breaker.get()), &mut digits),
+        token,
+    )
+}
+
 /// `<lock_base>.restore.<recoverer>.<token>`: a recoverer's claim name.
 pub fn restore_name(lock_base: &[u8], recoverer: Pid, token: &Token) -> Result<Name, NameTooLong> {
     let mut digits = [0u8; 10];

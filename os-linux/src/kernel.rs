@@ -208,3 +208,12 @@ pub fn read_umask() -> Option<u32> {
     let text = std::str::from_utf8(line).ok()?.trim();
     u32::from_str_radix(text, 8).ok()
 }
+
+/// `fcntl(fd, F_DUPFD_CLOEXEC, 0)` — a second descriptor of the same open
+/// file, for a thread that outlives a borrow.
+///
+/// # References
+/// - [`fcntl(2)`](https://man7.org/linux/man-pages/man2/fcntl.2.html)
+pub fn dup(fd: impl AsFd) -> Result<OwnedFd, Errno> {
+    rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(errno)
+}

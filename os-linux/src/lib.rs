@@ -11,3 +11,5 @@
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod kernel;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub mod soft;

@@ -1,0 +1,401 @@
+//! The soft-lock protocol's operations on Linux and Android: each method of
+//! [`swaplock_core::soft::Os`] as one syscall relative to the lock's
+//! directory, and the identity of this process and host as filelock
+//! computes it.
+
+// `stat` field types differ between targets (and between rustix's raw and
+// libc backends); the casts widen where needed and are no-ops elsewhere.
+#![allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, Timestamps, UTIME_NOW};
+use rustix::time::{ClockId, Timespec};
+use std::ffi::CStr;
+use std::sync::OnceLock;
+use swaplock_core::decide::{
+    elsewhere_scan_applies, parse_nspid, task_is_owner, FileId, FileTime, Instant, Liveness,
+};
+use swaplock_core::host::{host_name as escape_host_name, HostName};
+use swaplock_core::names::Token;
+use swaplock_core::soft::{NodeKind, Os, Stat};
+use swaplock_core::start::{
+    parse_boot_id, parse_stat_starttime, timens_offsets_unshifted, StartToken,
+};
+use swaplock_core::{Decimal, Errno, Pid};
+
+fn errno(e: rustix::io::Errno) -> Errno {
+    Errno::from_raw(e.raw_os_error())
+}
+
+/// A file name as a C string, in a stack buffer.
+fn c_name(name: &[u8]) -> Result<heapless::Vec<u8, 256>, Errno> {
+    if name.contains(&0) {
+        return Err(Errno::INVAL);
+    }
+    let mut buf = heapless::Vec::new();
+    buf.extend_from_slice(name)
+        .map_err(|_| Errno::from_raw(libc::ENAMETOOLONG))?;
+    buf.push(0)
+        .map_err(|_| Errno::from_raw(libc::ENAMETOOLONG))?;
+    Ok(buf)
+}
+
+fn with_name<T>(name: &[u8], f: impl FnOnce(&CStr) -> rustix::io::Result<T>) -> Result<T, Errno> {
+    let buf = c_name(name)?;
+    let c = CStr::from_bytes_with_nul(&buf).map_err(|_| Errno::INVAL)?;
+    f(c).map_err(errno)
+}
+
+fn stat(st: &rustix::fs::Stat) -> Stat {
+    let kind = match FileType::from_raw_mode(st.st_mode as _) {
+        FileType::RegularFile => NodeKind::Regular,
+        FileType::Directory => NodeKind::Directory,
+        FileType::Symlink => NodeKind::Symlink,
+        _ => NodeKind::Other,
+    };
+    Stat {
+        id: FileId {
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+        },
+        kind,
+        nlink: st.st_nlink as u64,
+        mtime: FileTime {
+            sec: st.st_mtime as i64,
+            nsec: st.st_mtime_nsec as u32,
+        },
+        ctime: FileTime {
+            sec: st.st_ctime as i64,
+            nsec: st.st_ctime_nsec as u32,
+        },
+    }
+}
+
+/// The soft-lock operations on one directory, the lock file's.
+pub struct LinuxOs<'d> {
+    dir: BorrowedFd<'d>,
+}
+
+impl<'d> LinuxOs<'d> {
+    /// Operations on the directory open as `dir`.
+    pub fn new(dir: BorrowedFd<'d>) -> Self {
+        LinuxOs { dir }
+    }
+}
+
+/// `open(path, O_RDONLY|O_DIRECTORY|O_CLOEXEC)` — the lock's directory, which
+/// every operation is relative to.
+///
+/// # References
+/// - [`open(2)`](https://man7.org/linux/man-pages/man2/open.2.html)
+pub fn open_dir(path: &CStr) -> Result<OwnedFd, Errno> {
+    rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(errno)
+}
+
+impl Os for LinuxOs<'_> {
+    type File = OwnedFd;
+
+    /// `openat(dir, name, O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC[|O_TRUNC], mode)`.
+    fn create_new(&mut self, name: &[u8], mode: u32, truncate: bool) -> Result<OwnedFd, Errno> {
+        let mut flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        if truncate {
+            flags |= OFlags::TRUNC;
+        }
+        with_name(name, |c| {
+            rustix::fs::openat(self.dir, c, flags, Mode::from_raw_mode(mode))
+        })
+    }
+
+    /// `openat(dir, name, O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC)`.
+    fn open_read(&mut self, name: &[u8]) -> Result<OwnedFd, Errno> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        with_name(name, |c| {
+            rustix::fs::openat(self.dir, c, flags, Mode::empty())
+        })
+    }
+
+    /// `openat(dir, name, O_PATH|O_NOFOLLOW|O_CLOEXEC)`.
+    fn pin(&mut self, name: &[u8]) -> Result<OwnedFd, Errno> {
+        let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        with_name(name, |c| {
+            rustix::fs::openat(self.dir, c, flags, Mode::empty())
+        })
+    }
+
+    /// `write(fd, buf)`.
+    fn write(&mut self, file: &OwnedFd, buf: &[u8]) -> Result<usize, Errno> {
+        rustix::io::write(file, buf).map_err(errno)
+    }
+
+    /// `pwrite(fd, buf, offset)`.
+    fn write_at(&mut self, file: &OwnedFd, buf: &[u8], offset: u64) -> Result<usize, Errno> {
+        rustix::io::pwrite(file, buf, offset).map_err(errno)
+    }
+
+    /// `ftruncate(fd, len)`.
+    fn truncate(&mut self, file: &OwnedFd, len: u64) -> Result<(), Errno> {
+        rustix::fs::ftruncate(file, len).map_err(errno)
+    }
+
+    /// `fchmod(fd, mode)`.
+    fn chmod(&mut self, file: &OwnedFd, mode: u32) -> Result<(), Errno> {
+        rustix::fs::fchmod(file, Mode::from_raw_mode(mode)).map_err(errno)
+    }
+
+    /// `futimens(fd, {UTIME_NOW, UTIME_NOW})`.
+    fn touch(&mut self, file: &OwnedFd) -> Result<(), Errno> {
+        let now = Timespec {
+            tv_sec: 0,
+            tv_nsec: UTIME_NOW,
+        };
+        rustix::fs::futimens(
+            file,
+            &Timestamps {
+                last_access: now,
+                last_modification: now,
+            },
+        )
+        .map_err(errno)
+    }
+
+    /// `read(fd, buf)`.
+    fn read(&mut self, file: &OwnedFd, buf: &mut [u8]) -> Result<usize, Errno> {
+        rustix::io::read(file, buf).map_err(errno)
+    }
+
+    /// `fstat(fd)`.
+    fn fstat(&mut self, file: &OwnedFd) -> Result<Stat, Errno> {
+        rustix::fs::fstat(file).map(|st| stat(&st)).map_err(errno)
+    }
+
+    /// `close(fd)`.
+    fn close(&mut self, file: OwnedFd) {
+        drop(file);
+    }
+
+    /// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`.
+    fn lstat(&mut self, name: &[u8]) -> Result<Stat, Errno> {
+        with_name(name, |c| {
+            rustix::fs::statat(self.dir, c, AtFlags::SYMLINK_NOFOLLOW)
+        })
+        .map(|st| stat(&st))
+    }
+
+    /// `renameat2(dir, a, dir, b, RENAME_EXCHANGE)`.
+    fn exchange(&mut self, a: &[u8], b: &[u8]) -> Result<(), Errno> {
+        let a = c_name(a)?;
+        let a = CStr::from_bytes_with_nul(&a).map_err(|_| Errno::INVAL)?;
+        with_name(b, |b| {
+            rustix::fs::renameat_with(self.dir, a, self.dir, b, RenameFlags::EXCHANGE)
+        })
+    }
+
+    /// `renameat(dir, from, dir, to)`.
+    fn rename(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno> {
+        let from = c_name(from)?;
+        let from = CStr::from_bytes_with_nul(&from).map_err(|_| Errno::INVAL)?;
+        with_name(to, |to| rustix::fs::renameat(self.dir, from, self.dir, to))
+    }
+
+    /// `unlinkat(dir, name, 0)`.
+    fn unlink(&mut self, name: &[u8]) -> Result<(), Errno> {
+        with_name(name, |c| {
+            rustix::fs::unlinkat(self.dir, c, AtFlags::empty())
+        })
+    }
+
+    /// `getdents64` over the directory.
+    fn list(&mut self, visit: &mut dyn FnMut(&[u8])) -> Result<(), Errno> {
+        let mut dir = rustix::fs::Dir::read_from(self.dir).map_err(errno)?;
+        for entry in &mut dir {
+            visit(entry.map_err(errno)?.file_name().to_bytes());
+        }
+        Ok(())
+    }
+
+    /// `kill(pid, 0)`.
+    fn probe(&mut self, pid: Pid) -> Liveness {
+        match rustix::process::Pid::from_raw(pid.as_raw()) {
+            Some(p) => Liveness::from_kill(rustix::process::test_kill_process(p).map_err(errno)),
+            None => Liveness::Unknown(Errno::INVAL),
+        }
+    }
+
+    fn start_token(&mut self, pid: Pid) -> Option<StartToken> {
+        start_token(pid.get())
+    }
+
+    fn runs_elsewhere(&mut self, pid: Pid, start: Decimal<'_>) -> bool {
+        runs_elsewhere(pid, start)
+    }
+
+    /// `clock_gettime(CLOCK_MONOTONIC)`.
+    fn now(&mut self) -> Instant {
+        monotonic_now()
+    }
+
+    /// `clock_gettime(CLOCK_REALTIME)`.
+    fn wall(&mut self) -> FileTime {
+        let t = rustix::time::clock_gettime(ClockId::Realtime);
+        FileTime {
+            sec: t.tv_sec,
+            nsec: t.tv_nsec as u32,
+        }
+    }
+
+    /// `nanosleep`.
+    fn sleep(&mut self, duration: std::time::Duration) {
+        std::thread::sleep(duration);
+    }
+
+    /// `getrandom(16 bytes)`.
+    fn token(&mut self) -> Token {
+        random_token()
+    }
+
+    fn begin_claim(&mut self, name: &[u8]) -> bool {
+        swaplock_core::claims::begin(name)
+    }
+
+    fn end_claim(&mut self, name: &[u8]) {
+        swaplock_core::claims::end(name)
+    }
+}
+
+/// `clock_gettime(CLOCK_MONOTONIC)` as nanoseconds.
+pub fn monotonic_now() -> Instant {
+    let t = rustix::time::clock_gettime(ClockId::Monotonic);
+    Instant(
+        (t.tv_sec as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(t.tv_nsec as u64),
+    )
+}
+
+/// `getrandom(16 bytes)` — 128 bits for a derived name or a lease token.
+///
+/// # References
+/// - [`getrandom(2)`](https://man7.org/linux/man-pages/man2/getrandom.2.html)
+pub fn random_token() -> Token {
+    let mut bytes = [0u8; 16];
+    let mut filled = 0;
+    while filled < bytes.len() {
+        match rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty()) {
+            Ok(n) => filled += n,
+            Err(rustix::io::Errno::INTR) => {}
+            // The kernel's random source does not fail once it is seeded; if
+            // it ever does, the process must not publish guessable names.
+            Err(e) => panic!("getrandom failed: {e}"),
+        }
+    }
+    Token(bytes)
+}
+
+/// This host's name as records carry it: `uname().nodename` escaped, with
+/// the PID namespace's inode (`stat /proc/self/ns/pid`).
+pub fn host_name() -> HostName {
+    let uname = rustix::system::uname();
+    let ns = rustix::fs::stat("/proc/self/ns/pid")
+        .ok()
+        .map(|st| st.st_ino as u64);
+    escape_host_name(uname.nodename().to_bytes(), ns)
+}
+
+/// This process's PID.
+pub fn current_pid() -> Pid {
+    // getpid() is always in 1..=2^31-1.
+    Pid::new(rustix::process::getpid().as_raw_nonzero().get() as u32)
+        .unwrap_or_else(|| unreachable!())
+}
+
+fn boot_id() -> u128 {
+    static BOOT_ID: OnceLock<u128> = OnceLock::new();
+    *BOOT_ID.get_or_init(|| {
+        std::fs::read("/proc/sys/kernel/random/boot_id")
+            .map(|t| parse_boot_id(&t))
+            .unwrap_or(0)
+    })
+}
+
+/// Whether this process reads `starttime` without a time-namespace offset
+/// (PROTOCOL 4.2), asked afresh as filelock does.
+fn starttime_unshifted() -> bool {
+    const INITIAL_TIME_NAMESPACE: u64 = 0xEFFF_FFFA;
+    let ns = match rustix::fs::stat("/proc/self/ns/time") {
+        Ok(st) => st.st_ino as u64,
+        Err(rustix::io::Errno::NOENT) => return true,
+        Err(_) => return false,
+    };
+    if ns == INITIAL_TIME_NAMESPACE {
+        return true;
+    }
+    match rustix::fs::stat("/proc/self/ns/time_for_children") {
+        Ok(st) if st.st_ino as u64 == ns => {}
+        _ => return false,
+    }
+    std::fs::read("/proc/self/timens_offsets").is_ok_and(|t| timens_offsets_unshifted(&t))
+}
+
+fn read_start_token(pid: u64) -> Option<StartToken> {
+    let mut path = heapless::String::<32>::new();
+    std::fmt::Write::write_fmt(&mut path, format_args!("/proc/{pid}/stat")).ok()?;
+    let stat = std::fs::read(path.as_str()).ok()?;
+    Some(StartToken::linux(boot_id(), parse_stat_starttime(&stat)?))
+}
+
+/// The start token of process `pid`, exactly as filelock computes it, or
+/// `None` when it cannot be (the process is gone, or this process runs in
+/// a time namespace with a boot-time offset).
+pub fn start_token(pid: u32) -> Option<StartToken> {
+    if starttime_unshifted() {
+        read_start_token(u64::from(pid))
+    } else {
+        None
+    }
+}
+
+/// Whether a task in another PID namespace runs as `pid` with the recorded
+/// start `start` (PROTOCOL 4.5, `_owner_runs_elsewhere`).
+fn runs_elsewhere(pid: Pid, start: Decimal<'_>) -> bool {
+    if !elsewhere_scan_applies(Some(start), boot_id()) {
+        return false;
+    }
+    let unshifted = starttime_unshifted();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(task) = name.to_str().and_then(|n| n.parse::<u64>().ok()) else {
+            continue;
+        };
+        let task_start = if unshifted {
+            read_start_token(task)
+        } else {
+            None
+        };
+        let status = std::fs::read(entry.path().join("status")).unwrap_or_default();
+        if task_is_owner(
+            task,
+            pid,
+            unshifted,
+            task_start,
+            start,
+            parse_nspid(&status),
+        ) {
+            return true;
+        }
+    }
+    false
+}
+
+/// The soft-lock operations through a directory descriptor.
+pub fn os_for(dir: &impl AsFd) -> LinuxOs<'_> {
+    LinuxOs::new(dir.as_fd())
+}

@@ -1,0 +1,597 @@
+//! Soft locks: marker files for filesystems where kernel locks fail (NFS,
+//! SMB, Android storage, `flock` answering `ENOSYS`), byte-compatible with
+//! Python filelock 4.2.11.
+//!
+//! A soft lock is held by whoever created the marker file at the lock path
+//! (with `O_EXCL`) and wrote a complete record into it. Three kinds, as in
+//! filelock:
+//!
+//! | swaplock | filelock | record | broken when |
+//! |---|---|---|---|
+//! | [`Kind::Soft`] | `SoftFileLock` | `<pid>\n<host>\n<start>\n` | the holder is dead (or its PID recycled) |
+//! | [`Kind::Marker`] | `MarkerSoftFileLock` | `filelock/2`, `mode=exclusive` | the holder is dead |
+//! | [`Kind::Lease`] | `SoftFileLease` | `filelock/2`, `mode=lease` | the holder is dead, or stopped refreshing for the lease duration |
+//!
+//! **All processes that use one path must use the same kind.** A
+//! `SoftFileLock` reader takes a protocol 2 marker for a malformed one and
+//! evicts it after 2 seconds, so mixing `Soft` with `Marker` or `Lease`
+//! gives no mutual exclusion.
+//!
+//! A stale marker (its holder on this host is provably dead) is replaced in
+//! one step: the contender writes its own complete marker under a private
+//! name and exchanges it with the lock path (`renameat2(RENAME_EXCHANGE)`),
+//! so the lock path is never empty, and it keeps the lock only if the file
+//! it took is the one it judged. **Where the filesystem cannot exchange
+//! names (NFS, SMB, some FUSE and overlay filesystems), a stale marker is
+//! never moved**: contenders wait for their timeout, and an operator
+//! removes it with [`SoftLock::force_break`] once its holder is known gone.
+//! A marker naming another host is never judged stale (its PIDs cannot be
+//! probed from here) unless it is a lease that stopped being refreshed.
+//!
+//! Pick a **lease** when holders may run on several hosts, or may hang
+//! rather than die: a lease expires once its holder stops refreshing it
+//! (a heartbeat thread refreshes it every third of its duration), measured
+//! on the contender's own monotonic clock, never by comparing clocks.
+//!
+//! ```no_run
+//! use swaplock::soft::SoftLock;
+//! use std::time::Duration;
+//! # fn main() -> std::io::Result<()> {
+//! let lock = SoftLock::marker("/mnt/nfs/jobs/nightly.lock");
+//! let guard = lock.lock_timeout(Duration::from_secs(10))?;
+//! // ... exclusive work ...
+//! guard.release()?;
+//! # Ok(())
+//! # }
+//! ```
+
+use crate::error::{LockError, Step};
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use swaplock_core::decide::FileId;
+use swaplock_core::host::HostName;
+use swaplock_core::names::Name;
+use swaplock_core::record::{classify, Classified, Content, Mode, Reader, READ_LIMIT};
+use swaplock_core::soft::{
+    self as protocol, Attempt, CompromiseWatch, Config, Contender, Held, Holder, LeaseTerms, Os,
+};
+pub use swaplock_core::soft::{Compromise, Kind};
+use swaplock_core::start::StartToken;
+use swaplock_core::{Errno, Pid};
+use swaplock_linux::kernel::dup;
+use swaplock_linux::soft::{self as os, LinuxOs};
+
+/// The default pause between attempts, as filelock's `poll_interval`.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(50);
+/// The default lease duration, as filelock's `lease_duration`.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+
+type CompromiseHook = Arc<dyn Fn(Compromise) + Send + Sync>;
+
+/// A soft lock on a path. Building one allocates; an uncontended lock and
+/// unlock of a `Soft` or `Marker` lock do not (a lease starts a heartbeat
+/// thread).
+#[derive(Clone)]
+pub struct SoftLock {
+    path: Arc<Path>,
+    dir: Arc<CString>,
+    dir_path: Arc<Path>,
+    base: Name,
+    kind: Kind,
+    poll_interval: Duration,
+    mode: Option<u32>,
+    lifetime: Option<Duration>,
+    lease: Duration,
+    heartbeat: Option<Duration>,
+    on_compromise: Option<CompromiseHook>,
+    contender: Arc<Mutex<Contender>>,
+}
+
+impl std::fmt::Debug for SoftLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SoftLock")
+            .field("path", &self.path)
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SoftLock {
+    /// A soft lock of `kind` on `path`. A path whose final component is
+    /// empty or longer than 255 bytes fails at the first lock call.
+    pub fn new(kind: Kind, path: impl Into<PathBuf>) -> Self {
+        let path: PathBuf = path.into();
+        let dir_path = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let base = path.file_name().map(|n| n.as_bytes()).unwrap_or_default();
+        SoftLock {
+            dir: Arc::new(CString::new(dir_path.as_os_str().as_bytes()).unwrap_or_default()),
+            dir_path: dir_path.into(),
+            base: Name::from_slice(base).unwrap_or_default(),
+            path: path.into(),
+            kind,
+            poll_interval: DEFAULT_POLL_INTERVAL,
+            mode: None,
+            lifetime: None,
+            lease: DEFAULT_LEASE,
+            heartbeat: None,
+            on_compromise: None,
+            contender: Arc::new(Mutex::new(Contender::new())),
+        }
+    }
+
+    /// filelock's `SoftFileLock`: protocol 1 records.
+    pub fn soft(path: impl Into<PathBuf>) -> Self {
+        Self::new(Kind::Soft, path)
+    }
+
+    /// filelock's `MarkerSoftFileLock`: protocol 2, `mode=exclusive`.
+    pub fn marker(path: impl Into<PathBuf>) -> Self {
+        Self::new(Kind::Marker, path)
+    }
+
+    /// filelock's `SoftFileLease`: protocol 2, `mode=lease`, 30 s by default.
+    pub fn lease(path: impl Into<PathBuf>) -> Self {
+        Self::new(Kind::Lease, path)
+    }
+
+    /// The pause between attempts while waiting (default 50 ms).
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval;
+        self
+    }
+
+    /// An explicit mode for the marker file (filelock's `mode`).
+    pub fn mode(mut self, mode: u32) -> Self {
+        self.mode = Some(mode & 0o777);
+        self
+    }
+
+    /// Break any marker whose mtime is older than `lifetime`, whoever holds
+    /// it (`Soft` and `Marker` only; filelock's `lifetime`). This can
+    /// overlap a live holder; prefer a lease.
+    pub fn lifetime(mut self, lifetime: Duration) -> Self {
+        self.lifetime = Some(lifetime);
+        self
+    }
+
+    /// The lease duration (`Lease` only; default 30 s). Every contender for
+    /// a path must use the same one.
+    pub fn lease_duration(mut self, duration: Duration) -> Self {
+        self.lease = duration;
+        self
+    }
+
+    /// How often the holder refreshes its lease (default: a third of the
+    /// duration; must be shorter than the duration).
+    pub fn heartbeat_interval(mut self, interval: Duration) -> Self {
+        self.heartbeat = Some(interval);
+        self
+    }
+
+    /// Called on the heartbeat thread when the lease may be lost.
+    pub fn on_compromise(mut self, hook: impl Fn(Compromise) + Send + Sync + 'static) -> Self {
+        self.on_compromise = Some(Arc::new(hook));
+        self
+    }
+
+    /// The lock file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The kind of soft lock.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// Waits for the lock.
+    pub fn lock(&self) -> io::Result<SoftLockGuard> {
+        self.acquire(None, true)
+    }
+
+    /// One attempt; an error of kind `WouldBlock` if the lock is held.
+    pub fn try_lock(&self) -> io::Result<SoftLockGuard> {
+        self.acquire(None, false)
+    }
+
+    /// Waits up to `timeout`; an error of kind `TimedOut` if the lock stays
+    /// held. The first attempt always runs, even with a zero timeout.
+    pub fn lock_timeout(&self, timeout: Duration) -> io::Result<SoftLockGuard> {
+        self.acquire(Some(timeout), true)
+    }
+
+    fn err(&self, step: Step, errno: Errno) -> io::Error {
+        LockError::errno(&self.path, step, errno)
+    }
+
+    fn open_dir(&self) -> io::Result<OwnedFd> {
+        match os::open_dir(&self.dir) {
+            Ok(fd) => Ok(fd),
+            Err(e) if e == Errno::NOENT => {
+                // As filelock does, create the lock's directory once per acquire.
+                std::fs::create_dir_all(&self.dir_path)
+                    .map_err(|e| LockError::io(&self.path, Step::Open, e.kind(), e))?;
+                os::open_dir(&self.dir).map_err(|e| self.err(Step::Open, e))
+            }
+            Err(e) => Err(self.err(Step::Open, e)),
+        }
+    }
+
+    fn acquire(&self, timeout: Option<Duration>, blocking: bool) -> io::Result<SoftLockGuard> {
+        if self.base.is_empty() {
+            return Err(self.err(Step::Open, Errno::INVAL));
+        }
+        let lease = match self.kind {
+            Kind::Lease => {
+                let interval = self.heartbeat.unwrap_or(self.lease / 3);
+                if self.lease.is_zero() || interval.is_zero() || interval >= self.lease {
+                    let source = io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "heartbeat must be within (0, lease)",
+                    );
+                    return Err(LockError::io(
+                        &self.path,
+                        Step::Lock,
+                        io::ErrorKind::InvalidInput,
+                        source,
+                    ));
+                }
+                Some((
+                    LeaseTerms {
+                        duration: self.lease.as_secs_f64(),
+                        token: os::random_token(),
+                    },
+                    interval,
+                ))
+            }
+            _ => None,
+        };
+        let dir = self.open_dir()?;
+        let me = Identity::now();
+        let cfg = me.config(self, lease.map(|l| l.0));
+        let mut linux = LinuxOs::new(dir.as_fd());
+        let started = Instant::now();
+        let mut contender = self.contender.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            let holder = match protocol::try_acquire(&mut linux, &cfg, &mut contender) {
+                Ok(Attempt::Acquired(held)) => {
+                    drop(contender);
+                    return Ok(SoftLockGuard::new(self, dir, me, held, lease));
+                }
+                Ok(Attempt::Busy(holder)) => holder,
+                Err(e) => return Err(self.protocol_error(e)),
+            };
+            let elapsed = started.elapsed();
+            let remaining = timeout.map(|t| t.saturating_sub(elapsed));
+            if !blocking || remaining == Some(Duration::ZERO) {
+                let kind = if blocking {
+                    io::ErrorKind::TimedOut
+                } else {
+                    io::ErrorKind::WouldBlock
+                };
+                let source = io::Error::new(
+                    kind,
+                    Busy {
+                        path: self.path.clone(),
+                        holder,
+                    },
+                );
+                return Err(LockError::io(&self.path, Step::Lock, kind, source));
+            }
+            std::thread::sleep(remaining.map_or(self.poll_interval, |r| r.min(self.poll_interval)));
+        }
+    }
+
+    fn protocol_error(&self, e: protocol::Error) -> io::Error {
+        match e {
+            protocol::Error::Os { errno, .. } => self.err(Step::Lock, errno),
+            protocol::Error::IsDirectory => self.err(Step::Open, Errno::ISDIR),
+            protocol::Error::NameTooLong => {
+                self.err(Step::Open, Errno::from_raw(libc::ENAMETOOLONG))
+            }
+            other => {
+                let source = io::Error::new(io::ErrorKind::InvalidData, other.to_string());
+                LockError::io(&self.path, Step::Lock, io::ErrorKind::InvalidData, source)
+            }
+        }
+    }
+
+    /// Removes the marker whoever holds it, as filelock's `break_lock()`.
+    /// Mutual exclusion is lost if the holder is alive: reserve it for a
+    /// marker whose holder is known to be gone, such as a stale one on a
+    /// filesystem that cannot exchange names.
+    pub fn force_break(&self) -> io::Result<()> {
+        match std::fs::remove_file(&self.path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                Err(LockError::io(&self.path, Step::Remove, e.kind(), e))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Who holds the lock now, as the marker says; `None` when there is no
+    /// marker.
+    pub fn owner(&self) -> io::Result<Option<OwnerInfo>> {
+        let meta = match std::fs::symlink_metadata(&self.path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(LockError::io(&self.path, Step::Stat, e.kind(), e)),
+        };
+        let mut bytes = Vec::with_capacity(READ_LIMIT);
+        if meta.is_file() {
+            use std::io::Read;
+            let file = std::fs::File::open(&self.path)
+                .map_err(|e| LockError::io(&self.path, Step::Open, e.kind(), e))?;
+            file.take(READ_LIMIT as u64)
+                .read_to_end(&mut bytes)
+                .map_err(|e| LockError::io(&self.path, Step::Open, e.kind(), e))?;
+        }
+        let content = if meta.is_file() {
+            Content::Bytes(&bytes)
+        } else {
+            Content::NotRegular
+        };
+        let age = meta.modified().ok().and_then(|m| m.elapsed().ok());
+        let reader = if self.kind == Kind::Soft {
+            Reader::Protocol1
+        } else {
+            Reader::Protocol2
+        };
+        Ok(Some(OwnerInfo::from(classify(content, reader), age)))
+    }
+}
+
+/// What a marker says of its holder.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OwnerInfo {
+    /// `"soft"`, `"exclusive"`, `"lease"`, another protocol 2 mode,
+    /// `"recordless"`, `"strict"` or `"malformed"`.
+    pub mode: String,
+    /// The holder's PID, when the record names one.
+    pub pid: Option<u32>,
+    /// The holder's host.
+    pub host: Option<String>,
+    /// The holder's start token, in decimal.
+    pub start: Option<String>,
+    /// The lease duration in seconds.
+    pub lease_seconds: Option<f64>,
+    /// The time since the marker was last written or refreshed.
+    pub age: Option<Duration>,
+}
+
+impl OwnerInfo {
+    fn from(c: Classified<'_>, age: Option<Duration>) -> Self {
+        let mut info = OwnerInfo {
+            mode: String::new(),
+            pid: None,
+            host: None,
+            start: None,
+            lease_seconds: None,
+            age,
+        };
+        match c {
+            Classified::Sentinel => info.mode = "strict".into(),
+            Classified::Recordless => info.mode = "recordless".into(),
+            Classified::Malformed(why) => info.mode = format!("malformed ({why})"),
+            Classified::V1(r) => {
+                info.mode = "soft".into();
+                info.pid = Some(r.pid.get());
+                info.host = Some(r.host.into());
+                info.start = r.start.map(|s| s.to_string());
+            }
+            Classified::V2(r) => {
+                info.mode = r.mode.as_str().into();
+                if let Mode::Unknown(m) = r.mode {
+                    info.mode = format!("unknown ({m})");
+                }
+                info.pid = Some(r.pid.get());
+                info.host = Some(r.host.into());
+                info.start = r.start.map(|s| s.to_string());
+                info.lease_seconds = r.duration;
+            }
+        }
+        info
+    }
+}
+
+/// Why a lock was busy: filelock's `Timeout` text.
+#[derive(Debug)]
+struct Busy {
+    path: Arc<Path>,
+    holder: Holder,
+}
+
+impl std::fmt::Display for Busy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "The file lock '{}' could not be acquired.",
+            self.path.display()
+        )?;
+        match &self.holder {
+            Holder::Recordless => f.write_str(
+                " It is held by an owner that recorded no PID (a filelock release before 3.22, or one still writing its record), which this host cannot probe.",
+            ),
+            Holder::Foreign { pid, host } => {
+                write!(f, " It is held by pid {pid} on {host}, which this host cannot probe.")
+            }
+            Holder::Unknown => Ok(()),
+        }
+    }
+}
+
+impl std::error::Error for Busy {}
+
+/// This process's identity, computed afresh at each acquire as filelock does.
+#[derive(Clone, Debug)]
+struct Identity {
+    pid: Pid,
+    host: HostName,
+    start: Option<StartToken>,
+}
+
+impl Identity {
+    fn now() -> Self {
+        let pid = os::current_pid();
+        Identity {
+            pid,
+            host: os::host_name(),
+            start: os::start_token(pid.get()),
+        }
+    }
+
+    fn config<'a>(&'a self, lock: &'a SoftLock, lease: Option<LeaseTerms>) -> Config<'a> {
+        Config {
+            kind: lock.kind,
+            lock: &lock.base,
+            pid: self.pid,
+            host: &self.host,
+            start: self.start,
+            mode: lock.mode,
+            lease,
+            lifetime: lock.lifetime,
+        }
+    }
+}
+
+/// A held soft lock. Dropping it releases the lock; [`release`](Self::release)
+/// reports errors.
+pub struct SoftLockGuard {
+    lock: SoftLock,
+    dir: OwnedFd,
+    me: Identity,
+    held: Option<Held<OwnedFd>>,
+    lease: Option<LeaseTerms>,
+    heartbeat: Option<Heartbeat>,
+}
+
+struct Heartbeat {
+    stop: mpsc::Sender<()>,
+    thread: JoinHandle<()>,
+    compromise: Arc<Mutex<Option<Compromise>>>,
+}
+
+impl std::fmt::Debug for SoftLockGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SoftLockGuard")
+            .field("path", &self.lock.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SoftLockGuard {
+    fn new(
+        lock: &SoftLock,
+        dir: OwnedFd,
+        me: Identity,
+        held: Held<OwnedFd>,
+        lease: Option<(LeaseTerms, Duration)>,
+    ) -> Self {
+        let heartbeat = lease
+            .and_then(|(terms, interval)| start_heartbeat(lock, &dir, &me, &held, terms, interval));
+        SoftLockGuard {
+            lock: lock.clone(),
+            dir,
+            me,
+            held: Some(held),
+            lease: lease.map(|l| l.0),
+            heartbeat,
+        }
+    }
+
+    /// The lock file's path.
+    pub fn path(&self) -> &Path {
+        &self.lock.path
+    }
+
+    /// The lease's claim token (32 hex digits), for a lease.
+    pub fn token(&self) -> Option<String> {
+        self.lease
+            .map(|t| String::from_utf8_lossy(&t.token.hex()).into_owned())
+    }
+
+    /// Whether the heartbeat found the lease compromised, and why.
+    pub fn compromise(&self) -> Option<Compromise> {
+        self.heartbeat
+            .as_ref()
+            .and_then(|h| *h.compromise.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Releases the lock, reporting a failure to remove the marker.
+    pub fn release(mut self) -> io::Result<()> {
+        self.release_inner()
+    }
+
+    fn release_inner(&mut self) -> io::Result<()> {
+        if let Some(h) = self.heartbeat.take() {
+            drop(h.stop);
+            let _ = h.thread.join();
+        }
+        let Some(held) = self.held.take() else {
+            return Ok(());
+        };
+        let cfg = self.me.config(&self.lock, self.lease);
+        let mut linux = LinuxOs::new(self.dir.as_fd());
+        protocol::release(&mut linux, &cfg, held).map_err(|e| self.lock.protocol_error(e))
+    }
+}
+
+impl Drop for SoftLockGuard {
+    fn drop(&mut self) {
+        let _ = self.release_inner();
+    }
+}
+
+/// Starts the lease heartbeat on its own descriptors, so it outlives no
+/// borrow of the guard.
+fn start_heartbeat(
+    lock: &SoftLock,
+    dir: &OwnedFd,
+    me: &Identity,
+    held: &Held<OwnedFd>,
+    terms: LeaseTerms,
+    interval: Duration,
+) -> Option<Heartbeat> {
+    let dir = dup(dir).ok()?;
+    let file = dup(&held.file).ok()?;
+    let id: FileId = held.id;
+    let (stop, stopped) = mpsc::channel::<()>();
+    let compromise = Arc::new(Mutex::new(None));
+    let report = Arc::clone(&compromise);
+    let hook = lock.on_compromise.clone();
+    let lock = lock.clone();
+    let me = me.clone();
+    let thread = std::thread::Builder::new()
+        .name(format!("filelock-lease-{}", me.pid))
+        .spawn(move || {
+            let cfg = me.config(&lock, Some(terms));
+            let mut linux = LinuxOs::new(dir.as_fd());
+            let held = Held { file, id };
+            let mut watch = CompromiseWatch::new(linux.now(), lock.lease, interval);
+            while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
+                let result = protocol::refresh(&mut linux, &cfg, &held);
+                if let Some(c) = watch.observe(result, linux.now()) {
+                    *report.lock().unwrap_or_else(|p| p.into_inner()) = Some(c);
+                    if let Some(hook) = &hook {
+                        hook(c);
+                    }
+                    break;
+                }
+            }
+        })
+        .ok()?;
+    Some(Heartbeat {
+        stop,
+        thread,
+        compromise,
+    })
+}
