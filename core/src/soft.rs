@@ -570,16 +570,16 @@ fn judge_pinned<O: Os>(
         return Ok(Attempt::Busy(Holder::Unknown));
     }
     let judged = read.stat;
+    let busy = |read: &Read| describe_holder(read.content(), cfg.kind, cfg.host);
     let mut pid_buf = [0u8; 10];
     let mut digits = [0u8; 24];
     let owner = match classify(read.content(), cfg.kind.reader()) {
         // Invariant I10: never judged stale.
-        Classified::Sentinel => return Ok(Attempt::Busy(Holder::Unknown)),
-        Classified::Recordless => return Ok(Attempt::Busy(Holder::Recordless)),
+        Classified::Sentinel | Classified::Recordless => return Ok(Attempt::Busy(busy(&read))),
         Classified::Malformed(_) => {
             // Invariant I9: evict only after the grace period unchanged.
             if contender.watch.observe(judged.watch_key(), os.now()) < MALFORMED_GRACE {
-                return Ok(Attempt::Busy(Holder::Unknown));
+                return Ok(Attempt::Busy(busy(&read)));
             }
             // A placeholder names a breaker that may have stranded a marker.
             let text = core::str::from_utf8(&read.buf[..read.len]).ok();
@@ -594,7 +594,7 @@ fn judge_pinned<O: Os>(
         Classified::V2(record) => {
             if let Mode::Unknown(_) = record.mode {
                 // A contract this version does not know is never reclaimed.
-                return Ok(Attempt::Busy(holder_of(&record.owner(), cfg)));
+                return Ok(Attempt::Busy(busy(&read)));
             }
             record.owner()
         }
@@ -617,7 +617,7 @@ fn judge_pinned<O: Os>(
                 }
             }
         }
-        return Ok(Attempt::Busy(holder_of(&owner, cfg)));
+        return Ok(Attempt::Busy(busy(&read)));
     }
     let breaker = copy_decimal(pid_decimal(owner.pid, &mut pid_buf), &mut digits);
     Ok(take_over(os, cfg, &judged, breaker.as_ref().map(BreakerRef::get))?.attempt())
@@ -657,12 +657,28 @@ fn pid_decimal(pid: Pid, buf: &mut [u8; 10]) -> Decimal<'_> {
     Decimal::parse(&buf[at..]).unwrap_or(Decimal::ZERO)
 }
 
-fn holder_of(owner: &Owner<'_>, cfg: &Config<'_>) -> Holder {
-    if owner.host == cfg.host {
+/// Names the holder of a marker whose owner this host cannot probe, as
+/// filelock's `Timeout` does: an empty marker, or a record (read as this
+/// kind reads it, protocol 1 as the fallback) naming another host.
+pub fn describe_holder(content: Content<'_>, kind: Kind, this_host: &str) -> Holder {
+    let Ok(text) = crate::record::decode(content) else {
+        return Holder::Unknown;
+    };
+    if text.is_empty() {
+        return Holder::Recordless;
+    }
+    let v2 = match kind.reader() {
+        Reader::Protocol2 => V2Record::parse(text).ok().map(|r| r.owner()),
+        Reader::Protocol1 => None,
+    };
+    let Some(owner) = v2.or_else(|| V1Record::parse(text).ok().map(|r| r.owner())) else {
+        return Holder::Unknown;
+    };
+    if owner.host == this_host {
         return Holder::Unknown;
     }
     let mut host = HostName::new();
-    // A recorded host longer than our buffer is cut for the report only.
+    // A recorded host longer than a host name is cut for the report only.
     for c in owner.host.chars() {
         if host.push(c).is_err() {
             break;

@@ -91,3 +91,46 @@ impl Drop for Holder {
 /// A shell command that announces its PID once running and then waits for
 /// a line on stdin (the holder's lifetime).
 pub const HOLD: &str = "echo $$; read x";
+
+/// The Python with filelock 4.2.11: `$SWAPLOCK_PYTHON`, or the workspace's
+/// `.venv` that `scripts/setup` creates.
+pub fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("SWAPLOCK_PYTHON") {
+        return p.into();
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    assert!(
+        venv.exists(),
+        "no Python with filelock 4.2.11: run scripts/setup (looked for {})",
+        venv.display()
+    );
+    venv
+}
+
+/// `python tests/peer/soft_peer.py ARGS...` as a command.
+pub fn peer_command(args: &[&str]) -> Command {
+    let mut cmd = Command::new(python());
+    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peer/soft_peer.py"))
+        .args(args);
+    cmd
+}
+
+/// Runs the Python peer to completion and parses its JSON answer.
+pub fn peer(args: &[&str]) -> serde_json::Value {
+    let out = peer_command(args)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run the Python peer");
+    assert!(
+        out.status.success(),
+        "soft_peer.py {args:?} failed: {}",
+        out.status
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("soft_peer.py {args:?}: {e}: {:?}", out.stdout))
+}
+
+/// The swaplock command.
+pub fn swaplock() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_swaplock"))
+}
