@@ -1,0 +1,692 @@
+//! The races the soft-lock break protocol closes (the seed's list), each
+//! reproduced at the adapter seam: a wrapper around the real Linux adapter
+//! runs a peer's step just before one of our syscalls, at every position in
+//! our sequence, on the real filesystem (ext4 hands a freed inode number to
+//! the next file, so inode reuse is real here). Each test shows the wrong
+//! outcome cannot happen.
+
+#![cfg(any(target_os = "linux", target_os = "android"))]
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::Duration;
+use swaplock::core::decide::{FileTime, Instant, Liveness};
+use swaplock::core::names::Token;
+use swaplock::core::soft::{self, Attempt, Config, Contender, Held, Kind, Os, Stat};
+use swaplock::core::start::StartToken;
+use swaplock::core::{Decimal, Errno, Pid};
+use swaplock_linux::soft::{host_name, open_dir, LinuxOs};
+
+type Action<'a> = Box<dyn FnMut(&mut LinuxOs<'_>, &str) -> Option<Errno> + 'a>;
+
+/// The Linux adapter, with a peer's step run before our `at`-th operation.
+/// The action sees the operation's name and may make it fail.
+struct Seam<'d, 'a> {
+    inner: LinuxOs<'d>,
+    peer: LinuxOs<'d>,
+    count: usize,
+    at: usize,
+    action: Action<'a>,
+    fired: bool,
+}
+
+impl<'d, 'a> Seam<'d, 'a> {
+    fn new(dir: &'d OwnedFd, at: usize, action: Action<'a>) -> Self {
+        Seam {
+            inner: LinuxOs::new(dir.as_fd()),
+            peer: LinuxOs::new(dir.as_fd()),
+            count: 0,
+            at,
+            action,
+            fired: false,
+        }
+    }
+
+    fn step(&mut self, op: &str) -> Result<(), Errno> {
+        let n = self.count;
+        self.count += 1;
+        if n == self.at {
+            self.fired = true;
+            if let Some(e) = (self.action)(&mut self.peer, op) {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+macro_rules! seam {
+    ($self:ident, $op:literal, $call:expr) => {{
+        $self.step($op)?;
+        $call
+    }};
+}
+
+impl Os for Seam<'_, '_> {
+    type File = OwnedFd;
+    fn create_new(&mut self, name: &[u8], mode: u32, truncate: bool) -> Result<OwnedFd, Errno> {
+        seam!(self, "create", self.inner.create_new(name, mode, truncate))
+    }
+    fn open_read(&mut self, name: &[u8]) -> Result<OwnedFd, Errno> {
+        seam!(self, "open_read", self.inner.open_read(name))
+    }
+    fn pin(&mut self, name: &[u8]) -> Result<OwnedFd, Errno> {
+        seam!(self, "pin", self.inner.pin(name))
+    }
+    fn write(&mut self, f: &OwnedFd, buf: &[u8]) -> Result<usize, Errno> {
+        seam!(self, "write", self.inner.write(f, buf))
+    }
+    fn write_at(&mut self, f: &OwnedFd, buf: &[u8], off: u64) -> Result<usize, Errno> {
+        seam!(self, "write_at", self.inner.write_at(f, buf, off))
+    }
+    fn truncate(&mut self, f: &OwnedFd, len: u64) -> Result<(), Errno> {
+        seam!(self, "truncate", self.inner.truncate(f, len))
+    }
+    fn chmod(&mut self, f: &OwnedFd, mode: u32) -> Result<(), Errno> {
+        seam!(self, "chmod", self.inner.chmod(f, mode))
+    }
+    fn touch(&mut self, f: &OwnedFd) -> Result<(), Errno> {
+        seam!(self, "touch", self.inner.touch(f))
+    }
+    fn read(&mut self, f: &OwnedFd, buf: &mut [u8]) -> Result<usize, Errno> {
+        seam!(self, "read", self.inner.read(f, buf))
+    }
+    fn fstat(&mut self, f: &OwnedFd) -> Result<Stat, Errno> {
+        seam!(self, "fstat", self.inner.fstat(f))
+    }
+    fn close(&mut self, f: OwnedFd) {
+        let _ = self.step("close");
+        self.inner.close(f)
+    }
+    fn lstat(&mut self, name: &[u8]) -> Result<Stat, Errno> {
+        seam!(self, "lstat", self.inner.lstat(name))
+    }
+    fn exchange(&mut self, a: &[u8], b: &[u8]) -> Result<(), Errno> {
+        seam!(self, "exchange", self.inner.exchange(a, b))
+    }
+    fn rename(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno> {
+        seam!(self, "rename", self.inner.rename(from, to))
+    }
+    fn unlink(&mut self, name: &[u8]) -> Result<(), Errno> {
+        seam!(self, "unlink", self.inner.unlink(name))
+    }
+    fn list(&mut self, visit: &mut dyn FnMut(&[u8])) -> Result<(), Errno> {
+        seam!(self, "list", self.inner.list(visit))
+    }
+    fn probe(&mut self, pid: Pid) -> Liveness {
+        self.inner.probe(pid)
+    }
+    fn start_token(&mut self, pid: Pid) -> Option<StartToken> {
+        self.inner.start_token(pid)
+    }
+    fn runs_elsewhere(&mut self, pid: Pid, start: Decimal<'_>) -> bool {
+        self.inner.runs_elsewhere(pid, start)
+    }
+    fn now(&mut self) -> Instant {
+        self.inner.now()
+    }
+    fn wall(&mut self) -> FileTime {
+        self.inner.wall()
+    }
+    fn sleep(&mut self, d: Duration) {
+        self.inner.sleep(d)
+    }
+    fn token(&mut self) -> Token {
+        self.inner.token()
+    }
+    fn begin_claim(&mut self, name: &[u8]) -> bool {
+        self.inner.begin_claim(name)
+    }
+    fn end_claim(&mut self, name: &[u8]) {
+        self.inner.end_claim(name)
+    }
+}
+
+const LOCK: &[u8] = b"a.lock";
+
+struct Me {
+    pid: Pid,
+    host: swaplock::core::host::HostName,
+    start: Option<StartToken>,
+}
+
+fn me() -> Me {
+    let pid = swaplock_linux::soft::current_pid();
+    Me {
+        pid,
+        host: host_name(),
+        start: swaplock_linux::soft::start_token(pid.get()),
+    }
+}
+
+fn config<'a>(me: &'a Me, kind: Kind) -> Config<'a> {
+    Config {
+        kind,
+        lock: LOCK,
+        pid: me.pid,
+        host: &me.host,
+        start: me.start,
+        mode: None,
+        lease: None,
+        lifetime: None,
+    }
+}
+
+fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+/// A live process other than us, for peers' records.
+struct Live(std::process::Child);
+impl Live {
+    fn spawn() -> Self {
+        Live(
+            std::process::Command::new("cat")
+                .stdin(std::process::Stdio::piped())
+                .spawn()
+                .unwrap(),
+        )
+    }
+    fn record(&self) -> String {
+        format!("{}\n{}\n", self.0.id(), host_name())
+    }
+}
+impl Drop for Live {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn set_mtime(path: &Path, like: &Path) {
+    let t = std::fs::metadata(like).unwrap().modified().unwrap();
+    std::fs::File::options()
+        .append(true)
+        .open(path)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
+}
+
+fn others(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n != "a.lock")
+        .collect()
+}
+
+/// Runs `scenario(at)` for every position `at` of our operations until the
+/// peer's step no longer fires; returns how many positions were covered.
+fn every_position(mut scenario: impl FnMut(usize) -> bool) -> usize {
+    let mut at = 0;
+    while scenario(at) {
+        at += 1;
+        assert!(at < 500, "the scenario never ends");
+    }
+    at
+}
+
+/// Race 2: the judged marker's inode number is reused. A peer removes the
+/// stale marker and creates a live one with the same mtime, at every point
+/// of our stale step. The live marker must never be taken or removed.
+#[test]
+fn a_reused_inode_never_passes_for_the_judged_marker() {
+    let me = me();
+    let live = Live::spawn();
+    let covered = every_position(|at| {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join("a.lock");
+        let stale = format!("{}\n{}\n", dead_pid(), host_name());
+        std::fs::write(&lock, &stale).unwrap();
+        let stale_ino = std::fs::metadata(&lock).unwrap().ino();
+        let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+        let record = live.record();
+        let lock2 = lock.clone();
+        let mut reused = false;
+        let mut os = Seam::new(
+            &fd,
+            at,
+            Box::new(|_, _| {
+                // A peer breaks the stale marker it judged, as the protocol
+                // lets it, and publishes its own; once ours is at the path
+                // it judges ours live and does nothing.
+                if std::fs::read_to_string(&lock2).ok().as_deref() != Some(stale.as_str()) {
+                    return None;
+                }
+                // Unlinking frees the stale inode unless something pins it,
+                // and ext4 hands the freed number to the next file.
+                let mtime = std::fs::metadata(&lock2).unwrap().modified().unwrap();
+                std::fs::remove_file(&lock2).unwrap();
+                std::fs::write(&lock2, &record).unwrap();
+                std::fs::File::options()
+                    .append(true)
+                    .open(&lock2)
+                    .unwrap()
+                    .set_modified(mtime)
+                    .unwrap();
+                reused = std::fs::metadata(&lock2).unwrap().ino() == stale_ino;
+                None
+            }),
+        );
+        let cfg = config(&me, Kind::Soft);
+        let attempt = soft::try_acquire(&mut os, &cfg, &mut Contender::new()).unwrap();
+        let fired = os.fired;
+        drop(os);
+        // Exactly one of us holds the lock: the peer's marker or ours is at
+        // the path, whole, and never both believe they hold it.
+        let content = std::fs::read_to_string(&lock).unwrap();
+        match attempt {
+            Attempt::Acquired(held) => {
+                assert_ne!(
+                    content,
+                    live.record(),
+                    "at {at}: took the lock beside a live holder"
+                );
+                assert_eq!(
+                    std::fs::metadata(&lock).unwrap().ino(),
+                    held.id.ino,
+                    "at {at}"
+                );
+            }
+            Attempt::Busy(_) => {
+                assert_eq!(
+                    content,
+                    live.record(),
+                    "at {at}: busy, yet the peer's marker is not there"
+                );
+                // Operations 0 to 2 (lstat, create, pin) come before the pin.
+                assert!(
+                    !reused || at <= 2,
+                    "at {at}: the pinned inode number was handed out again"
+                );
+            }
+        }
+        assert!(
+            others(dir.path()).is_empty(),
+            "at {at}: left {:?}",
+            others(dir.path())
+        );
+        fired
+    });
+    assert!(covered > 10, "only {covered} positions");
+}
+
+/// Race 6: the lock path must never stand empty while a stale marker is
+/// broken. A peer tries an O_EXCL create of the lock path before every one
+/// of our operations; it must never succeed.
+#[test]
+fn the_lock_path_is_never_empty_during_a_break() {
+    let me = me();
+    let covered = every_position(|at| {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join("a.lock");
+        std::fs::write(&lock, format!("{}\n{}\n", dead_pid(), host_name())).unwrap();
+        let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+        let mut created = false;
+        let mut os = Seam::new(
+            &fd,
+            at,
+            Box::new(|peer, _| {
+                match peer.create_new(LOCK, 0o644, true) {
+                    Ok(_) => created = true,
+                    Err(e) => assert_eq!(e, Errno::EXIST),
+                }
+                None
+            }),
+        );
+        let cfg = config(&me, Kind::Soft);
+        let attempt = soft::try_acquire(&mut os, &cfg, &mut Contender::new()).unwrap();
+        let fired = os.fired;
+        drop(os);
+        assert!(!created, "at {at}: the lock path was empty");
+        if let Attempt::Acquired(held) = attempt {
+            assert_eq!(std::fs::metadata(&lock).unwrap().ino(), held.id.ino);
+        }
+        fired
+    });
+    assert!(covered > 10);
+}
+
+/// Race 4: a failed acquire's rollback removed a successor's marker. Our
+/// record write fails after a peer evicted our marker and published its own;
+/// the rollback must leave the peer's marker alone. The same removal of our
+/// own file is what the ENOSYS fallback relies on (race 5).
+#[test]
+fn a_failed_acquire_removes_only_its_own_marker() {
+    let me = me();
+    let live = Live::spawn();
+    for op in ["write", "fstat"] {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join("a.lock");
+        let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+        let record = live.record();
+        let lock2 = lock.clone();
+        let mut os = Seam::new(
+            &fd,
+            usize::MAX,
+            Box::new(|_, _| {
+                std::fs::remove_file(&lock2).unwrap();
+                std::fs::write(&lock2, &record).unwrap();
+                Some(Errno::IO)
+            }),
+        );
+        let cfg = config(&me, Kind::Soft);
+        // Our operations: lstat, create, fstat, write: fire at `op`.
+        os.at = if op == "fstat" { 2 } else { 3 };
+        let result = soft::try_acquire(&mut os, &cfg, &mut Contender::new());
+        assert!(os.fired);
+        drop(os);
+        assert!(result.is_err(), "{op}: the failure must surface");
+        assert_eq!(
+            std::fs::read_to_string(&lock).unwrap(),
+            live.record(),
+            "{op}: the peer's marker was removed"
+        );
+        assert!(
+            others(dir.path()).is_empty(),
+            "{op}: left {:?}",
+            others(dir.path())
+        );
+    }
+    // And with nothing in the way, a failed write leaves no marker behind.
+    let dir = tempfile::tempdir().unwrap();
+    let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+    let mut os = Seam::new(&fd, 3, Box::new(|_, _| Some(Errno::NOSPC)));
+    let cfg = config(&me, Kind::Soft);
+    assert!(soft::try_acquire(&mut os, &cfg, &mut Contender::new()).is_err());
+    drop(os);
+    assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+}
+
+/// Race 3: the malformed watch inherited another file's age. After we have
+/// watched a malformed marker for most of the grace period, a peer replaces
+/// it with a fresh one carrying the same mtime (and, on ext4, the same inode
+/// number): the change time restarts the watch.
+#[test]
+fn a_recreated_malformed_marker_does_not_inherit_the_watch() {
+    let me = me();
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("a.lock");
+    std::fs::write(&lock, "garbage\n").unwrap();
+    let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+    let cfg = config(&me, Kind::Soft);
+    let mut contender = Contender::new();
+    let mut os = LinuxOs::new(fd.as_fd());
+    assert!(matches!(
+        soft::try_acquire(&mut os, &cfg, &mut contender).unwrap(),
+        Attempt::Busy(_)
+    ));
+    // Let the watch age past the grace period without a look in between.
+    let aged = std::time::Instant::now();
+    while aged.elapsed() < Duration::from_millis(2100) {
+        std::thread::yield_now();
+    }
+    let old = dir.path().join("old");
+    std::fs::hard_link(&lock, &old).unwrap();
+    std::fs::remove_file(&lock).unwrap();
+    std::fs::write(&lock, "x\n").unwrap();
+    set_mtime(&lock, &old);
+    std::fs::remove_file(&old).unwrap();
+    let attempt = soft::try_acquire(&mut os, &cfg, &mut contender).unwrap();
+    assert!(
+        matches!(attempt, Attempt::Busy(_)),
+        "a fresh marker was evicted with the old one's age"
+    );
+    assert_eq!(std::fs::read(&lock).unwrap(), b"x\n");
+}
+
+/// Race 1: a restore followed a planted symlink. A symlink at the lock path
+/// is read as itself (a malformed marker) and, once evicted, moved as
+/// itself: its target is never read, linked, or removed.
+#[test]
+fn a_planted_symlink_is_never_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    std::os::unix::fs::symlink(&victim, dir.path().join("a.lock")).unwrap();
+    let lock = swaplock::SoftLock::soft(dir.path().join("a.lock"))
+        .poll_interval(Duration::from_millis(10));
+    let guard = lock.lock_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious\n");
+    assert!(std::fs::symlink_metadata(dir.path().join("a.lock"))
+        .unwrap()
+        .is_file());
+    guard.release().unwrap();
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious\n");
+}
+
+/// Race 8: the lifetime break judged a marker by a reused inode. A peer
+/// replaces the expired marker with a live one carrying the same mtime at
+/// every point of our lifetime break: the live one is never taken.
+#[test]
+fn the_lifetime_break_never_takes_a_replaced_marker() {
+    let me = me();
+    let live = Live::spawn();
+    let covered = every_position(|at| {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join("a.lock");
+        let expired = live.record();
+        std::fs::write(&lock, &expired).unwrap();
+        let old_time = std::time::SystemTime::now() - Duration::from_secs(3600);
+        std::fs::File::options()
+            .append(true)
+            .open(&lock)
+            .unwrap()
+            .set_modified(old_time)
+            .unwrap();
+        let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+        let lock2 = lock.clone();
+        let record = format!("{}\n{}\nfresh\n", live.0.id(), host_name());
+        let mut os = Seam::new(
+            &fd,
+            at,
+            Box::new(|_, _| {
+                // A peer replaces the expired marker it judged with its own,
+                // forging the old mtime; our fresh marker it leaves alone.
+                if std::fs::read_to_string(&lock2).ok().as_deref() != Some(expired.as_str()) {
+                    return None;
+                }
+                std::fs::remove_file(&lock2).unwrap();
+                std::fs::write(&lock2, &record).unwrap();
+                std::fs::File::options()
+                    .append(true)
+                    .open(&lock2)
+                    .unwrap()
+                    .set_modified(old_time)
+                    .unwrap();
+                None
+            }),
+        );
+        let mut cfg = config(&me, Kind::Soft);
+        cfg.lifetime = Some(Duration::from_secs(60));
+        let attempt = soft::try_acquire(&mut os, &cfg, &mut Contender::new()).unwrap();
+        let fired = os.fired;
+        drop(os);
+        let content = std::fs::read_to_string(&lock).unwrap();
+        match attempt {
+            // Taken before the peer acted, or the peer's file was never ours to take.
+            Attempt::Acquired(Held { id, .. }) => {
+                assert!(
+                    !fired || !content.contains("fresh"),
+                    "at {at}: took the replaced marker"
+                );
+                assert_eq!(std::fs::metadata(&lock).unwrap().ino(), id.ino);
+            }
+            Attempt::Busy(_) => assert!(
+                content.contains("fresh"),
+                "at {at}: the replacement was lost"
+            ),
+        }
+        fired
+    });
+    assert!(covered > 5);
+}
+
+/// Race 7: a killed breaker stranded the marker it took, and two
+/// recoverers race for it. Contender B's whole attempt runs before each of
+/// contender A's operations; the live holder's marker must end at the lock
+/// path, neither contender may hold the lock, and nothing may be left over.
+#[test]
+fn two_recoverers_never_undo_each_other() {
+    let me_a = me();
+    let holder = Live::spawn();
+    let b_process = Live::spawn();
+    let covered = every_position(|at| {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join("a.lock");
+        std::fs::write(&lock, holder.record()).unwrap();
+        let holder_ino = std::fs::metadata(&lock).unwrap().ino();
+        // The breaker was killed after its exchange: its record at the path,
+        // the holder's under its break name.
+        let breaker = dead_pid();
+        let aside = dir
+            .path()
+            .join(format!("a.lock.break.{breaker}.{}", "ab".repeat(16)));
+        std::fs::write(&aside, format!("{breaker}\n{}\n", host_name())).unwrap();
+        let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+        {
+            let mut os = LinuxOs::new(fd.as_fd());
+            os.exchange(
+                aside.file_name().unwrap().to_str().unwrap().as_bytes(),
+                LOCK,
+            )
+            .unwrap();
+        }
+        let me_b = Me {
+            pid: Pid::new(b_process.0.id()).unwrap(),
+            host: host_name(),
+            start: None,
+        };
+        let mut b_result = None;
+        let mut os = Seam::new(
+            &fd,
+            at,
+            Box::new(|peer, _| {
+                let cfg_b = config(&me_b, Kind::Soft);
+                b_result = Some(matches!(
+                    soft::try_acquire(peer, &cfg_b, &mut Contender::new()),
+                    Ok(Attempt::Acquired(_))
+                ));
+                None
+            }),
+        );
+        let cfg_a = config(&me_a, Kind::Soft);
+        let a = soft::try_acquire(&mut os, &cfg_a, &mut Contender::new()).unwrap();
+        let fired = os.fired;
+        drop(os);
+        assert!(
+            matches!(a, Attempt::Busy(_)),
+            "at {at}: A took the lock from a live holder"
+        );
+        assert_eq!(
+            b_result.unwrap_or(false),
+            false,
+            "at {at}: B took the lock from a live holder"
+        );
+        assert_eq!(
+            std::fs::metadata(&lock).unwrap().ino(),
+            holder_ino,
+            "at {at}: the holder's marker is not back"
+        );
+        // A claim handed back may remain for the next poll; a third attempt clears it.
+        let mut os = LinuxOs::new(fd.as_fd());
+        assert!(matches!(
+            soft::try_acquire(&mut os, &cfg_a, &mut Contender::new()).unwrap(),
+            Attempt::Busy(_)
+        ));
+        assert_eq!(std::fs::metadata(&lock).unwrap().ino(), holder_ino);
+        assert!(
+            others(dir.path()).is_empty(),
+            "at {at}: left {:?}",
+            others(dir.path())
+        );
+        fired
+    });
+    assert!(covered > 10, "only {covered} positions");
+}
+
+/// Without an exchange (NFS, SMB, FUSE filesystems that refuse it) a stale
+/// marker is never moved: the contender stays out and the marker stays.
+#[test]
+fn without_an_exchange_a_stale_marker_stays() {
+    let me = me();
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("a.lock");
+    let record = format!("{}\n{}\n", dead_pid(), host_name());
+    std::fs::write(&lock, &record).unwrap();
+    let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+    for refusal in [Errno::INVAL, Errno::NOSYS, Errno::XDEV, Errno::OPNOTSUPP] {
+        // Refuse every exchange the attempt asks for.
+        let mut refusing = RefuseExchange {
+            inner: LinuxOs::new(fd.as_fd()),
+            errno: refusal,
+        };
+        let cfg = config(&me, Kind::Soft);
+        for _ in 0..3 {
+            assert!(matches!(
+                soft::try_acquire(&mut refusing, &cfg, &mut Contender::new()).unwrap(),
+                Attempt::Busy(_)
+            ));
+        }
+        assert_eq!(
+            std::fs::read_to_string(&lock).unwrap(),
+            record,
+            "{refusal:?}"
+        );
+        assert!(
+            others(dir.path()).is_empty(),
+            "{refusal:?}: left {:?}",
+            others(dir.path())
+        );
+    }
+}
+
+/// The Linux adapter, refusing every exchange with one errno.
+struct RefuseExchange<'d> {
+    inner: LinuxOs<'d>,
+    errno: Errno,
+}
+
+macro_rules! forward {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+        $(fn $name(&mut self, $($arg: $ty),*) -> $ret { self.inner.$name($($arg),*) })*
+    };
+}
+
+impl Os for RefuseExchange<'_> {
+    type File = OwnedFd;
+    fn exchange(&mut self, _: &[u8], _: &[u8]) -> Result<(), Errno> {
+        Err(self.errno)
+    }
+    forward! {
+        create_new(name: &[u8], mode: u32, truncate: bool) -> Result<OwnedFd, Errno>;
+        open_read(name: &[u8]) -> Result<OwnedFd, Errno>;
+        pin(name: &[u8]) -> Result<OwnedFd, Errno>;
+        write(f: &OwnedFd, buf: &[u8]) -> Result<usize, Errno>;
+        write_at(f: &OwnedFd, buf: &[u8], off: u64) -> Result<usize, Errno>;
+        truncate(f: &OwnedFd, len: u64) -> Result<(), Errno>;
+        chmod(f: &OwnedFd, mode: u32) -> Result<(), Errno>;
+        touch(f: &OwnedFd) -> Result<(), Errno>;
+        read(f: &OwnedFd, buf: &mut [u8]) -> Result<usize, Errno>;
+        fstat(f: &OwnedFd) -> Result<Stat, Errno>;
+        close(f: OwnedFd) -> ();
+        lstat(name: &[u8]) -> Result<Stat, Errno>;
+        rename(from: &[u8], to: &[u8]) -> Result<(), Errno>;
+        unlink(name: &[u8]) -> Result<(), Errno>;
+        list(visit: &mut dyn FnMut(&[u8])) -> Result<(), Errno>;
+        probe(pid: Pid) -> Liveness;
+        start_token(pid: Pid) -> Option<StartToken>;
+        runs_elsewhere(pid: Pid, start: Decimal<'_>) -> bool;
+        now() -> Instant;
+        wall() -> FileTime;
+        sleep(d: Duration) -> ();
+        token() -> Token;
+        begin_claim(name: &[u8]) -> bool;
+        end_claim(name: &[u8]) -> ();
+    }
+}
