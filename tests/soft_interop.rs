@@ -630,3 +630,184 @@ fn a_lease_contender_never_expires_an_exclusive_holder() {
         .release()
         .unwrap();
 }
+
+/// A bindfs (FUSE) mount, which answers `renameat2(RENAME_EXCHANGE)` with
+/// `EINVAL`, as NFS and SMB refuse it; unmounted on drop.
+struct NoExchangeMount {
+    mount: tempfile::TempDir,
+    _source: tempfile::TempDir,
+}
+
+impl NoExchangeMount {
+    fn new() -> Self {
+        let source = tempfile::tempdir().unwrap();
+        let mount = tempfile::tempdir().unwrap();
+        let status = Command::new("bindfs")
+            .arg(source.path())
+            .arg(mount.path())
+            .status();
+        assert!(
+            status.is_ok_and(|s| s.success()),
+            "bindfs failed: run scripts/setup (it installs bindfs) as root, with /dev/fuse"
+        );
+        NoExchangeMount {
+            mount,
+            _source: source,
+        }
+    }
+}
+
+impl Drop for NoExchangeMount {
+    fn drop(&mut self) {
+        let _ = Command::new("fusermount")
+            .arg("-u")
+            .arg(self.mount.path())
+            .status();
+    }
+}
+
+#[test]
+fn without_an_exchange_neither_side_breaks_a_dead_holder() {
+    let fs = NoExchangeMount::new();
+    let path = fs.mount.path().join("a.lock");
+    for (name, kind) in [("soft", Kind::Soft), ("marker", Kind::Marker)] {
+        let (holder, _) = python_holder(name, &path, &[]);
+        kill(holder);
+        let before = std::fs::read(&path).unwrap();
+        let err = SoftLock::new(kind, &path)
+            .poll_interval(Duration::from_millis(20))
+            .lock_timeout(Duration::from_millis(300));
+        assert_eq!(
+            err.unwrap_err().kind(),
+            ErrorKind::TimedOut,
+            "{name}: a stale marker was moved without an exchange"
+        );
+        let answer = peer(&["try", name, s(&path), "0.3"]);
+        assert_eq!(
+            answer["result"], "timeout",
+            "{name}: Python moved it: {answer}"
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            before,
+            "{name}: the marker changed"
+        );
+        assert!(
+            entries_beside(&path).is_empty(),
+            "{name}: left {:?}",
+            entries_beside(&path)
+        );
+        // The operator's way out.
+        SoftLock::new(kind, &path).force_break().unwrap();
+        SoftLock::new(kind, &path)
+            .try_lock()
+            .unwrap()
+            .release()
+            .unwrap();
+    }
+}
+
+#[test]
+fn flock_holders_exclude_both_ways_and_the_file_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let python = format!(
+        "import sys\nfrom filelock import FileLock\nl = FileLock({:?}, on_acquired=lambda fd: __import__('os').write(fd, b'hook'))\nl.acquire()\nprint('locked', flush=True)\nsys.stdin.readline()\nl.release()\n",
+        s(&path)
+    );
+    let mut cmd = Command::new(common::python());
+    cmd.args(["-c", &python]);
+    let (holder, _) = Holder::spawn(cmd);
+    let err = swaplock::FileLock::flock(&path).try_lock().unwrap_err();
+    assert_eq!(
+        err.kind(),
+        ErrorKind::WouldBlock,
+        "a Python FileLock holder must block our flock"
+    );
+    assert!(holder.release().success());
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        b"hook",
+        "the file and its bytes are kept"
+    );
+
+    let guard = swaplock::FileLock::flock(&path).lock().unwrap();
+    let probe = format!(
+        "from filelock import FileLock, Timeout\ntry:\n    FileLock({:?}).acquire(timeout=0)\n    print('acquired')\nexcept Timeout:\n    print('busy')\n",
+        s(&path)
+    );
+    let out = Command::new(common::python())
+        .args(["-c", &probe])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "busy\n",
+        "our flock must block Python's FileLock"
+    );
+    guard.unlock().unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"hook", "never truncated");
+}
+
+#[test]
+fn host_names_are_escaped_alike_in_other_namespaces() {
+    // A host name with a space, in its own UTS namespace: both write my?20host.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let script = format!(
+        "{} -c \"import socket; socket.sethostname('my host')\" && {} run --kind soft {} cat {} && {} {} identity 1",
+        common::python().display(),
+        swaplock().display(),
+        s(&path),
+        s(&path),
+        common::python().display(),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peer/soft_peer.py").display()
+    );
+    let out = Command::new("unshare")
+        .args(["--uts", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "unshare --uts: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.nth(1), Some("my?20host"), "{text}");
+    let identity: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(identity["host"], "my?20host");
+
+    // In a PID namespace, both append ?pidns-<inode>.
+    let script = format!(
+        "{} run --kind marker {} cat {} && {} {} identity 1",
+        swaplock().display(),
+        s(&path),
+        s(&path),
+        common::python().display(),
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/peer/soft_peer.py")
+            .display()
+    );
+    let out = Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "unshare --pid: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let host_line = text
+        .lines()
+        .find(|l| l.starts_with("host="))
+        .unwrap()
+        .to_owned();
+    let identity: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert!(host_line.contains("?pidns-"), "{text}");
+    assert_eq!(
+        host_line,
+        format!("host={}", identity["host"].as_str().unwrap())
+    );
+}
