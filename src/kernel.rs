@@ -50,16 +50,19 @@
 //! ```
 
 use crate::error::{LockError, Step};
+use crate::soft::{SoftLock, SoftLockGuard};
 use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use swaplock_core::decide::{check_kernel_lock, with_lock_ex_mode, KernelLockCheck};
+use swaplock_core::decide::with_lock_ex_mode;
+use swaplock_core::kernel::{self as protocol, Outcome};
 use swaplock_core::Errno;
-use swaplock_linux::kernel as os;
+use swaplock_linux::kernel::{self as os, LinuxKernel, LockCall};
 
 /// Which kernel lock a [`FileLock`] takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,6 +101,9 @@ pub struct FileLock {
     kind: Kind,
     mode: u32,
     follow_symlinks: bool,
+    /// Set for good once `flock` answered `ENOSYS`: from then on this lock
+    /// is a `SoftFileLock`, as filelock switches.
+    soft: Arc<AtomicBool>,
 }
 
 /// How long an attempt may wait.
@@ -146,6 +152,7 @@ impl FileLock {
             kind,
             mode: with_lock_ex_mode(umask),
             follow_symlinks: false,
+            soft: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -199,97 +206,148 @@ impl FileLock {
         LockError::errno(&self.path, step, errno)
     }
 
-    fn take(&self, fd: BorrowedFd<'_>, wait: bool) -> Result<(), Errno> {
-        match self.kind {
-            Kind::Fcntl => os::fcntl_lock_byte0(fd, wait),
-            Kind::Flock => os::flock_exclusive(fd, wait),
-        }
-    }
-
     fn acquire(&self, wait: Wait) -> io::Result<FileLockGuard> {
+        if self.soft.load(Ordering::Relaxed) {
+            return self.acquire_soft(wait);
+        }
+        let mut kernel = LinuxKernel {
+            path: &self.c_path,
+            follow: self.follow_symlinks,
+            mode: self.mode,
+            call: match self.kind {
+                Kind::Fcntl => LockCall::Fcntl,
+                Kind::Flock => LockCall::Flock,
+            },
+        };
         let mut pause = POLL_MIN;
         loop {
-            let fd = os::open_lock_file(&self.c_path, self.follow_symlinks, self.mode)
-                .map_err(|e| self.err(Step::Open, e))?;
-            loop {
-                match self.take(fd.as_fd(), matches!(wait, Wait::Forever)) {
-                    Ok(()) => break,
-                    Err(e) if e == Errno::INTR => continue,
-                    Err(e) if e == Errno::AGAIN || e == Errno::ACCES => match wait {
-                        // Forever waits in the kernel and never gets here
-                        // (an fcntl lock on a file may answer EACCES).
-                        Wait::No | Wait::Forever => {
-                            let source = io::Error::from_raw_os_error(e.raw());
-                            return Err(LockError::io(
-                                &self.path,
-                                Step::Lock,
-                                io::ErrorKind::WouldBlock,
-                                source,
-                            ));
-                        }
-                        Wait::Until(deadline) => {
-                            let now = Instant::now();
-                            if now >= deadline {
-                                let source = io::Error::from(io::ErrorKind::TimedOut);
-                                return Err(LockError::io(
-                                    &self.path,
-                                    Step::Lock,
-                                    io::ErrorKind::TimedOut,
-                                    source,
-                                ));
-                            }
-                            std::thread::sleep(pause.min(deadline - now));
-                            pause = (pause * 2).min(POLL_MAX);
-                        }
-                    },
-                    Err(e) => return Err(self.err(Step::Lock, e)),
-                }
-            }
-            let locked = os::fstat_id(fd.as_fd()).map_err(|e| self.err(Step::Fstat, e))?;
-            match check_kernel_lock(locked, os::stat_id(&self.c_path, self.follow_symlinks)) {
-                KernelLockCheck::Held => {
-                    return Ok(FileLockGuard {
+            let outcome = protocol::attempt(
+                &mut kernel,
+                matches!(wait, Wait::Forever),
+                self.kind == Kind::Flock,
+            );
+            let busy = match outcome {
+                Ok(Outcome::Held(fd, _)) => {
+                    return Ok(FileLockGuard(Inner::Kernel {
                         fd,
                         kind: self.kind,
                         path: Arc::clone(&self.path),
                         c_path: Arc::clone(&self.c_path),
                         follow_symlinks: self.follow_symlinks,
-                    })
+                    }))
                 }
-                // The file we locked was removed or replaced by a holder:
-                // our lock is on an orphan. Close it and lock the new file.
-                KernelLockCheck::Retry => drop(fd),
-                KernelLockCheck::Fail(e) => return Err(self.err(Step::Stat, e)),
+                Ok(Outcome::Busy(e)) => e,
+                Ok(Outcome::Unsupported { file, created }) => {
+                    // flock is not available here: remove the empty file this
+                    // attempt created while it is still open (never a peer's
+                    // soft marker), then be a SoftFileLock from now on.
+                    if created {
+                        let _ = SoftLock::soft(&*self.path).remove_own_file(&file);
+                    }
+                    drop(file);
+                    self.soft.store(true, Ordering::Relaxed);
+                    return self.acquire_soft(wait);
+                }
+                Err((step, e)) => {
+                    let step = match step {
+                        protocol::Step::Open => Step::Open,
+                        protocol::Step::Lock => Step::Lock,
+                        protocol::Step::Fstat => Step::Fstat,
+                        protocol::Step::Stat => Step::Stat,
+                    };
+                    return Err(self.err(step, e));
+                }
+            };
+            match wait {
+                // Forever waits in the kernel; a busy answer there (an fcntl
+                // lock may say EACCES) is reported like a non-blocking one.
+                Wait::No | Wait::Forever => {
+                    let source = io::Error::from_raw_os_error(busy.raw());
+                    return Err(LockError::io(
+                        &self.path,
+                        Step::Lock,
+                        io::ErrorKind::WouldBlock,
+                        source,
+                    ));
+                }
+                Wait::Until(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        let source = io::Error::from(io::ErrorKind::TimedOut);
+                        return Err(LockError::io(
+                            &self.path,
+                            Step::Lock,
+                            io::ErrorKind::TimedOut,
+                            source,
+                        ));
+                    }
+                    std::thread::sleep(pause.min(deadline - now));
+                    pause = (pause * 2).min(POLL_MAX);
+                }
             }
         }
     }
+
+    fn acquire_soft(&self, wait: Wait) -> io::Result<FileLockGuard> {
+        let lock = SoftLock::soft(&*self.path);
+        let guard = match wait {
+            Wait::No => lock.try_lock(),
+            Wait::Forever => lock.lock(),
+            Wait::Until(deadline) => {
+                lock.lock_timeout(deadline.saturating_duration_since(Instant::now()))
+            }
+        }?;
+        Ok(FileLockGuard(Inner::Soft(Box::new(guard))))
+    }
+
+    /// Whether `flock` answered `ENOSYS` here, so this lock is now a soft
+    /// lock (filelock's `SoftFileLock`, protocol 1).
+    pub fn fell_back_to_soft(&self) -> bool {
+        self.soft.load(Ordering::Relaxed)
+    }
 }
 
-/// A held kernel lock. Dropping it releases the lock (by closing the
-/// descriptor); it owns everything it needs and can move between threads.
+/// A held kernel lock (or, after an `flock` `ENOSYS` fallback, a soft
+/// lock). Dropping it releases the lock; it owns everything it needs and
+/// can move between threads.
 #[derive(Debug)]
-pub struct FileLockGuard {
-    fd: OwnedFd,
-    kind: Kind,
-    path: Arc<Path>,
-    c_path: Arc<CStr>,
-    follow_symlinks: bool,
+pub struct FileLockGuard(Inner);
+
+#[derive(Debug)]
+enum Inner {
+    Kernel {
+        fd: OwnedFd,
+        kind: Kind,
+        path: Arc<Path>,
+        c_path: Arc<CStr>,
+        follow_symlinks: bool,
+    },
+    // Boxed: only the ENOSYS fallback takes this path.
+    Soft(Box<SoftLockGuard>),
 }
 
 impl FileLockGuard {
     /// The lock file's path.
     pub fn path(&self) -> &Path {
-        &self.path
+        match &self.0 {
+            Inner::Kernel { path, .. } => path,
+            Inner::Soft(guard) => guard.path(),
+        }
     }
 
     /// Releases the lock and closes the descriptor, reporting a failure to
     /// release (which dropping the guard cannot).
     pub fn unlock(self) -> io::Result<()> {
-        let result = match self.kind {
-            Kind::Fcntl => os::fcntl_unlock_byte0(self.fd.as_fd()),
-            Kind::Flock => os::flock_unlock(self.fd.as_fd()),
-        };
-        result.map_err(|e| LockError::errno(&self.path, Step::Unlock, e))
+        match self.0 {
+            Inner::Kernel { fd, kind, path, .. } => {
+                let result = match kind {
+                    Kind::Fcntl => os::fcntl_unlock_byte0(fd.as_fd()),
+                    Kind::Flock => os::flock_unlock(fd.as_fd()),
+                };
+                result.map_err(|e| LockError::errno(&path, Step::Unlock, e))
+            }
+            Inner::Soft(guard) => guard.release(),
+        }
     }
 
     /// Deletes the lock file while holding the lock, which ends the hold:
@@ -300,18 +358,33 @@ impl FileLockGuard {
     /// The name is removed only if it still names the locked file, which
     /// no process following the protocol can change while we hold the lock.
     pub fn remove(self) -> io::Result<()> {
-        let err = |e| LockError::errno(&self.path, Step::Remove, e);
-        let ours = os::fstat_id(self.fd.as_fd()).map_err(err)?;
-        let named = os::stat_id(&self.c_path, self.follow_symlinks).map_err(err)?;
-        if named != ours {
-            return Err(err(Errno::NOENT));
+        match self.0 {
+            Inner::Kernel {
+                fd,
+                path,
+                c_path,
+                follow_symlinks,
+                ..
+            } => {
+                let err = |e| LockError::errno(&path, Step::Remove, e);
+                let ours = os::fstat_id(fd.as_fd()).map_err(err)?;
+                let named = os::stat_id(&c_path, follow_symlinks).map_err(err)?;
+                if named != ours {
+                    return Err(err(Errno::NOENT));
+                }
+                os::unlink(&c_path).map_err(err)
+            }
+            // A soft lock's release removes its marker.
+            Inner::Soft(guard) => guard.release(),
         }
-        os::unlink(&self.c_path).map_err(err)
     }
 }
 
 impl AsFd for FileLockGuard {
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
+        match &self.0 {
+            Inner::Kernel { fd, .. } => fd.as_fd(),
+            Inner::Soft(guard) => guard.as_fd(),
+        }
     }
 }

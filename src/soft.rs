@@ -305,6 +305,17 @@ impl SoftLock {
         }
     }
 
+    /// Removes a file this process created at the lock path and still holds
+    /// open, only if the path still shows it (PROTOCOL 7.3): what the
+    /// `flock` `ENOSYS` fallback does with its empty placeholder.
+    pub(crate) fn remove_own_file(&self, file: &OwnedFd) -> io::Result<()> {
+        let dir = self.open_dir()?;
+        let me = Identity::now();
+        let cfg = me.config(self, None);
+        protocol::remove_own_file(&mut LinuxOs::new(dir.as_fd()), &cfg, file)
+            .map_err(|e| self.err(Step::Remove, e))
+    }
+
     /// Removes the marker whoever holds it, as filelock's `break_lock()`.
     /// Mutual exclusion is lost if the holder is alive: reserve it for a
     /// marker whose holder is known to be gone, such as a stale one on a
@@ -542,6 +553,17 @@ impl SoftLockGuard {
         let cfg = self.me.config(&self.lock, self.lease);
         let mut linux = LinuxOs::new(self.dir.as_fd());
         protocol::release(&mut linux, &cfg, held).map_err(|e| self.lock.protocol_error(e))
+    }
+}
+
+impl AsFd for SoftLockGuard {
+    /// The marker's descriptor.
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        match &self.held {
+            Some(held) => held.file.as_fd(),
+            // Only release takes `held`, and it consumes the guard.
+            None => self.dir.as_fd(),
+        }
     }
 }
 

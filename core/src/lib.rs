@@ -33,6 +33,7 @@ pub mod decide;
 pub mod decimal;
 pub mod errno;
 pub mod host;
+pub mod kernel;
 pub mod names;
 pub mod pid;
 pub mod pyfloat;

@@ -20,18 +20,27 @@ fn file_id(st: &rustix::fs::Stat) -> FileId {
     }
 }
 
-/// `open(path, O_RDWR|O_CREAT|O_CLOEXEC[|O_NOFOLLOW], mode)` — open or
-/// create a lock file, never truncating it.
+/// `open(path, O_RDWR|O_CREAT|O_CLOEXEC[|O_EXCL][|O_NOFOLLOW], mode)` —
+/// open or create a lock file, never truncating it.
 ///
 /// `follow` keeps a final symlink followed, as with-lock-ex does; without it
-/// a symlink at `path` fails with `ELOOP`.
+/// a symlink at `path` fails with `ELOOP`. `exclusive` fails with `EEXIST`
+/// unless this call creates the file.
 ///
 /// # References
 /// - [`open(2)`](https://man7.org/linux/man-pages/man2/open.2.html)
-pub fn open_lock_file(path: &CStr, follow: bool, mode: u32) -> Result<OwnedFd, Errno> {
+pub fn open_lock_file(
+    path: &CStr,
+    follow: bool,
+    mode: u32,
+    exclusive: bool,
+) -> Result<OwnedFd, Errno> {
     let mut flags = OFlags::RDWR | OFlags::CREATE | OFlags::CLOEXEC;
     if !follow {
         flags |= OFlags::NOFOLLOW;
+    }
+    if exclusive {
+        flags |= OFlags::EXCL;
     }
     rustix::fs::open(path, flags, Mode::from_raw_mode(mode)).map_err(errno)
 }
@@ -216,4 +225,54 @@ pub fn read_umask() -> Option<u32> {
 /// - [`fcntl(2)`](https://man7.org/linux/man-pages/man2/fcntl.2.html)
 pub fn dup(fd: impl AsFd) -> Result<OwnedFd, Errno> {
     rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(errno)
+}
+
+/// Which kernel lock to take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockCall {
+    /// `fcntl` `F_WRLCK` on byte 0.
+    Fcntl,
+    /// `flock(LOCK_EX)`.
+    Flock,
+}
+
+/// The kernel-lock operations on one path, for
+/// [`swaplock_core::kernel::attempt`].
+#[derive(Clone, Copy, Debug)]
+pub struct LinuxKernel<'p> {
+    /// The lock file's path.
+    pub path: &'p CStr,
+    /// Whether a symlink at the path is followed.
+    pub follow: bool,
+    /// The mode a created file gets (before the umask).
+    pub mode: u32,
+    /// The lock to take.
+    pub call: LockCall,
+}
+
+impl swaplock_core::kernel::KernelOs for LinuxKernel<'_> {
+    type File = OwnedFd;
+
+    fn open(&mut self, exclusive: bool) -> Result<OwnedFd, Errno> {
+        open_lock_file(self.path, self.follow, self.mode, exclusive)
+    }
+
+    fn lock(&mut self, file: &OwnedFd, wait: bool) -> Result<(), Errno> {
+        match self.call {
+            LockCall::Fcntl => fcntl_lock_byte0(file, wait),
+            LockCall::Flock => flock_exclusive(file, wait),
+        }
+    }
+
+    fn fstat(&mut self, file: &OwnedFd) -> Result<FileId, Errno> {
+        fstat_id(file)
+    }
+
+    fn stat(&mut self) -> Result<FileId, Errno> {
+        stat_id(self.path, self.follow)
+    }
+
+    fn close(&mut self, file: OwnedFd) {
+        drop(file);
+    }
 }

@@ -201,6 +201,11 @@ mod cli {
                 return 255;
             }
         };
+        if lock.fell_back_to_soft() {
+            // flock answered ENOSYS: the lock is a soft marker now, which
+            // outlives no process by itself, so hold it from a parent.
+            return supervise(&opts, || (guard.unlock(), None));
+        }
         if let Err(e) = swaplock_linux::kernel::clear_cloexec(guard.as_fd()) {
             eprintln!("swaplock: fcntl F_SETFD: {e}");
             return 255;
@@ -238,6 +243,20 @@ mod cli {
                 return 255;
             }
         };
+        supervise(&opts, || {
+            let compromised = guard.compromise();
+            (guard.release(), compromised)
+        })
+    }
+
+    /// Runs the command as a child while this process holds the lock:
+    /// forwards SIGINT, SIGTERM and SIGHUP, has the child killed if this
+    /// process dies, releases the lock when the child ends and returns its
+    /// exit status (128 + the signal, if a signal ended it).
+    fn supervise(
+        opts: &Options,
+        release: impl FnOnce() -> (std::io::Result<()>, Option<swaplock::soft::Compromise>),
+    ) -> i32 {
         for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
             // SAFETY: the handler only stores to an atomic, which is
             // async-signal-safe; no SA_RESTART, so waitpid returns EINTR.
@@ -266,6 +285,7 @@ mod cli {
                     "swaplock: {}: unable to execute command: {e}",
                     opts.rest[1].to_string_lossy()
                 );
+                let _ = release();
                 return 255;
             }
         };
@@ -283,8 +303,8 @@ mod cli {
                 unsafe { libc::kill(pid, signal) };
             }
         }
-        let compromised = guard.compromise();
-        if let Err(e) = guard.release() {
+        let (released, compromised) = release();
+        if let Err(e) = released {
             eprintln!("swaplock: {e}");
         }
         if let Some(c) = compromised {

@@ -1,0 +1,242 @@
+//! `flock` answering `ENOSYS` (Android storage, some FUSE filesystems):
+//! the lock falls back to a soft lock, filelock's `SoftFileLock`, after
+//! removing the empty file its own attempt created while that file is
+//! still open, and never a peer's soft marker found at the path.
+//!
+//! End to end, the `swaplock` command runs under a seccomp filter that
+//! makes `flock(2)` fail with `ENOSYS`; at the seam, a peer replaces our
+//! placeholder just before the failure.
+
+#![cfg(all(target_os = "linux", target_arch = "x86_64"))]
+
+mod common;
+
+use common::{peer, peer_command, swaplock, Holder};
+use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Command;
+use swaplock::core::decide::FileId;
+use swaplock::core::kernel::{attempt, KernelOs, Outcome};
+use swaplock::core::soft::{remove_own_file, Config, Kind};
+use swaplock::core::Errno;
+use swaplock_linux::kernel::{LinuxKernel, LockCall};
+use swaplock_linux::soft::{current_pid, host_name, open_dir, LinuxOs};
+
+/// Makes `flock(2)` fail with `ENOSYS` in the calling process and its
+/// children (a seccomp filter; everything else is allowed).
+fn deny_flock() -> std::io::Result<()> {
+    const LD_NR: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS, offset 0: the syscall number
+    const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const RET: u16 = 0x06; // BPF_RET | BPF_K
+    let filter = [
+        libc::sock_filter {
+            code: LD_NR,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        libc::sock_filter {
+            code: JEQ,
+            jt: 0,
+            jf: 1,
+            k: libc::SYS_flock as u32,
+        },
+        libc::sock_filter {
+            code: RET,
+            jt: 0,
+            jf: 0,
+            k: 0x0005_0000 | libc::ENOSYS as u32,
+        },
+        libc::sock_filter {
+            code: RET,
+            jt: 0,
+            jf: 0,
+            k: 0x7fff_0000,
+        },
+    ];
+    let prog = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr() as *mut _,
+    };
+    // SAFETY: prctl with valid arguments; `prog` outlives the call.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+            || libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER,
+                &prog as *const _ as usize,
+                0,
+                0,
+            ) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn swaplock_without_flock(args: &[&str]) -> Command {
+    let mut cmd = Command::new(swaplock());
+    cmd.args(args);
+    // SAFETY: deny_flock only calls prctl, which is async-signal-safe.
+    unsafe { cmd.pre_exec(deny_flock) };
+    cmd
+}
+
+#[test]
+fn without_flock_the_lock_is_a_soft_file_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let p = path.to_str().unwrap();
+    // The lock file while the command runs is a SoftFileLock marker naming swaplock.
+    let mut cmd = swaplock_without_flock(&[
+        "run",
+        "--kind",
+        "flock",
+        p,
+        "sh",
+        "-c",
+        &format!("cat {p}; {}", common::HOLD),
+    ]);
+    cmd.stdout(std::process::Stdio::piped())
+        .stdin(std::process::Stdio::piped());
+    let (holder, first) = Holder::spawn(cmd);
+    assert_eq!(
+        first,
+        holder.child.id().to_string(),
+        "the marker names the lock holder"
+    );
+    let owner = peer(&["owner", p]);
+    assert_eq!(
+        owner["soft_pid"],
+        holder.child.id(),
+        "Python's SoftFileLock reads our marker"
+    );
+    let answer = peer(&["try", "soft", p, "0"]);
+    assert_eq!(
+        answer["result"], "timeout",
+        "Python's SoftFileLock is kept out"
+    );
+    assert!(holder.release().success());
+    assert!(!path.exists(), "the soft lock's release removed its marker");
+
+    // A Python SoftFileLock holder keeps the fallen-back lock out, and its
+    // marker, which the attempt did not create, is left alone.
+    let (holder, _) = Holder::spawn(peer_command(&["hold", "soft", p]));
+    let before = std::fs::read(&path).unwrap();
+    let out = swaplock_without_flock(&["run", "--kind", "flock", "--fail", p, "true"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(255),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    drop(holder);
+}
+
+/// The Linux kernel-lock operations, with `flock` answering `ENOSYS` after
+/// a peer's step.
+struct NoFlock<'p, F: FnMut()> {
+    inner: LinuxKernel<'p>,
+    peer: F,
+}
+
+impl<F: FnMut()> KernelOs for NoFlock<'_, F> {
+    type File = OwnedFd;
+    fn open(&mut self, exclusive: bool) -> Result<OwnedFd, Errno> {
+        self.inner.open(exclusive)
+    }
+    fn lock(&mut self, _: &OwnedFd, _: bool) -> Result<(), Errno> {
+        (self.peer)();
+        Err(Errno::NOSYS)
+    }
+    fn fstat(&mut self, file: &OwnedFd) -> Result<FileId, Errno> {
+        self.inner.fstat(file)
+    }
+    fn stat(&mut self) -> Result<FileId, Errno> {
+        self.inner.stat()
+    }
+    fn close(&mut self, file: OwnedFd) {
+        self.inner.close(file)
+    }
+}
+
+fn fallback_cleanup(dir: &Path, file: &OwnedFd) {
+    let host = host_name();
+    let cfg = Config {
+        kind: Kind::Soft,
+        lock: b"a.lock",
+        pid: current_pid(),
+        host: &host,
+        start: None,
+        mode: None,
+        lease: None,
+        lifetime: None,
+    };
+    let dirfd = open_dir(&std::ffi::CString::new(dir.to_str().unwrap()).unwrap()).unwrap();
+    remove_own_file(
+        &mut LinuxOs::new(std::os::fd::AsFd::as_fd(&dirfd)),
+        &cfg,
+        file,
+    )
+    .unwrap();
+}
+
+#[test]
+fn the_fallback_removes_only_its_own_placeholder() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    let kernel = LinuxKernel {
+        path: &c_path,
+        follow: false,
+        mode: 0o644,
+        call: LockCall::Flock,
+    };
+
+    // Alone: the placeholder this attempt created is removed.
+    let mut os = NoFlock {
+        inner: kernel,
+        peer: || {},
+    };
+    match attempt(&mut os, false, true).unwrap() {
+        Outcome::Unsupported { file, created } => {
+            assert!(created);
+            fallback_cleanup(dir.path(), &file);
+        }
+        other => panic!("expected ENOSYS, got {other:?}"),
+    }
+    assert!(!path.exists());
+
+    // A soft peer evicts our placeholder and publishes its marker before we
+    // clean up: its marker must survive.
+    let record = format!("{}\n{}\n", std::process::id(), host_name());
+    let mut os = NoFlock {
+        inner: kernel,
+        peer: || {
+            std::fs::remove_file(&path).unwrap();
+            std::fs::write(&path, &record).unwrap();
+        },
+    };
+    match attempt(&mut os, false, true).unwrap() {
+        Outcome::Unsupported { file, created } => {
+            assert!(created);
+            fallback_cleanup(dir.path(), &file);
+        }
+        other => panic!("expected ENOSYS, got {other:?}"),
+    }
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        record,
+        "the peer's marker was deleted"
+    );
+    let others: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(others.len(), 1, "left {others:?}");
+}
