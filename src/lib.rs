@@ -11,7 +11,22 @@
 //!   4.2.11, broken when stale without ever leaving the lock path empty.
 //!
 //! The formats and decisions live in [`swaplock_core`], re-exported here as
-//! [`core`].
+//! [`core`]: both lock protocols are written once there, over traits that
+//! the OS adapters answer one syscall at a time.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use swaplock::{FileLock, SoftLock};
+//! # fn main() -> std::io::Result<()> {
+//! // A kernel lock, shared with with-lock-ex and fcntl.lockf users:
+//! let guard = FileLock::new("/run/lock/app.lock").lock()?;
+//! drop(guard);
+//! // A soft lock, shared with Python filelock's MarkerSoftFileLock users:
+//! let guard = SoftLock::marker("/mnt/nfs/app.lock").lock_timeout(Duration::from_secs(5))?;
+//! guard.release()?;
+//! # Ok(())
+//! # }
+//! ```
 
 pub use swaplock_core as core;
 

@@ -1,9 +1,12 @@
-//! Locking and unlocking allocate nothing once the lock object is built.
+//! Locking and unlocking allocate nothing once the lock object is built:
+//! kernel locks, and uncontended soft locks of the `Soft` and `Marker`
+//! kinds (a lease starts a heartbeat thread).
 
 #![cfg(any(target_os = "linux", target_os = "android"))]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use swaplock::soft::SoftLock;
 use swaplock::FileLock;
 
 struct Counting;
@@ -61,5 +64,28 @@ fn lock_and_unlock_do_not_allocate() {
         );
         // The counter does count: building a lock object allocates.
         assert!(allocations_in(|| drop(FileLock::new(dir.path().join("c.lock")))) > 0);
+    }
+}
+
+#[test]
+fn uncontended_soft_locks_do_not_allocate() {
+    let dir = tempfile::tempdir().unwrap();
+    for lock in [
+        SoftLock::soft(dir.path().join("s.lock")),
+        SoftLock::marker(dir.path().join("m.lock")),
+    ] {
+        // Warm up: the boot id is read once per process.
+        drop(lock.lock().unwrap());
+        assert_eq!(
+            allocations_in(|| drop(lock.lock().unwrap())),
+            0,
+            "lock + drop"
+        );
+        assert_eq!(
+            allocations_in(|| lock.try_lock().unwrap().release().unwrap()),
+            0,
+            "try_lock + release"
+        );
+        assert!(!lock.path().exists());
     }
 }

@@ -339,14 +339,33 @@ fn starttime_unshifted() -> bool {
         Ok(st) if st.st_ino as u64 == ns => {}
         _ => return false,
     }
-    std::fs::read("/proc/self/timens_offsets").is_ok_and(|t| timens_offsets_unshifted(&t))
+    let mut buf = [0u8; 512];
+    read_small("/proc/self/timens_offsets", &mut buf).is_some_and(timens_offsets_unshifted)
+}
+
+/// Reads a small file (a `/proc` entry) into `buf` without allocating:
+/// `open`, then `read` until end of file or a full buffer.
+fn read_small<'b>(path: &str, buf: &'b mut [u8]) -> Option<&'b [u8]> {
+    let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    let mut len = 0;
+    while len < buf.len() {
+        match rustix::io::read(&fd, &mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return None,
+        }
+    }
+    Some(&buf[..len])
 }
 
 fn read_start_token(pid: u64) -> Option<StartToken> {
     let mut path = heapless::String::<32>::new();
     std::fmt::Write::write_fmt(&mut path, format_args!("/proc/{pid}/stat")).ok()?;
-    let stat = std::fs::read(path.as_str()).ok()?;
-    Some(StartToken::linux(boot_id(), parse_stat_starttime(&stat)?))
+    // A stat line is a few hundred bytes: the command name is at most 64.
+    let mut buf = [0u8; 1024];
+    let stat = read_small(&path, &mut buf)?;
+    Some(StartToken::linux(boot_id(), parse_stat_starttime(stat)?))
 }
 
 /// The start token of process `pid`, exactly as filelock computes it, or
