@@ -811,3 +811,63 @@ fn host_names_are_escaped_alike_in_other_namespaces() {
         format!("host={}", identity["host"].as_str().unwrap())
     );
 }
+
+/// Waits (without sleeping) until process `pid` no longer exists.
+fn wait_gone(pid: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Path::new("/proc").join(pid).exists() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::yield_now();
+    }
+    true
+}
+
+#[test]
+fn swaplock_run_forwards_signals_and_never_leaves_its_command_unlocked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    // SIGTERM to swaplock reaches the command; swaplock then releases and
+    // exits with the command's status.
+    let mut holder = rust_holder("marker", &path, &[]);
+    // The marker names swaplock, the process that holds the lock.
+    let marker = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        marker.contains(&format!("pid={}\n", holder.child.id())),
+        "{marker}"
+    );
+    assert!(Command::new("kill")
+        .args(["-TERM", &holder.child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let status = holder.child.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(128 + 15),
+        "the command died of the forwarded SIGTERM"
+    );
+    assert!(
+        !path.exists(),
+        "swaplock released the lock after its command ended"
+    );
+
+    // If swaplock dies, its command is killed with it.
+    let mut cmd = Command::new(swaplock());
+    cmd.args([
+        "run",
+        "--kind",
+        "marker",
+        s(&path),
+        "sh",
+        "-c",
+        common::HOLD,
+    ]);
+    let (holder, child_pid) = Holder::spawn(cmd);
+    kill(holder);
+    assert!(
+        wait_gone(&child_pid),
+        "the command outlived its lock holder"
+    );
+}

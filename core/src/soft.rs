@@ -1237,3 +1237,42 @@ impl CompromiseWatch {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compromise_needs_two_misses_and_transients_past_the_grace() {
+        let secs = |s: u64| Instant(s * 1_000_000_000);
+        let mut w = CompromiseWatch::new(secs(0), Duration::from_secs(30), Duration::from_secs(10));
+        assert_eq!(
+            w.observe(Refresh::OwnerChanged, secs(10)),
+            None,
+            "one miss may be a peer's check"
+        );
+        assert_eq!(
+            w.observe(Refresh::Ok, secs(20)),
+            None,
+            "a success clears the miss"
+        );
+        assert_eq!(w.observe(Refresh::MarkerMissing, secs(30)), None);
+        assert_eq!(
+            w.observe(Refresh::MarkerMissing, secs(40)),
+            Some(Compromise::MarkerMissing)
+        );
+
+        let mut w = CompromiseWatch::new(secs(0), Duration::from_secs(30), Duration::from_secs(10));
+        let eio = Refresh::Transient(Errno::IO);
+        assert_eq!(w.observe(eio, secs(10)), None);
+        assert_eq!(
+            w.observe(eio, secs(19)),
+            None,
+            "within duration - interval of the last success"
+        );
+        assert_eq!(
+            w.observe(eio, secs(20)),
+            Some(Compromise::RefreshFailed(Errno::IO))
+        );
+    }
+}
