@@ -388,3 +388,10 @@ impl AsFd for FileLockGuard {
         }
     }
 }
+
+// The guards own everything they need, so they move between threads.
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<FileLockGuard>();
+    send::<SoftLockGuard>();
+};
