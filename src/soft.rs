@@ -53,7 +53,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use swaplock_core::decide::FileId;
 use swaplock_core::host::HostName;
 use swaplock_core::names::Name;
@@ -259,20 +259,20 @@ impl SoftLock {
         let me = Identity::now();
         let cfg = me.config(self, lease.map(|l| l.0));
         let mut linux = LinuxOs::new(dir.as_fd());
-        let started = Instant::now();
         let mut contender = self.contender.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            let holder = match protocol::try_acquire(&mut linux, &cfg, &mut contender) {
-                Ok(Attempt::Acquired(held)) => {
-                    drop(contender);
-                    return Ok(SoftLockGuard::new(self, dir, me, held, lease));
-                }
-                Ok(Attempt::Busy(holder)) => holder,
-                Err(e) => return Err(self.protocol_error(e)),
-            };
-            let elapsed = started.elapsed();
-            let remaining = timeout.map(|t| t.saturating_sub(elapsed));
-            if !blocking || remaining == Some(Duration::ZERO) {
+        match protocol::acquire(
+            &mut linux,
+            &cfg,
+            &mut contender,
+            blocking,
+            timeout,
+            self.poll_interval,
+        ) {
+            Ok(Attempt::Acquired(held)) => {
+                drop(contender);
+                Ok(SoftLockGuard::new(self, dir, me, held, lease))
+            }
+            Ok(Attempt::Busy(holder)) => {
                 let kind = if blocking {
                     io::ErrorKind::TimedOut
                 } else {
@@ -285,9 +285,9 @@ impl SoftLock {
                         holder,
                     },
                 );
-                return Err(LockError::io(&self.path, Step::Lock, kind, source));
+                Err(LockError::io(&self.path, Step::Lock, kind, source))
             }
-            std::thread::sleep(remaining.map_or(self.poll_interval, |r| r.min(self.poll_interval)));
+            Err(e) => Err(self.protocol_error(e)),
         }
     }
 

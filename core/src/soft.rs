@@ -342,6 +342,13 @@ impl Contender {
     }
 }
 
+/// Looks at a marker with the contender's unchanged-marker watch: how long
+/// it has been seen with this key (zero on a change). For simulations of
+/// other policies; [`try_acquire`] keeps the watch itself.
+pub fn observe_watch(contender: &mut Contender, key: WatchKey, now: Instant) -> Duration {
+    contender.watch.observe(key, now)
+}
+
 /// One attempt to acquire (PROTOCOL 7.2): create the marker exclusively and
 /// write our record; if a marker exists, judge it and take it over when it
 /// is stale.
@@ -380,6 +387,33 @@ pub fn try_acquire<O: Os>(
             os.close(file);
             Err(e)
         }
+    }
+}
+
+/// The acquire driver: attempts until the lock is ours, the caller gives
+/// up (`blocking == false` after the first attempt, or `timeout` elapsed),
+/// pausing `poll` between attempts (cut to the time left). The first
+/// attempt always runs. Production and the simulator both run this loop;
+/// a wake-on-change mechanism would replace only the pause.
+pub fn acquire<O: Os>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    contender: &mut Contender,
+    blocking: bool,
+    timeout: Option<Duration>,
+    poll: Duration,
+) -> Result<Attempt<O::File>, Error> {
+    let started = os.now();
+    loop {
+        let holder = match try_acquire(os, cfg, contender)? {
+            Attempt::Acquired(held) => return Ok(Attempt::Acquired(held)),
+            Attempt::Busy(holder) => holder,
+        };
+        let remaining = timeout.map(|t| t.saturating_sub(os.now().since(started)));
+        if !blocking || remaining == Some(Duration::ZERO) {
+            return Ok(Attempt::Busy(holder));
+        }
+        os.sleep(remaining.map_or(poll, |r| r.min(poll)));
     }
 }
 

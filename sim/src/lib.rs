@@ -1,0 +1,768 @@
+//! A deterministic simulator of the soft-lock protocol.
+//!
+//! Several processes, on one or two hosts, run the real protocol code of
+//! `swaplock-core` (its [`acquire`](swaplock_core::soft::acquire) driver
+//! and [`release`](swaplock_core::soft::release)) over a model filesystem
+//! ([`model::Fs`]) through the same [`Os`] trait the Linux adapter
+//! implements. Each process runs on its own coroutine and suspends before
+//! every syscall, so a scheduler decides which process's next syscall runs,
+//! and may kill any process between any two of its syscalls. Everything is
+//! a function of the schedule: a seed (or a fuzzer's bytes) replays exactly.
+//!
+//! After every step the simulator checks that at most one live process
+//! believes it holds the lock, and that no live holder's marker has been
+//! removed; when a process enters its critical section, the lock path must
+//! name its marker.
+
+pub mod model;
+pub mod naive;
+
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use model::{Faults, Fs, Node};
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::rc::Rc;
+use std::time::Duration;
+use swaplock_core::decide::{FileTime, Instant, Liveness};
+use swaplock_core::names::Token;
+use swaplock_core::soft::{self, Attempt, Config, Contender, Kind, Os, Stat};
+use swaplock_core::start::StartToken;
+use swaplock_core::{Decimal, Errno, Pid};
+
+/// The lock file's name in the model directory.
+pub const LOCK: &[u8] = b"a.lock";
+
+/// Which protocol a contender runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// swaplock's protocol, from `swaplock-core`.
+    Ours,
+    /// The protocol as it stood before the seed's fixes ([`naive`]).
+    Naive(naive::Flaws),
+}
+
+/// A simulated process to start.
+#[derive(Clone, Debug)]
+pub struct Process {
+    /// Its host (an index into [`Scenario::hosts`]).
+    pub host: usize,
+    /// Its PID on that host.
+    pub pid: u32,
+    /// How many times it tries to take the lock (one attempt each, with a
+    /// poll pause between).
+    pub attempts: u32,
+    /// How many steps it stays in its critical section.
+    pub hold_steps: u32,
+    /// The protocol it runs.
+    pub policy: Policy,
+}
+
+/// A starting state and the processes that contend.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// The kind of soft lock.
+    pub kind: Kind,
+    /// Host names.
+    pub hosts: Vec<&'static str>,
+    /// Each host's wall clock minus the filesystem's, in nanoseconds.
+    pub wall_offsets: Vec<i128>,
+    /// Files present at the start: name and content.
+    pub files: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Symlinks present at the start: name, target.
+    pub symlinks: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The contenders.
+    pub processes: Vec<Process>,
+    /// Faults the filesystem injects.
+    pub faults: Faults,
+    /// File-time granularity in nanoseconds.
+    pub granularity: i128,
+    /// Break markers older than this by their mtime (Soft and Marker).
+    pub lifetime: Option<Duration>,
+}
+
+impl Scenario {
+    /// A scenario on one host `h1`, exact file times, no faults.
+    pub fn new(kind: Kind) -> Self {
+        Scenario {
+            kind,
+            hosts: vec!["h1"],
+            wall_offsets: vec![0],
+            files: Vec::new(),
+            symlinks: Vec::new(),
+            processes: Vec::new(),
+            faults: Faults::default(),
+            granularity: 1,
+            lifetime: None,
+        }
+    }
+}
+
+/// One process's state in the world.
+#[derive(Clone, Debug)]
+struct Proc {
+    pid: Pid,
+    host: usize,
+    alive: bool,
+    start: StartToken,
+    fds: BTreeSet<u32>,
+    claims: BTreeSet<Vec<u8>>,
+    holds: Option<u64>,
+    in_attempt: bool,
+    finished: bool,
+}
+
+/// A protocol violation, with the schedule that produced it.
+#[derive(Clone, Debug)]
+pub struct Violation {
+    /// What went wrong.
+    pub what: String,
+    /// Every step up to it, one per line.
+    pub trace: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}\ntrace:\n{}", self.what, self.trace)
+    }
+}
+
+/// Everything the processes share.
+pub struct World {
+    /// The filesystem.
+    pub fs: Fs,
+    hosts: Vec<&'static str>,
+    wall_offsets: Vec<i128>,
+    procs: Vec<Proc>,
+    /// Start tokens handed out so far.
+    tokens: u64,
+    /// Monotonic time, nanoseconds.
+    time: u64,
+    rng: u64,
+    trace: String,
+    tracing: bool,
+    /// Which process created each inode.
+    creators: std::collections::BTreeMap<u64, usize>,
+    /// The first violation seen.
+    pub violation: Option<String>,
+    /// Steps run.
+    pub steps: u64,
+    /// How many times a process entered its critical section.
+    pub acquisitions: u64,
+}
+
+/// Simulated time that one syscall takes.
+const STEP: u64 = 1_000_000;
+
+impl World {
+    fn next_random(&mut self) -> u64 {
+        // splitmix64
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn new_token(&mut self) -> StartToken {
+        self.tokens += 1;
+        StartToken::linux(0x5eed, self.tokens)
+    }
+
+    fn note(&mut self, who: usize, what: std::fmt::Arguments<'_>) {
+        if self.tracing {
+            let p = &self.procs[who];
+            let _ = writeln!(
+                self.trace,
+                "t={:>6}ms p{who} (pid {}@{}): {what}",
+                self.time / 1_000_000,
+                p.pid,
+                self.hosts[p.host]
+            );
+        }
+    }
+
+    fn fail(&mut self, what: String) {
+        if self.violation.is_none() {
+            self.violation = Some(what);
+        }
+    }
+
+    /// Checks the invariants that must hold after every step.
+    fn check(&mut self) {
+        let holders: Vec<usize> = (0..self.procs.len())
+            .filter(|&i| self.procs[i].alive && self.procs[i].holds.is_some())
+            .collect();
+        if holders.len() > 1 {
+            self.fail(format!(
+                "mutual exclusion: processes {holders:?} all hold the lock"
+            ));
+        }
+        for &h in &holders {
+            let ino = self.procs[h].holds.unwrap_or(0);
+            if self.fs.inodes.get(&ino).is_none_or(|i| i.nlink == 0) {
+                self.fail(format!(
+                    "p{h} holds the lock but its marker (inode {ino}) was removed"
+                ));
+            }
+        }
+    }
+}
+
+/// The [`Os`] of one simulated process: each call suspends to the
+/// scheduler, then runs on the model.
+pub struct SimOs<'y> {
+    world: Rc<RefCell<World>>,
+    me: usize,
+    yielder: &'y Yielder<(), ()>,
+}
+
+impl SimOs<'_> {
+    fn syscall<T: std::fmt::Debug>(
+        &mut self,
+        what: std::fmt::Arguments<'_>,
+        op: impl FnOnce(&mut World, usize) -> T,
+    ) -> T {
+        self.yielder.suspend(());
+        let mut w = self.world.borrow_mut();
+        w.time += STEP;
+        w.fs.clock += i128::from(STEP);
+        let result = op(&mut w, self.me);
+        w.note(self.me, format_args!("{what} -> {result:?}"));
+        result
+    }
+
+    fn input<T: std::fmt::Debug>(
+        &mut self,
+        what: std::fmt::Arguments<'_>,
+        op: impl FnOnce(&mut World, usize) -> T,
+    ) -> T {
+        let mut w = self.world.borrow_mut();
+        let result = op(&mut w, self.me);
+        w.note(self.me, format_args!("{what} -> {result:?}"));
+        result
+    }
+
+    /// The ghost step of entering the critical section: nobody else may
+    /// hold the lock.
+    fn enter(&mut self, ino: u64) {
+        let mut w = self.world.borrow_mut();
+        let me = self.me;
+        w.procs[me].holds = Some(ino);
+        w.acquisitions += 1;
+        w.note(
+            me,
+            format_args!("ENTERS the critical section with marker inode {ino}"),
+        );
+        w.check();
+    }
+
+    /// The ghost step of leaving the critical section: the lock path must
+    /// name our marker, unless a live peer is in the middle of an attempt
+    /// (its exchange may hold our marker aside for the length of its check)
+    /// or the file there was put there by a process that was killed (a
+    /// breaker whose stranded record the next contender puts back).
+    fn leave(&mut self) {
+        let mut w = self.world.borrow_mut();
+        let me = self.me;
+        let ours = w.procs[me].holds;
+        let at_path = w.fs.ino(LOCK);
+        if at_path != ours {
+            let peer_busy = w
+                .procs
+                .iter()
+                .enumerate()
+                .any(|(i, p)| i != me && p.alive && p.in_attempt);
+            let by_dead = at_path
+                .and_then(|ino| w.creators.get(&ino))
+                .is_some_and(|&c| !w.procs[c].alive);
+            if !peer_busy && !by_dead {
+                w.fail(format!("p{me} holds the lock, but the lock path names inode {at_path:?}, not its marker {ours:?}"));
+            }
+        }
+        w.procs[me].holds = None;
+        w.note(me, format_args!("leaves the critical section"));
+    }
+
+    /// A step that does nothing but let others run (time in the critical
+    /// section).
+    fn idle(&mut self) {
+        self.syscall(format_args!("works"), |_, _| ());
+    }
+}
+
+fn name(n: &[u8]) -> String {
+    String::from_utf8_lossy(n).into_owned()
+}
+
+impl Os for SimOs<'_> {
+    type File = u32;
+
+    fn create_new(&mut self, n: &[u8], _mode: u32, _truncate: bool) -> Result<u32, Errno> {
+        self.syscall(format_args!("create {}", name(n)), |w, me| {
+            let fd = w.fs.create_new(n)?;
+            w.procs[me].fds.insert(fd);
+            if let Some(ino) = w.fs.ino(n) {
+                w.creators.insert(ino, me);
+            }
+            Ok(fd)
+        })
+    }
+    fn open_read(&mut self, n: &[u8]) -> Result<u32, Errno> {
+        self.syscall(format_args!("open_read {}", name(n)), |w, me| {
+            let fd = w.fs.open_read(n)?;
+            w.procs[me].fds.insert(fd);
+            Ok(fd)
+        })
+    }
+    fn pin(&mut self, n: &[u8]) -> Result<u32, Errno> {
+        self.syscall(format_args!("pin {}", name(n)), |w, me| {
+            let fd = w.fs.pin(n)?;
+            w.procs[me].fds.insert(fd);
+            Ok(fd)
+        })
+    }
+    fn write(&mut self, f: &u32, buf: &[u8]) -> Result<usize, Errno> {
+        self.syscall(format_args!("write fd {f} {:?}", name(buf)), |w, _| {
+            w.fs.write(*f, buf)
+        })
+    }
+    fn write_at(&mut self, f: &u32, buf: &[u8], off: u64) -> Result<usize, Errno> {
+        self.syscall(
+            format_args!("pwrite fd {f} {:?} at {off}", name(buf)),
+            |w, _| w.fs.write_at(*f, buf, off as usize),
+        )
+    }
+    fn truncate(&mut self, f: &u32, len: u64) -> Result<(), Errno> {
+        self.syscall(format_args!("ftruncate fd {f} {len}"), |w, _| {
+            w.fs.truncate(*f, len as usize)
+        })
+    }
+    fn chmod(&mut self, f: &u32, _mode: u32) -> Result<(), Errno> {
+        self.syscall(format_args!("fchmod fd {f}"), |w, _| {
+            w.fs.fstat(*f).map(|_| ())
+        })
+    }
+    fn touch(&mut self, f: &u32) -> Result<(), Errno> {
+        self.syscall(format_args!("futimens fd {f}"), |w, _| w.fs.touch(*f))
+    }
+    fn read(&mut self, f: &u32, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.syscall(format_args!("read fd {f}"), |w, _| w.fs.read(*f, buf))
+    }
+    fn fstat(&mut self, f: &u32) -> Result<Stat, Errno> {
+        self.syscall(format_args!("fstat fd {f}"), |w, _| w.fs.fstat(*f))
+    }
+    fn close(&mut self, f: u32) {
+        self.syscall(format_args!("close fd {f}"), |w, me| {
+            w.procs[me].fds.remove(&f);
+            w.fs.close(f)
+        })
+    }
+    fn lstat(&mut self, n: &[u8]) -> Result<Stat, Errno> {
+        self.syscall(format_args!("lstat {}", name(n)), |w, _| w.fs.lstat(n))
+    }
+    fn exchange(&mut self, a: &[u8], b: &[u8]) -> Result<(), Errno> {
+        self.syscall(format_args!("exchange {} {}", name(a), name(b)), |w, _| {
+            w.fs.exchange(a, b)
+        })
+    }
+    fn rename(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno> {
+        self.syscall(
+            format_args!("rename {} {}", name(from), name(to)),
+            |w, _| w.fs.rename(from, to),
+        )
+    }
+    fn unlink(&mut self, n: &[u8]) -> Result<(), Errno> {
+        self.syscall(format_args!("unlink {}", name(n)), |w, _| w.fs.unlink(n))
+    }
+    fn list(&mut self, visit: &mut dyn FnMut(&[u8])) -> Result<(), Errno> {
+        let names: Vec<Vec<u8>> = self.syscall(format_args!("list"), |w, _| {
+            w.fs.names.keys().cloned().collect()
+        });
+        for n in &names {
+            visit(n);
+        }
+        Ok(())
+    }
+    fn probe(&mut self, pid: Pid) -> Liveness {
+        self.input(format_args!("probe {pid}"), |w, me| {
+            let host = w.procs[me].host;
+            if w.procs
+                .iter()
+                .any(|p| p.alive && p.pid == pid && p.host == host)
+            {
+                Liveness::Alive
+            } else {
+                Liveness::Dead
+            }
+        })
+    }
+    fn start_token(&mut self, pid: Pid) -> Option<StartToken> {
+        self.input(format_args!("start token of {pid}"), |w, me| {
+            let host = w.procs[me].host;
+            w.procs
+                .iter()
+                .find(|p| p.alive && p.pid == pid && p.host == host)
+                .map(|p| p.start)
+        })
+    }
+    fn runs_elsewhere(&mut self, _pid: Pid, _start: Decimal<'_>) -> bool {
+        false
+    }
+    fn now(&mut self) -> Instant {
+        Instant(self.world.borrow().time)
+    }
+    fn wall(&mut self) -> FileTime {
+        let w = self.world.borrow();
+        let t = w.fs.clock + w.wall_offsets[w.procs[self.me].host];
+        FileTime {
+            sec: t.div_euclid(1_000_000_000) as i64,
+            nsec: t.rem_euclid(1_000_000_000) as u32,
+        }
+    }
+    fn sleep(&mut self, d: Duration) {
+        // Time passes for everyone while this process sleeps.
+        self.syscall(format_args!("sleeps {d:?}"), |w, _| {
+            w.time += d.as_nanos() as u64;
+            w.fs.clock += d.as_nanos() as i128;
+        })
+    }
+    fn token(&mut self) -> Token {
+        let mut w = self.world.borrow_mut();
+        let (a, b) = (w.next_random(), w.next_random());
+        let mut t = [0u8; 16];
+        t[..8].copy_from_slice(&a.to_le_bytes());
+        t[8..].copy_from_slice(&b.to_le_bytes());
+        Token(t)
+    }
+    fn begin_claim(&mut self, n: &[u8]) -> bool {
+        let me = self.me;
+        self.world.borrow_mut().procs[me].claims.insert(n.to_vec())
+    }
+    fn end_claim(&mut self, n: &[u8]) {
+        let me = self.me;
+        self.world.borrow_mut().procs[me].claims.remove(n);
+    }
+}
+
+/// The poll pause between attempts.
+pub const POLL: Duration = Duration::from_millis(50);
+
+/// A process's life: attempt the lock, hold it for a few steps, release.
+fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Duration>) {
+    let (pid, host) = {
+        let w = os.world.borrow();
+        (w.procs[os.me].pid, w.hosts[w.procs[os.me].host])
+    };
+    let start = os.world.borrow().procs[os.me].start;
+    let lease = (kind == Kind::Lease).then_some(soft::LeaseTerms {
+        duration: 1.0,
+        token: Token([7; 16]),
+    });
+    let cfg = Config {
+        kind,
+        lock: LOCK,
+        pid,
+        host,
+        start: Some(start),
+        mode: None,
+        lease,
+        lifetime,
+    };
+    let mut watch = Contender::new();
+    for attempt in 0..spec.attempts {
+        if attempt > 0 {
+            os.sleep(POLL);
+        }
+        os.world.borrow_mut().procs[os.me].in_attempt = true;
+        let outcome = match spec.policy {
+            Policy::Ours => soft::try_acquire(os, &cfg, &mut watch).map(|a| match a {
+                Attempt::Acquired(held) => Some((held.file, held.id.ino)),
+                Attempt::Busy(_) => None,
+            }),
+            Policy::Naive(flaws) => Ok(naive::try_acquire(os, &cfg, flaws, &mut watch)),
+        };
+        os.world.borrow_mut().procs[os.me].in_attempt = false;
+        let Ok(Some((file, ino))) = outcome else {
+            continue;
+        };
+        os.enter(ino);
+        for _ in 0..spec.hold_steps {
+            os.idle();
+        }
+        os.leave();
+        let held = soft::Held {
+            file,
+            id: swaplock_core::decide::FileId {
+                dev: model::DEV,
+                ino,
+            },
+        };
+        match spec.policy {
+            Policy::Ours => {
+                let _ = soft::release(os, &cfg, held);
+            }
+            Policy::Naive(flaws) => naive::release(os, &cfg, flaws, held),
+        }
+        return;
+    }
+}
+
+type Co = Coroutine<(), (), (), DefaultStack>;
+
+/// A running simulation.
+pub struct Sim {
+    world: Rc<RefCell<World>>,
+    coroutines: Vec<Option<Co>>,
+}
+
+/// The stack each simulated process runs on.
+const STACK: usize = 256 * 1024;
+
+impl Sim {
+    /// Sets up `scenario`; `seed` feeds the random tokens; `tracing` keeps
+    /// a readable trace of every step.
+    pub fn new(scenario: &Scenario, seed: u64, tracing: bool) -> Self {
+        let mut fs = Fs::new(1_700_000_000_000_000_000, scenario.granularity);
+        fs.faults = scenario.faults;
+        for (n, content) in &scenario.files {
+            let _ = fs.link_new(n, Node::File(content.clone()));
+        }
+        for (n, target) in &scenario.symlinks {
+            let _ = fs.link_new(n, Node::Symlink(target.clone()));
+        }
+        let mut world = World {
+            fs,
+            hosts: scenario.hosts.clone(),
+            wall_offsets: scenario.wall_offsets.clone(),
+            procs: Vec::new(),
+            tokens: 0,
+            time: 1_000_000_000_000,
+            rng: seed,
+            trace: String::new(),
+            tracing,
+            creators: std::collections::BTreeMap::new(),
+            violation: None,
+            steps: 0,
+            acquisitions: 0,
+        };
+        for p in &scenario.processes {
+            let start = world.new_token();
+            world.procs.push(Proc {
+                pid: Pid::new(p.pid).expect("scenario PIDs are in range"),
+                host: p.host,
+                alive: true,
+                start,
+                fds: BTreeSet::new(),
+                claims: BTreeSet::new(),
+                holds: None,
+                in_attempt: false,
+                finished: false,
+            });
+        }
+        let world = Rc::new(RefCell::new(world));
+        let coroutines = scenario
+            .processes
+            .iter()
+            .enumerate()
+            .map(|(me, spec)| {
+                let world = Rc::clone(&world);
+                let spec = spec.clone();
+                let (kind, lifetime) = (scenario.kind, scenario.lifetime);
+                let stack = DefaultStack::new(STACK).expect("a coroutine stack");
+                Some(Coroutine::with_stack(
+                    stack,
+                    move |yielder: &Yielder<(), ()>, ()| {
+                        let mut os = SimOs { world, me, yielder };
+                        contender(&mut os, &spec, kind, lifetime);
+                    },
+                ))
+            })
+            .collect();
+        Sim { world, coroutines }
+    }
+
+    /// The processes that can still take a step.
+    pub fn runnable(&self) -> Vec<usize> {
+        (0..self.coroutines.len())
+            .filter(|&i| self.coroutines[i].is_some())
+            .collect()
+    }
+
+    /// Runs process `i` up to its next syscall (which then runs when it is
+    /// next chosen).
+    pub fn step(&mut self, i: usize) {
+        let Some(co) = self.coroutines[i].as_mut() else {
+            return;
+        };
+        let done = matches!(co.resume(()), CoroutineResult::Return(()));
+        let mut w = self.world.borrow_mut();
+        w.steps += 1;
+        if done {
+            w.procs[i].finished = true;
+            drop(w);
+            self.coroutines[i] = None;
+        } else {
+            w.check();
+        }
+    }
+
+    /// Kills process `i` (SIGKILL): it runs no further; the kernel closes
+    /// its descriptors; it holds nothing; its PID is free.
+    pub fn crash(&mut self, i: usize) {
+        if let Some(co) = self.coroutines[i].take() {
+            // Unwinds the coroutine's stack without running more syscalls.
+            drop(co);
+        }
+        let mut w = self.world.borrow_mut();
+        let fds: Vec<u32> = std::mem::take(&mut w.procs[i].fds).into_iter().collect();
+        for fd in fds {
+            w.fs.close(fd);
+        }
+        w.procs[i].alive = false;
+        w.procs[i].holds = None;
+        w.note(i, format_args!("is KILLED"));
+    }
+
+    /// The first violation, with the trace so far.
+    pub fn violation(&self) -> Option<Violation> {
+        let w = self.world.borrow();
+        w.violation.as_ref().map(|what| Violation {
+            what: what.clone(),
+            trace: w.trace.clone(),
+        })
+    }
+
+    /// Steps run and critical sections entered.
+    pub fn figures(&self) -> (u64, u64) {
+        let w = self.world.borrow();
+        (w.steps, w.acquisitions)
+    }
+
+    /// The filesystem now.
+    pub fn fs(&self) -> std::cell::Ref<'_, Fs> {
+        std::cell::Ref::map(self.world.borrow(), |w| &w.fs)
+    }
+}
+
+/// Chooses what happens next: which process steps, and whether it is
+/// killed instead.
+pub trait Chooser {
+    /// Picks an index into `options` (never empty).
+    fn pick(&mut self, options: usize) -> usize;
+    /// Whether to kill the process about to step.
+    fn crash(&mut self) -> bool;
+}
+
+/// A seeded random chooser: kills with probability `1/crash_one_in`, at
+/// most `max_crashes` times.
+pub struct Random {
+    state: u64,
+    crash_one_in: u64,
+    crashes_left: u32,
+}
+
+impl Random {
+    /// A chooser from `seed`.
+    pub fn new(seed: u64, crash_one_in: u64, max_crashes: u32) -> Self {
+        Random {
+            state: seed ^ 0xD1B5_4A32_D192_ED03,
+            crash_one_in,
+            crashes_left: max_crashes,
+        }
+    }
+    fn next(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+impl Chooser for Random {
+    fn pick(&mut self, options: usize) -> usize {
+        (self.next() % options as u64) as usize
+    }
+    fn crash(&mut self) -> bool {
+        if self.crashes_left > 0
+            && self.crash_one_in > 0
+            && self.next().is_multiple_of(self.crash_one_in)
+        {
+            self.crashes_left -= 1;
+            return true;
+        }
+        false
+    }
+}
+
+/// Runs `scenario` to the end under `chooser`, stopping at the first
+/// violation; `max_steps` bounds a run.
+pub fn run(
+    scenario: &Scenario,
+    seed: u64,
+    chooser: &mut dyn Chooser,
+    tracing: bool,
+    max_steps: u64,
+) -> Sim {
+    let mut sim = Sim::new(scenario, seed, tracing);
+    let mut steps = 0;
+    loop {
+        let runnable = sim.runnable();
+        if runnable.is_empty() || steps >= max_steps || sim.violation().is_some() {
+            break;
+        }
+        let i = runnable[chooser.pick(runnable.len())];
+        if chooser.crash() {
+            sim.crash(i);
+        } else {
+            sim.step(i);
+        }
+        steps += 1;
+    }
+    sim
+}
+
+/// Runs `scenario` under the random schedule of `seed`; on a violation,
+/// runs it again with a trace and returns it.
+pub fn run_seed(
+    scenario: &Scenario,
+    seed: u64,
+    crash_one_in: u64,
+    max_crashes: u32,
+) -> Result<(u64, u64), Violation> {
+    let sim = run(
+        scenario,
+        seed,
+        &mut Random::new(seed, crash_one_in, max_crashes),
+        false,
+        20_000,
+    );
+    if sim.violation().is_none() {
+        return Ok(sim.figures());
+    }
+    let traced = run(
+        scenario,
+        seed,
+        &mut Random::new(seed, crash_one_in, max_crashes),
+        true,
+        20_000,
+    );
+    let mut v = traced
+        .violation()
+        .expect("the same seed replays the same violation");
+    v.what = format!("seed {seed}: {}", v.what);
+    Err(v)
+}
+
+/// Everything a scenario's processes left in the directory besides the
+/// lock file, by name.
+pub fn leftovers(sim: &Sim) -> Vec<String> {
+    sim.fs()
+        .names
+        .keys()
+        .filter(|n| n.as_slice() != LOCK)
+        .map(|n| name(n))
+        .collect()
+}

@@ -1,0 +1,387 @@
+//! A filesystem in memory: one directory of names pointing at inodes, with
+//! what the protocol's races depend on.
+//!
+//! - An inode stays allocated while a name links it or a descriptor holds it
+//!   open (a pin included); once neither does, its number is freed, and the
+//!   next file gets the **lowest freed number**, as ext4 hands them out.
+//! - Modification and change times come from the filesystem's clock, cut to
+//!   a settable granularity (NFS and FAT store coarse times); an owner may
+//!   set any mtime.
+//! - `O_EXCL` creation, `O_NOFOLLOW` opens (a symlink gives `ELOOP`, except
+//!   to an `O_PATH` pin, which holds the link itself), rename, unlink,
+//!   exchange of two names, or a filesystem that refuses the exchange.
+//! - Faults to inject: short writes, `EIO` and `ENOSPC`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use swaplock_core::decide::{FileId, FileTime};
+use swaplock_core::soft::{NodeKind, Stat};
+use swaplock_core::Errno;
+
+/// The device number every file in the model has.
+pub const DEV: u64 = 7;
+
+/// What an inode is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Node {
+    /// A regular file and its bytes.
+    File(Vec<u8>),
+    /// A symbolic link and its target.
+    Symlink(Vec<u8>),
+}
+
+/// One inode.
+#[derive(Clone, Debug)]
+pub struct Inode {
+    /// Its content.
+    pub node: Node,
+    /// Names linking it.
+    pub nlink: u32,
+    /// Descriptors holding it open.
+    pub open: u32,
+    /// Modification time.
+    pub mtime: FileTime,
+    /// Change time.
+    pub ctime: FileTime,
+}
+
+/// How a descriptor was opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// For writing.
+    Write,
+    /// For reading (with a read offset).
+    Read(usize),
+    /// `O_PATH`: a pin.
+    Path,
+}
+
+/// An open descriptor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Desc {
+    /// The inode.
+    pub ino: u64,
+    /// How it was opened.
+    pub access: Access,
+}
+
+/// Faults the filesystem injects.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Faults {
+    /// The filesystem refuses `RENAME_EXCHANGE` (as NFS and SMB do).
+    pub no_exchange: bool,
+    /// Writes write at most this many bytes (0: no limit).
+    pub short_writes: usize,
+}
+
+/// The model filesystem: one directory.
+#[derive(Clone, Debug, Default)]
+pub struct Fs {
+    /// Names in the directory.
+    pub names: BTreeMap<Vec<u8>, u64>,
+    /// Allocated inodes by number.
+    pub inodes: BTreeMap<u64, Inode>,
+    /// Freed inode numbers, handed out lowest first.
+    free: BTreeSet<u64>,
+    next_ino: u64,
+    /// Open descriptors by handle.
+    pub descs: BTreeMap<u32, Desc>,
+    next_desc: u32,
+    /// The filesystem's clock, in nanoseconds since the epoch.
+    pub clock: i128,
+    /// The granularity of file times, in nanoseconds (1: exact).
+    pub granularity: i128,
+    /// Injected faults.
+    pub faults: Faults,
+}
+
+impl Fs {
+    /// An empty filesystem whose clock starts at `clock` nanoseconds.
+    pub fn new(clock: i128, granularity: i128) -> Self {
+        Fs {
+            next_ino: 11,
+            granularity: granularity.max(1),
+            clock,
+            ..Default::default()
+        }
+    }
+
+    fn now(&self) -> FileTime {
+        let t = self.clock - self.clock.rem_euclid(self.granularity);
+        FileTime {
+            sec: t.div_euclid(1_000_000_000) as i64,
+            nsec: t.rem_euclid(1_000_000_000) as u32,
+        }
+    }
+
+    fn alloc(&mut self, node: Node) -> u64 {
+        let ino = match self.free.pop_first() {
+            Some(ino) => ino,
+            None => {
+                self.next_ino += 1;
+                self.next_ino
+            }
+        };
+        let now = self.now();
+        self.inodes.insert(
+            ino,
+            Inode {
+                node,
+                nlink: 0,
+                open: 0,
+                mtime: now,
+                ctime: now,
+            },
+        );
+        ino
+    }
+
+    fn release(&mut self, ino: u64) {
+        if let Some(i) = self.inodes.get(&ino) {
+            if i.nlink == 0 && i.open == 0 {
+                self.inodes.remove(&ino);
+                self.free.insert(ino);
+            }
+        }
+    }
+
+    fn open_desc(&mut self, ino: u64, access: Access) -> u32 {
+        self.next_desc += 1;
+        self.descs.insert(self.next_desc, Desc { ino, access });
+        if let Some(i) = self.inodes.get_mut(&ino) {
+            i.open += 1;
+        }
+        self.next_desc
+    }
+
+    fn desc(&self, fd: u32) -> Result<Desc, Errno> {
+        self.descs.get(&fd).copied().ok_or(Errno::BADF)
+    }
+
+    fn stat_of(&self, ino: u64) -> Stat {
+        let i = &self.inodes[&ino];
+        Stat {
+            id: FileId { dev: DEV, ino },
+            kind: match i.node {
+                Node::File(_) => NodeKind::Regular,
+                Node::Symlink(_) => NodeKind::Symlink,
+            },
+            nlink: u64::from(i.nlink),
+            mtime: i.mtime,
+            ctime: i.ctime,
+        }
+    }
+
+    fn touch_change(&mut self, ino: u64, data: bool) {
+        let now = self.now();
+        if let Some(i) = self.inodes.get_mut(&ino) {
+            i.ctime = now;
+            if data {
+                i.mtime = now;
+            }
+        }
+    }
+
+    /// Links a new inode of `node` under `name`, as `O_CREAT|O_EXCL` or
+    /// `symlink(2)` would.
+    pub fn link_new(&mut self, name: &[u8], node: Node) -> Result<u64, Errno> {
+        if self.names.contains_key(name) {
+            return Err(Errno::EXIST);
+        }
+        let ino = self.alloc(node);
+        if let Some(i) = self.inodes.get_mut(&ino) {
+            i.nlink = 1;
+        }
+        self.names.insert(name.to_vec(), ino);
+        Ok(ino)
+    }
+
+    /// `open(name, O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW)`.
+    pub fn create_new(&mut self, name: &[u8]) -> Result<u32, Errno> {
+        let ino = self.link_new(name, Node::File(Vec::new()))?;
+        Ok(self.open_desc(ino, Access::Write))
+    }
+
+    /// `open(name, O_RDONLY|O_NOFOLLOW)`.
+    pub fn open_read(&mut self, name: &[u8]) -> Result<u32, Errno> {
+        let ino = *self.names.get(name).ok_or(Errno::NOENT)?;
+        if let Node::Symlink(_) = self.inodes[&ino].node {
+            return Err(Errno::LOOP);
+        }
+        Ok(self.open_desc(ino, Access::Read(0)))
+    }
+
+    /// `open(name, O_PATH|O_NOFOLLOW)`: holds the inode, even a symlink's.
+    pub fn pin(&mut self, name: &[u8]) -> Result<u32, Errno> {
+        let ino = *self.names.get(name).ok_or(Errno::NOENT)?;
+        Ok(self.open_desc(ino, Access::Path))
+    }
+
+    /// `write(fd, buf)`, appending.
+    pub fn write(&mut self, fd: u32, buf: &[u8]) -> Result<usize, Errno> {
+        let d = self.desc(fd)?;
+        if d.access != Access::Write {
+            return Err(Errno::BADF);
+        }
+        let n = match self.faults.short_writes {
+            0 => buf.len(),
+            limit => buf.len().min(limit),
+        };
+        if let Some(Inode {
+            node: Node::File(data),
+            ..
+        }) = self.inodes.get_mut(&d.ino)
+        {
+            data.extend_from_slice(&buf[..n]);
+        }
+        self.touch_change(d.ino, true);
+        Ok(n)
+    }
+
+    /// `pwrite(fd, buf, offset)`.
+    pub fn write_at(&mut self, fd: u32, buf: &[u8], offset: usize) -> Result<usize, Errno> {
+        let d = self.desc(fd)?;
+        if d.access != Access::Write {
+            return Err(Errno::BADF);
+        }
+        if let Some(Inode {
+            node: Node::File(data),
+            ..
+        }) = self.inodes.get_mut(&d.ino)
+        {
+            if data.len() < offset + buf.len() {
+                data.resize(offset + buf.len(), 0);
+            }
+            data[offset..offset + buf.len()].copy_from_slice(buf);
+        }
+        self.touch_change(d.ino, true);
+        Ok(buf.len())
+    }
+
+    /// `ftruncate(fd, len)`.
+    pub fn truncate(&mut self, fd: u32, len: usize) -> Result<(), Errno> {
+        let d = self.desc(fd)?;
+        if let Some(Inode {
+            node: Node::File(data),
+            ..
+        }) = self.inodes.get_mut(&d.ino)
+        {
+            data.resize(len, 0);
+        }
+        self.touch_change(d.ino, true);
+        Ok(())
+    }
+
+    /// `futimens(fd, NULL)`.
+    pub fn touch(&mut self, fd: u32) -> Result<(), Errno> {
+        let d = self.desc(fd)?;
+        self.touch_change(d.ino, true);
+        Ok(())
+    }
+
+    /// Sets an inode's mtime, as its owner may (`utime`).
+    pub fn set_mtime(&mut self, name: &[u8], mtime: FileTime) -> Result<(), Errno> {
+        let ino = *self.names.get(name).ok_or(Errno::NOENT)?;
+        self.touch_change(ino, false);
+        if let Some(i) = self.inodes.get_mut(&ino) {
+            i.mtime = mtime;
+        }
+        Ok(())
+    }
+
+    /// `read(fd, buf)`.
+    pub fn read(&mut self, fd: u32, buf: &mut [u8]) -> Result<usize, Errno> {
+        let d = self.desc(fd)?;
+        let Access::Read(offset) = d.access else {
+            return Err(Errno::BADF);
+        };
+        let Node::File(data) = &self.inodes[&d.ino].node else {
+            return Err(Errno::INVAL);
+        };
+        // The file may have shrunk under the reader (a released record).
+        let start = offset.min(data.len());
+        let n = (data.len() - start).min(buf.len());
+        buf[..n].copy_from_slice(&data[start..start + n]);
+        self.descs.insert(
+            fd,
+            Desc {
+                ino: d.ino,
+                access: Access::Read(offset + n),
+            },
+        );
+        Ok(n)
+    }
+
+    /// `fstat(fd)`.
+    pub fn fstat(&self, fd: u32) -> Result<Stat, Errno> {
+        Ok(self.stat_of(self.desc(fd)?.ino))
+    }
+
+    /// `close(fd)`: the inode is freed if nothing else holds it.
+    pub fn close(&mut self, fd: u32) {
+        if let Some(d) = self.descs.remove(&fd) {
+            if let Some(i) = self.inodes.get_mut(&d.ino) {
+                i.open -= 1;
+            }
+            self.release(d.ino);
+        }
+    }
+
+    /// `lstat(name)`.
+    pub fn lstat(&self, name: &[u8]) -> Result<Stat, Errno> {
+        self.names
+            .get(name)
+            .map(|&ino| self.stat_of(ino))
+            .ok_or(Errno::NOENT)
+    }
+
+    /// `renameat2(a, b, RENAME_EXCHANGE)`.
+    pub fn exchange(&mut self, a: &[u8], b: &[u8]) -> Result<(), Errno> {
+        if self.faults.no_exchange {
+            return Err(Errno::INVAL);
+        }
+        let ia = *self.names.get(a).ok_or(Errno::NOENT)?;
+        let ib = *self.names.get(b).ok_or(Errno::NOENT)?;
+        self.names.insert(a.to_vec(), ib);
+        self.names.insert(b.to_vec(), ia);
+        self.touch_change(ia, false);
+        self.touch_change(ib, false);
+        Ok(())
+    }
+
+    /// `rename(from, to)`, replacing `to`.
+    pub fn rename(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno> {
+        let ino = self.names.remove(from).ok_or(Errno::NOENT)?;
+        if let Some(old) = self.names.insert(to.to_vec(), ino) {
+            if let Some(i) = self.inodes.get_mut(&old) {
+                i.nlink -= 1;
+            }
+            self.release(old);
+        }
+        self.touch_change(ino, false);
+        Ok(())
+    }
+
+    /// `unlink(name)`.
+    pub fn unlink(&mut self, name: &[u8]) -> Result<(), Errno> {
+        let ino = self.names.remove(name).ok_or(Errno::NOENT)?;
+        if let Some(i) = self.inodes.get_mut(&ino) {
+            i.nlink -= 1;
+        }
+        self.touch_change(ino, false);
+        self.release(ino);
+        Ok(())
+    }
+
+    /// The bytes of the file a name links, if it is a regular file.
+    pub fn content(&self, name: &[u8]) -> Option<&[u8]> {
+        match &self.inodes.get(self.names.get(name)?)?.node {
+            Node::File(data) => Some(data),
+            Node::Symlink(_) => None,
+        }
+    }
+
+    /// The inode a name links.
+    pub fn ino(&self, name: &[u8]) -> Option<u64> {
+        self.names.get(name).copied()
+    }
+}
