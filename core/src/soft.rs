@@ -928,12 +928,17 @@ fn exchange_back<O: Os>(os: &mut O, lock: &[u8], aside: &[u8], file: &O::File) -
 /// path still shows it.
 pub fn remove_own_file<O: Os>(os: &mut O, cfg: &Config<'_>, file: &O::File) -> Result<(), Errno> {
     let own = os.fstat(file)?;
-    match break_lock_file(os, cfg, &own) {
+    remove_own(os, cfg, &own)
+}
+
+/// [`remove_own_file`] for our open file whose stat is `own`.
+fn remove_own<O: Os>(os: &mut O, cfg: &Config<'_>, own: &Stat) -> Result<(), Errno> {
+    match break_lock_file(os, cfg, own) {
         Err(e) if e != Errno::NOENT => return Err(e),
         _ => {}
     }
     match os.lstat(cfg.lock) {
-        Ok(st) if st.same_file(&own) => match os.unlink(cfg.lock) {
+        Ok(st) if st.same_file(own) => match os.unlink(cfg.lock) {
             Err(e) if e != Errno::NOENT => Err(e),
             _ => Ok(()),
         },
@@ -1146,23 +1151,45 @@ fn record_is_live<O: Os>(
     }
 }
 
-/// Releases a held soft lock (PROTOCOL 7.4): unlink the marker only if the
-/// lock path still shows our file; if a peer holds our file aside, write
-/// the released record into it instead, so nothing restores a record that
-/// names us (invariant I17). The descriptor is closed in every case.
+/// Releases a held soft lock (PROTOCOL 7.4): remove the marker only if the
+/// lock path still shows our file, and then by exchanging a placeholder in
+/// (stricter than filelock's lstat-then-unlink, which a peer's exchange can
+/// slip between); if a peer holds our file aside, write the released record
+/// into it instead, so nothing restores a record that names us (invariant
+/// I17). The descriptor is closed in every case.
 pub fn release<O: Os>(os: &mut O, cfg: &Config<'_>, held: Held<O::File>) -> Result<(), Error> {
     let Held { file, id } = held;
-    let identity = os.fstat(&file).ok();
-    let mut unlinked = identity.is_none();
-    if let Some(own) = identity {
-        match os.lstat(cfg.lock) {
-            Ok(st) if st.same_file(&own) => unlinked = os.unlink(cfg.lock).is_ok(),
-            Ok(_) => {
-                // Our file is held aside by a peer: mark it released in place.
-                unlinked = os.write_at(&file, RELEASED, 0).is_ok()
-                    && os.truncate(&file, RELEASED.len() as u64).is_ok();
+    let mut unlinked = true;
+    if let Ok(own) = os.fstat(&file) {
+        let seen = match os.lstat(cfg.lock) {
+            Ok(st) => Some(st.same_file(&own)),
+            Err(e) => {
+                unlinked = e == Errno::NOENT;
+                None
             }
-            Err(e) => unlinked = e == Errno::NOENT,
+        };
+        if seen == Some(true) {
+            // Not a plain unlink: a peer's exchange may put its marker at the
+            // lock path between our lstat and our unlink, and a peer whose
+            // takeover is legitimate (our lease expired) would then hold the
+            // lock with no marker. Swapping ours out through a placeholder
+            // puts any such marker back.
+            let _ = remove_own(os, cfg, &own);
+        }
+        if seen.is_some() {
+            // Where our file is now: unlinked everywhere (done), still at the
+            // lock path (the removal failed), or held aside by a peer.
+            unlinked = match os.fstat(&file) {
+                Ok(st) if st.nlink == 0 => true,
+                Ok(_) if os.lstat(cfg.lock).is_ok_and(|st| st.same_file(&own)) => false,
+                // Held aside: mark it released in place, so nothing restores
+                // a record that names us (invariant I17).
+                Ok(_) => {
+                    os.write_at(&file, RELEASED, 0).is_ok()
+                        && os.truncate(&file, RELEASED.len() as u64).is_ok()
+                }
+                Err(_) => false,
+            };
         }
     }
     os.close(file);
