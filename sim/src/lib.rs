@@ -80,6 +80,9 @@ pub struct Scenario {
     pub granularity: i128,
     /// Break markers older than this by their mtime (Soft and Marker).
     pub lifetime: Option<Duration>,
+    /// How old the starting files are, in nanoseconds (their mtime is set
+    /// back by this much).
+    pub initial_age: i128,
 }
 
 impl Scenario {
@@ -95,6 +98,7 @@ impl Scenario {
             faults: Faults::default(),
             granularity: 1,
             lifetime: None,
+            initial_age: 0,
         }
     }
 }
@@ -144,6 +148,9 @@ pub struct World {
     tracing: bool,
     /// Which process created each inode.
     creators: std::collections::BTreeMap<u64, usize>,
+    /// The lifetime, when markers are broken by age: a lifetime break
+    /// overlaps live holders by design, so only `guard_holders` applies.
+    lifetime: Option<Duration>,
     /// The first violation seen.
     pub violation: Option<String>,
     /// Steps run.
@@ -189,8 +196,35 @@ impl World {
         }
     }
 
+    /// No process removes a live holder's marker: it never unlinks it
+    /// (under any name) or renames it off the lock path, unless a lifetime
+    /// is set and the marker is older than it (a lifetime break overlaps a
+    /// live holder by design, but never takes a fresh marker).
+    fn guard_holders(&mut self, me: usize, n: &[u8], verb: &str, renaming: bool) {
+        if renaming && n != LOCK {
+            return;
+        }
+        let Some(ino) = self.fs.ino(n) else { return };
+        let holder = (0..self.procs.len())
+            .find(|&i| i != me && self.procs[i].alive && self.procs[i].holds == Some(ino));
+        let Some(h) = holder else { return };
+        if let Some(lifetime) = self.lifetime {
+            let mtime = self.fs.inodes[&ino].mtime.as_nanos();
+            if self.fs.clock - mtime >= lifetime.as_nanos() as i128 {
+                return;
+            }
+        }
+        self.fail(format!(
+            "p{me} {verb} {} (inode {ino}), the marker of live holder p{h}",
+            name(n)
+        ));
+    }
+
     /// Checks the invariants that must hold after every step.
     fn check(&mut self) {
+        if self.lifetime.is_some() {
+            return;
+        }
         let holders: Vec<usize> = (0..self.procs.len())
             .filter(|&i| self.procs[i].alive && self.procs[i].holds.is_some())
             .collect();
@@ -268,7 +302,8 @@ impl SimOs<'_> {
         let me = self.me;
         let ours = w.procs[me].holds;
         let at_path = w.fs.ino(LOCK);
-        if at_path != ours {
+        // A lifetime break may take an expired holder's marker by design.
+        if at_path != ours && w.lifetime.is_none() {
             let peer_busy = w
                 .procs
                 .iter()
@@ -370,11 +405,17 @@ impl Os for SimOs<'_> {
     fn rename(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno> {
         self.syscall(
             format_args!("rename {} {}", name(from), name(to)),
-            |w, _| w.fs.rename(from, to),
+            |w, me| {
+                w.guard_holders(me, from, "renames", true);
+                w.fs.rename(from, to)
+            },
         )
     }
     fn unlink(&mut self, n: &[u8]) -> Result<(), Errno> {
-        self.syscall(format_args!("unlink {}", name(n)), |w, _| w.fs.unlink(n))
+        self.syscall(format_args!("unlink {}", name(n)), |w, me| {
+            w.guard_holders(me, n, "unlinks", false);
+            w.fs.unlink(n)
+        })
     }
     fn list(&mut self, visit: &mut dyn FnMut(&[u8])) -> Result<(), Errno> {
         let names: Vec<Vec<u8>> = self.syscall(format_args!("list"), |w, _| {
@@ -475,7 +516,10 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
         if attempt > 0 {
             os.sleep(POLL);
         }
-        os.world.borrow_mut().procs[os.me].in_attempt = true;
+        {
+            let mut w = os.world.borrow_mut();
+            w.procs[os.me].in_attempt = true;
+        }
         let outcome = match spec.policy {
             Policy::Ours => soft::try_acquire(os, &cfg, &mut watch).map(|a| match a {
                 Attempt::Acquired(held) => Some((held.file, held.id.ino)),
@@ -520,14 +564,41 @@ pub struct Sim {
 /// The stack each simulated process runs on.
 const STACK: usize = 256 * 1024;
 
+thread_local! {
+    /// Stacks of finished simulations, reused: mapping a fresh stack for
+    /// every process of every schedule would cost more than running it.
+    static STACKS: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
+}
+
+fn take_stack() -> DefaultStack {
+    STACKS
+        .with(|s| s.borrow_mut().pop())
+        .unwrap_or_else(|| DefaultStack::new(STACK).expect("a coroutine stack"))
+}
+
+fn return_stack(mut co: Co) {
+    // Unwinds a killed process's stack without running more of its
+    // syscalls (a no-op for one that finished).
+    co.force_unwind();
+    let stack = co.into_stack();
+    STACKS.with(|s| s.borrow_mut().push(stack));
+}
+
 impl Sim {
     /// Sets up `scenario`; `seed` feeds the random tokens; `tracing` keeps
     /// a readable trace of every step.
     pub fn new(scenario: &Scenario, seed: u64, tracing: bool) -> Self {
         let mut fs = Fs::new(1_700_000_000_000_000_000, scenario.granularity);
         fs.faults = scenario.faults;
+        fs.fault_rng = seed ^ 0x5151;
         for (n, content) in &scenario.files {
             let _ = fs.link_new(n, Node::File(content.clone()));
+            let t = fs.clock - scenario.initial_age;
+            let mtime = FileTime {
+                sec: t.div_euclid(1_000_000_000) as i64,
+                nsec: t.rem_euclid(1_000_000_000) as u32,
+            };
+            let _ = fs.set_mtime(n, mtime);
         }
         for (n, target) in &scenario.symlinks {
             let _ = fs.link_new(n, Node::Symlink(target.clone()));
@@ -543,6 +614,7 @@ impl Sim {
             trace: String::new(),
             tracing,
             creators: std::collections::BTreeMap::new(),
+            lifetime: scenario.lifetime,
             violation: None,
             steps: 0,
             acquisitions: 0,
@@ -570,7 +642,7 @@ impl Sim {
                 let world = Rc::clone(&world);
                 let spec = spec.clone();
                 let (kind, lifetime) = (scenario.kind, scenario.lifetime);
-                let stack = DefaultStack::new(STACK).expect("a coroutine stack");
+                let stack = take_stack();
                 Some(Coroutine::with_stack(
                     stack,
                     move |yielder: &Yielder<(), ()>, ()| {
@@ -602,7 +674,9 @@ impl Sim {
         if done {
             w.procs[i].finished = true;
             drop(w);
-            self.coroutines[i] = None;
+            if let Some(co) = self.coroutines[i].take() {
+                return_stack(co);
+            }
         } else {
             w.check();
         }
@@ -612,8 +686,7 @@ impl Sim {
     /// its descriptors; it holds nothing; its PID is free.
     pub fn crash(&mut self, i: usize) {
         if let Some(co) = self.coroutines[i].take() {
-            // Unwinds the coroutine's stack without running more syscalls.
-            drop(co);
+            return_stack(co);
         }
         let mut w = self.world.borrow_mut();
         let fds: Vec<u32> = std::mem::take(&mut w.procs[i].fds).into_iter().collect();
@@ -646,6 +719,23 @@ impl Sim {
     }
 }
 
+/// What the scheduler does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Process `i` runs its next syscall.
+    Step(usize),
+    /// Process `i` is killed.
+    Crash(usize),
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        for co in self.coroutines.iter_mut().filter_map(Option::take) {
+            return_stack(co);
+        }
+    }
+}
+
 /// Chooses what happens next: which process steps, and whether it is
 /// killed instead.
 pub trait Chooser {
@@ -653,6 +743,15 @@ pub trait Chooser {
     fn pick(&mut self, options: usize) -> usize;
     /// Whether to kill the process about to step.
     fn crash(&mut self) -> bool;
+    /// The next action among the `runnable` processes (never empty).
+    fn choose(&mut self, runnable: &[usize]) -> Action {
+        let i = runnable[self.pick(runnable.len())];
+        if self.crash() {
+            Action::Crash(i)
+        } else {
+            Action::Step(i)
+        }
+    }
 }
 
 /// A seeded random chooser: kills with probability `1/crash_one_in`, at
@@ -713,11 +812,9 @@ pub fn run(
         if runnable.is_empty() || steps >= max_steps || sim.violation().is_some() {
             break;
         }
-        let i = runnable[chooser.pick(runnable.len())];
-        if chooser.crash() {
-            sim.crash(i);
-        } else {
-            sim.step(i);
+        match chooser.choose(&runnable) {
+            Action::Step(i) => sim.step(i),
+            Action::Crash(i) => sim.crash(i),
         }
         steps += 1;
     }
@@ -765,4 +862,117 @@ pub fn leftovers(sim: &Sim) -> Vec<String> {
         .filter(|n| n.as_slice() != LOCK)
         .map(|n| name(n))
         .collect()
+}
+
+/// A chooser for exhaustive exploration by re-execution: it replays a
+/// prefix of decisions, then keeps running the current process; switching
+/// to another process while the current one can run costs one preemption,
+/// and killing a process costs one crash, each within a budget. It records
+/// every decision and how many it could have made, for backtracking.
+pub struct Explorer {
+    prefix: Vec<usize>,
+    pos: usize,
+    current: Option<usize>,
+    preemptions: u32,
+    crashes: u32,
+    /// Each decision made: (chosen option, number of options).
+    pub log: Vec<(usize, usize)>,
+}
+
+impl Explorer {
+    /// A chooser replaying `prefix` with these budgets.
+    pub fn new(prefix: Vec<usize>, preemptions: u32, crashes: u32) -> Self {
+        Explorer {
+            prefix,
+            pos: 0,
+            current: None,
+            preemptions,
+            crashes,
+            log: Vec::new(),
+        }
+    }
+
+    /// The next prefix to explore after this run, or `None` when every
+    /// schedule within the budgets has been run.
+    pub fn next_prefix(&self) -> Option<Vec<usize>> {
+        let k = self.log.iter().rposition(|&(c, n)| c + 1 < n)?;
+        let mut next: Vec<usize> = self.log[..k].iter().map(|&(c, _)| c).collect();
+        next.push(self.log[k].0 + 1);
+        Some(next)
+    }
+}
+
+impl Chooser for Explorer {
+    fn pick(&mut self, _options: usize) -> usize {
+        0
+    }
+    fn crash(&mut self) -> bool {
+        false
+    }
+    fn choose(&mut self, runnable: &[usize]) -> Action {
+        // Options: continue the current process (free, when it can run),
+        // switch to each other process (a preemption, or free when the
+        // current one cannot run), kill each process (a crash).
+        let mut options: Vec<Action> = Vec::new();
+        let current_runs = self.current.is_some_and(|c| runnable.contains(&c));
+        if let Some(c) = self.current.filter(|_| current_runs) {
+            options.push(Action::Step(c));
+        }
+        if !current_runs || self.preemptions > 0 {
+            options.extend(
+                runnable
+                    .iter()
+                    .filter(|&&i| Some(i) != self.current || !current_runs)
+                    .map(|&i| Action::Step(i)),
+            );
+        }
+        if self.crashes > 0 {
+            options.extend(runnable.iter().map(|&i| Action::Crash(i)));
+        }
+        let choice = if self.pos < self.prefix.len() {
+            self.prefix[self.pos].min(options.len() - 1)
+        } else {
+            0
+        };
+        self.pos += 1;
+        self.log.push((choice, options.len()));
+        let action = options[choice];
+        match action {
+            Action::Step(i) => {
+                if current_runs && Some(i) != self.current {
+                    self.preemptions -= 1;
+                }
+                self.current = Some(i);
+            }
+            Action::Crash(_) => self.crashes -= 1,
+        }
+        action
+    }
+}
+
+/// Explores every schedule of `scenario` within the budgets; returns the
+/// number of schedules run and of decisions taken (distinct nodes of the
+/// schedule tree), or the first violation.
+pub fn explore(
+    scenario: &Scenario,
+    preemptions: u32,
+    crashes: u32,
+    max_steps: u64,
+) -> Result<(u64, u64), Violation> {
+    let mut prefix = Some(Vec::new());
+    let (mut schedules, mut nodes) = (0u64, 0u64);
+    while let Some(p) = prefix {
+        let replayed = p.len();
+        let mut chooser = Explorer::new(p.clone(), preemptions, crashes);
+        let sim = run(scenario, 1, &mut chooser, false, max_steps);
+        schedules += 1;
+        nodes += (chooser.log.len().saturating_sub(replayed.saturating_sub(1))) as u64;
+        if sim.violation().is_some() {
+            let mut again = Explorer::new(p, preemptions, crashes);
+            let traced = run(scenario, 1, &mut again, true, max_steps);
+            return Err(traced.violation().expect("a replay repeats the violation"));
+        }
+        prefix = chooser.next_prefix();
+    }
+    Ok((schedules, nodes))
 }

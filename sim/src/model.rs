@@ -42,6 +42,8 @@ pub struct Inode {
     pub mtime: FileTime,
     /// Change time.
     pub ctime: FileTime,
+    /// Which incarnation this is: a number no other inode ever had.
+    pub generation: u64,
 }
 
 /// How a descriptor was opened.
@@ -71,6 +73,11 @@ pub struct Faults {
     pub no_exchange: bool,
     /// Writes write at most this many bytes (0: no limit).
     pub short_writes: usize,
+    /// One write in this many fails with `EIO` (0: none).
+    pub eio_one_in: u64,
+    /// Never hand out a freed inode number again (isolates races that do
+    /// not need inode reuse).
+    pub fresh_inodes: bool,
 }
 
 /// The model filesystem: one directory.
@@ -86,12 +93,15 @@ pub struct Fs {
     /// Open descriptors by handle.
     pub descs: BTreeMap<u32, Desc>,
     next_desc: u32,
+    generations: u64,
     /// The filesystem's clock, in nanoseconds since the epoch.
     pub clock: i128,
     /// The granularity of file times, in nanoseconds (1: exact).
     pub granularity: i128,
     /// Injected faults.
     pub faults: Faults,
+    /// The state of the fault injector's generator.
+    pub fault_rng: u64,
 }
 
 impl Fs {
@@ -114,7 +124,12 @@ impl Fs {
     }
 
     fn alloc(&mut self, node: Node) -> u64 {
-        let ino = match self.free.pop_first() {
+        let reuse = if self.faults.fresh_inodes {
+            None
+        } else {
+            self.free.pop_first()
+        };
+        let ino = match reuse {
             Some(ino) => ino,
             None => {
                 self.next_ino += 1;
@@ -122,6 +137,8 @@ impl Fs {
             }
         };
         let now = self.now();
+        self.generations += 1;
+        let generation = self.generations;
         self.inodes.insert(
             ino,
             Inode {
@@ -130,6 +147,7 @@ impl Fs {
                 open: 0,
                 mtime: now,
                 ctime: now,
+                generation,
             },
         );
         ino
@@ -221,6 +239,15 @@ impl Fs {
         let d = self.desc(fd)?;
         if d.access != Access::Write {
             return Err(Errno::BADF);
+        }
+        if self.faults.eio_one_in > 0 {
+            self.fault_rng = self
+                .fault_rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            if (self.fault_rng >> 33).is_multiple_of(self.faults.eio_one_in) {
+                return Err(Errno::IO);
+            }
         }
         let n = match self.faults.short_writes {
             0 => buf.len(),
@@ -383,5 +410,12 @@ impl Fs {
     /// The inode a name links.
     pub fn ino(&self, name: &[u8]) -> Option<u64> {
         self.names.get(name).copied()
+    }
+}
+
+impl Fs {
+    /// The incarnation of the inode a name links.
+    pub fn generation(&self, name: &[u8]) -> Option<u64> {
+        self.inodes.get(self.names.get(name)?).map(|i| i.generation)
     }
 }

@@ -1,0 +1,326 @@
+//! The soft-lock protocol under the simulator: random schedules of many
+//! scenarios and an exhaustive exploration find no violation in ours; named
+//! scenarios of the seed's races find the naive pre-fix policy letting two
+//! processes hold the lock, and not ours.
+//!
+//! `SWAPLOCK_SIM_SCHEDULES` sets the number of random schedules (default
+//! 1,000,000, shared among the scenarios).
+
+use std::time::Duration;
+use swaplock_core::soft::Kind;
+use swaplock_sim::model::Faults;
+use swaplock_sim::{explore, naive, run_seed, Policy, Process, Scenario, Violation, LOCK};
+
+const DEAD: &[u8] = b"999\nh1\n";
+
+fn contenders(sc: &mut Scenario, policy: Policy, hosts_pids: &[(usize, u32)], attempts: u32) {
+    for &(host, pid) in hosts_pids {
+        sc.processes.push(Process {
+            host,
+            pid,
+            attempts,
+            hold_steps: 2,
+            policy,
+        });
+    }
+}
+
+fn two_hosts(sc: &mut Scenario) {
+    sc.hosts = vec!["h1", "h2"];
+    // The second host's clock runs 3 s behind.
+    sc.wall_offsets = vec![0, -3_000_000_000];
+}
+
+/// The scenarios random exploration covers, with our policy.
+fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
+    let mut all = Vec::new();
+
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 6);
+    all.push(("soft: a dead holder's marker, three contenders", sc, 40));
+
+    let mut sc = Scenario::new(Kind::Marker);
+    two_hosts(&mut sc);
+    sc.files.push((
+        LOCK.to_vec(),
+        b"filelock/2\npid=999\nhost=h1\nmode=exclusive\n".to_vec(),
+    ));
+    contenders(
+        &mut sc,
+        policy,
+        &[(0, 101), (0, 102), (1, 101), (1, 102), (0, 104)],
+        6,
+    );
+    all.push(("marker: five contenders on two hosts", sc, 30));
+
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.files.push((LOCK.to_vec(), b"garbage\n".to_vec()));
+    sc.granularity = 1_000_000_000;
+    sc.faults = Faults {
+        short_writes: 4,
+        ..Faults::default()
+    };
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 50);
+    all.push((
+        "soft: a malformed marker, torn writes, coarse times",
+        sc,
+        60,
+    ));
+
+    let mut sc = Scenario::new(Kind::Lease);
+    two_hosts(&mut sc);
+    contenders(
+        &mut sc,
+        policy,
+        &[(0, 101), (1, 102), (1, 103), (0, 104)],
+        30,
+    );
+    all.push(("lease: four contenders on two hosts, clocks apart", sc, 50));
+
+    let mut sc = Scenario::new(Kind::Soft);
+    // A recycled PID: the marker names pid 101, which a contender now has.
+    sc.files.push((LOCK.to_vec(), b"101\nh1\n1\n".to_vec()));
+    sc.faults = Faults {
+        eio_one_in: 25,
+        ..Faults::default()
+    };
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 6);
+    all.push(("soft: a recycled PID, failing writes", sc, 40));
+
+    let mut sc = Scenario::new(Kind::Marker);
+    sc.files.push((
+        LOCK.to_vec(),
+        b"filelock/2\npid=999\nhost=h1\nmode=exclusive\n".to_vec(),
+    ));
+    sc.faults = Faults {
+        no_exchange: true,
+        ..Faults::default()
+    };
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 4);
+    all.push(("marker: a filesystem without exchange", sc, 40));
+
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+    sc.lifetime = Some(Duration::from_secs(10));
+    sc.initial_age = 20_000_000_000;
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 6);
+    all.push(("soft: lifetime breaks", sc, 40));
+    all
+}
+
+fn total_schedules() -> u64 {
+    std::env::var("SWAPLOCK_SIM_SCHEDULES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000)
+}
+
+#[test]
+fn random_schedules_find_no_violation() {
+    let list = scenarios(Policy::Ours);
+    let per = total_schedules() / list.len() as u64;
+    let started = std::time::Instant::now();
+    let (mut schedules, mut steps, mut acquisitions) = (0u64, 0u64, 0u64);
+    for (i, (what, sc, crash_one_in)) in list.iter().enumerate() {
+        let mut local = 0;
+        for seed in (i as u64) << 40..((i as u64) << 40) + per {
+            match run_seed(sc, seed, *crash_one_in, 2) {
+                Ok((s, a)) => {
+                    steps += s;
+                    acquisitions += a;
+                    local += a;
+                }
+                Err(v) => panic!("{what}: {v}"),
+            }
+            schedules += 1;
+        }
+        if !sc.faults.no_exchange {
+            assert!(local > 0, "{what}: nobody ever took the lock");
+        }
+    }
+    eprintln!(
+        "random: {schedules} schedules, {steps} steps, {acquisitions} critical sections, no violation, {:.1?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn exhaustive_two_contenders_and_a_stale_marker() {
+    for kind in [Kind::Soft, Kind::Marker] {
+        let mut sc = Scenario::new(kind);
+        let marker = match kind {
+            Kind::Soft => DEAD.to_vec(),
+            _ => b"filelock/2\npid=999\nhost=h1\nmode=exclusive\n".to_vec(),
+        };
+        sc.files.push((LOCK.to_vec(), marker));
+        contenders(&mut sc, Policy::Ours, &[(0, 101), (0, 102)], 2);
+        let (preemptions, crashes) = if kind == Kind::Soft { (3, 1) } else { (2, 1) };
+        let started = std::time::Instant::now();
+        match explore(&sc, preemptions, crashes, 5000) {
+            Ok((schedules, nodes)) => eprintln!(
+                "exhaustive {kind:?}: every schedule with up to {preemptions} preemptions and {crashes} kill: {schedules} schedules, {nodes} states, no violation, {:.1?}",
+                started.elapsed()
+            ),
+            Err(v) => panic!("{kind:?}: {v}"),
+        }
+    }
+}
+
+/// Runs `scenario` under both policies for `seeds` seeds: the naive one
+/// must produce a violation, ours none. Returns the naive violation.
+fn naive_fails_ours_holds(
+    what: &str,
+    build: impl Fn(Policy) -> Scenario,
+    seeds: u64,
+    crash_one_in: u64,
+) -> Violation {
+    let naive = build(Policy::Naive(naive::Flaws::default()));
+    let found = (0..seeds).find_map(|seed| run_seed(&naive, seed, crash_one_in, 2).err());
+    let found =
+        found.unwrap_or_else(|| panic!("{what}: the naive policy survived {seeds} schedules"));
+    let ours = build(Policy::Ours);
+    for seed in 0..seeds {
+        if let Err(v) = run_seed(&ours, seed, crash_one_in, 2) {
+            panic!("{what}: our policy failed: {v}");
+        }
+    }
+    eprintln!(
+        "{what}: naive fails ({}), ours holds over {seeds} schedules",
+        found.what
+    );
+    found
+}
+
+#[test]
+fn race_the_judged_markers_inode_is_reused() {
+    // A stale marker, three contenders: a peer breaks it and creates a
+    // marker on the freed inode number, which the naive check accepts.
+    naive_fails_ours_holds(
+        "inode reuse",
+        |policy| {
+            let mut sc = Scenario::new(Kind::Soft);
+            sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+            contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 3);
+            sc
+        },
+        20_000,
+        0,
+    );
+}
+
+#[test]
+fn race_the_lock_path_stands_empty_during_a_break() {
+    // Two hosts: a contender that finds the path empty while a naive break
+    // checks the file it renamed aside creates its marker, and the renamed
+    // live marker is put back over it.
+    naive_fails_ours_holds(
+        "empty path during a break",
+        |policy| {
+            let mut sc = Scenario::new(Kind::Soft);
+            sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+            // No inode reuse: this race needs none.
+            sc.faults = Faults {
+                fresh_inodes: true,
+                ..Faults::default()
+            };
+            contenders(
+                &mut sc,
+                policy,
+                &[(0, 101), (0, 102), (0, 103), (0, 104)],
+                4,
+            );
+            sc
+        },
+        20_000,
+        0,
+    );
+}
+
+#[test]
+fn race_a_killed_breaker_strands_a_live_marker() {
+    // Breakers are killed mid-break: the naive policy has no recovery.
+    naive_fails_ours_holds(
+        "killed breaker",
+        |policy| {
+            let mut sc = Scenario::new(Kind::Soft);
+            sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+            contenders(
+                &mut sc,
+                policy,
+                &[(0, 101), (0, 102), (0, 103), (0, 104)],
+                6,
+            );
+            sc
+        },
+        20_000,
+        15,
+    );
+}
+
+#[test]
+fn race_the_malformed_watch_inherits_another_files_age() {
+    // Coarse times and torn writes: a fresh marker mid-write looks
+    // malformed, repeats an evicted one's mtime and inode number, and the
+    // naive watch (without the change time) evicts it at once.
+    naive_fails_ours_holds(
+        "malformed watch",
+        |policy| {
+            let mut sc = Scenario::new(Kind::Soft);
+            sc.files.push((LOCK.to_vec(), b"garbage\n".to_vec()));
+            sc.granularity = 1_000_000_000;
+            sc.faults = Faults {
+                short_writes: 3,
+                ..Faults::default()
+            };
+            contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 60);
+            sc
+        },
+        5_000,
+        0,
+    );
+}
+
+#[test]
+fn race_a_failed_acquire_rolls_back_a_successors_marker() {
+    // Writes fail at times: the naive rollback closes first, then unlinks
+    // by name whatever shows the same inode number.
+    naive_fails_ours_holds(
+        "failed-acquire rollback",
+        |policy| {
+            let mut sc = Scenario::new(Kind::Soft);
+            sc.files.push((LOCK.to_vec(), b"garbage\n".to_vec()));
+            sc.faults = Faults {
+                eio_one_in: 3,
+                short_writes: 3,
+                ..Faults::default()
+            };
+            contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 60);
+            sc
+        },
+        5_000,
+        0,
+    );
+}
+
+/// A lifetime break may overlap a live holder by design (filelock warns of
+/// it), so here the invariant is that it breaks only an expired marker,
+/// never a successor's fresh marker on the same inode number.
+#[test]
+fn race_the_lifetime_break_takes_a_reused_inode() {
+    naive_fails_ours_holds(
+        "lifetime break",
+        |policy| {
+            let mut sc = Scenario::new(Kind::Soft);
+            sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+            // A lifetime far longer than any stall in a run, and a marker
+            // well past it: only the judged, expired marker may be broken.
+            sc.lifetime = Some(Duration::from_secs(10));
+            sc.initial_age = 20_000_000_000;
+            contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 8);
+            sc
+        },
+        20_000,
+        0,
+    );
+}
