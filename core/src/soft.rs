@@ -844,6 +844,14 @@ fn take_over<O: Os>(
         abandon(os, cfg, file, &aside, true);
         return Ok(Takeover::Busy);
     }
+    // Our marker must still exist: a contender that paused here longer than
+    // a lease would find that a peer expired it, took it over and removed it
+    // meanwhile. A peer's check may hold it aside for an instant, which keeps
+    // it linked, so the link count, not the lock path, tells.
+    if !os.fstat(&file).is_ok_and(|st| st.nlink > 0) {
+        os.close(file);
+        return Ok(Takeover::Busy);
+    }
     Ok(Takeover::Took(Held { file, id }))
 }
 
@@ -872,22 +880,25 @@ fn unlink_if_same<O: Os>(os: &mut O, name: &[u8], own: &Stat) {
     }
 }
 
-/// How long exchange-back keeps trying while our file is not at the lock
-/// path, and how often it exchanges meanwhile (invariant I16).
+/// How long exchange-back waits while our file is not at the lock path
+/// (invariant I16), and how long it pauses between looks.
 const EXCHANGE_BACK_LIMIT: Duration = Duration::from_secs(2);
-const EXCHANGE_BACK_FEED: Duration = Duration::from_millis(10);
 const EXCHANGE_BACK_PAUSE: Duration = Duration::from_micros(500);
 
 /// Puts our own file (open as `file`) back under `aside`, so that what we
 /// took returns to the lock path (PROTOCOL 7.9). While our file sits at the
-/// lock path there is no deadline: it must come off. Otherwise it gives up
-/// after 2 s, exchanging every 10 ms so that nested breakers' rings open.
+/// lock path there is no deadline: it must come off. Otherwise it waits up
+/// to 2 s for nested breakers to undo their exchanges. Unlike filelock, it
+/// never exchanges while the lock path holds another file: the simulator
+/// showed that such a "feeding" exchange can capture a marker a new holder
+/// created after the ring formed, and a second holder then enters. A ring
+/// left by a killed breaker is unwound by stranded-record recovery instead.
+/// At the end it removes the aside name only if it holds our own file.
 fn exchange_back<O: Os>(os: &mut O, lock: &[u8], aside: &[u8], file: &O::File) -> bool {
     let Ok(own) = os.fstat(file) else {
         return false;
     };
     let start = os.now();
-    let mut feed_at = start.0.saturating_add(EXCHANGE_BACK_FEED.as_nanos() as u64);
     loop {
         match os.lstat(aside) {
             Ok(st) if st.same_file(&own) => break,
@@ -900,24 +911,31 @@ fn exchange_back<O: Os>(os: &mut O, lock: &[u8], aside: &[u8], file: &O::File) -
             Err(e) if e == Errno::NOENT => break,
             Err(_) => return false,
         };
-        let now = os.now();
-        if !ours && now.since(start) >= EXCHANGE_BACK_LIMIT {
-            return false;
-        }
-        if ours || now.0 >= feed_at {
+        if ours {
+            // Undo our own exchange: what we took goes back to the lock path,
+            // our file comes off it.
             if os.exchange(aside, lock).is_err() {
                 return false;
             }
-            feed_at = os
-                .now()
-                .0
-                .saturating_add(EXCHANGE_BACK_FEED.as_nanos() as u64);
+        } else if os.now().since(start) >= EXCHANGE_BACK_LIMIT {
+            return false;
         } else {
+            // Our file sits under a nested breaker's name: wait for that
+            // breaker to undo its exchange, which puts our file back at the
+            // lock path. Never exchange the lock path while it holds a file
+            // that is not ours: that would take whatever is there now,
+            // possibly a marker a new holder created after the ring formed.
             os.sleep(EXCHANGE_BACK_PAUSE);
         }
     }
-    match os.unlink(aside) {
-        Ok(()) => true,
+    // Remove the aside name only if it holds our own file: when a name went
+    // missing above (say the lock path was removed), the aside may hold the
+    // file we took, which may be a live holder's marker. filelock unlinks it
+    // without looking; a foreign file is left in place here, and the
+    // exchange-back reports it did not settle.
+    match os.lstat(aside) {
+        Ok(st) if st.same_file(&own) => os.unlink(aside).is_ok(),
+        Ok(_) => false,
         Err(e) => e == Errno::NOENT,
     }
 }
