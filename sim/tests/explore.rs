@@ -9,7 +9,9 @@
 use std::time::Duration;
 use swaplock_core::soft::Kind;
 use swaplock_sim::model::Faults;
-use swaplock_sim::{explore, naive, run_seed, Policy, Process, Scenario, Violation, LOCK};
+use swaplock_sim::{
+    explore, naive, run_seed, scenarios, Policy, Process, Scenario, Violation, LOCK,
+};
 
 const DEAD: &[u8] = b"999\nh1\n";
 
@@ -23,90 +25,6 @@ fn contenders(sc: &mut Scenario, policy: Policy, hosts_pids: &[(usize, u32)], at
             policy,
         });
     }
-}
-
-fn two_hosts(sc: &mut Scenario) {
-    sc.hosts = vec!["h1", "h2"];
-    // The second host's clock runs 3 s behind.
-    sc.wall_offsets = vec![0, -3_000_000_000];
-}
-
-/// The scenarios random exploration covers, with our policy.
-fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
-    let mut all = Vec::new();
-
-    let mut sc = Scenario::new(Kind::Soft);
-    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
-    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 6);
-    all.push(("soft: a dead holder's marker, three contenders", sc, 40));
-
-    let mut sc = Scenario::new(Kind::Marker);
-    two_hosts(&mut sc);
-    sc.files.push((
-        LOCK.to_vec(),
-        b"filelock/2\npid=999\nhost=h1\nmode=exclusive\n".to_vec(),
-    ));
-    contenders(
-        &mut sc,
-        policy,
-        &[(0, 101), (0, 102), (1, 101), (1, 102), (0, 104)],
-        6,
-    );
-    all.push(("marker: five contenders on two hosts", sc, 30));
-
-    let mut sc = Scenario::new(Kind::Soft);
-    sc.files.push((LOCK.to_vec(), b"garbage\n".to_vec()));
-    sc.granularity = 1_000_000_000;
-    sc.faults = Faults {
-        short_writes: 4,
-        ..Faults::default()
-    };
-    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 50);
-    all.push((
-        "soft: a malformed marker, torn writes, coarse times",
-        sc,
-        60,
-    ));
-
-    let mut sc = Scenario::new(Kind::Lease);
-    two_hosts(&mut sc);
-    contenders(
-        &mut sc,
-        policy,
-        &[(0, 101), (1, 102), (1, 103), (0, 104)],
-        30,
-    );
-    all.push(("lease: four contenders on two hosts, clocks apart", sc, 50));
-
-    let mut sc = Scenario::new(Kind::Soft);
-    // A recycled PID: the marker names pid 101, which a contender now has.
-    sc.files.push((LOCK.to_vec(), b"101\nh1\n1\n".to_vec()));
-    sc.faults = Faults {
-        eio_one_in: 25,
-        ..Faults::default()
-    };
-    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 6);
-    all.push(("soft: a recycled PID, failing writes", sc, 40));
-
-    let mut sc = Scenario::new(Kind::Marker);
-    sc.files.push((
-        LOCK.to_vec(),
-        b"filelock/2\npid=999\nhost=h1\nmode=exclusive\n".to_vec(),
-    ));
-    sc.faults = Faults {
-        no_exchange: true,
-        ..Faults::default()
-    };
-    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 4);
-    all.push(("marker: a filesystem without exchange", sc, 40));
-
-    let mut sc = Scenario::new(Kind::Soft);
-    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
-    sc.lifetime = Some(Duration::from_secs(10));
-    sc.initial_age = 20_000_000_000;
-    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 6);
-    all.push(("soft: lifetime breaks", sc, 40));
-    all
 }
 
 fn total_schedules() -> u64 {

@@ -1,0 +1,38 @@
+//! Schedules the fuzzer found violating the protocol, kept as regression
+//! tests: each one failed before its fix and must now run clean.
+//!
+//! - `nested-breakers-capture-a-new-holders-marker.bin`: two breakers stuck
+//!   in exchange-back kept "feeding" exchanges of the lock path; one swapped
+//!   in a marker a new holder had just created, rotations brought a killed
+//!   holder's record to the path, and a third process took it over beside
+//!   the new holder. Fixed by never exchanging the lock path unless it holds
+//!   our own file.
+//! - `ring-rotation-unlinks-a-live-marker.bin`: the same rotations put a live
+//!   holder's marker at the lock path between a peer's lstat and unlink.
+
+use swaplock_sim::{run, scenarios, FromBytes, Policy};
+
+#[test]
+fn found_schedules_run_clean() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("findings");
+    let all = scenarios(Policy::Ours);
+    let mut replayed = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let data = std::fs::read(&path).unwrap();
+        let Some((&which, schedule)) = data.split_first() else {
+            continue;
+        };
+        let (what, scenario, _) = &all[usize::from(which) % all.len()];
+        let sim = run(scenario, 1, &mut FromBytes::new(schedule), true, 20_000);
+        if let Some(v) = sim.violation() {
+            panic!("{}: {what}: {v}", path.display());
+        }
+        replayed += 1;
+    }
+    assert!(
+        replayed >= 2,
+        "the findings are missing from {}",
+        dir.display()
+    );
+}
