@@ -26,6 +26,17 @@
 //! - I13, I14, I15, I16: break and restore names carry random tokens and the
 //!   breaker's PID; a stranded record is claimed by rename, restored when its
 //!   owner may live, and exchanged back with a bounded wait.
+//!
+//! Where swaplock is stricter than filelock 4.2.11 (each gap found by the
+//! simulator in `sim/`; the bytes on disk are the same):
+//! - release swaps its marker out through a placeholder instead of `lstat`
+//!   then `unlink`, which a peer's exchange can slip between;
+//! - exchange-back never exchanges the lock path while it holds another
+//!   process's file (filelock's "feeding" exchange can capture a marker a
+//!   new holder created after a ring of breakers formed), and removes its
+//!   aside name only if it holds our own file;
+//! - a takeover counts as held only if our marker is still linked (a
+//!   contender paused past a lease could otherwise hold a removed marker).
 //! - I18, I19: a lease heartbeat touches its own inode after checking the
 //!   path, and reports a compromise only on the second consecutive miss.
 
