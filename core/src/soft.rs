@@ -583,48 +583,63 @@ fn judge_stale<O: Os>(
     cfg: &Config<'_>,
     contender: &mut Contender,
 ) -> Result<Attempt<O::File>, Error> {
+    under_pin(
+        os,
+        cfg,
+        || Attempt::Busy(Holder::Unknown),
+        |os, read| judge_read(os, cfg, contender, read),
+    )
+}
+
+/// Pins the lock path, reads the marker, and runs `judge` on what it read,
+/// holding the pin until `judge` returns (invariant I5). `idle` is the
+/// answer when there is nothing to judge: no marker, a failed read, or a
+/// file read that is not the pinned one (the path was replaced in between,
+/// so its inode number proves nothing). A failed pin other than `ENOENT`
+/// continues unpinned (Windows pins nothing either).
+fn under_pin<O: Os, T>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    idle: impl Fn() -> T,
+    judge: impl FnOnce(&mut O, &Read) -> Result<T, Error>,
+) -> Result<T, Error> {
     let pin = match os.pin(cfg.lock) {
         Ok(pin) => Some(pin),
-        Err(e) if e == Errno::NOENT => return Ok(Attempt::Busy(Holder::Unknown)),
-        // Any other failure continues unpinned (Windows pins nothing either).
+        Err(e) if e == Errno::NOENT => return Ok(idle()),
         Err(_) => None,
     };
     let pinned = match &pin {
         Some(p) => os.fstat(p).ok().map(|st| st.id.ino),
         None => None,
     };
-    let result = judge_pinned(os, cfg, contender, pinned);
+    let result = match read_marker(os, cfg.lock) {
+        Ok(read) if pinned.is_none_or(|ino| ino == read.stat.id.ino) => judge(os, &read),
+        _ => Ok(idle()),
+    };
     if let Some(pin) = pin {
         os.close(pin);
     }
     result
 }
 
-fn judge_pinned<O: Os>(
+/// Judges the marker read under the pin, per kind (PROTOCOL 7.7).
+fn judge_read<O: Os>(
     os: &mut O,
     cfg: &Config<'_>,
     contender: &mut Contender,
-    pinned: Option<u64>,
+    read: &Read,
 ) -> Result<Attempt<O::File>, Error> {
-    let Ok(read) = read_marker(os, cfg.lock) else {
-        return Ok(Attempt::Busy(Holder::Unknown));
-    };
-    // Invariant I5: the file read must be the pinned one, or its inode
-    // number proves nothing.
-    if pinned.is_some_and(|ino| ino != read.stat.id.ino) {
-        return Ok(Attempt::Busy(Holder::Unknown));
-    }
     let judged = read.stat;
     let busy = |read: &Read| describe_holder(read.content(), cfg.kind, cfg.host);
     let mut pid_buf = [0u8; 10];
     let mut digits = [0u8; 24];
     let owner = match classify(read.content(), cfg.kind.reader()) {
         // Invariant I10: never judged stale.
-        Classified::Sentinel | Classified::Recordless => return Ok(Attempt::Busy(busy(&read))),
+        Classified::Sentinel | Classified::Recordless => return Ok(Attempt::Busy(busy(read))),
         Classified::Malformed(_) => {
             // Invariant I9: evict only after the grace period unchanged.
             if contender.watch.observe(judged.watch_key(), os.now()) < MALFORMED_GRACE {
-                return Ok(Attempt::Busy(busy(&read)));
+                return Ok(Attempt::Busy(busy(read)));
             }
             // A placeholder names a breaker that may have stranded a marker.
             let text = core::str::from_utf8(&read.buf[..read.len]).ok();
@@ -639,7 +654,7 @@ fn judge_pinned<O: Os>(
         Classified::V2(record) => {
             if let Mode::Unknown(_) = record.mode {
                 // A contract this version does not know is never reclaimed.
-                return Ok(Attempt::Busy(busy(&read)));
+                return Ok(Attempt::Busy(busy(read)));
             }
             record.owner()
         }
@@ -662,7 +677,7 @@ fn judge_pinned<O: Os>(
                 }
             }
         }
-        return Ok(Attempt::Busy(busy(&read)));
+        return Ok(Attempt::Busy(busy(read)));
     }
     let breaker = copy_decimal(pid_decimal(owner.pid, &mut pid_buf), &mut digits);
     Ok(take_over(os, cfg, &judged, breaker.as_ref().map(BreakerRef::get))?.attempt())
@@ -764,43 +779,29 @@ fn break_expired<O: Os>(
     cfg: &Config<'_>,
     lifetime: Duration,
 ) -> Result<Option<Held<O::File>>, Error> {
-    let pin = match os.pin(cfg.lock) {
-        Ok(pin) => Some(pin),
-        Err(e) if e == Errno::NOENT => return Ok(None),
-        Err(_) => None,
-    };
-    let pinned = match &pin {
-        Some(p) => os.fstat(p).ok().map(|st| st.id.ino),
-        None => None,
-    };
-    let result = (|| {
-        let Ok(read) = read_marker(os, cfg.lock) else {
-            return Ok(None);
-        };
-        if pinned.is_some_and(|ino| ino != read.stat.id.ino) {
-            return Ok(None);
-        }
-        if !lifetime_expired(os.wall(), read.stat.mtime, lifetime) {
-            return Ok(None);
-        }
-        let mut digits = [0u8; 24];
-        let mut pid_buf = [0u8; 10];
-        let breaker = match classify(read.content(), cfg.kind.reader()) {
-            Classified::V1(r) => copy_decimal(pid_decimal(r.pid, &mut pid_buf), &mut digits),
-            Classified::V2(r) => copy_decimal(pid_decimal(r.pid, &mut pid_buf), &mut digits),
-            _ => None,
-        };
-        Ok(
-            match take_over(os, cfg, &read.stat, breaker.as_ref().map(BreakerRef::get))? {
-                Takeover::Took(held) => Some(held),
-                Takeover::Busy => None,
-            },
-        )
-    })();
-    if let Some(pin) = pin {
-        os.close(pin);
-    }
-    result
+    under_pin(
+        os,
+        cfg,
+        || None,
+        |os, read| {
+            if !lifetime_expired(os.wall(), read.stat.mtime, lifetime) {
+                return Ok(None);
+            }
+            let mut digits = [0u8; 24];
+            let mut pid_buf = [0u8; 10];
+            let breaker = match classify(read.content(), cfg.kind.reader()) {
+                Classified::V1(r) => copy_decimal(pid_decimal(r.pid, &mut pid_buf), &mut digits),
+                Classified::V2(r) => copy_decimal(pid_decimal(r.pid, &mut pid_buf), &mut digits),
+                _ => None,
+            };
+            Ok(
+                match take_over(os, cfg, &read.stat, breaker.as_ref().map(BreakerRef::get))? {
+                    Takeover::Took(held) => Some(held),
+                    Takeover::Busy => None,
+                },
+            )
+        },
+    )
 }
 
 /// The exchange takeover (PROTOCOL 7.8) of the judged marker `judged`,
