@@ -1064,23 +1064,26 @@ impl Chooser for FromBytes<'_> {
     }
 }
 
+/// Adds contenders running `policy` at `(host, pid)`, each trying the lock
+/// `attempts` times and holding it for two steps.
+pub fn contenders(sc: &mut Scenario, policy: Policy, hosts_pids: &[(usize, u32)], attempts: u32) {
+    for &(host, pid) in hosts_pids {
+        sc.processes.push(Process {
+            host,
+            pid,
+            attempts,
+            hold_steps: 2,
+            policy,
+        });
+    }
+}
+
 /// The scenarios the random exploration and the fuzzer cover, with their
 /// names and how often a random schedule kills a process (one step in so
 /// many).
 pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
     const DEAD: &[u8] = b"999\nh1\n";
     const DEAD_V2: &[u8] = b"filelock/2\npid=999\nhost=h1\nmode=exclusive\n";
-    fn contenders(sc: &mut Scenario, policy: Policy, hosts_pids: &[(usize, u32)], attempts: u32) {
-        for &(host, pid) in hosts_pids {
-            sc.processes.push(Process {
-                host,
-                pid,
-                attempts,
-                hold_steps: 2,
-                policy,
-            });
-        }
-    }
     fn two_hosts(sc: &mut Scenario) {
         sc.hosts = vec!["h1", "h2"];
         // The second host's clock runs 3 s behind.

@@ -10,22 +10,10 @@ use std::time::Duration;
 use swaplock_core::soft::Kind;
 use swaplock_sim::model::Faults;
 use swaplock_sim::{
-    explore, naive, run_seed, scenarios, Policy, Process, Scenario, Violation, LOCK,
+    contenders, explore, naive, run_seed, scenarios, Policy, Scenario, Violation, LOCK,
 };
 
 const DEAD: &[u8] = b"999\nh1\n";
-
-fn contenders(sc: &mut Scenario, policy: Policy, hosts_pids: &[(usize, u32)], attempts: u32) {
-    for &(host, pid) in hosts_pids {
-        sc.processes.push(Process {
-            host,
-            pid,
-            attempts,
-            hold_steps: 2,
-            policy,
-        });
-    }
-}
 
 fn total_schedules() -> u64 {
     std::env::var("SWAPLOCK_SIM_SCHEDULES")
