@@ -43,10 +43,18 @@ impl<'d, 'a> Seam<'d, 'a> {
         }
     }
 
+    /// The seam, running its step before every operation instead of one.
+    fn every(dir: &'d OwnedFd, action: Action<'a>) -> Self {
+        Seam {
+            at: EVERY,
+            ..Seam::new(dir, 0, action)
+        }
+    }
+
     fn step(&mut self, op: &str) -> Result<(), Errno> {
         let n = self.count;
         self.count += 1;
-        if n == self.at {
+        if n == self.at || self.at == EVERY {
             self.fired = true;
             if let Some(e) = (self.action)(&mut self.peer, op) {
                 return Err(e);
@@ -55,6 +63,9 @@ impl<'d, 'a> Seam<'d, 'a> {
         Ok(())
     }
 }
+
+/// `Seam::at` for a step before every operation.
+const EVERY: usize = usize::MAX - 1;
 
 macro_rules! seam {
     ($self:ident, $op:literal, $call:expr) => {{
@@ -621,16 +632,14 @@ fn without_an_exchange_a_stale_marker_stays() {
     let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
     for refusal in [Errno::INVAL, Errno::NOSYS, Errno::XDEV, Errno::OPNOTSUPP] {
         // Refuse every exchange the attempt asks for.
-        let mut refusing = RefuseExchange {
-            inner: LinuxOs::new(fd.as_fd()),
-            errno: refusal,
-        };
+        let mut refusing = Seam::every(
+            &fd,
+            Box::new(move |_, op| (op == "exchange").then_some(refusal)),
+        );
         let cfg = config(&me, Kind::Soft);
         for _ in 0..3 {
-            assert!(matches!(
-                soft::try_acquire(&mut refusing, &cfg, &mut Contender::new()).unwrap(),
-                Attempt::Busy(_)
-            ));
+            let attempt = soft::try_acquire(&mut refusing, &cfg, &mut Contender::new()).unwrap();
+            assert!(matches!(attempt, Attempt::Busy(_)));
         }
         assert_eq!(
             std::fs::read_to_string(&lock).unwrap(),
@@ -642,50 +651,5 @@ fn without_an_exchange_a_stale_marker_stays() {
             "{refusal:?}: left {:?}",
             others(dir.path())
         );
-    }
-}
-
-/// The Linux adapter, refusing every exchange with one errno.
-struct RefuseExchange<'d> {
-    inner: LinuxOs<'d>,
-    errno: Errno,
-}
-
-macro_rules! forward {
-    ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
-        $(fn $name(&mut self, $($arg: $ty),*) -> $ret { self.inner.$name($($arg),*) })*
-    };
-}
-
-impl Os for RefuseExchange<'_> {
-    type File = OwnedFd;
-    fn exchange(&mut self, _: &[u8], _: &[u8]) -> Result<(), Errno> {
-        Err(self.errno)
-    }
-    forward! {
-        create_new(name: &[u8], mode: u32, truncate: bool) -> Result<OwnedFd, Errno>;
-        open_read(name: &[u8]) -> Result<OwnedFd, Errno>;
-        pin(name: &[u8]) -> Result<OwnedFd, Errno>;
-        write(f: &OwnedFd, buf: &[u8]) -> Result<usize, Errno>;
-        write_at(f: &OwnedFd, buf: &[u8], off: u64) -> Result<usize, Errno>;
-        truncate(f: &OwnedFd, len: u64) -> Result<(), Errno>;
-        chmod(f: &OwnedFd, mode: u32) -> Result<(), Errno>;
-        touch(f: &OwnedFd) -> Result<(), Errno>;
-        read(f: &OwnedFd, buf: &mut [u8]) -> Result<usize, Errno>;
-        fstat(f: &OwnedFd) -> Result<Stat, Errno>;
-        close(f: OwnedFd) -> ();
-        lstat(name: &[u8]) -> Result<Stat, Errno>;
-        rename(from: &[u8], to: &[u8]) -> Result<(), Errno>;
-        unlink(name: &[u8]) -> Result<(), Errno>;
-        list(visit: &mut dyn FnMut(&[u8])) -> Result<(), Errno>;
-        probe(pid: Pid) -> Liveness;
-        start_token(pid: Pid) -> Option<StartToken>;
-        runs_elsewhere(pid: Pid, start: Decimal<'_>) -> bool;
-        now() -> Instant;
-        wall() -> FileTime;
-        sleep(d: Duration) -> ();
-        token() -> Token;
-        begin_claim(name: &[u8]) -> bool;
-        end_claim(name: &[u8]) -> ();
     }
 }
