@@ -172,6 +172,29 @@ mod cli {
         255
     }
 
+    /// Takes a lock as the options say (wait, fail, quiet, timeout); on
+    /// failure, the exit status (after printing why).
+    fn take<G>(
+        opts: &Options,
+        lock: impl FnOnce() -> std::io::Result<G>,
+        try_lock: impl FnOnce() -> std::io::Result<G>,
+        lock_timeout: impl FnOnce(Duration) -> std::io::Result<G>,
+    ) -> Result<G, i32> {
+        let result = match (opts.busy, opts.timeout) {
+            (_, Some(t)) => lock_timeout(t),
+            (Busy::Wait, None) => lock(),
+            _ => try_lock(),
+        };
+        result.map_err(|e| {
+            if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
+                busy(opts, &e)
+            } else {
+                eprintln!("swaplock: {e}");
+                255
+            }
+        })
+    }
+
     fn run(opts: Options) -> i32 {
         match opts.kind {
             LockKind::Fcntl | LockKind::Flock => run_kernel(opts),
@@ -186,20 +209,14 @@ mod cli {
         } else {
             FileLock::new(path)
         };
-        let result = match (opts.busy, opts.timeout) {
-            (_, Some(t)) => lock.lock_timeout(t),
-            (Busy::Wait, None) => lock.lock(),
-            _ => lock.try_lock(),
-        };
-        let guard = match result {
+        let guard = match take(
+            &opts,
+            || lock.lock(),
+            || lock.try_lock(),
+            |t| lock.lock_timeout(t),
+        ) {
             Ok(g) => g,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                return busy(&opts, &e)
-            }
-            Err(e) => {
-                eprintln!("swaplock: {e}");
-                return 255;
-            }
+            Err(code) => return code,
         };
         if lock.fell_back_to_soft() {
             // flock answered ENOSYS: the lock is a soft marker now, which
@@ -228,20 +245,14 @@ mod cli {
 
     fn run_soft(opts: Options, kind: Kind) -> i32 {
         let lock = soft_lock(&opts, kind);
-        let result = match (opts.busy, opts.timeout) {
-            (_, Some(t)) => lock.lock_timeout(t),
-            (Busy::Wait, None) => lock.lock(),
-            _ => lock.try_lock(),
-        };
-        let guard = match result {
+        let guard = match take(
+            &opts,
+            || lock.lock(),
+            || lock.try_lock(),
+            |t| lock.lock_timeout(t),
+        ) {
             Ok(g) => g,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                return busy(&opts, &e)
-            }
-            Err(e) => {
-                eprintln!("swaplock: {e}");
-                return 255;
-            }
+            Err(code) => return code,
         };
         supervise(&opts, || {
             let compromised = guard.compromise();
