@@ -35,8 +35,10 @@
 //!   process's file (filelock's "feeding" exchange can capture a marker a
 //!   new holder created after a ring of breakers formed), and removes its
 //!   aside name only if it holds our own file;
-//! - a takeover counts as held only if our marker is still linked (a
-//!   contender paused past a lease could otherwise hold a removed marker).
+//! - an acquire counts as held only if our marker is still linked once its
+//!   record is complete: a writer paused mid-record past the malformed grace
+//!   period, or a contender paused past a lease mid-takeover, would otherwise
+//!   hold a marker a peer has evicted.
 //! - I18, I19: a lease heartbeat touches its own inode after checking the
 //!   path, and reports a compromise only on the second consecutive miss.
 
@@ -390,6 +392,14 @@ pub fn try_acquire<O: Os>(
         }
     };
     match publish(os, cfg, &file) {
+        // A writer paused mid-record longer than the malformed grace period
+        // has its half-written marker evicted (invariant I9): it holds the
+        // lock only if its marker, complete now, is still linked. Complete,
+        // it names a live process and cannot be evicted any more.
+        Ok(_) if !os.fstat(&file).is_ok_and(|st| st.nlink > 0) => {
+            os.close(file);
+            Ok(Attempt::Busy(Holder::Unknown))
+        }
         Ok(id) => Ok(Attempt::Acquired(Held { file, id })),
         Err(e) => {
             // Invariant I2: remove our file while it is open, never by name
