@@ -9,6 +9,10 @@
 //!   our own file.
 //! - `ring-rotation-unlinks-a-live-marker.bin`: the same rotations put a live
 //!   holder's marker at the lock path between a peer's lstat and unlink.
+//! - `a-paused-writer-keeps-an-evicted-marker.bin`: a process paused in the
+//!   middle of writing its record for longer than the malformed grace period
+//!   had its half-written marker evicted, finished writing, and entered.
+//!   Fixed by holding only if the marker is still linked once complete.
 
 use swaplock_sim::{run, scenarios, FromBytes, Policy};
 
