@@ -10,8 +10,10 @@ use swaplock_sim::{run, scenarios, FromBytes, Policy, Scenario};
 
 /// Scenarios with open findings, run only with `SWAPLOCK_FUZZ_ALL=1` (which
 /// also lets the schedule kill processes): in the lease scenario the fuzzer
-/// finds schedules whose classification is still open (a lease holder
-/// paused past its lease, or a gap).
+/// starves a process between two adjacent syscalls for longer than the
+/// malformed grace period or the lease (say, between a release's lstat and
+/// unlink of its placeholder). Soft locks rest on pauses shorter than those
+/// timeouts; the model does not yet treat such a process as compromised.
 const OPEN: [&str; 1] = ["lease:"];
 
 /// Set SWAPLOCK_FUZZ_ALL=kills to let schedules kill processes while

@@ -115,6 +115,8 @@ struct Proc {
     holds: Option<u64>,
     in_attempt: bool,
     compromised: bool,
+    /// Inodes this process created (its markers).
+    own: BTreeSet<u64>,
     finished: bool,
 }
 
@@ -153,6 +155,10 @@ pub struct World {
     /// The lease duration, for leases: a holder whose marker went
     /// unrefreshed that long may lose it, and is compromised, not wronged.
     lease: Option<Duration>,
+    /// When each marker was last created, written, touched or exchanged in
+    /// while at the lock path: a lease is refreshed only there (a heartbeat
+    /// that lands on a marker a peer already took aside refreshes nothing).
+    refreshed: std::collections::BTreeMap<u64, i128>,
     /// The first violation seen.
     pub violation: Option<String>,
     /// Steps run.
@@ -219,10 +225,8 @@ impl World {
             }
         }
         if let Some(lease) = self.lease {
-            // The heartbeat sets the mtime; a peer's exchange changes only
-            // the ctime, so the mtime tells how long it went unrefreshed.
-            let mtime = self.fs.inodes[&ino].mtime.as_nanos();
-            if self.fs.clock - mtime >= lease.as_nanos() as i128 {
+            let refreshed = self.refreshed.get(&ino).copied().unwrap_or(i128::MIN / 2);
+            if self.fs.clock - refreshed >= lease.as_nanos() as i128 {
                 // The holder stopped refreshing for the whole lease: it has
                 // lost the lock (its heartbeat reports the compromise).
                 self.procs[h].holds = None;
@@ -237,6 +241,28 @@ impl World {
         ));
     }
 
+    /// Notes that process `me` refreshed the marker now at the lock path,
+    /// if that marker is its own: only its holder refreshes a lease (a peer's
+    /// exchange-back returning it to the path is no refresh).
+    fn refresh_at_lock(&mut self, me: usize) {
+        if let Some(ino) = self.fs.ino(LOCK) {
+            if self.procs[me].own.contains(&ino) {
+                let now = self.fs.clock;
+                self.refreshed.insert(ino, now);
+            }
+        }
+    }
+
+    /// Notes a write or touch of `fd`'s file by `me`: a refresh if it is
+    /// at the lock path.
+    fn refresh_fd(&mut self, me: usize, fd: u32) {
+        if let (Some(at), Ok(st)) = (self.fs.ino(LOCK), self.fs.fstat(fd)) {
+            if at == st.id.ino {
+                self.refresh_at_lock(me);
+            }
+        }
+    }
+
     /// Checks the invariants that must hold after every step.
     fn check(&mut self) {
         if self.lifetime.is_some() {
@@ -246,6 +272,17 @@ impl World {
             let Some(ino) = self.procs[h].holds.filter(|_| self.procs[h].alive) else {
                 continue;
             };
+            if let Some(lease) = self.lease {
+                let refreshed = self.refreshed.get(&ino).copied().unwrap_or(i128::MIN / 2);
+                if self.fs.clock - refreshed >= lease.as_nanos() as i128 {
+                    // Unrefreshed for the whole lease: the lock is lost (its
+                    // heartbeat, once it runs, reports the compromise).
+                    self.procs[h].holds = None;
+                    self.procs[h].compromised = true;
+                    self.note(h, format_args!("lease expired unrefreshed: compromised"));
+                    continue;
+                }
+            }
             if self.fs.inodes.get(&ino).is_none_or(|i| i.nlink == 0) {
                 if self.lease.is_some() {
                     // A lease holder that paused past its lease (here, between
@@ -370,6 +407,12 @@ impl Os for SimOs<'_> {
         self.syscall(format_args!("create {}", name(n)), |w, me| {
             let fd = w.fs.create_new(n)?;
             w.procs[me].fds.insert(fd);
+            if let Some(ino) = w.fs.ino(n) {
+                w.procs[me].own.insert(ino);
+            }
+            if n == LOCK {
+                w.refresh_at_lock(me);
+            }
             Ok(fd)
         })
     }
@@ -388,8 +431,10 @@ impl Os for SimOs<'_> {
         })
     }
     fn write(&mut self, f: &u32, buf: &[u8]) -> Result<usize, Errno> {
-        self.syscall(format_args!("write fd {f} {:?}", name(buf)), |w, _| {
-            w.fs.write(*f, buf)
+        self.syscall(format_args!("write fd {f} {:?}", name(buf)), |w, me| {
+            let result = w.fs.write(*f, buf);
+            w.refresh_fd(me, *f);
+            result
         })
     }
     fn write_at(&mut self, f: &u32, buf: &[u8], off: u64) -> Result<usize, Errno> {
@@ -409,7 +454,11 @@ impl Os for SimOs<'_> {
         })
     }
     fn touch(&mut self, f: &u32) -> Result<(), Errno> {
-        self.syscall(format_args!("futimens fd {f}"), |w, _| w.fs.touch(*f))
+        self.syscall(format_args!("futimens fd {f}"), |w, me| {
+            let result = w.fs.touch(*f);
+            w.refresh_fd(me, *f);
+            result
+        })
     }
     fn read(&mut self, f: &u32, buf: &mut [u8]) -> Result<usize, Errno> {
         self.syscall(format_args!("read fd {f}"), |w, _| w.fs.read(*f, buf))
@@ -427,8 +476,13 @@ impl Os for SimOs<'_> {
         self.syscall(format_args!("lstat {}", name(n)), |w, _| w.fs.lstat(n))
     }
     fn exchange(&mut self, a: &[u8], b: &[u8]) -> Result<(), Errno> {
-        self.syscall(format_args!("exchange {} {}", name(a), name(b)), |w, _| {
-            w.fs.exchange(a, b)
+        self.syscall(format_args!("exchange {} {}", name(a), name(b)), |w, me| {
+            let result = w.fs.exchange(a, b);
+            if result.is_ok() && (a == LOCK || b == LOCK) {
+                // Our marker exchanged into the lock path starts its lease.
+                w.refresh_at_lock(me);
+            }
+            result
         })
     }
     fn rename(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno> {
@@ -651,6 +705,7 @@ impl Sim {
             tracing,
             lifetime: scenario.lifetime,
             lease: (scenario.kind == Kind::Lease).then_some(LEASE),
+            refreshed: std::collections::BTreeMap::new(),
             violation: None,
             steps: 0,
             acquisitions: 0,
@@ -668,6 +723,7 @@ impl Sim {
                 holds: None,
                 in_attempt: false,
                 compromised: false,
+                own: BTreeSet::new(),
                 finished: false,
             });
         }
