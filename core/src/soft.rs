@@ -31,6 +31,8 @@
 //! simulator in `sim/`; the bytes on disk are the same):
 //! - release swaps its marker out through a placeholder instead of `lstat`
 //!   then `unlink`, which a peer's exchange can slip between;
+//! - release never retries a removal by name after closing its marker
+//!   (filelock does, for shares that refuse to delete an open file);
 //! - exchange-back never exchanges the lock path while it holds another
 //!   process's file (filelock's "feeding" exchange can capture a marker a
 //!   new holder created after a ring of breakers formed), and removes its
@@ -1198,52 +1200,61 @@ fn record_is_live<O: Os>(
 /// into it instead, so nothing restores a record that names us (invariant
 /// I17). The descriptor is closed in every case.
 pub fn release<O: Os>(os: &mut O, cfg: &Config<'_>, held: Held<O::File>) -> Result<(), Error> {
-    let Held { file, id } = held;
-    let mut unlinked = true;
+    let Held { file, .. } = held;
+    let mut failure = None;
     if let Ok(own) = os.fstat(&file) {
         let seen = match os.lstat(cfg.lock) {
             Ok(st) => Some(st.same_file(&own)),
             Err(e) => {
-                unlinked = e == Errno::NOENT;
+                if e != Errno::NOENT {
+                    failure = Some(e);
+                }
                 None
             }
         };
+        let mut removal = Ok(());
         if seen == Some(true) {
             // Not a plain unlink: a peer's exchange may put its marker at the
             // lock path between our lstat and our unlink, and a peer whose
             // takeover is legitimate (our lease expired) would then hold the
             // lock with no marker. Swapping ours out through a placeholder
             // puts any such marker back.
-            let _ = remove_own(os, cfg, &own);
+            removal = remove_own(os, cfg, &own);
         }
         if seen.is_some() {
             // Where our file is now: unlinked everywhere (done), still at the
             // lock path (the removal failed), or held aside by a peer.
-            unlinked = match os.fstat(&file) {
-                Ok(st) if st.nlink == 0 => true,
-                Ok(_) if os.lstat(cfg.lock).is_ok_and(|st| st.same_file(&own)) => false,
+            match os.fstat(&file) {
+                Ok(st) if st.nlink == 0 => {}
+                Ok(_) if os.lstat(cfg.lock).is_ok_and(|st| st.same_file(&own)) => {
+                    failure = Some(removal.err().unwrap_or(Errno::IO));
+                }
                 // Held aside: mark it released in place, so nothing restores
                 // a record that names us (invariant I17).
                 Ok(_) => {
-                    os.write_at(&file, RELEASED, 0).is_ok()
-                        && os.truncate(&file, RELEASED.len() as u64).is_ok()
+                    if let Err(e) = os
+                        .write_at(&file, RELEASED, 0)
+                        .and_then(|_| os.truncate(&file, RELEASED.len() as u64))
+                    {
+                        failure = Some(e);
+                    }
                 }
-                Err(_) => false,
-            };
+                Err(e) => failure = Some(e),
+            }
         }
     }
+    // No retry by name after the close, as filelock makes for shares that
+    // refuse to delete an open file: once closed, the name may link a peer's
+    // marker (invariant I7). A marker left behind names this process, and
+    // reads as stale once it exits.
     os.close(file);
-    if !unlinked {
-        // A share that refuses to delete an open file: try once more, by
-        // the identity taken while the file was open.
-        if os.lstat(cfg.lock).is_ok_and(|st| st.id == id) {
-            return os.unlink(cfg.lock).map_err(|errno| Error::Os {
-                op: Op::Remove,
-                errno,
-            });
-        }
+    match failure {
+        Some(errno) => Err(Error::Os {
+            op: Op::Remove,
+            errno,
+        }),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// What one heartbeat refresh of a lease found (PROTOCOL 7.15).
