@@ -167,6 +167,16 @@ pub struct World {
     pub acquisitions: u64,
     /// How many holders left with their marker displaced (see `leave`).
     pub displacements: u64,
+    /// The first process whose release placeholder stayed at the lock path
+    /// longer than the malformed grace period. Soft locks assume a release
+    /// finishes well within it: a peer may then evict the placeholder (it
+    /// reads as malformed) and publish its own marker, which the paused
+    /// releaser's by-name unlink would remove, as no POSIX call unlinks a
+    /// name only if it still links a given inode. From then on the run is
+    /// outside the protocol's timing assumption and is not judged.
+    pub overslept: Option<usize>,
+    /// Which inode is at the lock path, and since when.
+    at_lock: (Option<u64>, u64),
 }
 
 /// Simulated time that one syscall takes.
@@ -201,7 +211,8 @@ impl World {
     }
 
     fn fail(&mut self, what: String) {
-        if self.violation.is_none() {
+        // Outside the protocol's timing assumption, nothing is promised.
+        if self.violation.is_none() && self.overslept.is_none() {
             self.violation = Some(what);
         }
     }
@@ -265,6 +276,25 @@ impl World {
 
     /// Checks the invariants that must hold after every step.
     fn check(&mut self) {
+        let here = self.fs.ino(LOCK);
+        if here != self.at_lock.0 {
+            self.at_lock = (here, self.time);
+        }
+        if let Some(ino) = here.filter(|_| self.overslept.is_none()) {
+            let placeholder = self
+                .fs
+                .content(LOCK)
+                .is_some_and(|c| c.starts_with(b"filelock/break\n"));
+            let grace = swaplock_core::decide::MALFORMED_GRACE.as_nanos() as u64;
+            let owner = (0..self.procs.len())
+                .find(|&i| self.procs[i].alive && self.procs[i].own.contains(&ino));
+            if let (true, Some(owner)) = (placeholder, owner) {
+                if self.time - self.at_lock.1 >= grace {
+                    self.overslept = Some(owner);
+                    self.note(owner, format_args!("OVERSLEPT: its placeholder stayed at the lock path past the grace period"));
+                }
+            }
+        }
         if self.lifetime.is_some() {
             return;
         }
@@ -325,10 +355,11 @@ impl SimOs<'_> {
     ) -> T {
         self.yielder.suspend(());
         let mut w = self.world.borrow_mut();
+        let me = self.me;
         w.time += STEP;
         w.fs.clock += i128::from(STEP);
-        let result = op(&mut w, self.me);
-        w.note(self.me, format_args!("{what} -> {result:?}"));
+        let result = op(&mut w, me);
+        w.note(me, format_args!("{what} -> {result:?}"));
         result
     }
 
@@ -710,6 +741,8 @@ impl Sim {
             steps: 0,
             acquisitions: 0,
             displacements: 0,
+            overslept: None,
+            at_lock: (None, 0),
         };
         for p in &scenario.processes {
             let start = world.new_token();
@@ -805,6 +838,13 @@ impl Sim {
     pub fn figures(&self) -> (u64, u64) {
         let w = self.world.borrow();
         (w.steps, w.acquisitions)
+    }
+
+    /// Whether a release placeholder stayed at the lock path past the
+    /// malformed grace period, taking the run outside the protocol's timing
+    /// assumption (then it is not judged from that point).
+    pub fn overslept(&self) -> bool {
+        self.world.borrow().overslept.is_some()
     }
 
     /// Holders that left with their marker displaced (see `SimOs::leave`).

@@ -13,6 +13,10 @@
 //!   middle of writing its record for longer than the malformed grace period
 //!   had its half-written marker evicted, finished writing, and entered.
 //!   Fixed by holding only if the marker is still linked once complete.
+//! - `a-release-retries-unlink-after-close.bin`: a release whose removal
+//!   failed retried by name after closing its marker, as filelock does for
+//!   shares that refuse to delete open files, and unlinked the marker a peer
+//!   had just published. Fixed by never removing by name after the close.
 
 use swaplock_sim::{run, scenarios, FromBytes, Policy};
 

@@ -1,0 +1,26 @@
+//! Counts, per scenario, the random schedules that leave the protocol's
+//! timing assumption (a release placeholder at the lock path past the
+//! malformed grace period) and so are not judged from that point.
+use swaplock_sim::{run, scenarios, Policy, Random};
+
+fn main() {
+    let n: u64 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(50_000);
+    for (what, scenario, crash_one_in) in scenarios(Policy::Ours) {
+        let outside = (0..n)
+            .filter(|&seed| {
+                run(
+                    &scenario,
+                    seed,
+                    &mut Random::new(seed, crash_one_in, 2),
+                    false,
+                    20_000,
+                )
+                .overslept()
+            })
+            .count();
+        println!("{what}: {outside} of {n} schedules outside the timing assumption");
+    }
+}
