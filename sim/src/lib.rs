@@ -235,21 +235,32 @@ impl World {
                 return;
             }
         }
-        if let Some(lease) = self.lease {
-            let refreshed = self.refreshed.get(&ino).copied().unwrap_or(i128::MIN / 2);
-            if self.fs.clock - refreshed >= lease.as_nanos() as i128 {
-                // The holder stopped refreshing for the whole lease: it has
-                // lost the lock (its heartbeat reports the compromise).
-                self.procs[h].holds = None;
-                self.procs[h].compromised = true;
-                self.note(h, format_args!("lease expired: compromised"));
-                return;
-            }
+        if self.lease_lapsed(ino) {
+            self.compromise(h, "lease expired");
+            return;
         }
         self.fail(format!(
             "p{me} {verb} {} (inode {ino}), the marker of live holder p{h}",
             name(n)
         ));
+    }
+
+    /// Whether the lease on marker `ino` went unrefreshed by its holder for
+    /// the whole lease duration (never, outside lease scenarios).
+    fn lease_lapsed(&self, ino: u64) -> bool {
+        let Some(lease) = self.lease else {
+            return false;
+        };
+        let refreshed = self.refreshed.get(&ino).copied().unwrap_or(i128::MIN / 2);
+        self.fs.clock - refreshed >= lease.as_nanos() as i128
+    }
+
+    /// Holder `h` has lost its lease: it no longer counts as a holder, and
+    /// its heartbeat, once it runs, reports the compromise.
+    fn compromise(&mut self, h: usize, why: &str) {
+        self.procs[h].holds = None;
+        self.procs[h].compromised = true;
+        self.note(h, format_args!("{why}: compromised"));
     }
 
     /// Notes that process `me` refreshed the marker now at the lock path,
@@ -302,25 +313,16 @@ impl World {
             let Some(ino) = self.procs[h].holds.filter(|_| self.procs[h].alive) else {
                 continue;
             };
-            if let Some(lease) = self.lease {
-                let refreshed = self.refreshed.get(&ino).copied().unwrap_or(i128::MIN / 2);
-                if self.fs.clock - refreshed >= lease.as_nanos() as i128 {
-                    // Unrefreshed for the whole lease: the lock is lost (its
-                    // heartbeat, once it runs, reports the compromise).
-                    self.procs[h].holds = None;
-                    self.procs[h].compromised = true;
-                    self.note(h, format_args!("lease expired unrefreshed: compromised"));
-                    continue;
-                }
+            if self.lease_lapsed(ino) {
+                self.compromise(h, "lease expired unrefreshed");
+                continue;
             }
             if self.fs.inodes.get(&ino).is_none_or(|i| i.nlink == 0) {
                 if self.lease.is_some() {
                     // A lease holder that paused past its lease (here, between
                     // its takeover and its first heartbeat) has lost it to a
-                    // peer: its heartbeat reports the compromise.
-                    self.procs[h].holds = None;
-                    self.procs[h].compromised = true;
-                    self.note(h, format_args!("lease lost while paused: compromised"));
+                    // peer.
+                    self.compromise(h, "lease lost while paused");
                 } else {
                     self.fail(format!(
                         "p{h} holds the lock but its marker (inode {ino}) was removed"
