@@ -219,12 +219,8 @@ impl Os for LinuxOs<'_> {
         Ok(())
     }
 
-    /// `kill(pid, 0)`.
     fn probe(&mut self, pid: Pid) -> Liveness {
-        match rustix::process::Pid::from_raw(pid.as_raw()) {
-            Some(p) => Liveness::from_kill(rustix::process::test_kill_process(p).map_err(errno)),
-            None => Liveness::Unknown(Errno::INVAL),
-        }
+        probe(pid)
     }
 
     fn start_token(&mut self, pid: Pid) -> Option<StartToken> {
@@ -265,6 +261,18 @@ impl Os for LinuxOs<'_> {
 
     fn end_claim(&mut self, name: &[u8]) {
         swaplock_core::claims::end(name)
+    }
+}
+
+/// `kill(pid, 0)` — whether process `pid` exists on this host, as the
+/// core reads the answer.
+///
+/// # References
+/// - [`kill(2)`](https://man7.org/linux/man-pages/man2/kill.2.html)
+pub fn probe(pid: Pid) -> Liveness {
+    match rustix::process::Pid::from_raw(pid.as_raw()) {
+        Some(p) => Liveness::from_kill(rustix::process::test_kill_process(p).map_err(errno)),
+        None => Liveness::Unknown(Errno::INVAL),
     }
 }
 

@@ -343,15 +343,15 @@ mod cli {
             }
             Ok(Some(owner)) => {
                 let here = swaplock_linux::soft::host_name();
-                let alive = match (owner.pid, owner.host.as_deref()) {
+                let alive = match (
+                    owner.pid.and_then(swaplock::core::Pid::new),
+                    owner.host.as_deref(),
+                ) {
                     (Some(pid), Some(host)) if host == here.as_str() => {
-                        // SAFETY: kill with signal 0 only checks for the process.
-                        let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
-                        let err = std::io::Error::last_os_error().raw_os_error();
-                        if r == 0 || err == Some(libc::EPERM) {
-                            "alive"
-                        } else {
-                            "dead"
+                        match swaplock_linux::soft::probe(pid) {
+                            swaplock::core::decide::Liveness::Alive => "alive",
+                            swaplock::core::decide::Liveness::Dead => "dead",
+                            swaplock::core::decide::Liveness::Unknown(_) => "cannot tell",
                         }
                     }
                     _ => "cannot tell",
