@@ -871,3 +871,18 @@ fn swaplock_run_forwards_signals_and_never_leaves_its_command_unlocked() {
         "the command outlived its lock holder"
     );
 }
+
+#[test]
+fn a_directory_at_the_lock_path_is_an_error() {
+    for (name, kind) in KINDS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.lock");
+        std::fs::create_dir(&path).unwrap();
+        let err = SoftLock::new(kind, &path).try_lock().unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::IsADirectory, "{name}: {err}");
+        assert!(
+            path.is_dir() && entries_beside(&path).is_empty(),
+            "{name}: the directory was moved"
+        );
+    }
+}

@@ -379,10 +379,6 @@ pub fn try_acquire<O: Os>(
             }
         }
     }
-    match os.lstat(cfg.lock) {
-        Ok(st) if st.kind == NodeKind::Directory => return Err(Error::IsDirectory),
-        _ => {}
-    }
     let file = match os.create_new(cfg.lock, cfg.marker_mode(), true) {
         Ok(file) => file,
         Err(e) if e == Errno::EXIST => return judge_stale(os, cfg, contender),
@@ -625,6 +621,8 @@ fn under_pin<O: Os, T>(
         None => None,
     };
     let result = match read_marker(os, cfg.lock) {
+        // A directory is nobody's marker: an error, never judged or moved.
+        Ok(read) if read.stat.kind == NodeKind::Directory => Err(Error::IsDirectory),
         Ok(read) if pinned.is_none_or(|ino| ino == read.stat.id.ino) => judge(os, &read),
         _ => Ok(idle()),
     };
