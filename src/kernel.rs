@@ -49,6 +49,7 @@
 //! # }
 //! ```
 
+use crate::adapter::kernel::{self as os, LockCall, UnixKernel};
 use crate::error::{LockError, Step};
 use crate::soft::{SoftLock, SoftLockGuard};
 use std::ffi::{CStr, CString};
@@ -62,7 +63,6 @@ use std::time::{Duration, Instant};
 use swaplock_core::decide::with_lock_ex_mode;
 use swaplock_core::kernel::{self as protocol, Outcome};
 use swaplock_core::Errno;
-use swaplock_linux::kernel::{self as os, LinuxKernel, LockCall};
 
 /// Which kernel lock a [`FileLock`] takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -210,7 +210,7 @@ impl FileLock {
         if self.soft.load(Ordering::Relaxed) {
             return self.acquire_soft(wait);
         }
-        let mut kernel = LinuxKernel {
+        let mut kernel = UnixKernel {
             path: &self.c_path,
             follow: self.follow_symlinks,
             mode: self.mode,

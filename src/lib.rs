@@ -33,11 +33,17 @@ pub use swaplock_core as core;
 mod error;
 pub use error::{LockError, Step};
 
+/// The OS adapter the facade drives: its syscalls, one per step.
 #[cfg(any(target_os = "linux", target_os = "android"))]
+use swaplock_linux as adapter;
+#[cfg(target_vendor = "apple")]
+use swaplock_macos as adapter;
+
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 pub mod kernel;
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 pub use kernel::{FileLock, FileLockGuard};
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 pub mod soft;
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 pub use soft::{SoftLock, SoftLockGuard};

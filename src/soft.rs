@@ -45,6 +45,8 @@
 //! # }
 //! ```
 
+use crate::adapter::kernel::dup;
+use crate::adapter::soft::{self as os, SoftOs};
 use crate::error::{LockError, Step};
 use std::ffi::CString;
 use std::io;
@@ -64,8 +66,6 @@ use swaplock_core::soft::{
 pub use swaplock_core::soft::{Compromise, Kind};
 use swaplock_core::start::StartToken;
 use swaplock_core::{Errno, Pid};
-use swaplock_linux::kernel::dup;
-use swaplock_linux::soft::{self as os, LinuxOs};
 
 /// The default pause between attempts, as filelock's `poll_interval`.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(50);
@@ -258,10 +258,10 @@ impl SoftLock {
         let dir = self.open_dir()?;
         let me = Identity::now();
         let cfg = me.config(self, lease.map(|l| l.0));
-        let mut linux = LinuxOs::new(dir.as_fd());
+        let mut sys = SoftOs::new(dir.as_fd());
         let mut contender = self.contender.lock().unwrap_or_else(|p| p.into_inner());
         match protocol::acquire(
-            &mut linux,
+            &mut sys,
             &cfg,
             &mut contender,
             blocking,
@@ -312,7 +312,7 @@ impl SoftLock {
         let dir = self.open_dir()?;
         let me = Identity::now();
         let cfg = me.config(self, None);
-        protocol::remove_own_file(&mut LinuxOs::new(dir.as_fd()), &cfg, file)
+        protocol::remove_own_file(&mut SoftOs::new(dir.as_fd()), &cfg, file)
             .map_err(|e| self.err(Step::Remove, e))
     }
 
@@ -551,8 +551,8 @@ impl SoftLockGuard {
             return Ok(());
         };
         let cfg = self.me.config(&self.lock, self.lease);
-        let mut linux = LinuxOs::new(self.dir.as_fd());
-        protocol::release(&mut linux, &cfg, held).map_err(|e| self.lock.protocol_error(e))
+        let mut sys = SoftOs::new(self.dir.as_fd());
+        protocol::release(&mut sys, &cfg, held).map_err(|e| self.lock.protocol_error(e))
     }
 }
 
@@ -596,12 +596,12 @@ fn start_heartbeat(
         .name(format!("filelock-lease-{}", me.pid))
         .spawn(move || {
             let cfg = me.config(&lock, Some(terms));
-            let mut linux = LinuxOs::new(dir.as_fd());
+            let mut sys = SoftOs::new(dir.as_fd());
             let held = Held { file, id };
-            let mut watch = CompromiseWatch::new(linux.now(), lock.lease, interval);
+            let mut watch = CompromiseWatch::new(sys.now(), lock.lease, interval);
             while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
-                let result = protocol::refresh(&mut linux, &cfg, &held);
-                if let Some(c) = watch.observe(result, linux.now()) {
+                let result = protocol::refresh(&mut sys, &cfg, &held);
+                if let Some(c) = watch.observe(result, sys.now()) {
                     *report.lock().unwrap_or_else(|p| p.into_inner()) = Some(c);
                     if let Some(hook) = &hook {
                         hook(c);

@@ -20,7 +20,7 @@ use swaplock::core::decide::FileId;
 use swaplock::core::kernel::{attempt, KernelOs, Outcome};
 use swaplock::core::soft::{remove_own_file, Config, Kind};
 use swaplock::core::Errno;
-use swaplock_linux::kernel::{LinuxKernel, LockCall};
+use swaplock_linux::kernel::{LockCall, UnixKernel};
 use swaplock_linux::soft::{current_pid, host_name, open_dir, LinuxOs};
 
 /// Makes `flock(2)` fail with `ENOSYS` in the calling process and its
@@ -141,7 +141,7 @@ fn without_flock_the_lock_is_a_soft_file_lock() {
 /// The Linux kernel-lock operations, with `flock` answering `ENOSYS` after
 /// a peer's step.
 struct NoFlock<'p, F: FnMut()> {
-    inner: LinuxKernel<'p>,
+    inner: UnixKernel<'p>,
     peer: F,
 }
 
@@ -191,7 +191,7 @@ fn the_fallback_removes_only_its_own_placeholder() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lock");
     let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-    let kernel = LinuxKernel {
+    let kernel = UnixKernel {
         path: &c_path,
         follow: false,
         mode: 0o644,

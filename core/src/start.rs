@@ -129,6 +129,19 @@ pub fn parse_stat_starttime(stat: &[u8]) -> Option<u64> {
     Decimal::parse(field)?.to_u64()
 }
 
+/// The macOS token from the bytes `sysctl({CTL_KERN, KERN_PROC,
+/// KERN_PROC_PID, pid})` returned (a `struct kinfo_proc`): the `i64`
+/// seconds and `i32` microseconds of `kp_proc.p_starttime` at offset 0,
+/// little-endian, as `seconds × 1 000 000 + microseconds`. `None` when
+/// fewer than 12 bytes came back (the process is gone) or the time is
+/// negative, which no token filelock publishes can match.
+pub fn darwin_start_token(kinfo_proc: &[u8]) -> Option<StartToken> {
+    let sec = i64::from_le_bytes(kinfo_proc.get(..8)?.try_into().ok()?);
+    let usec = i32::from_le_bytes(kinfo_proc.get(8..12)?.try_into().ok()?);
+    let micros = i128::from(sec) * 1_000_000 + i128::from(usec);
+    u64::try_from(micros).ok().map(StartToken::from_u64)
+}
+
 /// Whether `/proc/self/timens_offsets` shows no boot-time offset: some line
 /// reads `boottime 0 0` (or `7 0 0`, before Linux 5.8) when split on
 /// whitespace. A shifted reader's `starttime` is not comparable with a
@@ -154,6 +167,21 @@ pub fn timens_offsets_unshifted(text: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn darwin_token_is_microseconds_of_p_starttime() {
+        let mut buf = [0u8; 648];
+        buf[..8].copy_from_slice(&1_700_000_000i64.to_le_bytes());
+        buf[8..12].copy_from_slice(&123_456i32.to_le_bytes());
+        let token = darwin_start_token(&buf).unwrap();
+        let mut digits = [0u8; START_DIGITS_MAX];
+        assert_eq!(token.to_decimal(&mut digits).as_str(), "1700000000123456");
+        // A gone process returns no bytes; a short answer is no token.
+        assert_eq!(darwin_start_token(&buf[..11]), None);
+        assert_eq!(darwin_start_token(&[]), None);
+        buf[..8].copy_from_slice(&(-1i64).to_le_bytes());
+        assert_eq!(darwin_start_token(&buf), None);
+    }
 
     #[test]
     fn observed_linux_token() {

@@ -1,10 +1,10 @@
 //! swaplock's adapter for Linux and Android.
 //!
-//! Each function here is a short, documented forward to one syscall
-//! (through `rustix`, or `libc` where rustix has no such call), answering
-//! one step that `swaplock-core` asks for. No protocol decision is made
-//! here: decisions are the core's. Errors come back as the core's
-//! [`Errno`](swaplock_core::Errno), unchanged.
+//! Most operations are the POSIX ones of `swaplock-unix`, shared with the
+//! macOS adapter; this crate adds what only Linux has: `O_PATH` pins, start
+//! tokens and the PID-namespace scan from `/proc`, `getrandom`, and reading
+//! the umask without changing it. No protocol decision is made here:
+//! decisions are the core's.
 //!
 //! On other targets this crate is empty.
 #![cfg_attr(not(any(target_os = "linux", target_os = "android")), no_std)]

@@ -1,290 +1,50 @@
-//! The soft-lock protocol's operations on Linux and Android: each method of
-//! [`swaplock_core::soft::Os`] as one syscall relative to the lock's
-//! directory, and the identity of this process and host as filelock
-//! computes it.
+//! The soft-lock protocol's operations on Linux and Android: the shared
+//! POSIX operations of [`swaplock_unix::soft`], with this system's pin
+//! (`O_PATH`), start token (`/proc`), randomness (`getrandom`) and host
+//! name (with the PID namespace), as filelock computes them.
 
 // `stat` field types differ between targets (and between rustix's raw and
 // libc backends); the casts widen where needed and are no-ops elsewhere.
 #![allow(clippy::unnecessary_cast, clippy::useless_conversion)]
 
-use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, Timestamps, UTIME_NOW};
-use rustix::time::{ClockId, Timespec};
-use std::ffi::CStr;
+use rustix::fs::{Mode, OFlags};
 use std::sync::OnceLock;
-use swaplock_core::decide::{
-    elsewhere_scan_applies, parse_nspid, task_is_owner, FileId, FileTime, Instant, Liveness,
-};
+use swaplock_core::decide::{elsewhere_scan_applies, parse_nspid, task_is_owner};
 use swaplock_core::host::{host_name as escape_host_name, HostName};
 use swaplock_core::names::Token;
-use swaplock_core::soft::{NodeKind, Os, Stat};
 use swaplock_core::start::{
     parse_boot_id, parse_stat_starttime, timens_offsets_unshifted, StartToken,
 };
-use swaplock_core::{Decimal, Errno, Pid};
+use swaplock_core::{Decimal, Pid};
+pub use swaplock_unix::soft::{current_pid, monotonic_now, open_dir, probe, Platform};
 
-fn errno(e: rustix::io::Errno) -> Errno {
-    Errno::from_raw(e.raw_os_error())
-}
+/// Linux and Android, as a [`Platform`].
+#[derive(Clone, Copy, Debug)]
+pub struct Linux;
 
-/// A file name as a C string, in a stack buffer.
-fn c_name(name: &[u8]) -> Result<heapless::Vec<u8, 256>, Errno> {
-    if name.contains(&0) {
-        return Err(Errno::INVAL);
-    }
-    let mut buf = heapless::Vec::new();
-    buf.extend_from_slice(name)
-        .map_err(|_| Errno::from_raw(libc::ENAMETOOLONG))?;
-    buf.push(0)
-        .map_err(|_| Errno::from_raw(libc::ENAMETOOLONG))?;
-    Ok(buf)
-}
+impl Platform for Linux {
+    /// `O_PATH`: the pin holds the inode without opening the file for I/O.
+    const PIN_FLAGS: OFlags = OFlags::PATH;
 
-fn with_name<T>(name: &[u8], f: impl FnOnce(&CStr) -> rustix::io::Result<T>) -> Result<T, Errno> {
-    let buf = c_name(name)?;
-    let c = CStr::from_bytes_with_nul(&buf).map_err(|_| Errno::INVAL)?;
-    f(c).map_err(errno)
-}
-
-fn stat(st: &rustix::fs::Stat) -> Stat {
-    let kind = match FileType::from_raw_mode(st.st_mode as _) {
-        FileType::RegularFile => NodeKind::Regular,
-        FileType::Directory => NodeKind::Directory,
-        FileType::Symlink => NodeKind::Symlink,
-        _ => NodeKind::Other,
-    };
-    Stat {
-        id: FileId {
-            dev: st.st_dev as u64,
-            ino: st.st_ino as u64,
-        },
-        kind,
-        nlink: st.st_nlink as u64,
-        mtime: FileTime {
-            sec: st.st_mtime as i64,
-            nsec: st.st_mtime_nsec as u32,
-        },
-        ctime: FileTime {
-            sec: st.st_ctime as i64,
-            nsec: st.st_ctime_nsec as u32,
-        },
-    }
-}
-
-/// The soft-lock operations on one directory, the lock file's.
-pub struct LinuxOs<'d> {
-    dir: BorrowedFd<'d>,
-}
-
-impl<'d> LinuxOs<'d> {
-    /// Operations on the directory open as `dir`.
-    pub fn new(dir: BorrowedFd<'d>) -> Self {
-        LinuxOs { dir }
-    }
-}
-
-/// `open(path, O_RDONLY|O_DIRECTORY|O_CLOEXEC)` — the lock's directory, which
-/// every operation is relative to.
-///
-/// # References
-/// - [`open(2)`](https://man7.org/linux/man-pages/man2/open.2.html)
-pub fn open_dir(path: &CStr) -> Result<OwnedFd, Errno> {
-    rustix::fs::open(
-        path,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(errno)
-}
-
-impl Os for LinuxOs<'_> {
-    type File = OwnedFd;
-
-    /// `openat(dir, name, O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC[|O_TRUNC], mode)`.
-    fn create_new(&mut self, name: &[u8], mode: u32, truncate: bool) -> Result<OwnedFd, Errno> {
-        let mut flags =
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        if truncate {
-            flags |= OFlags::TRUNC;
-        }
-        with_name(name, |c| {
-            rustix::fs::openat(self.dir, c, flags, Mode::from_raw_mode(mode))
-        })
-    }
-
-    /// `openat(dir, name, O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC)`.
-    fn open_read(&mut self, name: &[u8]) -> Result<OwnedFd, Errno> {
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        with_name(name, |c| {
-            rustix::fs::openat(self.dir, c, flags, Mode::empty())
-        })
-    }
-
-    /// `openat(dir, name, O_PATH|O_NOFOLLOW|O_CLOEXEC)`.
-    fn pin(&mut self, name: &[u8]) -> Result<OwnedFd, Errno> {
-        let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        with_name(name, |c| {
-            rustix::fs::openat(self.dir, c, flags, Mode::empty())
-        })
-    }
-
-    /// `write(fd, buf)`.
-    fn write(&mut self, file: &OwnedFd, buf: &[u8]) -> Result<usize, Errno> {
-        rustix::io::write(file, buf).map_err(errno)
-    }
-
-    /// `pwrite(fd, buf, offset)`.
-    fn write_at(&mut self, file: &OwnedFd, buf: &[u8], offset: u64) -> Result<usize, Errno> {
-        rustix::io::pwrite(file, buf, offset).map_err(errno)
-    }
-
-    /// `ftruncate(fd, len)`.
-    fn truncate(&mut self, file: &OwnedFd, len: u64) -> Result<(), Errno> {
-        rustix::fs::ftruncate(file, len).map_err(errno)
-    }
-
-    /// `fchmod(fd, mode)`.
-    fn chmod(&mut self, file: &OwnedFd, mode: u32) -> Result<(), Errno> {
-        rustix::fs::fchmod(file, Mode::from_raw_mode(mode)).map_err(errno)
-    }
-
-    /// `futimens(fd, {UTIME_NOW, UTIME_NOW})`.
-    fn touch(&mut self, file: &OwnedFd) -> Result<(), Errno> {
-        let now = Timespec {
-            tv_sec: 0,
-            tv_nsec: UTIME_NOW,
-        };
-        rustix::fs::futimens(
-            file,
-            &Timestamps {
-                last_access: now,
-                last_modification: now,
-            },
-        )
-        .map_err(errno)
-    }
-
-    /// `read(fd, buf)`.
-    fn read(&mut self, file: &OwnedFd, buf: &mut [u8]) -> Result<usize, Errno> {
-        rustix::io::read(file, buf).map_err(errno)
-    }
-
-    /// `fstat(fd)`.
-    fn fstat(&mut self, file: &OwnedFd) -> Result<Stat, Errno> {
-        rustix::fs::fstat(file).map(|st| stat(&st)).map_err(errno)
-    }
-
-    /// `close(fd)`.
-    fn close(&mut self, file: OwnedFd) {
-        drop(file);
-    }
-
-    /// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`.
-    fn lstat(&mut self, name: &[u8]) -> Result<Stat, Errno> {
-        with_name(name, |c| {
-            rustix::fs::statat(self.dir, c, AtFlags::SYMLINK_NOFOLLOW)
-        })
-        .map(|st| stat(&st))
-    }
-
-    /// `renameat2(dir, a, dir, b, RENAME_EXCHANGE)`.
-    fn exchange(&mut self, a: &[u8], b: &[u8]) -> Result<(), Errno> {
-        let a = c_name(a)?;
-        let a = CStr::from_bytes_with_nul(&a).map_err(|_| Errno::INVAL)?;
-        with_name(b, |b| {
-            rustix::fs::renameat_with(self.dir, a, self.dir, b, RenameFlags::EXCHANGE)
-        })
-    }
-
-    /// `renameat(dir, from, dir, to)`.
-    fn rename(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno> {
-        let from = c_name(from)?;
-        let from = CStr::from_bytes_with_nul(&from).map_err(|_| Errno::INVAL)?;
-        with_name(to, |to| rustix::fs::renameat(self.dir, from, self.dir, to))
-    }
-
-    /// `unlinkat(dir, name, 0)`.
-    fn unlink(&mut self, name: &[u8]) -> Result<(), Errno> {
-        with_name(name, |c| {
-            rustix::fs::unlinkat(self.dir, c, AtFlags::empty())
-        })
-    }
-
-    /// `getdents64` over the directory.
-    fn list(&mut self, visit: &mut dyn FnMut(&[u8])) -> Result<(), Errno> {
-        let mut dir = rustix::fs::Dir::read_from(self.dir).map_err(errno)?;
-        for entry in &mut dir {
-            visit(entry.map_err(errno)?.file_name().to_bytes());
-        }
-        Ok(())
-    }
-
-    fn probe(&mut self, pid: Pid) -> Liveness {
-        probe(pid)
-    }
-
-    fn start_token(&mut self, pid: Pid) -> Option<StartToken> {
+    fn start_token(pid: Pid) -> Option<StartToken> {
         start_token(pid.get())
     }
 
-    fn runs_elsewhere(&mut self, pid: Pid, start: Decimal<'_>) -> bool {
+    fn runs_elsewhere(pid: Pid, start: Decimal<'_>) -> bool {
         runs_elsewhere(pid, start)
     }
 
-    /// `clock_gettime(CLOCK_MONOTONIC)`.
-    fn now(&mut self) -> Instant {
-        monotonic_now()
-    }
-
-    /// `clock_gettime(CLOCK_REALTIME)`.
-    fn wall(&mut self) -> FileTime {
-        let t = rustix::time::clock_gettime(ClockId::Realtime);
-        FileTime {
-            sec: t.tv_sec,
-            nsec: t.tv_nsec as u32,
-        }
-    }
-
-    /// `nanosleep`.
-    fn sleep(&mut self, duration: std::time::Duration) {
-        std::thread::sleep(duration);
-    }
-
     /// `getrandom(16 bytes)`.
-    fn token(&mut self) -> Token {
+    fn token() -> Token {
         random_token()
     }
-
-    fn begin_claim(&mut self, name: &[u8]) -> bool {
-        swaplock_core::claims::begin(name)
-    }
-
-    fn end_claim(&mut self, name: &[u8]) {
-        swaplock_core::claims::end(name)
-    }
 }
 
-/// `kill(pid, 0)` — whether process `pid` exists on this host, as the
-/// core reads the answer.
-///
-/// # References
-/// - [`kill(2)`](https://man7.org/linux/man-pages/man2/kill.2.html)
-pub fn probe(pid: Pid) -> Liveness {
-    match rustix::process::Pid::from_raw(pid.as_raw()) {
-        Some(p) => Liveness::from_kill(rustix::process::test_kill_process(p).map_err(errno)),
-        None => Liveness::Unknown(Errno::INVAL),
-    }
-}
+/// The soft-lock operations on one directory, on Linux and Android.
+pub type LinuxOs<'d> = swaplock_unix::soft::UnixOs<'d, Linux>;
 
-/// `clock_gettime(CLOCK_MONOTONIC)` as nanoseconds.
-pub fn monotonic_now() -> Instant {
-    let t = rustix::time::clock_gettime(ClockId::Monotonic);
-    Instant(
-        (t.tv_sec as u64)
-            .saturating_mul(1_000_000_000)
-            .saturating_add(t.tv_nsec as u64),
-    )
-}
+/// The soft-lock operations on one directory, on this system.
+pub type SoftOs<'d> = LinuxOs<'d>;
 
 /// `getrandom(16 bytes)` — 128 bits for a derived name or a lease token.
 ///
@@ -313,13 +73,6 @@ pub fn host_name() -> HostName {
         .ok()
         .map(|st| st.st_ino as u64);
     escape_host_name(uname.nodename().to_bytes(), ns)
-}
-
-/// This process's PID.
-pub fn current_pid() -> Pid {
-    // getpid() is always in 1..=2^31-1.
-    Pid::new(rustix::process::getpid().as_raw_nonzero().get() as u32)
-        .unwrap_or_else(|| unreachable!())
 }
 
 fn boot_id() -> u128 {
@@ -420,9 +173,4 @@ fn runs_elsewhere(pid: Pid, start: Decimal<'_>) -> bool {
         }
     }
     false
-}
-
-/// The soft-lock operations through a directory descriptor.
-pub fn os_for(dir: &impl AsFd) -> LinuxOs<'_> {
-    LinuxOs::new(dir.as_fd())
 }

@@ -1,10 +1,17 @@
-//! swaplock's adapter for macOS.
+//! swaplock's adapter for macOS (and the other Apple systems).
 //!
-//! It answers the core's steps with Apple's syscalls: the exchange through
-//! `renameatx_np(RENAME_SWAP)`, a pin through a non-blocking read-only
-//! `O_NOFOLLOW` open (there is no `O_PATH`), the start token from
-//! `sysctl(KERN_PROC_PID)`. What it shares with the Linux adapter goes
-//! through `rustix` and `swaplock-core`, not through copies.
+//! Most operations are the POSIX ones of `swaplock-unix`, shared with the
+//! Linux adapter: `fcntl` and `flock` locks, and the soft-lock exchange,
+//! which rustix makes `renameatx_np(.., RENAME_SWAP)` here. This crate adds
+//! what differs: a pin is a non-blocking read-only `O_NOFOLLOW` open (there
+//! is no `O_PATH`), the start token comes from `sysctl(KERN_PROC_PID)`,
+//! randomness from `arc4random_buf`, and the host name has no PID-namespace
+//! suffix. No protocol decision is made here: decisions are the core's.
 //!
 //! On other targets this crate is empty.
 #![cfg_attr(not(target_vendor = "apple"), no_std)]
+
+#[cfg(target_vendor = "apple")]
+pub mod kernel;
+#[cfg(target_vendor = "apple")]
+pub mod soft;

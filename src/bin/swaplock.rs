@@ -20,18 +20,18 @@
 //! it is held. `break` removes a stale marker by the same safe path a
 //! contender uses, and refuses a live holder unless `--force`.
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 fn main() {
     std::process::exit(cli::main(std::env::args_os().skip(1).collect()));
 }
 
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
+#[cfg(not(any(target_os = "linux", target_os = "android", target_vendor = "apple")))]
 fn main() {
     eprintln!("swaplock: not supported on this platform yet");
     std::process::exit(255);
 }
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 mod cli {
     use std::ffi::OsString;
     use std::io::ErrorKind;
@@ -42,6 +42,10 @@ mod cli {
     use std::time::Duration;
     use swaplock::soft::{Kind, SoftLock};
     use swaplock::FileLock;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    use swaplock_linux as adapter;
+    #[cfg(target_vendor = "apple")]
+    use swaplock_macos as adapter;
 
     const USAGE: &str =
         "usage: swaplock run [--kind fcntl|flock|soft|marker|lease] [--wait|--fail|--quiet]
@@ -223,7 +227,7 @@ mod cli {
             // outlives no process by itself, so hold it from a parent.
             return supervise(&opts, || (guard.unlock(), None));
         }
-        if let Err(e) = swaplock_linux::kernel::clear_cloexec(guard.as_fd()) {
+        if let Err(e) = adapter::kernel::clear_cloexec(guard.as_fd()) {
             eprintln!("swaplock: fcntl F_SETFD: {e}");
             return 255;
         }
@@ -279,7 +283,10 @@ mod cli {
         }
         let mut command = std::process::Command::new(&opts.rest[1]);
         command.args(&opts.rest[2..]);
+        // Linux and Android only: macOS has no parent-death signal, so there
+        // a command can outlive a killed `swaplock run`.
         // SAFETY: prctl is async-signal-safe; the closure allocates nothing.
+        #[cfg(any(target_os = "linux", target_os = "android"))]
         unsafe {
             command.pre_exec(|| {
                 // The command must not outlive its lock holder.
@@ -342,13 +349,13 @@ mod cli {
                 0
             }
             Ok(Some(owner)) => {
-                let here = swaplock_linux::soft::host_name();
+                let here = adapter::soft::host_name();
                 let alive = match (
                     owner.pid.and_then(swaplock::core::Pid::new),
                     owner.host.as_deref(),
                 ) {
                     (Some(pid), Some(host)) if host == here.as_str() => {
-                        match swaplock_linux::soft::probe(pid) {
+                        match adapter::soft::probe(pid) {
                             swaplock::core::decide::Liveness::Alive => "alive",
                             swaplock::core::decide::Liveness::Dead => "dead",
                             swaplock::core::decide::Liveness::Unknown(_) => "cannot tell",

@@ -16,18 +16,18 @@
 //! who holds the lock (`none`, `write PID` or `read PID`). Errors print
 //! `with-lock-ex COMMAND: WHY: REASON` and exit 255.
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 fn main() {
     cli::main()
 }
 
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
+#[cfg(not(any(target_os = "linux", target_os = "android", target_vendor = "apple")))]
 fn main() {
     eprintln!("with-lock-ex: not supported on this platform yet");
     std::process::exit(255);
 }
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 mod cli {
     use std::ffi::{CString, OsStr, OsString};
     use std::io::{self, ErrorKind, Write};
@@ -37,7 +37,10 @@ mod cli {
     use std::time::Duration;
     use swaplock::core::decide::with_lock_ex_mode;
     use swaplock::{FileLock, LockError, Step};
+    #[cfg(any(target_os = "linux", target_os = "android"))]
     use swaplock_linux::kernel as os;
+    #[cfg(target_vendor = "apple")]
+    use swaplock_macos::kernel as os;
 
     const USAGE: &str = "usage: with-lock-ex -w|-q|-f [-t <secs>] <lockfile> <command> <args>...\n       with-lock-ex -l       <lockfile>\n       with-lock-ex          <lockfile> <command> <args>...\n";
 

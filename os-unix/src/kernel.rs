@@ -1,0 +1,276 @@
+//! The syscalls of the kernel-lock protocols: with-lock-ex's `fcntl` lock on
+//! byte 0 and `flock`, with the identity check's `fstat` and `stat`.
+
+use rustix::fd::{AsFd, AsRawFd, OwnedFd};
+use rustix::fs::{FlockOperation, Mode, OFlags};
+use std::ffi::CStr;
+use swaplock_core::decide::FileId;
+use swaplock_core::Errno;
+
+fn errno(e: rustix::io::Errno) -> Errno {
+    Errno::from_raw(e.raw_os_error())
+}
+
+fn file_id(st: &rustix::fs::Stat) -> FileId {
+    // st_dev is signed on Apple targets and st_ino narrower on some 32-bit
+    // ABIs; the casts widen, and are no-ops elsewhere.
+    #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
+    FileId {
+        dev: st.st_dev as u64,
+        ino: st.st_ino as u64,
+    }
+}
+
+/// `open(path, O_RDWR|O_CREAT|O_CLOEXEC[|O_EXCL][|O_NOFOLLOW], mode)` —
+/// open or create a lock file, never truncating it.
+///
+/// `follow` keeps a final symlink followed, as with-lock-ex does; without it
+/// a symlink at `path` fails with `ELOOP`. `exclusive` fails with `EEXIST`
+/// unless this call creates the file.
+///
+/// # References
+/// - [`open(2)`](https://man7.org/linux/man-pages/man2/open.2.html)
+pub fn open_lock_file(
+    path: &CStr,
+    follow: bool,
+    mode: u32,
+    exclusive: bool,
+) -> Result<OwnedFd, Errno> {
+    let mut flags = OFlags::RDWR | OFlags::CREATE | OFlags::CLOEXEC;
+    if !follow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    if exclusive {
+        flags |= OFlags::EXCL;
+    }
+    rustix::fs::open(path, flags, crate::soft::permissions(mode)).map_err(errno)
+}
+
+/// `open(path, O_RDONLY|O_CLOEXEC)` — open an existing lock file to query it.
+///
+/// # References
+/// - [`open(2)`](https://man7.org/linux/man-pages/man2/open.2.html)
+pub fn open_existing_read_only(path: &CStr) -> Result<OwnedFd, Errno> {
+    rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).map_err(errno)
+}
+
+fn byte_zero(kind: libc::c_short, len: libc::off_t) -> libc::flock {
+    // SAFETY: `flock` is a plain C struct of integers; all-zero is a valid value.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = kind;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = 0;
+    fl.l_len = len;
+    fl
+}
+
+fn fcntl_lock_call(fd: impl AsFd, cmd: libc::c_int, fl: &mut libc::flock) -> Result<(), Errno> {
+    // SAFETY: the descriptor is borrowed and open for the whole call, and
+    // `fl` is a valid, exclusively borrowed `struct flock`.
+    let r = unsafe { libc::fcntl(fd.as_fd().as_raw_fd(), cmd, fl as *mut libc::flock) };
+    if r == -1 {
+        Err(Errno::from_raw(
+            std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// `fcntl(fd, F_SETLK or F_SETLKW, {F_WRLCK, byte 0, length 1})` — take the
+/// with-lock-ex write lock on the first byte.
+///
+/// With `wait` the call blocks until the lock is free (and may fail with
+/// `EINTR` or `EDEADLK`); without it a held lock fails with `EAGAIN` or
+/// `EACCES`.
+///
+/// # References
+/// - [`fcntl(2)`](https://man7.org/linux/man-pages/man2/fcntl.2.html), "Advisory record locking"
+pub fn fcntl_lock_byte0(fd: impl AsFd, wait: bool) -> Result<(), Errno> {
+    let mut fl = byte_zero(libc::F_WRLCK as libc::c_short, 1);
+    fcntl_lock_call(
+        fd,
+        if wait { libc::F_SETLKW } else { libc::F_SETLK },
+        &mut fl,
+    )
+}
+
+/// `fcntl(fd, F_SETLK, {F_UNLCK, byte 0, length 1})` — release the byte-0 lock.
+///
+/// # References
+/// - [`fcntl(2)`](https://man7.org/linux/man-pages/man2/fcntl.2.html)
+pub fn fcntl_unlock_byte0(fd: impl AsFd) -> Result<(), Errno> {
+    let mut fl = byte_zero(libc::F_UNLCK as libc::c_short, 1);
+    fcntl_lock_call(fd, libc::F_SETLK, &mut fl)
+}
+
+/// A lock that conflicts with a write lock on a whole file, as `F_GETLK`
+/// reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Conflict {
+    /// No lock conflicts.
+    None,
+    /// A write lock, held by this PID (-1 for an open file description lock).
+    Write(i32),
+    /// A read lock, held by this PID.
+    Read(i32),
+}
+
+/// `fcntl(fd, F_GETLK, {F_WRLCK, whole file})` — which lock, if any, would
+/// keep a write lock on the whole file from being taken.
+///
+/// # References
+/// - [`fcntl(2)`](https://man7.org/linux/man-pages/man2/fcntl.2.html)
+pub fn fcntl_query(fd: impl AsFd) -> Result<Conflict, Errno> {
+    let mut fl = byte_zero(libc::F_WRLCK as libc::c_short, 0);
+    fcntl_lock_call(fd, libc::F_GETLK, &mut fl)?;
+    // The lock-type constants are `c_int` on Linux and `c_short` on Apple
+    // systems, as `l_type` is.
+    #[allow(clippy::unnecessary_cast)]
+    let (write, read) = (
+        libc::F_WRLCK as libc::c_short,
+        libc::F_RDLCK as libc::c_short,
+    );
+    Ok(if fl.l_type == write {
+        Conflict::Write(fl.l_pid)
+    } else if fl.l_type == read {
+        Conflict::Read(fl.l_pid)
+    } else {
+        Conflict::None
+    })
+}
+
+/// `flock(fd, LOCK_EX[|LOCK_NB])` — take an exclusive `flock` lock.
+///
+/// # References
+/// - [`flock(2)`](https://man7.org/linux/man-pages/man2/flock.2.html)
+pub fn flock_exclusive(fd: impl AsFd, wait: bool) -> Result<(), Errno> {
+    let op = if wait {
+        FlockOperation::LockExclusive
+    } else {
+        FlockOperation::NonBlockingLockExclusive
+    };
+    rustix::fs::flock(fd, op).map_err(errno)
+}
+
+/// `flock(fd, LOCK_UN)` — release a `flock` lock.
+///
+/// # References
+/// - [`flock(2)`](https://man7.org/linux/man-pages/man2/flock.2.html)
+pub fn flock_unlock(fd: impl AsFd) -> Result<(), Errno> {
+    rustix::fs::flock(fd, FlockOperation::Unlock).map_err(errno)
+}
+
+/// `fstat(fd)` — the identity of an open file.
+///
+/// # References
+/// - [`fstat(2)`](https://man7.org/linux/man-pages/man2/fstat.2.html)
+pub fn fstat_id(fd: impl AsFd) -> Result<FileId, Errno> {
+    rustix::fs::fstat(fd).map(|st| file_id(&st)).map_err(errno)
+}
+
+/// `stat(path)` or, without `follow`, `lstat(path)` — the identity of the
+/// file a path names now.
+///
+/// # References
+/// - [`stat(2)`](https://man7.org/linux/man-pages/man2/stat.2.html)
+pub fn stat_id(path: &CStr, follow: bool) -> Result<FileId, Errno> {
+    let st = if follow {
+        rustix::fs::stat(path)
+    } else {
+        rustix::fs::lstat(path)
+    };
+    st.map(|st| file_id(&st)).map_err(errno)
+}
+
+/// `unlink(path)` — remove a name.
+///
+/// # References
+/// - [`unlink(2)`](https://man7.org/linux/man-pages/man2/unlink.2.html)
+pub fn unlink(path: &CStr) -> Result<(), Errno> {
+    rustix::fs::unlink(path).map_err(errno)
+}
+
+/// `fcntl(fd, F_SETFD, flags & !FD_CLOEXEC)` — let a descriptor survive
+/// `exec`, so a command keeps the lock.
+///
+/// # References
+/// - [`fcntl(2)`](https://man7.org/linux/man-pages/man2/fcntl.2.html), "File descriptor flags"
+pub fn clear_cloexec(fd: impl AsFd) -> Result<(), Errno> {
+    let fd = fd.as_fd();
+    let flags = rustix::io::fcntl_getfd(fd).map_err(errno)?;
+    rustix::io::fcntl_setfd(fd, flags - rustix::io::FdFlags::CLOEXEC).map_err(errno)
+}
+
+/// `umask(mask)` — set the file mode creation mask, returning the old one.
+///
+/// The mask belongs to the whole process: reading it this way (set, then
+/// restore) races with other threads that create files; where the OS
+/// offers it, the adapter's `read_umask` does not.
+///
+/// # References
+/// - [`umask(2)`](https://man7.org/linux/man-pages/man2/umask.2.html)
+// `mode_t` is 16 bits on Apple systems; the conversion widens there.
+#[allow(clippy::useless_conversion)]
+pub fn umask(mask: u32) -> u32 {
+    u32::from(rustix::process::umask(crate::soft::permissions(mask)).as_raw_mode())
+}
+
+/// `fcntl(fd, F_DUPFD_CLOEXEC, 0)` — a second descriptor of the same open
+/// file, for a thread that outlives a borrow.
+///
+/// # References
+/// - [`fcntl(2)`](https://man7.org/linux/man-pages/man2/fcntl.2.html)
+pub fn dup(fd: impl AsFd) -> Result<OwnedFd, Errno> {
+    rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(errno)
+}
+
+/// Which kernel lock to take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockCall {
+    /// `fcntl` `F_WRLCK` on byte 0.
+    Fcntl,
+    /// `flock(LOCK_EX)`.
+    Flock,
+}
+
+/// The kernel-lock operations on one path, for
+/// [`swaplock_core::kernel::attempt`].
+#[derive(Clone, Copy, Debug)]
+pub struct UnixKernel<'p> {
+    /// The lock file's path.
+    pub path: &'p CStr,
+    /// Whether a symlink at the path is followed.
+    pub follow: bool,
+    /// The mode a created file gets (before the umask).
+    pub mode: u32,
+    /// The lock to take.
+    pub call: LockCall,
+}
+
+impl swaplock_core::kernel::KernelOs for UnixKernel<'_> {
+    type File = OwnedFd;
+
+    fn open(&mut self, exclusive: bool) -> Result<OwnedFd, Errno> {
+        open_lock_file(self.path, self.follow, self.mode, exclusive)
+    }
+
+    fn lock(&mut self, file: &OwnedFd, wait: bool) -> Result<(), Errno> {
+        match self.call {
+            LockCall::Fcntl => fcntl_lock_byte0(file, wait),
+            LockCall::Flock => flock_exclusive(file, wait),
+        }
+    }
+
+    fn fstat(&mut self, file: &OwnedFd) -> Result<FileId, Errno> {
+        fstat_id(file)
+    }
+
+    fn stat(&mut self) -> Result<FileId, Errno> {
+        stat_id(self.path, self.follow)
+    }
+
+    fn close(&mut self, file: OwnedFd) {
+        drop(file);
+    }
+}

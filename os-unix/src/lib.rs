@@ -1,0 +1,20 @@
+//! swaplock's POSIX layer, shared by the Linux/Android adapter
+//! (`swaplock-linux`) and the macOS adapter (`swaplock-macos`).
+//!
+//! Each function here is a short, documented forward to one syscall
+//! (through `rustix`, or `libc` where rustix has no such call), answering
+//! one step that `swaplock-core` asks for. No protocol decision is made
+//! here: decisions are the core's. Errors come back as the core's
+//! [`Errno`](swaplock_core::Errno), unchanged. What differs between the
+//! systems is a [`soft::Platform`], which each adapter implements.
+//!
+//! On other targets this crate is empty.
+#![cfg_attr(
+    not(any(target_os = "linux", target_os = "android", target_vendor = "apple")),
+    no_std
+)]
+
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+pub mod kernel;
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+pub mod soft;
