@@ -7,6 +7,7 @@
 // libc backends); the casts widen where needed and are no-ops elsewhere.
 #![allow(clippy::unnecessary_cast, clippy::useless_conversion)]
 
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use std::sync::OnceLock;
 use swaplock_core::decide::{elsewhere_scan_applies, parse_nspid, task_is_owner};
@@ -101,13 +102,14 @@ fn starttime_unshifted() -> bool {
         _ => return false,
     }
     let mut buf = [0u8; 512];
-    read_small("/proc/self/timens_offsets", &mut buf).is_some_and(timens_offsets_unshifted)
+    read_small(rustix::fs::CWD, "/proc/self/timens_offsets", &mut buf)
+        .is_some_and(timens_offsets_unshifted)
 }
 
 /// Reads a small file (a `/proc` entry) into `buf` without allocating:
-/// `open`, then `read` until end of file or a full buffer.
-fn read_small<'b>(path: &str, buf: &'b mut [u8]) -> Option<&'b [u8]> {
-    let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+/// `openat(dir, path)`, then `read` until end of file or a full buffer.
+fn read_small<'b>(dir: BorrowedFd<'_>, path: &str, buf: &'b mut [u8]) -> Option<&'b [u8]> {
+    let fd = rustix::fs::openat(dir, path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
     let mut len = 0;
     while len < buf.len() {
         match rustix::io::read(&fd, &mut buf[len..]) {
@@ -120,12 +122,30 @@ fn read_small<'b>(path: &str, buf: &'b mut [u8]) -> Option<&'b [u8]> {
     Some(&buf[..len])
 }
 
+/// `/proc`, opened once. Start tokens are read relative to it: a user-mode
+/// emulator (qemu-user) rewrites opens of `/proc/self/stat` and
+/// `/proc/<own pid>/stat` by their path, and its `starttime` is not the
+/// kernel's, which a native peer reads; a relative open reaches the kernel.
+fn proc_dir() -> Option<BorrowedFd<'static>> {
+    static PROC: OnceLock<Option<OwnedFd>> = OnceLock::new();
+    PROC.get_or_init(|| {
+        rustix::fs::open(
+            "/proc",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()
+    })
+    .as_ref()
+    .map(|fd| fd.as_fd())
+}
+
 fn read_start_token(pid: u64) -> Option<StartToken> {
     let mut path = heapless::String::<32>::new();
-    std::fmt::Write::write_fmt(&mut path, format_args!("/proc/{pid}/stat")).ok()?;
+    std::fmt::Write::write_fmt(&mut path, format_args!("{pid}/stat")).ok()?;
     // A stat line is a few hundred bytes: the command name is at most 64.
     let mut buf = [0u8; 1024];
-    let stat = read_small(&path, &mut buf)?;
+    let stat = read_small(proc_dir()?, &path, &mut buf)?;
     Some(StartToken::linux(boot_id(), parse_stat_starttime(stat)?))
 }
 
