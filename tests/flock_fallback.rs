@@ -77,7 +77,7 @@ fn deny_flock() -> std::io::Result<()> {
 }
 
 fn swaplock_without_flock(args: &[&str]) -> Command {
-    let mut cmd = Command::new(swaplock());
+    let mut cmd = common::command(&swaplock(), "swaplock");
     cmd.args(args);
     // SAFETY: deny_flock only calls prctl, which is async-signal-safe.
     unsafe { cmd.pre_exec(deny_flock) };

@@ -43,7 +43,7 @@ fn python_holder(kind: &str, path: &Path, extra: &[&str]) -> (Holder, Value) {
 /// A Rust holder process: `swaplock run --kind KIND PATH sh -c HOLD`. The
 /// lock's holder is the swaplock process itself.
 fn rust_holder(kind: &str, path: &Path, extra: &[&str]) -> Holder {
-    let mut cmd = Command::new(swaplock());
+    let mut cmd = common::command(&swaplock(), "swaplock");
     cmd.args(["run", "--kind", kind])
         .args(extra)
         .args([s(path), "sh", "-c", common::HOLD]);
@@ -757,7 +757,7 @@ fn host_names_are_escaped_alike_in_other_namespaces() {
     let script = format!(
         "{} -c \"import socket; socket.sethostname('my host')\" && {} run --kind soft {} cat {} && {} {} identity 1",
         common::python().display(),
-        swaplock().display(),
+        common::invocation(&swaplock()),
         s(&path),
         s(&path),
         common::python().display(),
@@ -781,7 +781,7 @@ fn host_names_are_escaped_alike_in_other_namespaces() {
     // In a PID namespace, both append ?pidns-<inode>.
     let script = format!(
         "{} run --kind marker {} cat {} && {} {} identity 1",
-        swaplock().display(),
+        common::invocation(&swaplock()),
         s(&path),
         s(&path),
         common::python().display(),
@@ -854,7 +854,7 @@ fn swaplock_run_forwards_signals_and_never_leaves_its_command_unlocked() {
     );
 
     // If swaplock dies, its command is killed with it.
-    let mut cmd = Command::new(swaplock());
+    let mut cmd = common::command(&swaplock(), "swaplock");
     cmd.args([
         "run",
         "--kind",

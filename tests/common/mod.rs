@@ -26,10 +26,38 @@ pub fn reference() -> PathBuf {
     path
 }
 
+/// A command that runs `binary` with `argv[0]` set to `arg0`. One of this
+/// package's own binaries runs through `SWAPLOCK_TEST_RUNNER` when that is
+/// set: an emulator such as `qemu-aarch64-static` when the tests are built
+/// for another architecture, since the kernel cannot exec them itself.
+/// Host programs (the reference, Python, the shell) run directly.
+pub fn command(binary: &Path, arg0: &str) -> Command {
+    match std::env::var_os("SWAPLOCK_TEST_RUNNER") {
+        Some(runner) if binary != Path::new(REFERENCE) => {
+            let mut cmd = Command::new(runner);
+            cmd.arg("-0").arg(arg0).arg(binary);
+            cmd
+        }
+        _ => {
+            let mut cmd = Command::new(binary);
+            cmd.arg0(arg0);
+            cmd
+        }
+    }
+}
+
+/// How a shell script runs one of this package's binaries: its path, after
+/// `SWAPLOCK_TEST_RUNNER` when that is set (see [`command`]).
+pub fn invocation(binary: &Path) -> String {
+    match std::env::var("SWAPLOCK_TEST_RUNNER") {
+        Ok(runner) if binary != Path::new(REFERENCE) => format!("{runner} {}", binary.display()),
+        _ => binary.display().to_string(),
+    }
+}
+
 /// Runs `binary` as `with-lock-ex` (the name its messages print) in `dir`.
 pub fn run(binary: &Path, dir: &Path, args: &[&str]) -> Output {
-    Command::new(binary)
-        .arg0("with-lock-ex")
+    command(binary, "with-lock-ex")
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())

@@ -7,7 +7,6 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::Command;
 use std::sync::mpsc;
 
 /// The environment variable that makes a test binary a stress worker.
@@ -106,7 +105,7 @@ pub fn run(kind: &str, dir: &Path) -> Figures {
             &seed.to_string(),
         ]
         .join("\u{1f}");
-        let mut child = Command::new(&exe)
+        let mut child = super::command(&exe, "worker")
             .args(["--ignored", "--exact", "worker", "--test-threads=1", "-q"])
             .env(WORKER, spec)
             .stdout(std::process::Stdio::null())
