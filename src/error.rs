@@ -69,7 +69,7 @@ impl LockError {
     }
 
     pub(crate) fn errno(path: &Arc<Path>, step: Step, errno: swaplock_core::Errno) -> io::Error {
-        let source = io::Error::from_raw_os_error(errno.raw());
+        let source = os_error(errno);
         Self::io(path, step, source.kind(), source)
     }
 
@@ -110,4 +110,30 @@ impl std::error::Error for LockError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.source)
     }
+}
+
+/// The OS error an adapter reported, as std shows it.
+#[cfg(not(windows))]
+pub(crate) fn os_error(errno: swaplock_core::Errno) -> io::Error {
+    io::Error::from_raw_os_error(errno.raw())
+}
+
+/// The OS error an adapter reported, as std shows it: the Win32 error when
+/// the adapter kept its code, otherwise the C runtime `errno` the core
+/// decided on, by name.
+#[cfg(windows)]
+pub(crate) fn os_error(errno: swaplock_core::Errno) -> io::Error {
+    use swaplock_core::Errno;
+    if let Some(code) = swaplock_windows::kernel::win32_code(errno) {
+        return io::Error::from_raw_os_error(code as i32);
+    }
+    let kind = match errno {
+        Errno::NOENT => io::ErrorKind::NotFound,
+        Errno::ACCES | Errno::PERM => io::ErrorKind::PermissionDenied,
+        Errno::EXIST => io::ErrorKind::AlreadyExists,
+        Errno::INVAL => io::ErrorKind::InvalidInput,
+        Errno::AGAIN => io::ErrorKind::WouldBlock,
+        _ => io::ErrorKind::Other,
+    };
+    io::Error::new(kind, format!("{errno:?}"))
 }

@@ -49,13 +49,11 @@
 //! # }
 //! ```
 
-use crate::adapter::kernel::{self as os, LockCall, UnixKernel};
+use crate::adapter::kernel as os;
 use crate::error::{LockError, Step};
+#[cfg(unix)]
 use crate::soft::{SoftLock, SoftLockGuard};
-use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -64,6 +62,51 @@ use swaplock_core::decide::with_lock_ex_mode;
 use swaplock_core::kernel::{self as protocol, Outcome};
 use swaplock_core::Errno;
 
+/// A path as the adapter's calls take it: a C string on POSIX systems
+/// (empty when the path holds a NUL, which every call refuses with
+/// `ENOENT`), NUL-terminated UTF-16 on Windows.
+#[cfg(unix)]
+type SysPath = std::ffi::CStr;
+#[cfg(windows)]
+type SysPath = [u16];
+
+#[cfg(unix)]
+fn sys_path(path: &Path) -> Arc<SysPath> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(path.as_os_str().as_bytes())
+        .unwrap_or_default()
+        .into()
+}
+
+#[cfg(windows)]
+fn sys_path(path: &Path) -> Arc<SysPath> {
+    os::wide_path(path).into()
+}
+
+/// The open lock file: a descriptor, or a handle on Windows.
+#[cfg(unix)]
+type LockFile = std::os::fd::OwnedFd;
+#[cfg(windows)]
+type LockFile = std::os::windows::io::OwnedHandle;
+
+/// This process's umask, for the mode with-lock-ex gives a new lock file.
+#[cfg(unix)]
+fn current_umask() -> u32 {
+    os::read_umask().unwrap_or_else(|| {
+        // Without /proc (or before Linux 4.7): read it the old way, which
+        // briefly changes it for the whole process.
+        let old = os::umask(0o077);
+        os::umask(old);
+        old
+    })
+}
+
+/// Windows has no umask; a new lock file is writable by its owner.
+#[cfg(windows)]
+fn current_umask() -> u32 {
+    0o022
+}
+
 /// Which kernel lock a [`FileLock`] takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -71,7 +114,8 @@ pub enum Kind {
     /// with `with-lock-ex`, Python's `fcntl.lockf` and most C programs.
     Fcntl,
     /// An `flock` exclusive lock: excludes other open file descriptions of
-    /// the same process too, and is shared with forked children.
+    /// the same process too, and is shared with forked children. (On
+    /// Windows both kinds are `LockFileEx` on byte 0, which behaves so.)
     Flock,
 }
 
@@ -97,7 +141,7 @@ pub enum Kind {
 #[derive(Clone, Debug)]
 pub struct FileLock {
     path: Arc<Path>,
-    c_path: Arc<CStr>,
+    sys_path: Arc<SysPath>,
     kind: Kind,
     mode: u32,
     follow_symlinks: bool,
@@ -136,21 +180,11 @@ impl FileLock {
     }
 
     fn with_kind(path: PathBuf, kind: Kind) -> Self {
-        // A NUL byte cannot reach the kernel; keep an empty C path, which
-        // every call refuses with ENOENT, and report the real path.
-        let c_path = CString::new(path.as_os_str().as_bytes()).unwrap_or_default();
-        let umask = os::read_umask().unwrap_or_else(|| {
-            // Kernels before 4.7 show no umask in /proc: read it the old
-            // way, which briefly changes it for the whole process.
-            let old = os::umask(0o077);
-            os::umask(old);
-            old
-        });
         FileLock {
+            sys_path: sys_path(&path),
             path: path.into(),
-            c_path: c_path.into(),
             kind,
-            mode: with_lock_ex_mode(umask),
+            mode: with_lock_ex_mode(current_umask()),
             follow_symlinks: false,
             soft: Arc::new(AtomicBool::new(false)),
         }
@@ -210,14 +244,21 @@ impl FileLock {
         if self.soft.load(Ordering::Relaxed) {
             return self.acquire_soft(wait);
         }
-        let mut kernel = UnixKernel {
-            path: &self.c_path,
+        #[cfg(unix)]
+        let mut kernel = os::UnixKernel {
+            path: &self.sys_path,
             follow: self.follow_symlinks,
             mode: self.mode,
             call: match self.kind {
-                Kind::Fcntl => LockCall::Fcntl,
-                Kind::Flock => LockCall::Flock,
+                Kind::Fcntl => os::LockCall::Fcntl,
+                Kind::Flock => os::LockCall::Flock,
             },
+        };
+        #[cfg(windows)]
+        let mut kernel = os::WindowsKernel {
+            path: &self.sys_path,
+            follow: self.follow_symlinks,
+            mode: self.mode,
         };
         let mut pause = POLL_MIN;
         loop {
@@ -232,11 +273,12 @@ impl FileLock {
                         fd,
                         kind: self.kind,
                         path: Arc::clone(&self.path),
-                        c_path: Arc::clone(&self.c_path),
+                        sys_path: Arc::clone(&self.sys_path),
                         follow_symlinks: self.follow_symlinks,
                     }))
                 }
                 Ok(Outcome::Busy(e)) => e,
+                #[cfg(unix)]
                 Ok(Outcome::Unsupported { file, created }) => {
                     // flock is not available here: remove the empty file this
                     // attempt created while it is still open (never a peer's
@@ -247,6 +289,11 @@ impl FileLock {
                     drop(file);
                     self.soft.store(true, Ordering::Relaxed);
                     return self.acquire_soft(wait);
+                }
+                // The Windows adapter never answers ENOSYS.
+                #[cfg(windows)]
+                Ok(Outcome::Unsupported { .. }) => {
+                    return Err(self.err(Step::Lock, Errno::NOSYS));
                 }
                 Err((step, e)) => {
                     let step = match step {
@@ -262,7 +309,7 @@ impl FileLock {
                 // Forever waits in the kernel; a busy answer there (an fcntl
                 // lock may say EACCES) is reported like a non-blocking one.
                 Wait::No | Wait::Forever => {
-                    let source = io::Error::from_raw_os_error(busy.raw());
+                    let source = crate::error::os_error(busy);
                     return Err(LockError::io(
                         &self.path,
                         Step::Lock,
@@ -288,6 +335,12 @@ impl FileLock {
         }
     }
 
+    #[cfg(windows)]
+    fn acquire_soft(&self, _wait: Wait) -> io::Result<FileLockGuard> {
+        unreachable!("the soft fallback is set only on POSIX systems")
+    }
+
+    #[cfg(unix)]
     fn acquire_soft(&self, wait: Wait) -> io::Result<FileLockGuard> {
         let lock = SoftLock::soft(&*self.path);
         let guard = match wait {
@@ -316,13 +369,14 @@ pub struct FileLockGuard(Inner);
 #[derive(Debug)]
 enum Inner {
     Kernel {
-        fd: OwnedFd,
+        fd: LockFile,
         kind: Kind,
         path: Arc<Path>,
-        c_path: Arc<CStr>,
+        sys_path: Arc<SysPath>,
         follow_symlinks: bool,
     },
     // Boxed: only the ENOSYS fallback takes this path.
+    #[cfg(unix)]
     Soft(Box<SoftLockGuard>),
 }
 
@@ -331,6 +385,7 @@ impl FileLockGuard {
     pub fn path(&self) -> &Path {
         match &self.0 {
             Inner::Kernel { path, .. } => path,
+            #[cfg(unix)]
             Inner::Soft(guard) => guard.path(),
         }
     }
@@ -340,12 +395,19 @@ impl FileLockGuard {
     pub fn unlock(self) -> io::Result<()> {
         match self.0 {
             Inner::Kernel { fd, kind, path, .. } => {
+                #[cfg(unix)]
                 let result = match kind {
-                    Kind::Fcntl => os::fcntl_unlock_byte0(fd.as_fd()),
-                    Kind::Flock => os::flock_unlock(fd.as_fd()),
+                    Kind::Fcntl => os::fcntl_unlock_byte0(&fd),
+                    Kind::Flock => os::flock_unlock(&fd),
+                };
+                #[cfg(windows)]
+                let result = {
+                    let _ = kind;
+                    os::unlock_byte0(&fd)
                 };
                 result.map_err(|e| LockError::errno(&path, Step::Unlock, e))
             }
+            #[cfg(unix)]
             Inner::Soft(guard) => guard.release(),
         }
     }
@@ -357,34 +419,69 @@ impl FileLockGuard {
     ///
     /// The name is removed only if it still names the locked file, which
     /// no process following the protocol can change while we hold the lock.
+    ///
+    /// On Windows a file cannot be deleted while any process has it open,
+    /// and every holder and waiter does: the lock is released first, and
+    /// the file is deleted only if no other process has opened it by then.
+    /// Otherwise it stays for the next holder, and this still returns
+    /// `Ok`: the hold has ended either way.
     pub fn remove(self) -> io::Result<()> {
         match self.0 {
             Inner::Kernel {
                 fd,
                 path,
-                c_path,
+                sys_path,
                 follow_symlinks,
                 ..
             } => {
                 let err = |e| LockError::errno(&path, Step::Remove, e);
-                let ours = os::fstat_id(fd.as_fd()).map_err(err)?;
-                let named = os::stat_id(&c_path, follow_symlinks).map_err(err)?;
+                #[cfg(unix)]
+                let (ours, named) = (
+                    os::fstat_id(&fd).map_err(err)?,
+                    os::stat_id(&sys_path, follow_symlinks).map_err(err)?,
+                );
+                #[cfg(windows)]
+                let (ours, named) = (
+                    os::handle_id(&fd).map_err(err)?,
+                    os::path_id(&sys_path, follow_symlinks).map_err(err)?,
+                );
                 if named != ours {
                     return Err(err(Errno::NOENT));
                 }
-                os::unlink(&c_path).map_err(err)
+                #[cfg(unix)]
+                return os::unlink(&sys_path).map_err(err);
+                #[cfg(windows)]
+                {
+                    drop(fd);
+                    match os::unlink(&sys_path) {
+                        // Another process opened it: it is theirs now.
+                        Err(e) if e == Errno::ACCES => Ok(()),
+                        other => other.map_err(err),
+                    }
+                }
             }
             // A soft lock's release removes its marker.
+            #[cfg(unix)]
             Inner::Soft(guard) => guard.release(),
         }
     }
 }
 
-impl AsFd for FileLockGuard {
-    fn as_fd(&self) -> BorrowedFd<'_> {
+#[cfg(unix)]
+impl std::os::fd::AsFd for FileLockGuard {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         match &self.0 {
             Inner::Kernel { fd, .. } => fd.as_fd(),
             Inner::Soft(guard) => guard.as_fd(),
+        }
+    }
+}
+
+#[cfg(windows)]
+impl std::os::windows::io::AsHandle for FileLockGuard {
+    fn as_handle(&self) -> std::os::windows::io::BorrowedHandle<'_> {
+        match &self.0 {
+            Inner::Kernel { fd, .. } => fd.as_handle(),
         }
     }
 }
@@ -393,5 +490,6 @@ impl AsFd for FileLockGuard {
 const _: fn() = || {
     fn send<T: Send>() {}
     send::<FileLockGuard>();
+    #[cfg(unix)]
     send::<SoftLockGuard>();
 };

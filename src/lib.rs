@@ -38,10 +38,22 @@ pub use error::{LockError, Step};
 use swaplock_linux as adapter;
 #[cfg(target_vendor = "apple")]
 use swaplock_macos as adapter;
+#[cfg(windows)]
+use swaplock_windows as adapter;
 
-#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_vendor = "apple",
+    windows
+))]
 pub mod kernel;
-#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_vendor = "apple",
+    windows
+))]
 pub use kernel::{FileLock, FileLockGuard};
 #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 pub mod soft;

@@ -1,9 +1,15 @@
 //! swaplock's adapter for Windows.
 //!
-//! It answers the core's steps with Win32 calls: `CreateFileW` without
-//! `FILE_SHARE_DELETE` (so a live holder's marker cannot be renamed),
-//! `LockFileEx` on byte 0, liveness through `OpenProcess`, the start token
-//! from the process creation time.
+//! It answers the core's kernel-lock steps with Win32 calls: `CreateFileW`
+//! sharing read and write but not delete (so a held lock file cannot be
+//! deleted or renamed under its holder), refusing reparse points unless
+//! asked to follow them, `LockFileEx` on byte 0, and the identity check by
+//! volume serial number and file index. Win32 errors reach the core as the
+//! C runtime's `errno` values where the core decides on them; any other
+//! error keeps its Win32 code (see [`kernel::errno_from_win32`]).
 //!
 //! On other targets this crate is empty.
 #![cfg_attr(not(windows), no_std)]
+
+#[cfg(windows)]
+pub mod kernel;

@@ -1,0 +1,263 @@
+//! The Win32 calls of the kernel-lock protocol: `CreateFileW`, `LockFileEx`
+//! on byte 0, and the identity of a handle and of a path.
+
+use std::os::windows::io::{AsHandle, AsRawHandle, FromRawHandle, OwnedHandle};
+use swaplock_core::decide::FileId;
+use swaplock_core::Errno;
+use windows_sys::Win32::Foundation::{
+    GetLastError, ERROR_ACCESS_DENIED, ERROR_ALREADY_EXISTS, ERROR_FILE_EXISTS,
+    ERROR_FILE_NOT_FOUND, ERROR_INVALID_PARAMETER, ERROR_LOCK_VIOLATION, ERROR_NOT_LOCKED,
+    ERROR_PATH_NOT_FOUND, ERROR_SHARING_VIOLATION, GENERIC_READ, GENERIC_WRITE, HANDLE,
+    INVALID_HANDLE_VALUE,
+};
+use windows_sys::Win32::Storage::FileSystem::{
+    CreateFileW, DeleteFileW, GetFileInformationByHandle, LockFileEx, UnlockFileEx,
+    BY_HANDLE_FILE_INFORMATION, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, FILE_ATTRIBUTE_READONLY,
+    FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
+    FILE_READ_ATTRIBUTES, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE,
+    LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, OPEN_ALWAYS, OPEN_EXISTING,
+};
+use windows_sys::Win32::System::IO::OVERLAPPED;
+
+/// The C runtime's `errno` for the Win32 errors the core decides on (as
+/// the CRT's own mapping gives them: a sharing or lock violation is
+/// `EACCES`, which the core reads as "busy"); any other Win32 error as its
+/// code negated, so it is never mistaken for an `errno` and
+/// [`win32_code`] recovers it for the message.
+pub fn errno_from_win32(code: u32) -> Errno {
+    match code {
+        ERROR_FILE_NOT_FOUND | ERROR_PATH_NOT_FOUND => Errno::NOENT,
+        ERROR_ACCESS_DENIED | ERROR_SHARING_VIOLATION | ERROR_LOCK_VIOLATION => Errno::ACCES,
+        ERROR_FILE_EXISTS | ERROR_ALREADY_EXISTS => Errno::EXIST,
+        ERROR_INVALID_PARAMETER => Errno::INVAL,
+        // Win32 codes are below 2^16 in practice; a larger one (an
+        // HRESULT) is reported as EIO rather than wrapped.
+        code => i32::try_from(code).map_or(Errno::IO, |c| Errno::from_raw(-c)),
+    }
+}
+
+/// The Win32 code an [`Errno`] carries, if [`errno_from_win32`] kept one.
+pub fn win32_code(errno: Errno) -> Option<u32> {
+    (errno.raw() < 0).then(|| errno.raw().unsigned_abs())
+}
+
+fn last_error() -> Errno {
+    // SAFETY: GetLastError reads this thread's last-error value.
+    errno_from_win32(unsafe { GetLastError() })
+}
+
+/// A path as `CreateFileW` takes it: UTF-16, NUL-terminated. A path with a
+/// NUL inside gives an empty name, which every call refuses.
+pub fn wide_path(path: &std::path::Path) -> Vec<u16> {
+    use std::os::windows::ffi::OsStrExt;
+    let mut wide: Vec<u16> = path.as_os_str().encode_wide().collect();
+    if wide.contains(&0) {
+        wide.clear();
+    }
+    wide.push(0);
+    wide
+}
+
+fn owned(handle: HANDLE) -> Result<OwnedHandle, Errno> {
+    if handle == INVALID_HANDLE_VALUE {
+        Err(last_error())
+    } else {
+        // SAFETY: CreateFileW returned a valid handle that nothing else owns.
+        Ok(unsafe { OwnedHandle::from_raw_handle(handle) })
+    }
+}
+
+fn information(handle: impl AsHandle) -> Result<BY_HANDLE_FILE_INFORMATION, Errno> {
+    // SAFETY: the all-zero struct is valid; it is filled by the call.
+    let mut info: BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
+    // SAFETY: the handle is open for the call; `info` is writable.
+    let ok = unsafe { GetFileInformationByHandle(handle.as_handle().as_raw_handle(), &mut info) };
+    if ok == 0 {
+        Err(last_error())
+    } else {
+        Ok(info)
+    }
+}
+
+fn id_of(info: &BY_HANDLE_FILE_INFORMATION) -> FileId {
+    FileId {
+        dev: u64::from(info.dwVolumeSerialNumber),
+        ino: (u64::from(info.nFileIndexHigh) << 32) | u64::from(info.nFileIndexLow),
+    }
+}
+
+/// `CreateFileW(path, GENERIC_READ|GENERIC_WRITE, FILE_SHARE_READ|FILE_SHARE_WRITE,
+/// OPEN_ALWAYS or CREATE_NEW[, FILE_FLAG_OPEN_REPARSE_POINT])` — open or
+/// create a lock file, never truncating it.
+///
+/// Without delete sharing, nobody can delete or rename the file while it is
+/// open here. Without `follow`, a reparse point (a symlink or junction) at
+/// the path fails with `ELOOP`, as `O_NOFOLLOW` does. A `mode` without the
+/// owner's write bit creates a read-only file. `exclusive` fails with
+/// `EEXIST` unless this call creates the file.
+///
+/// # References
+/// - [`CreateFileW`](https://learn.microsoft.com/en-us/windows/win32/api/fileapi/nf-fileapi-createfilew)
+pub fn open_lock_file(
+    path: &[u16],
+    follow: bool,
+    mode: u32,
+    exclusive: bool,
+) -> Result<OwnedHandle, Errno> {
+    let mut flags = if mode & 0o200 == 0 {
+        FILE_ATTRIBUTE_READONLY
+    } else {
+        FILE_ATTRIBUTE_NORMAL
+    };
+    if !follow {
+        flags |= FILE_FLAG_OPEN_REPARSE_POINT;
+    }
+    let disposition = if exclusive { CREATE_NEW } else { OPEN_ALWAYS };
+    // SAFETY: `path` is NUL-terminated UTF-16; no security attributes or
+    // template.
+    let handle = owned(unsafe {
+        CreateFileW(
+            path.as_ptr(),
+            GENERIC_READ | GENERIC_WRITE,
+            FILE_SHARE_READ | FILE_SHARE_WRITE,
+            std::ptr::null(),
+            disposition,
+            flags,
+            std::ptr::null_mut(),
+        )
+    })?;
+    if !follow && information(&handle)?.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
+        return Err(Errno::LOOP);
+    }
+    Ok(handle)
+}
+
+fn byte_zero() -> OVERLAPPED {
+    // The all-zero OVERLAPPED names offset 0 and no event.
+    // SAFETY: OVERLAPPED is plain data; all-zero is valid.
+    unsafe { std::mem::zeroed() }
+}
+
+/// `LockFileEx(handle, LOCKFILE_EXCLUSIVE_LOCK[|LOCKFILE_FAIL_IMMEDIATELY],
+/// byte 0, length 1)` — take the exclusive lock on the first byte.
+///
+/// Without `wait` a held lock fails with `EACCES` (Win32's
+/// `ERROR_LOCK_VIOLATION`). The lock belongs to this handle: other handles,
+/// in this process too, are excluded.
+///
+/// # References
+/// - [`LockFileEx`](https://learn.microsoft.com/en-us/windows/win32/api/fileapi/nf-fileapi-lockfileex)
+pub fn lock_byte0(handle: impl AsHandle, wait: bool) -> Result<(), Errno> {
+    let mut flags = LOCKFILE_EXCLUSIVE_LOCK;
+    if !wait {
+        flags |= LOCKFILE_FAIL_IMMEDIATELY;
+    }
+    let mut at = byte_zero();
+    // SAFETY: the handle is open and synchronous, so the call completes
+    // before returning and `at` outlives it.
+    let ok = unsafe { LockFileEx(handle.as_handle().as_raw_handle(), flags, 0, 1, 0, &mut at) };
+    if ok == 0 {
+        Err(last_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `UnlockFileEx(handle, byte 0, length 1)` — release the lock; a lock
+/// already gone (`ERROR_NOT_LOCKED`) is not an error.
+///
+/// # References
+/// - [`UnlockFileEx`](https://learn.microsoft.com/en-us/windows/win32/api/fileapi/nf-fileapi-unlockfileex)
+pub fn unlock_byte0(handle: impl AsHandle) -> Result<(), Errno> {
+    let mut at = byte_zero();
+    // SAFETY: as for LockFileEx.
+    let ok = unsafe { UnlockFileEx(handle.as_handle().as_raw_handle(), 0, 1, 0, &mut at) };
+    // SAFETY: GetLastError reads this thread's last-error value.
+    if ok == 0 && unsafe { GetLastError() } != ERROR_NOT_LOCKED {
+        Err(last_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `GetFileInformationByHandle` — the identity of an open file: its volume
+/// serial number and file index.
+///
+/// # References
+/// - [`GetFileInformationByHandle`](https://learn.microsoft.com/en-us/windows/win32/api/fileapi/nf-fileapi-getfileinformationbyhandle)
+pub fn handle_id(handle: impl AsHandle) -> Result<FileId, Errno> {
+    information(handle).map(|info| id_of(&info))
+}
+
+/// The identity of the file a path names now: `CreateFileW` for attributes
+/// only, sharing everything (so it never disturbs a holder), then
+/// [`handle_id`]. Without `follow`, a reparse point is not followed.
+pub fn path_id(path: &[u16], follow: bool) -> Result<FileId, Errno> {
+    let mut flags = FILE_FLAG_BACKUP_SEMANTICS;
+    if !follow {
+        flags |= FILE_FLAG_OPEN_REPARSE_POINT;
+    }
+    // SAFETY: as in open_lock_file.
+    let handle = owned(unsafe {
+        CreateFileW(
+            path.as_ptr(),
+            FILE_READ_ATTRIBUTES,
+            FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+            std::ptr::null(),
+            OPEN_EXISTING,
+            flags,
+            std::ptr::null_mut(),
+        )
+    })?;
+    handle_id(&handle)
+}
+
+/// `DeleteFileW(path)` — remove a name. A file that any process holds open
+/// (as every lock holder and waiter does) fails with `EACCES`.
+///
+/// # References
+/// - [`DeleteFileW`](https://learn.microsoft.com/en-us/windows/win32/api/fileapi/nf-fileapi-deletefilew)
+pub fn unlink(path: &[u16]) -> Result<(), Errno> {
+    // SAFETY: `path` is NUL-terminated UTF-16.
+    if unsafe { DeleteFileW(path.as_ptr()) } == 0 {
+        Err(last_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// The kernel-lock operations on one path, for
+/// [`swaplock_core::kernel::attempt`].
+#[derive(Clone, Copy, Debug)]
+pub struct WindowsKernel<'p> {
+    /// The lock file's path, NUL-terminated UTF-16 ([`wide_path`]).
+    pub path: &'p [u16],
+    /// Whether a reparse point at the path is followed.
+    pub follow: bool,
+    /// The mode a created file gets: only the owner's write bit counts.
+    pub mode: u32,
+}
+
+impl swaplock_core::kernel::KernelOs for WindowsKernel<'_> {
+    type File = OwnedHandle;
+
+    fn open(&mut self, exclusive: bool) -> Result<OwnedHandle, Errno> {
+        open_lock_file(self.path, self.follow, self.mode, exclusive)
+    }
+
+    fn lock(&mut self, file: &OwnedHandle, wait: bool) -> Result<(), Errno> {
+        lock_byte0(file, wait)
+    }
+
+    fn fstat(&mut self, file: &OwnedHandle) -> Result<FileId, Errno> {
+        handle_id(file)
+    }
+
+    fn stat(&mut self) -> Result<FileId, Errno> {
+        path_id(self.path, self.follow)
+    }
+
+    fn close(&mut self, file: OwnedHandle) {
+        drop(file);
+    }
+}
