@@ -406,6 +406,18 @@ fn a_recycled_pid_is_seen_through() {
             None => format!("{pid}\n{host}\n"),
         };
         write_marker(&path, record.as_bytes());
+        let status = common::command(&swaplock(), "swaplock")
+            .args(["status", "--kind", "soft"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let expected = if broken {
+            "holder pid reused"
+        } else {
+            "holder alive"
+        };
+        let text = String::from_utf8_lossy(&status.stdout);
+        assert!(text.contains(expected), "token {token:?}: {text}");
         let result = SoftLock::soft(&path).try_lock();
         assert_eq!(result.is_ok(), broken, "token {token:?}");
         drop(result);

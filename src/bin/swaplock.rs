@@ -40,6 +40,7 @@ mod cli {
     use std::path::PathBuf;
     use std::sync::atomic::{AtomicI32, Ordering};
     use std::time::Duration;
+    use swaplock::core::decide::{judge_owner, HeldBecause, Liveness, Verdict};
     use swaplock::soft::{Kind, SoftLock};
     use swaplock::FileLock;
     #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -334,6 +335,20 @@ mod cli {
             .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
     }
 
+    /// The core's verdict on a recorded holder, for `status`: `alive`,
+    /// `dead`, `pid reused` (alive, but another process: the start token
+    /// differs) or `cannot tell` (another host, or the probe failed).
+    fn describe_holder(verdict: Verdict, probe: Liveness) -> &'static str {
+        match verdict {
+            Verdict::Held(HeldBecause::Alive) => "alive",
+            Verdict::Held(_) => "cannot tell",
+            Verdict::Stale | Verdict::StaleUnlessRunsElsewhere => match probe {
+                Liveness::Alive => "pid reused",
+                _ => "dead",
+            },
+        }
+    }
+
     fn status(opts: Options) -> i32 {
         let kind = match opts.kind {
             LockKind::Soft(k) => k,
@@ -350,16 +365,22 @@ mod cli {
             }
             Ok(Some(owner)) => {
                 let here = adapter::soft::host_name();
-                let alive = match (
+                let holder = match (
                     owner.pid.and_then(swaplock::core::Pid::new),
                     owner.host.as_deref(),
                 ) {
-                    (Some(pid), Some(host)) if host == here.as_str() => {
-                        match adapter::soft::probe(pid) {
-                            swaplock::core::decide::Liveness::Alive => "alive",
-                            swaplock::core::decide::Liveness::Dead => "dead",
-                            swaplock::core::decide::Liveness::Unknown(_) => "cannot tell",
-                        }
+                    (Some(pid), Some(host)) => {
+                        let record = swaplock::core::record::Owner {
+                            pid,
+                            host,
+                            start: owner
+                                .start
+                                .as_deref()
+                                .and_then(|s| swaplock::core::Decimal::parse(s.as_bytes())),
+                        };
+                        let probe = adapter::soft::probe(pid);
+                        let current = adapter::soft::start_token(pid.get());
+                        describe_holder(judge_owner(&record, here.as_str(), probe, current), probe)
                     }
                     _ => "cannot tell",
                 };
@@ -368,7 +389,7 @@ mod cli {
                     .map(|a| format!("{:.1}s", a.as_secs_f64()))
                     .unwrap_or_else(|| "?".into());
                 println!(
-                    "held: mode {} pid {} host {} age {age} holder {alive}{}",
+                    "held: mode {} pid {} host {} age {age} holder {holder}{}",
                     owner.mode,
                     owner.pid.map_or("-".into(), |p| p.to_string()),
                     owner.host.as_deref().unwrap_or("-"),
