@@ -8,6 +8,12 @@
 //!
 //! The interpreter is `$SWAPLOCK_PYTHON`, or `.venv/bin/python` at the
 //! workspace root, as `scripts/setup` creates it.
+//!
+//! Not built for Windows: the peer is a host (Linux) Python, which a test
+//! running under Wine cannot start. Nothing the cases check is specific to
+//! an OS.
+
+#![cfg(not(windows))]
 
 use serde_json::Value;
 use std::path::PathBuf;
