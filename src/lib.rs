@@ -15,9 +15,10 @@
 //! the OS adapters answer one syscall at a time.
 //!
 //! ```no_run
+//! # #[cfg(unix)]
+//! # fn main() -> std::io::Result<()> {
 //! use std::time::Duration;
 //! use swaplock::{FileLock, SoftLock};
-//! # fn main() -> std::io::Result<()> {
 //! // A kernel lock, shared with with-lock-ex and fcntl.lockf users:
 //! let guard = FileLock::new("/run/lock/app.lock").lock()?;
 //! drop(guard);
@@ -26,7 +27,18 @@
 //! guard.release()?;
 //! # Ok(())
 //! # }
+//! # #[cfg(not(unix))]
+//! # fn main() {}
 //! ```
+//!
+//! # Platforms
+//!
+//! - **Linux** (glibc and static musl, x86_64 and aarch64) and **Android**:
+//!   kernel and soft locks.
+//! - **macOS**: kernel and soft locks through the shared POSIX adapter; the
+//!   exchange is `renameatx_np(RENAME_SWAP)`.
+//! - **Windows**: the kernel lock ([`FileLock`], `LockFileEx` on byte 0).
+//!   Soft locks are not offered there yet.
 
 pub use swaplock_core as core;
 
