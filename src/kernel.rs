@@ -241,6 +241,7 @@ impl FileLock {
     }
 
     fn acquire(&self, wait: Wait) -> io::Result<FileLockGuard> {
+        #[cfg(unix)]
         if self.soft.load(Ordering::Relaxed) {
             return self.acquire_soft(wait);
         }
@@ -333,11 +334,6 @@ impl FileLock {
                 }
             }
         }
-    }
-
-    #[cfg(windows)]
-    fn acquire_soft(&self, _wait: Wait) -> io::Result<FileLockGuard> {
-        unreachable!("the soft fallback is set only on POSIX systems")
     }
 
     #[cfg(unix)]
@@ -453,11 +449,11 @@ impl FileLockGuard {
                 #[cfg(windows)]
                 {
                     drop(fd);
-                    match os::unlink(&sys_path) {
-                        // Another process opened it: it is theirs now.
-                        Err(e) if e == Errno::ACCES => Ok(()),
-                        other => other.map_err(err),
-                    }
+                    // Ok(false): another process opened it, and it is
+                    // theirs now.
+                    os::unlink_unless_open(&sys_path)
+                        .map(|_removed| ())
+                        .map_err(err)
                 }
             }
             // A soft lock's release removes its marker.

@@ -212,17 +212,22 @@ pub fn path_id(path: &[u16], follow: bool) -> Result<FileId, Errno> {
     handle_id(&handle)
 }
 
-/// `DeleteFileW(path)` — remove a name. A file that any process holds open
-/// (as every lock holder and waiter does) fails with `EACCES`.
+/// `DeleteFileW(path)` — remove a name unless a process has the file open:
+/// `Ok(false)` when one does (`ERROR_SHARING_VIOLATION`, as every lock
+/// holder and waiter keeps it open), and nothing was removed. Any other
+/// failure, such as `ERROR_ACCESS_DENIED` for a read-only file, is an error.
 ///
 /// # References
 /// - [`DeleteFileW`](https://learn.microsoft.com/en-us/windows/win32/api/fileapi/nf-fileapi-deletefilew)
-pub fn unlink(path: &[u16]) -> Result<(), Errno> {
+pub fn unlink_unless_open(path: &[u16]) -> Result<bool, Errno> {
     // SAFETY: `path` is NUL-terminated UTF-16.
-    if unsafe { DeleteFileW(path.as_ptr()) } == 0 {
-        Err(last_error())
-    } else {
-        Ok(())
+    if unsafe { DeleteFileW(path.as_ptr()) } != 0 {
+        return Ok(true);
+    }
+    // SAFETY: GetLastError reads this thread's last-error value.
+    match unsafe { GetLastError() } {
+        ERROR_SHARING_VIOLATION => Ok(false),
+        code => Err(errno_from_win32(code)),
     }
 }
 
