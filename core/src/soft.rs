@@ -43,6 +43,15 @@
 //!   hold a marker a peer has evicted.
 //! - I18, I19: a lease heartbeat touches its own inode after checking the
 //!   path, and reports a compromise only on the second consecutive miss.
+//!
+//! Where open files cannot be moved or deleted by others (Windows, see
+//! [`Semantics::Handles`]), the same judgement runs, but a stale marker is
+//! renamed aside and deleted through a handle on the judged file itself,
+//! and our marker is deleted through the handle we hold it by: no name is
+//! ever acted on that a peer could have replaced in between, so filelock's
+//! link-back of a recreated marker (and the planted-symlink race it had)
+//! does not arise. A live holder's marker, open without delete sharing,
+//! refuses the handle, so it is never broken there, whatever its lease.
 
 use crate::decide::{
     judge_owner, lease_expired, lifetime_expired, needs_current_start, FileId, FileTime, Instant,
@@ -114,6 +123,25 @@ impl Stat {
     }
 }
 
+/// How the platform's filesystem lets one process move or delete a file
+/// another process has open, which decides how a stale marker is taken over
+/// and how a marker is removed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Semantics {
+    /// POSIX: any name can be renamed or unlinked whoever has the file open.
+    /// A stale marker is taken over by exchanging names with ours (where the
+    /// filesystem refuses the exchange, nothing moves), and a file is
+    /// removed by name while its remover holds it open.
+    Posix,
+    /// Windows: a file open without delete sharing, as every marker is for
+    /// its holder's whole hold, cannot be renamed or deleted by anyone. A
+    /// stale marker is moved aside and deleted through a handle that holds
+    /// it (so the file moved is the file judged), and our own marker is
+    /// deleted through the handle we hold it by. There is no exchange.
+    Handles,
+}
+
 /// The operations the protocol performs, each one syscall on the lock's
 /// directory or one input from the world. Names are final components inside
 /// the lock's directory.
@@ -179,6 +207,25 @@ pub trait Os {
     fn begin_claim(&mut self, name: &[u8]) -> bool;
     /// Removes `name` from this process's set of claims in progress.
     fn end_claim(&mut self, name: &[u8]);
+
+    /// Which rules the filesystem follows ([`Semantics::Posix`] unless an
+    /// adapter says otherwise).
+    fn semantics(&self) -> Semantics {
+        Semantics::Posix
+    }
+    /// [`Semantics::Handles`] only: renames the file `file` holds (opened by
+    /// [`Os::create_new`] or [`Os::pin`], both with delete access there) to
+    /// `to`, failing if `to` exists (`FileRenameInfo`, no replace).
+    fn rename_file(&mut self, file: &Self::File, to: &[u8]) -> Result<(), Errno> {
+        let _ = (file, to);
+        Err(Errno::NOSYS)
+    }
+    /// [`Semantics::Handles`] only: deletes the file `file` holds
+    /// (`FileDispositionInfo`).
+    fn remove_file(&mut self, file: &Self::File) -> Result<(), Errno> {
+        let _ = file;
+        Err(Errno::NOSYS)
+    }
 }
 
 /// Which soft lock, and so which record it writes and which it reads.
@@ -382,6 +429,12 @@ pub fn try_acquire<O: Os>(
     let file = match os.create_new(cfg.lock, cfg.marker_mode(), true) {
         Ok(file) => file,
         Err(e) if e == Errno::EXIST => return judge_stale(os, cfg, contender),
+        // A marker deleted while a reader still has it open stays "delete
+        // pending" under its name until that reader closes it; creating
+        // over it is refused with EACCES. Someone is at work: contention.
+        Err(e) if e == Errno::ACCES && os.semantics() == Semantics::Handles => {
+            return Ok(Attempt::Busy(Holder::Unknown))
+        }
         Err(errno) => {
             return Err(Error::Os {
                 op: Op::Create,
@@ -389,6 +442,16 @@ pub fn try_acquire<O: Os>(
             })
         }
     };
+    finish_create(os, cfg, file)
+}
+
+/// Publishes our record in the marker just created at the lock path as
+/// `file`; held only if the marker is still linked once complete.
+fn finish_create<O: Os>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    file: O::File,
+) -> Result<Attempt<O::File>, Error> {
     match publish(os, cfg, &file) {
         // A writer paused mid-record longer than the malformed grace period
         // has its half-written marker evicted (invariant I9): it holds the
@@ -595,7 +658,7 @@ fn judge_stale<O: Os>(
         os,
         cfg,
         || Attempt::Busy(Holder::Unknown),
-        |os, read| judge_read(os, cfg, contender, read),
+        |os, read, pin| judge_read(os, cfg, contender, read, pin),
     )
 }
 
@@ -609,7 +672,7 @@ fn under_pin<O: Os, T>(
     os: &mut O,
     cfg: &Config<'_>,
     idle: impl Fn() -> T,
-    judge: impl FnOnce(&mut O, &Read) -> Result<T, Error>,
+    judge: impl FnOnce(&mut O, &Read, Option<&O::File>) -> Result<T, Error>,
 ) -> Result<T, Error> {
     let pin = match os.pin(cfg.lock) {
         Ok(pin) => Some(pin),
@@ -623,7 +686,9 @@ fn under_pin<O: Os, T>(
     let result = match read_marker(os, cfg.lock) {
         // A directory is nobody's marker: an error, never judged or moved.
         Ok(read) if read.stat.kind == NodeKind::Directory => Err(Error::IsDirectory),
-        Ok(read) if pinned.is_none_or(|ino| ino == read.stat.id.ino) => judge(os, &read),
+        Ok(read) if pinned.is_none_or(|ino| ino == read.stat.id.ino) => {
+            judge(os, &read, pin.as_ref())
+        }
         _ => Ok(idle()),
     };
     if let Some(pin) = pin {
@@ -638,6 +703,7 @@ fn judge_read<O: Os>(
     cfg: &Config<'_>,
     contender: &mut Contender,
     read: &Read,
+    pin: Option<&O::File>,
 ) -> Result<Attempt<O::File>, Error> {
     let judged = read.stat;
     let busy = |read: &Read| describe_holder(read.content(), cfg.kind, cfg.host);
@@ -657,7 +723,7 @@ fn judge_read<O: Os>(
                 .and_then(parse_placeholder)
                 .and_then(|d| copy_decimal(d, &mut digits));
             return Ok(
-                take_over(os, cfg, &judged, breaker.as_ref().map(BreakerRef::get))?.attempt(),
+                take_over(os, cfg, &judged, pin, breaker.as_ref().map(BreakerRef::get))?.attempt(),
             );
         }
         Classified::V1(record) => record.owner(),
@@ -683,14 +749,14 @@ fn judge_read<O: Os>(
                 // A live lease holder keeps the lease only while it refreshes.
                 let unchanged = contender.watch.observe(judged.watch_key(), os.now());
                 if lease_expired(unchanged, published) {
-                    return Ok(take_over(os, cfg, &judged, None)?.attempt());
+                    return Ok(take_over(os, cfg, &judged, pin, None)?.attempt());
                 }
             }
         }
         return Ok(Attempt::Busy(busy(read)));
     }
     let breaker = copy_decimal(pid_decimal(owner.pid, &mut pid_buf), &mut digits);
-    Ok(take_over(os, cfg, &judged, breaker.as_ref().map(BreakerRef::get))?.attempt())
+    Ok(take_over(os, cfg, &judged, pin, breaker.as_ref().map(BreakerRef::get))?.attempt())
 }
 
 /// A breaker PID copied out of a record or placeholder buffer.
@@ -793,7 +859,7 @@ fn break_expired<O: Os>(
         os,
         cfg,
         || None,
-        |os, read| {
+        |os, read, pin| {
             if !lifetime_expired(os.wall(), read.stat.mtime, lifetime) {
                 return Ok(None);
             }
@@ -805,7 +871,13 @@ fn break_expired<O: Os>(
                 _ => None,
             };
             Ok(
-                match take_over(os, cfg, &read.stat, breaker.as_ref().map(BreakerRef::get))? {
+                match take_over(
+                    os,
+                    cfg,
+                    &read.stat,
+                    pin,
+                    breaker.as_ref().map(BreakerRef::get),
+                )? {
                     Takeover::Took(held) => Some(held),
                     Takeover::Busy => None,
                 },
@@ -814,10 +886,69 @@ fn break_expired<O: Os>(
     )
 }
 
+/// Takes over the judged marker `judged`, whose writer (or placeholder's
+/// breaker) is `breaker`, the platform's way. The caller holds the pin
+/// (`None` if pinning failed) throughout.
+fn take_over<O: Os>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    judged: &Stat,
+    pin: Option<&O::File>,
+    breaker: Option<Decimal<'_>>,
+) -> Result<Takeover<O::File>, Error> {
+    match os.semantics() {
+        Semantics::Posix => take_over_by_exchange(os, cfg, judged, breaker),
+        Semantics::Handles => take_over_by_handle(os, cfg, judged, pin),
+    }
+}
+
+/// The takeover where open files cannot be moved (PROTOCOL 7.10 step 4,
+/// made exact). The pin is a handle with delete access that shares
+/// everything, so it opened only because nobody holds the file without
+/// delete sharing: no live holder has it. The judged file is renamed aside
+/// through that handle, then deleted through it, and our marker is created
+/// at the freed path. filelock renames by name and, when the file it moved
+/// proves to be a recreated one, links it back; renaming the handle's file
+/// never moves anything but the file judged, so nothing ever needs linking
+/// back, and no name a peer may replace (with a symlink, say) is followed.
+/// The lock path is empty between the delete and our create, as it is in
+/// filelock's break there; only a file nobody holds is ever removed.
+fn take_over_by_handle<O: Os>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    judged: &Stat,
+    pin: Option<&O::File>,
+) -> Result<Takeover<O::File>, Error> {
+    // Without a handle on the judged file nothing moves: the pin fails while
+    // a live holder keeps the marker open.
+    let Some(pin) = pin else {
+        return Ok(Takeover::Busy);
+    };
+    match os.fstat(pin) {
+        Ok(st) if st.is_judged(judged) && st.nlink > 0 => {}
+        _ => return Ok(Takeover::Busy),
+    }
+    let token = os.token();
+    let aside = pid_break_name(cfg.lock, cfg.pid, &token)?;
+    if os.rename_file(pin, &aside).is_err() {
+        return Ok(Takeover::Busy);
+    }
+    // A failed delete leaves the stale file under our break name, which no
+    // reader takes for a marker; the lock path is free either way.
+    let _ = os.remove_file(pin);
+    let Ok(file) = os.create_new(cfg.lock, cfg.marker_mode(), true) else {
+        return Ok(Takeover::Busy);
+    };
+    Ok(match finish_create(os, cfg, file)? {
+        Attempt::Acquired(held) => Takeover::Took(held),
+        Attempt::Busy(_) => Takeover::Busy,
+    })
+}
+
 /// The exchange takeover (PROTOCOL 7.8) of the judged marker `judged`,
 /// whose writer (or placeholder's breaker) is `breaker`. The caller holds
 /// the pin throughout.
-fn take_over<O: Os>(
+fn take_over_by_exchange<O: Os>(
     os: &mut O,
     cfg: &Config<'_>,
     judged: &Stat,
@@ -967,6 +1098,14 @@ fn exchange_back<O: Os>(os: &mut O, lock: &[u8], aside: &[u8], file: &O::File) -
 /// goes back, or, where nothing can be exchanged, unlink it only if the
 /// path still shows it.
 pub fn remove_own_file<O: Os>(os: &mut O, cfg: &Config<'_>, file: &O::File) -> Result<(), Errno> {
+    if os.semantics() == Semantics::Handles {
+        // Our handle denies delete sharing, so the file is still ours, at
+        // the lock path: delete exactly it.
+        return match os.remove_file(file) {
+            Err(e) if e != Errno::NOENT => Err(e),
+            _ => Ok(()),
+        };
+    }
     let own = os.fstat(file)?;
     remove_own(os, cfg, &own)
 }
@@ -1200,7 +1339,12 @@ fn record_is_live<O: Os>(
 pub fn release<O: Os>(os: &mut O, cfg: &Config<'_>, held: Held<O::File>) -> Result<(), Error> {
     let Held { file, .. } = held;
     let mut failure = None;
-    if let Ok(own) = os.fstat(&file) {
+    if os.semantics() == Semantics::Handles {
+        // Nobody can have moved a file we hold without delete sharing:
+        // delete it through our handle, then close (filelock closes first
+        // and deletes by name, retrying while the close settles).
+        failure = remove_own_file(os, cfg, &file).err();
+    } else if let Ok(own) = os.fstat(&file) {
         let seen = match os.lstat(cfg.lock) {
             Ok(st) => Some(st.same_file(&own)),
             Err(e) => {

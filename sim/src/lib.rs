@@ -41,7 +41,15 @@ pub enum Policy {
     Ours,
     /// The protocol as it stood before the seed's fixes ([`naive`]).
     Naive(naive::Flaws),
+    /// Not a contender: a hostile process that, `attempts` times, lists the
+    /// directory and replaces every break name it sees with a symlink to
+    /// [`VICTIM`].
+    Planter,
 }
+
+/// The file a [`Policy::Planter`] points its symlinks at: no contender
+/// ever judges it, so none may ever give it another name.
+pub const VICTIM: &[u8] = b"victim";
 
 /// A simulated process to start.
 #[derive(Clone, Debug)]
@@ -83,6 +91,8 @@ pub struct Scenario {
     /// How old the starting files are, in nanoseconds (their mtime is set
     /// back by this much).
     pub initial_age: i128,
+    /// Whether the filesystem follows Windows rules (see [`model`]).
+    pub windows: bool,
 }
 
 impl Scenario {
@@ -99,6 +109,7 @@ impl Scenario {
             granularity: 1,
             lifetime: None,
             initial_age: 0,
+            windows: false,
         }
     }
 }
@@ -177,6 +188,8 @@ pub struct World {
     pub overslept: Option<usize>,
     /// Which inode is at the lock path, and since when.
     at_lock: (Option<u64>, u64),
+    /// The [`VICTIM`] file's inode, when the scenario has one.
+    victim: Option<u64>,
 }
 
 /// Simulated time that one syscall takes.
@@ -287,6 +300,22 @@ impl World {
 
     /// Checks the invariants that must hold after every step.
     fn check(&mut self) {
+        if let Some(ino) = self.victim {
+            // No process acts on a file it did not judge: the victim, which
+            // no contender ever judged, keeps its single name.
+            let names: Vec<String> = self
+                .fs
+                .names
+                .iter()
+                .filter(|(_, &i)| i == ino)
+                .map(|(n, _)| name(n))
+                .collect();
+            if names.len() != 1 {
+                self.fail(format!(
+                    "the victim file (inode {ino}), which no contender judged, is linked as {names:?}"
+                ));
+            }
+        }
         let here = self.fs.ino(LOCK);
         if here != self.at_lock.0 {
             self.at_lock = (here, self.time);
@@ -429,6 +458,17 @@ impl SimOs<'_> {
     }
 }
 
+/// Directory entries, traced as text.
+struct Names(Vec<Vec<u8>>);
+
+impl std::fmt::Debug for Names {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|n| name(n)))
+            .finish()
+    }
+}
+
 fn name(n: &[u8]) -> String {
     String::from_utf8_lossy(n).into_owned()
 }
@@ -522,22 +562,27 @@ impl Os for SimOs<'_> {
         self.syscall(
             format_args!("rename {} {}", name(from), name(to)),
             |w, me| {
-                w.guard_holders(me, from, "renames", true);
+                // Under Windows rules a held marker refuses the rename.
+                if w.fs.ino(from).is_some_and(|i| w.fs.deletable(i).is_ok()) {
+                    w.guard_holders(me, from, "renames", true);
+                }
                 w.fs.rename(from, to)
             },
         )
     }
     fn unlink(&mut self, n: &[u8]) -> Result<(), Errno> {
         self.syscall(format_args!("unlink {}", name(n)), |w, me| {
-            w.guard_holders(me, n, "unlinks", false);
+            if w.fs.ino(n).is_some_and(|i| w.fs.deletable(i).is_ok()) {
+                w.guard_holders(me, n, "unlinks", false);
+            }
             w.fs.unlink(n)
         })
     }
     fn list(&mut self, visit: &mut dyn FnMut(&[u8])) -> Result<(), Errno> {
-        let names: Vec<Vec<u8>> = self.syscall(format_args!("list"), |w, _| {
-            w.fs.names.keys().cloned().collect()
+        let names = self.syscall(format_args!("list"), |w, _| {
+            Names(w.fs.names.keys().cloned().collect())
         });
-        for n in &names {
+        for n in &names.0 {
             visit(n);
         }
         Ok(())
@@ -601,6 +646,84 @@ impl Os for SimOs<'_> {
         let me = self.me;
         self.world.borrow_mut().procs[me].claims.remove(n);
     }
+    fn semantics(&self) -> soft::Semantics {
+        if self.world.borrow().fs.windows {
+            soft::Semantics::Handles
+        } else {
+            soft::Semantics::Posix
+        }
+    }
+    fn rename_file(&mut self, f: &u32, to: &[u8]) -> Result<(), Errno> {
+        self.syscall(format_args!("rename fd {f} to {}", name(to)), |w, me| {
+            if let Some(&ino) = w.fs.descs.get(f).map(|d| &d.ino) {
+                if let Some(n) =
+                    w.fs.names
+                        .iter()
+                        .find(|(_, &i)| i == ino)
+                        .map(|(n, _)| n.clone())
+                {
+                    w.guard_holders(me, &n, "renames", true);
+                }
+            }
+            w.fs.rename_file(*f, to)
+        })
+    }
+    fn remove_file(&mut self, f: &u32) -> Result<(), Errno> {
+        self.syscall(format_args!("delete fd {f}"), |w, me| {
+            if let Some(&ino) = w.fs.descs.get(f).map(|d| &d.ino) {
+                if let Some(n) =
+                    w.fs.names
+                        .iter()
+                        .find(|(_, &i)| i == ino)
+                        .map(|(n, _)| n.clone())
+                {
+                    w.guard_holders(me, &n, "deletes", false);
+                }
+            }
+            w.fs.remove_file(*f)
+        })
+    }
+}
+
+impl SimOs<'_> {
+    /// `link(from, to)`, following a symlink at `from` when `follow`.
+    pub fn link(&mut self, from: &[u8], to: &[u8], follow: bool) -> Result<(), Errno> {
+        self.syscall(
+            format_args!("link {} {} (follow: {follow})", name(from), name(to)),
+            |w, _| w.fs.link(from, to, follow),
+        )
+    }
+
+    /// `symlink(target, at)`.
+    pub fn symlink(&mut self, target: &[u8], at: &[u8]) -> Result<(), Errno> {
+        self.syscall(
+            format_args!("symlink {} -> {}", name(at), name(target)),
+            |w, _| {
+                w.fs.link_new(at, Node::Symlink(target.to_vec()))
+                    .map(|_| ())
+            },
+        )
+    }
+}
+
+/// A [`Policy::Planter`]'s life: replace every break name it sees with a
+/// symlink to [`VICTIM`], `rounds` times.
+fn planter(os: &mut SimOs<'_>, rounds: u32) {
+    const PLANT: &[u8] = b"plant";
+    for _ in 0..rounds {
+        let _ = os.symlink(VICTIM, PLANT);
+        let mut seen = Vec::new();
+        let _ = os.list(&mut |n| {
+            if n.windows(7).any(|w| w == b".break.") {
+                seen.push(n.to_vec());
+            }
+        });
+        for n in seen {
+            if os.rename(PLANT, &n).is_ok() {
+                let _ = os.symlink(VICTIM, PLANT);
+            }
+        }
+    }
 }
 
 /// The poll pause between attempts.
@@ -629,6 +752,10 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
         lease,
         lifetime,
     };
+    if spec.policy == Policy::Planter {
+        planter(os, spec.attempts);
+        return;
+    }
     let mut watch = Contender::new();
     for attempt in 0..spec.attempts {
         if attempt > 0 {
@@ -644,6 +771,7 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
                 Attempt::Busy(_) => None,
             }),
             Policy::Naive(flaws) => Ok(naive::try_acquire(os, &cfg, flaws, &mut watch)),
+            Policy::Planter => Ok(None),
         };
         os.world.borrow_mut().procs[os.me].in_attempt = false;
         let Ok(Some((file, ino))) = outcome else {
@@ -671,6 +799,7 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
                 let _ = soft::release(os, &cfg, held);
             }
             Policy::Naive(flaws) => naive::release(os, &cfg, flaws, held),
+            Policy::Planter => {}
         }
         return;
     }
@@ -713,6 +842,7 @@ impl Sim {
     pub fn new(scenario: &Scenario, seed: u64, tracing: bool) -> Self {
         let mut fs = Fs::new(1_700_000_000_000_000_000, scenario.granularity);
         fs.faults = scenario.faults;
+        fs.windows = scenario.windows;
         fs.fault_rng = seed ^ 0x5151;
         for (n, content) in &scenario.files {
             let _ = fs.link_new(n, Node::File(content.clone()));
@@ -745,7 +875,9 @@ impl Sim {
             displacements: 0,
             overslept: None,
             at_lock: (None, 0),
+            victim: None,
         };
+        world.victim = world.fs.ino(VICTIM);
         for p in &scenario.processes {
             let start = world.new_token();
             world.procs.push(Proc {
@@ -1261,5 +1393,43 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
     sc.symlinks.push((LOCK.to_vec(), b"/etc/passwd".to_vec()));
     contenders(&mut sc, policy, &[(0, 101), (0, 102)], 50);
     all.push(("soft: a planted symlink at the lock path", sc, 60));
+
+    let mut sc = windows_symlink_race(policy);
+    sc.kind = Kind::Marker;
+    sc.files[0].1 = DEAD_V2.to_vec();
+    all.push((
+        "windows marker: a dead holder's marker, symlinks planted at break names",
+        sc,
+        40,
+    ));
+
+    let mut sc = Scenario::new(Kind::Lease);
+    sc.windows = true;
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 30);
+    all.push(("windows lease: three contenders", sc, 50));
     all
+}
+
+/// Windows rules, a dead holder's Soft marker, three contenders that
+/// release at once, and a [`Policy::Planter`] replacing break names with
+/// symlinks to [`VICTIM`]: the seed's race of a restore that follows a
+/// planted symlink. Inode numbers are never reused, to isolate that race.
+pub fn windows_symlink_race(policy: Policy) -> Scenario {
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.windows = true;
+    sc.faults.fresh_inodes = true;
+    sc.files.push((LOCK.to_vec(), b"999\nh1\n".to_vec()));
+    sc.files.push((VICTIM.to_vec(), b"not a marker\n".to_vec()));
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 8);
+    for p in &mut sc.processes {
+        p.hold_steps = 0;
+    }
+    sc.processes.push(Process {
+        host: 0,
+        pid: 200,
+        attempts: 40,
+        hold_steps: 0,
+        policy: Policy::Planter,
+    });
+    sc
 }

@@ -11,6 +11,14 @@
 //!   to an `O_PATH` pin, which holds the link itself), rename, unlink,
 //!   exchange of two names, or a filesystem that refuses the exchange.
 //! - Faults to inject: short writes, `EIO` and `ENOSPC`.
+//! - Windows rules, when [`Fs::windows`] is set: a descriptor records
+//!   whether it has delete access and whether it shares delete; a file open
+//!   without delete sharing cannot be renamed, deleted or opened with delete
+//!   access by anyone (a sharing violation, `EACCES`), a file can be renamed
+//!   or deleted through a handle with delete access, and there is no
+//!   exchange. A delete takes the name at once, as POSIX-semantics deletes
+//!   do (a classic delete leaves it "pending" until the last handle closes,
+//!   which only refuses creates at the deleted name for that long).
 
 use std::collections::{BTreeMap, BTreeSet};
 use swaplock_core::decide::{FileId, FileTime};
@@ -64,6 +72,10 @@ pub struct Desc {
     pub ino: u64,
     /// How it was opened.
     pub access: Access,
+    /// Windows: opened with delete access.
+    pub delete: bool,
+    /// Windows: shares delete with other handles.
+    pub share_delete: bool,
 }
 
 /// Faults the filesystem injects.
@@ -102,6 +114,8 @@ pub struct Fs {
     pub faults: Faults,
     /// The state of the fault injector's generator.
     pub fault_rng: u64,
+    /// Whether Windows rules apply (see the module docs).
+    pub windows: bool,
 }
 
 impl Fs {
@@ -163,8 +177,20 @@ impl Fs {
     }
 
     fn open_desc(&mut self, ino: u64, access: Access) -> u32 {
+        // Outside Windows rules sharing is moot; under them, markers are
+        // written through handles with delete access that deny delete
+        // sharing, and reads share everything.
+        let marker = access == Access::Write;
         self.next_desc += 1;
-        self.descs.insert(self.next_desc, Desc { ino, access });
+        self.descs.insert(
+            self.next_desc,
+            Desc {
+                ino,
+                access,
+                delete: marker || (self.windows && access == Access::Path),
+                share_delete: !marker,
+            },
+        );
         if let Some(i) = self.inodes.get_mut(&ino) {
             i.open += 1;
         }
@@ -229,9 +255,71 @@ impl Fs {
     }
 
     /// `open(name, O_PATH|O_NOFOLLOW)`: holds the inode, even a symlink's.
+    /// Under Windows rules, an open with delete access that shares
+    /// everything, refused while someone holds the file without delete
+    /// sharing.
     pub fn pin(&mut self, name: &[u8]) -> Result<u32, Errno> {
         let ino = *self.names.get(name).ok_or(Errno::NOENT)?;
+        self.deletable(ino)?;
         Ok(self.open_desc(ino, Access::Path))
+    }
+
+    /// Under Windows rules, `EACCES` (a sharing violation) if a handle
+    /// denies delete sharing on `ino`.
+    pub fn deletable(&self, ino: u64) -> Result<(), Errno> {
+        if self.windows && self.descs.values().any(|d| d.ino == ino && !d.share_delete) {
+            return Err(Errno::ACCES);
+        }
+        Ok(())
+    }
+
+    /// The name linking the file a handle with delete access holds.
+    fn handle_name(&self, fd: u32) -> Result<Vec<u8>, Errno> {
+        let d = self.desc(fd)?;
+        if !self.windows || !d.delete {
+            return Err(Errno::ACCES);
+        }
+        self.names
+            .iter()
+            .find(|(_, &ino)| ino == d.ino)
+            .map(|(n, _)| n.clone())
+            .ok_or(Errno::NOENT)
+    }
+
+    /// Windows: renames the file `fd` holds to `to`, never replacing.
+    pub fn rename_file(&mut self, fd: u32, to: &[u8]) -> Result<(), Errno> {
+        let from = self.handle_name(fd)?;
+        if self.names.contains_key(to) {
+            return Err(Errno::EXIST);
+        }
+        self.rename(&from, to)
+    }
+
+    /// Windows: deletes the file `fd` holds.
+    pub fn remove_file(&mut self, fd: u32) -> Result<(), Errno> {
+        let name = self.handle_name(fd)?;
+        self.unlink_name(&name)
+    }
+
+    /// `link(from, to)`: a new name for the file `from` links, never
+    /// replacing `to`; with `follow`, a symlink at `from` is followed to
+    /// the file its target names (`AT_SYMLINK_FOLLOW`).
+    pub fn link(&mut self, from: &[u8], to: &[u8], follow: bool) -> Result<(), Errno> {
+        let mut ino = *self.names.get(from).ok_or(Errno::NOENT)?;
+        if follow {
+            if let Node::Symlink(target) = &self.inodes[&ino].node {
+                ino = *self.names.get(target.as_slice()).ok_or(Errno::NOENT)?;
+            }
+        }
+        if self.names.contains_key(to) {
+            return Err(Errno::EXIST);
+        }
+        self.names.insert(to.to_vec(), ino);
+        if let Some(i) = self.inodes.get_mut(&ino) {
+            i.nlink += 1;
+        }
+        self.touch_change(ino, false);
+        Ok(())
     }
 
     /// `write(fd, buf)`, appending.
@@ -331,8 +419,8 @@ impl Fs {
         self.descs.insert(
             fd,
             Desc {
-                ino: d.ino,
                 access: Access::Read(offset + n),
+                ..d
             },
         );
         Ok(n)
@@ -363,7 +451,7 @@ impl Fs {
 
     /// `renameat2(a, b, RENAME_EXCHANGE)`.
     pub fn exchange(&mut self, a: &[u8], b: &[u8]) -> Result<(), Errno> {
-        if self.faults.no_exchange {
+        if self.faults.no_exchange || self.windows {
             return Err(Errno::INVAL);
         }
         let ia = *self.names.get(a).ok_or(Errno::NOENT)?;
@@ -377,7 +465,12 @@ impl Fs {
 
     /// `rename(from, to)`, replacing `to`.
     pub fn rename(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno> {
-        let ino = self.names.remove(from).ok_or(Errno::NOENT)?;
+        let ino = *self.names.get(from).ok_or(Errno::NOENT)?;
+        self.deletable(ino)?;
+        if let Some(&old) = self.names.get(to) {
+            self.deletable(old)?;
+        }
+        self.names.remove(from);
         if let Some(old) = self.names.insert(to.to_vec(), ino) {
             if let Some(i) = self.inodes.get_mut(&old) {
                 i.nlink -= 1;
@@ -390,6 +483,12 @@ impl Fs {
 
     /// `unlink(name)`.
     pub fn unlink(&mut self, name: &[u8]) -> Result<(), Errno> {
+        let ino = *self.names.get(name).ok_or(Errno::NOENT)?;
+        self.deletable(ino)?;
+        self.unlink_name(name)
+    }
+
+    fn unlink_name(&mut self, name: &[u8]) -> Result<(), Errno> {
         let ino = self.names.remove(name).ok_or(Errno::NOENT)?;
         if let Some(i) = self.inodes.get_mut(&ino) {
             i.nlink -= 1;

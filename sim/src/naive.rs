@@ -9,7 +9,9 @@
 //!   than the one read;
 //! - breaks by renaming the marker aside, checking only afterwards whether it
 //!   was the judged one, and renames a recreated one back by name (which
-//!   replaces whatever a third process created meanwhile);
+//!   replaces whatever a third process created meanwhile), or under Windows
+//!   rules links it back by a name it checked before, following a symlink
+//!   a peer put there since;
 //! - keys the malformed watch on (mtime, inode) only;
 //! - rolls back a failed acquire, and releases, by name after closing;
 //! - never looks for a killed breaker's stranded marker;
@@ -21,7 +23,7 @@ use swaplock_core::names::pid_break_name;
 use swaplock_core::record::{
     classify, Classified, Content, Reader, Record, V1Record, MAX_RECORD_LEN, READ_LIMIT,
 };
-use swaplock_core::soft::{Config, Contender, Held, NodeKind, Os, Stat};
+use swaplock_core::soft::{Config, Contender, Held, NodeKind, Os, Semantics, Stat};
 
 /// Which pre-fix behaviours are switched on (all of them by default).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,6 +144,13 @@ fn break_aside(os: &mut SimOs<'_>, cfg: &Config<'_>, judged: &Stat) {
     }
     match os.lstat(&aside) {
         Ok(st) if looks_judged(&st, judged) => {
+            let _ = os.unlink(&aside);
+        }
+        // Windows: a recreated marker goes back by a link, which never
+        // replaces a name, but through a path that follows a symlink a
+        // peer put at the break name after the lstat.
+        Ok(st) if os.semantics() == Semantics::Handles && st.kind == NodeKind::Regular => {
+            let _ = os.link(&aside, cfg.lock, true);
             let _ = os.unlink(&aside);
         }
         _ => {

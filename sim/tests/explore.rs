@@ -10,7 +10,8 @@ use std::time::Duration;
 use swaplock_core::soft::Kind;
 use swaplock_sim::model::Faults;
 use swaplock_sim::{
-    contenders, explore, naive, run_seed, scenarios, Policy, Scenario, Violation, LOCK,
+    contenders, explore, naive, run_seed, scenarios, windows_symlink_race, Policy, Scenario,
+    Violation, LOCK,
 };
 
 const DEAD: &[u8] = b"999\nh1\n";
@@ -53,8 +54,13 @@ fn random_schedules_find_no_violation() {
 
 #[test]
 fn exhaustive_two_contenders_and_a_stale_marker() {
-    for kind in [Kind::Soft, Kind::Marker] {
+    for (kind, windows) in [
+        (Kind::Soft, false),
+        (Kind::Marker, false),
+        (Kind::Soft, true),
+    ] {
         let mut sc = Scenario::new(kind);
+        sc.windows = windows;
         let marker = match kind {
             Kind::Soft => DEAD.to_vec(),
             _ => b"filelock/2\npid=999\nhost=h1\nmode=exclusive\n".to_vec(),
@@ -65,7 +71,8 @@ fn exhaustive_two_contenders_and_a_stale_marker() {
         let started = std::time::Instant::now();
         match explore(&sc, preemptions, crashes, 5000) {
             Ok((schedules, nodes)) => eprintln!(
-                "exhaustive {kind:?}: every schedule with up to {preemptions} preemptions and {crashes} kill: {schedules} schedules, {nodes} states, no violation, {:.1?}",
+                "exhaustive {kind:?}{}: every schedule with up to {preemptions} preemptions and {crashes} kill: {schedules} schedules, {nodes} states, no violation, {:.1?}",
+                if windows { " (Windows rules)" } else { "" },
                 started.elapsed()
             ),
             Err(v) => panic!("{kind:?}: {v}"),
@@ -228,5 +235,20 @@ fn race_the_lifetime_break_takes_a_reused_inode() {
         },
         20_000,
         0,
+    );
+}
+
+/// Under Windows rules a stale marker is renamed aside; filelock's restore
+/// of a recreated one linked it back by name and followed a symlink a peer
+/// put at the break name meanwhile, publishing an unrelated file at the
+/// lock path. Ours renames and deletes the judged file through its own
+/// handle and never links.
+#[test]
+fn race_a_restore_follows_a_planted_symlink() {
+    let found = naive_fails_ours_holds("planted symlink", windows_symlink_race, 50_000, 0);
+    assert!(
+        found.what.contains("victim") && found.trace.contains("follow: true"),
+        "the naive policy failed otherwise: {}",
+        found.what
     );
 }
