@@ -15,7 +15,6 @@
 //! the OS adapters answer one syscall at a time.
 //!
 //! ```no_run
-//! # #[cfg(unix)]
 //! # fn main() -> std::io::Result<()> {
 //! use std::time::Duration;
 //! use swaplock::{FileLock, SoftLock};
@@ -27,8 +26,6 @@
 //! guard.release()?;
 //! # Ok(())
 //! # }
-//! # #[cfg(not(unix))]
-//! # fn main() {}
 //! ```
 //!
 //! # Platforms
@@ -37,8 +34,12 @@
 //!   kernel and soft locks.
 //! - **macOS**: kernel and soft locks through the shared POSIX adapter; the
 //!   exchange is `renameatx_np(RENAME_SWAP)`.
-//! - **Windows**: the kernel lock ([`FileLock`], `LockFileEx` on byte 0).
-//!   Soft locks are not offered there yet.
+//! - **Windows**: the kernel lock ([`FileLock`], `LockFileEx` on byte 0)
+//!   and soft locks ([`SoftLock`]). A marker is held open without delete
+//!   sharing, as filelock holds it, so nobody can move or delete a live
+//!   holder's marker; a stale one (its holder exited) is renamed aside and
+//!   deleted through a handle on the judged file. A live holder's marker is
+//!   never broken there, an expired lease included.
 
 pub use swaplock_core as core;
 
@@ -67,7 +68,17 @@ pub mod kernel;
     windows
 ))]
 pub use kernel::{FileLock, FileLockGuard};
-#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_vendor = "apple",
+    windows
+))]
 pub mod soft;
-#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_vendor = "apple",
+    windows
+))]
 pub use soft::{SoftLock, SoftLockGuard};

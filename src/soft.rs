@@ -45,13 +45,9 @@
 //! # }
 //! ```
 
-use crate::adapter::kernel::dup;
 use crate::adapter::soft::{self as os, SoftOs};
 use crate::error::{LockError, Step};
-use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
@@ -67,6 +63,72 @@ pub use swaplock_core::soft::{Compromise, Kind};
 use swaplock_core::start::StartToken;
 use swaplock_core::{Errno, Pid};
 
+#[cfg(unix)]
+mod sys {
+    //! The lock's directory and marker as POSIX descriptors.
+    pub(super) use crate::adapter::kernel::dup;
+    pub(super) use std::ffi::CString as DirName;
+    pub(super) use std::os::fd::OwnedFd as Dir;
+    pub(super) use std::os::fd::OwnedFd as File;
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
+
+    /// The directory's path as `open_dir` takes it.
+    pub(super) fn dir_name(dir: &Path) -> DirName {
+        DirName::new(dir.as_os_str().as_bytes()).unwrap_or_default()
+    }
+
+    /// A final path component as protocol bytes.
+    pub(super) fn name_bytes(name: &std::ffi::OsStr) -> &[u8] {
+        name.as_bytes()
+    }
+
+    pub(super) fn dup_dir(dir: &Dir) -> Option<Dir> {
+        dup(dir).ok()
+    }
+
+    pub(super) fn dup_file(file: &File) -> Option<File> {
+        dup(file).ok()
+    }
+
+    /// `ENAMETOOLONG`.
+    pub(super) const NAME_TOO_LONG: i32 = libc::ENAMETOOLONG;
+}
+
+#[cfg(windows)]
+mod sys {
+    //! The lock's directory as a full path, the marker as a handle.
+    pub(super) use crate::adapter::soft::Dir;
+    pub(super) use std::os::windows::io::OwnedHandle as File;
+    use std::path::Path;
+
+    /// A directory path as the adapter's `open_dir` takes it.
+    pub(super) type DirName = Vec<u16>;
+
+    pub(super) fn dir_name(dir: &Path) -> DirName {
+        crate::adapter::kernel::wide_path(dir)
+    }
+
+    /// A final path component as protocol bytes: its UTF-8, or nothing
+    /// (refused at the first lock call) if it is not Unicode.
+    pub(super) fn name_bytes(name: &std::ffi::OsStr) -> &[u8] {
+        name.to_str().map(str::as_bytes).unwrap_or_default()
+    }
+
+    pub(super) fn dup_dir(dir: &Dir) -> Option<Dir> {
+        Some(dir.clone())
+    }
+
+    pub(super) fn dup_file(file: &File) -> Option<File> {
+        file.try_clone().ok()
+    }
+
+    /// The C runtime's `ENAMETOOLONG`.
+    pub(super) const NAME_TOO_LONG: i32 = 38;
+}
+
+use sys::{Dir, DirName, File};
+
 /// The default pause between attempts, as filelock's `poll_interval`.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(50);
 /// The default lease duration, as filelock's `lease_duration`.
@@ -80,7 +142,7 @@ type CompromiseHook = Arc<dyn Fn(Compromise) + Send + Sync>;
 #[derive(Clone)]
 pub struct SoftLock {
     path: Arc<Path>,
-    dir: Arc<CString>,
+    dir: Arc<DirName>,
     dir_path: Arc<Path>,
     base: Name,
     kind: Kind,
@@ -111,9 +173,9 @@ impl SoftLock {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let base = path.file_name().map(|n| n.as_bytes()).unwrap_or_default();
+        let base = path.file_name().map(sys::name_bytes).unwrap_or_default();
         SoftLock {
-            dir: Arc::new(CString::new(dir_path.as_os_str().as_bytes()).unwrap_or_default()),
+            dir: Arc::new(sys::dir_name(&dir_path)),
             dir_path: dir_path.into(),
             base: Name::from_slice(base).unwrap_or_default(),
             path: path.into(),
@@ -213,7 +275,7 @@ impl SoftLock {
         LockError::errno(&self.path, step, errno)
     }
 
-    fn open_dir(&self) -> io::Result<OwnedFd> {
+    fn open_dir(&self) -> io::Result<Dir> {
         match os::open_dir(&self.dir) {
             Ok(fd) => Ok(fd),
             Err(e) if e == Errno::NOENT => {
@@ -258,7 +320,7 @@ impl SoftLock {
         let dir = self.open_dir()?;
         let me = Identity::now();
         let cfg = me.config(self, lease.map(|l| l.0));
-        let mut sys = SoftOs::new(dir.as_fd());
+        let mut sys = SoftOs::on(&dir);
         let mut contender = self.contender.lock().unwrap_or_else(|p| p.into_inner());
         match protocol::acquire(
             &mut sys,
@@ -296,7 +358,7 @@ impl SoftLock {
             protocol::Error::Os { errno, .. } => self.err(Step::Lock, errno),
             protocol::Error::IsDirectory => self.err(Step::Open, Errno::ISDIR),
             protocol::Error::NameTooLong => {
-                self.err(Step::Open, Errno::from_raw(libc::ENAMETOOLONG))
+                self.err(Step::Open, Errno::from_raw(sys::NAME_TOO_LONG))
             }
             other => {
                 let source = io::Error::new(io::ErrorKind::InvalidData, other.to_string());
@@ -308,11 +370,12 @@ impl SoftLock {
     /// Removes a file this process created at the lock path and still holds
     /// open, only if the path still shows it (PROTOCOL 7.3): what the
     /// `flock` `ENOSYS` fallback does with its empty placeholder.
-    pub(crate) fn remove_own_file(&self, file: &OwnedFd) -> io::Result<()> {
+    #[cfg(unix)]
+    pub(crate) fn remove_own_file(&self, file: &File) -> io::Result<()> {
         let dir = self.open_dir()?;
         let me = Identity::now();
         let cfg = me.config(self, None);
-        protocol::remove_own_file(&mut SoftOs::new(dir.as_fd()), &cfg, file)
+        protocol::remove_own_file(&mut SoftOs::on(&dir), &cfg, file)
             .map_err(|e| self.err(Step::Remove, e))
     }
 
@@ -478,9 +541,9 @@ impl Identity {
 /// reports errors.
 pub struct SoftLockGuard {
     lock: SoftLock,
-    dir: OwnedFd,
+    dir: Dir,
     me: Identity,
-    held: Option<Held<OwnedFd>>,
+    held: Option<Held<File>>,
     lease: Option<LeaseTerms>,
     heartbeat: Option<Heartbeat>,
 }
@@ -502,9 +565,9 @@ impl std::fmt::Debug for SoftLockGuard {
 impl SoftLockGuard {
     fn new(
         lock: &SoftLock,
-        dir: OwnedFd,
+        dir: Dir,
         me: Identity,
-        held: Held<OwnedFd>,
+        held: Held<File>,
         lease: Option<(LeaseTerms, Duration)>,
     ) -> Self {
         let heartbeat = lease
@@ -551,18 +614,19 @@ impl SoftLockGuard {
             return Ok(());
         };
         let cfg = self.me.config(&self.lock, self.lease);
-        let mut sys = SoftOs::new(self.dir.as_fd());
+        let mut sys = SoftOs::on(&self.dir);
         protocol::release(&mut sys, &cfg, held).map_err(|e| self.lock.protocol_error(e))
     }
 }
 
-impl AsFd for SoftLockGuard {
+#[cfg(unix)]
+impl std::os::fd::AsFd for SoftLockGuard {
     /// The marker's descriptor.
     fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         match &self.held {
-            Some(held) => held.file.as_fd(),
+            Some(held) => std::os::fd::AsFd::as_fd(&held.file),
             // Only release takes `held`, and it consumes the guard.
-            None => self.dir.as_fd(),
+            None => std::os::fd::AsFd::as_fd(&self.dir),
         }
     }
 }
@@ -577,14 +641,14 @@ impl Drop for SoftLockGuard {
 /// borrow of the guard.
 fn start_heartbeat(
     lock: &SoftLock,
-    dir: &OwnedFd,
+    dir: &Dir,
     me: &Identity,
-    held: &Held<OwnedFd>,
+    held: &Held<File>,
     terms: LeaseTerms,
     interval: Duration,
 ) -> Option<Heartbeat> {
-    let dir = dup(dir).ok()?;
-    let file = dup(&held.file).ok()?;
+    let dir = sys::dup_dir(dir)?;
+    let file = sys::dup_file(&held.file)?;
     let id: FileId = held.id;
     let (stop, stopped) = mpsc::channel::<()>();
     let compromise = Arc::new(Mutex::new(None));
@@ -596,7 +660,7 @@ fn start_heartbeat(
         .name(format!("filelock-lease-{}", me.pid))
         .spawn(move || {
             let cfg = me.config(&lock, Some(terms));
-            let mut sys = SoftOs::new(dir.as_fd());
+            let mut sys = SoftOs::on(&dir);
             let held = Held { file, id };
             let mut watch = CompromiseWatch::new(sys.now(), lock.lease, interval);
             while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {

@@ -61,6 +61,8 @@ errnos! {
     EXIST = linux 17, apple 17, windows 17;
     /// `EXDEV`: cross-device link.
     XDEV = linux 18, apple 18, windows 18;
+    /// `ENOTDIR`: not a directory.
+    NOTDIR = linux 20, apple 20, windows 20;
     /// `EISDIR`: is a directory.
     ISDIR = linux 21, apple 21, windows 21;
     /// `EINVAL`: invalid argument.

@@ -8,8 +8,14 @@
 //! C runtime's `errno` values where the core decides on them; any other
 //! error keeps its Win32 code (see [`kernel::errno_from_win32`]).
 //!
+//! It answers the core's soft-lock steps too ([`soft`]), under the core's
+//! `Semantics::Handles`: markers held open without delete sharing, and a
+//! stale marker moved and deleted only through a handle on it.
+//!
 //! On other targets this crate is empty.
 #![cfg_attr(not(windows), no_std)]
 
 #[cfg(windows)]
 pub mod kernel;
+#[cfg(windows)]
+pub mod soft;

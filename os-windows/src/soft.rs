@@ -1,0 +1,652 @@
+//! The soft-lock protocol's operations on Windows: each method of
+//! [`swaplock_core::soft::Os`] as one Win32 call on a name in the lock's
+//! directory, under [`Semantics::Handles`].
+//!
+//! What makes soft locks safe here is the sharing mode of every handle:
+//! - a marker is created with delete access, sharing read and write but not
+//!   delete, and stays open for the whole hold, so nobody else can rename
+//!   or delete it, or even open it with delete access, while its holder
+//!   lives (filelock's markers are held the same way);
+//! - a pin and a read share everything, so they never disturb a holder;
+//!   a pin asks for delete access and so opens only a marker nobody holds;
+//! - a stale marker is renamed aside and deleted through the pin
+//!   (`SetFileInformationByHandle`), and our own marker is deleted through
+//!   the handle we hold it by.
+//!
+//! Names are the core's bytes, read as UTF-8.
+
+use crate::kernel::errno_from_win32;
+use std::os::windows::io::{AsHandle, AsRawHandle, FromRawHandle, OwnedHandle};
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use swaplock_core::decide::{FileId, FileTime, Instant, Liveness};
+use swaplock_core::host::HostName;
+use swaplock_core::names::Token;
+use swaplock_core::soft::{NodeKind, Os, Semantics, Stat};
+use swaplock_core::start::StartToken;
+use swaplock_core::{Decimal, Errno, Pid};
+use windows_sys::Win32::Foundation::{
+    CloseHandle, GetLastError, ERROR_INVALID_PARAMETER, ERROR_NO_MORE_FILES, FILETIME,
+    GENERIC_READ, GENERIC_WRITE, HANDLE, INVALID_HANDLE_VALUE, WAIT_OBJECT_0,
+};
+use windows_sys::Win32::Security::Cryptography::{
+    BCryptGenRandom, BCRYPT_USE_SYSTEM_PREFERRED_RNG,
+};
+use windows_sys::Win32::Storage::FileSystem::{
+    CreateFileW, DeleteFileW, FileBasicInfo, FileDispositionInfo, FileEndOfFileInfo,
+    FileRenameInfo, FileStandardInfo, FindClose, FindFirstFileW, FindNextFileW,
+    GetFileInformationByHandle, GetFileInformationByHandleEx, GetFullPathNameW, MoveFileExW,
+    ReadFile, SetFileInformationByHandle, SetFileTime, WriteFile, BY_HANDLE_FILE_INFORMATION,
+    CREATE_NEW, DELETE, FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_NORMAL, FILE_ATTRIBUTE_READONLY,
+    FILE_ATTRIBUTE_REPARSE_POINT, FILE_BASIC_INFO, FILE_DISPOSITION_INFO, FILE_END_OF_FILE_INFO,
+    FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, FILE_READ_ATTRIBUTES,
+    FILE_RENAME_INFO, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_STANDARD_INFO,
+    MOVEFILE_REPLACE_EXISTING, OPEN_EXISTING, SYNCHRONIZE, WIN32_FIND_DATAW,
+};
+use windows_sys::Win32::System::SystemInformation::{
+    ComputerNamePhysicalDnsHostname, GetComputerNameExW,
+};
+use windows_sys::Win32::System::Threading::{
+    GetCurrentProcessId, GetProcessTimes, OpenProcess, WaitForSingleObject,
+    PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_SYNCHRONIZE,
+};
+use windows_sys::Win32::System::IO::OVERLAPPED;
+
+const SHARE_ALL: u32 = FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE;
+
+fn last_error() -> Errno {
+    // SAFETY: GetLastError reads this thread's last-error value.
+    errno_from_win32(unsafe { GetLastError() })
+}
+
+fn check(ok: i32) -> Result<(), Errno> {
+    if ok == 0 {
+        Err(last_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// The lock's directory: its full path, which every name is joined to.
+#[derive(Clone, Debug)]
+pub struct Dir {
+    /// The directory's full path (`GetFullPathNameW`), UTF-16, without a
+    /// trailing separator or NUL.
+    full: Vec<u16>,
+}
+
+impl Dir {
+    /// `dir\name`, NUL-terminated; `EINVAL` for a name that is not UTF-8
+    /// or holds a NUL or separator.
+    fn join(&self, name: &[u8]) -> Result<Vec<u16>, Errno> {
+        let name = core::str::from_utf8(name).map_err(|_| Errno::INVAL)?;
+        if name.is_empty() || name.contains(['\0', '\\', '/']) {
+            return Err(Errno::INVAL);
+        }
+        let mut path = self.full.clone();
+        path.push(u16::from(b'\\'));
+        path.extend(name.encode_utf16());
+        path.push(0);
+        Ok(path)
+    }
+
+    /// The NT path of `dir\name`, as `FileRenameInfo` takes it (`\??\C:\…`
+    /// or `\??\UNC\server\share\…`), without a NUL.
+    fn nt_path(&self, name: &[u8]) -> Result<Vec<u16>, Errno> {
+        let mut dos = self.join(name)?;
+        dos.pop();
+        let text = String::from_utf16(&dos).map_err(|_| Errno::INVAL)?;
+        let nt = if let Some(rest) = text.strip_prefix(r"\\?\") {
+            format!(r"\??\{rest}")
+        } else if let Some(rest) = text.strip_prefix(r"\\") {
+            format!(r"\??\UNC\{rest}")
+        } else {
+            format!(r"\??\{text}")
+        };
+        Ok(nt.encode_utf16().collect())
+    }
+}
+
+/// Resolves the lock's directory (`path`: UTF-16, NUL-terminated) to its
+/// full path, and checks that it is a directory (`ENOENT` if missing,
+/// `ENOTDIR` if not one).
+///
+/// # References
+/// - [`GetFullPathNameW`](https://learn.microsoft.com/en-us/windows/win32/api/fileapi/nf-fileapi-getfullpathnamew)
+pub fn open_dir(path: &[u16]) -> Result<Dir, Errno> {
+    let mut buf = vec![0u16; 512];
+    let len = loop {
+        let cap = u32::try_from(buf.len()).map_err(|_| Errno::INVAL)?;
+        // SAFETY: `path` is NUL-terminated; `buf` holds `cap` units.
+        let n =
+            unsafe { GetFullPathNameW(path.as_ptr(), cap, buf.as_mut_ptr(), std::ptr::null_mut()) };
+        match n {
+            0 => return Err(last_error()),
+            n if (n as usize) < buf.len() => break n as usize,
+            n => buf.resize(n as usize + 1, 0),
+        }
+    };
+    buf.truncate(len);
+    while buf.len() > 3 && buf.last() == Some(&u16::from(b'\\')) {
+        buf.pop();
+    }
+    let mut probe = buf.clone();
+    probe.push(0);
+    let handle = open(&probe, FILE_READ_ATTRIBUTES, SHARE_ALL, OPEN_EXISTING, 0)?;
+    if info(&handle)?.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY == 0 {
+        return Err(Errno::NOTDIR);
+    }
+    Ok(Dir { full: buf })
+}
+
+/// `CreateFileW` with backup semantics (so a directory opens too) and the
+/// flags given.
+fn open(
+    path: &[u16],
+    access: u32,
+    share: u32,
+    disposition: u32,
+    flags: u32,
+) -> Result<OwnedHandle, Errno> {
+    // SAFETY: `path` is NUL-terminated UTF-16; no security attributes or
+    // template.
+    let handle = unsafe {
+        CreateFileW(
+            path.as_ptr(),
+            access,
+            share,
+            std::ptr::null(),
+            disposition,
+            flags | FILE_FLAG_BACKUP_SEMANTICS,
+            std::ptr::null_mut(),
+        )
+    };
+    if handle == INVALID_HANDLE_VALUE {
+        return Err(last_error());
+    }
+    // SAFETY: CreateFileW returned a valid handle that nothing else owns.
+    Ok(unsafe { OwnedHandle::from_raw_handle(handle) })
+}
+
+fn raw(handle: &impl AsHandle) -> HANDLE {
+    handle.as_handle().as_raw_handle()
+}
+
+fn info(handle: &impl AsHandle) -> Result<BY_HANDLE_FILE_INFORMATION, Errno> {
+    let mut info = BY_HANDLE_FILE_INFORMATION::default();
+    // SAFETY: the handle is open; `info` is writable.
+    check(unsafe { GetFileInformationByHandle(raw(handle), &mut info) })?;
+    Ok(info)
+}
+
+fn info_ex<T: Default>(handle: &impl AsHandle, class: i32) -> Result<T, Errno> {
+    let mut out = T::default();
+    let size = u32::try_from(core::mem::size_of::<T>()).map_err(|_| Errno::INVAL)?;
+    // SAFETY: `out` is a writable `T` of `size` bytes, the struct `class`
+    // fills.
+    check(unsafe {
+        GetFileInformationByHandleEx(raw(handle), class, (&raw mut out).cast(), size)
+    })?;
+    Ok(out)
+}
+
+fn set_info<T>(handle: &impl AsHandle, class: i32, value: &T, size: usize) -> Result<(), Errno> {
+    let size = u32::try_from(size).map_err(|_| Errno::INVAL)?;
+    // SAFETY: `value` points to at least `size` readable bytes laid out as
+    // `class` requires.
+    check(unsafe {
+        SetFileInformationByHandle(raw(handle), class, (value as *const T).cast(), size)
+    })
+}
+
+/// 100 ns ticks since 1601 as a file time since 1970.
+fn file_time(ticks: i64) -> FileTime {
+    const EPOCH_DIFF: i64 = 116_444_736_000_000_000;
+    let since = ticks - EPOCH_DIFF;
+    FileTime {
+        sec: since.div_euclid(10_000_000),
+        nsec: (since.rem_euclid(10_000_000) * 100) as u32,
+    }
+}
+
+/// The protocol's view of an open file: identity from the volume serial
+/// and file index, times from `FILE_BASIC_INFO` (the change time included),
+/// and no links once a delete is pending.
+fn stat_handle(handle: &impl AsHandle) -> Result<Stat, Errno> {
+    let by = info(handle)?;
+    let basic: FILE_BASIC_INFO = info_ex(handle, FileBasicInfo)?;
+    let standard: FILE_STANDARD_INFO = info_ex(handle, FileStandardInfo)?;
+    let kind = if basic.FileAttributes & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
+        NodeKind::Symlink
+    } else if basic.FileAttributes & FILE_ATTRIBUTE_DIRECTORY != 0 {
+        NodeKind::Directory
+    } else {
+        NodeKind::Regular
+    };
+    Ok(Stat {
+        id: FileId {
+            dev: u64::from(by.dwVolumeSerialNumber),
+            ino: (u64::from(by.nFileIndexHigh) << 32) | u64::from(by.nFileIndexLow),
+        },
+        kind,
+        nlink: if standard.DeletePending {
+            0
+        } else {
+            u64::from(standard.NumberOfLinks)
+        },
+        mtime: file_time(basic.LastWriteTime),
+        ctime: file_time(basic.ChangeTime),
+    })
+}
+
+fn transfer_len(len: usize) -> u32 {
+    u32::try_from(len).unwrap_or(u32::MAX)
+}
+
+/// The soft-lock operations on one directory, the lock file's.
+#[derive(Clone, Copy, Debug)]
+pub struct WindowsOs<'d> {
+    dir: &'d Dir,
+}
+
+impl<'d> WindowsOs<'d> {
+    /// Operations on the directory `dir`.
+    pub fn on(dir: &'d Dir) -> Self {
+        WindowsOs { dir }
+    }
+}
+
+/// The adapter's soft-lock operations, under the name every adapter uses.
+pub type SoftOs<'d> = WindowsOs<'d>;
+
+impl Os for WindowsOs<'_> {
+    type File = OwnedHandle;
+
+    /// `CreateFileW(CREATE_NEW, GENERIC_READ|GENERIC_WRITE|DELETE, share
+    /// read and write)`, not following a reparse point; a `mode` without
+    /// the owner's write bit makes the file read-only.
+    fn create_new(
+        &mut self,
+        name: &[u8],
+        mode: u32,
+        _truncate: bool,
+    ) -> Result<OwnedHandle, Errno> {
+        let path = self.dir.join(name)?;
+        let attributes = if mode & 0o200 == 0 {
+            FILE_ATTRIBUTE_READONLY
+        } else {
+            FILE_ATTRIBUTE_NORMAL
+        };
+        open(
+            &path,
+            GENERIC_READ | GENERIC_WRITE | DELETE,
+            FILE_SHARE_READ | FILE_SHARE_WRITE,
+            CREATE_NEW,
+            attributes | FILE_FLAG_OPEN_REPARSE_POINT,
+        )
+    }
+
+    /// `CreateFileW(OPEN_EXISTING, GENERIC_READ, share everything)`, not
+    /// following a reparse point.
+    fn open_read(&mut self, name: &[u8]) -> Result<OwnedHandle, Errno> {
+        let path = self.dir.join(name)?;
+        open(
+            &path,
+            GENERIC_READ,
+            SHARE_ALL,
+            OPEN_EXISTING,
+            FILE_FLAG_OPEN_REPARSE_POINT,
+        )
+    }
+
+    /// `CreateFileW(OPEN_EXISTING, DELETE|FILE_READ_ATTRIBUTES|SYNCHRONIZE,
+    /// share everything)`, not following a reparse point: refused with a
+    /// sharing violation (`EACCES`) while anyone holds the file without
+    /// delete sharing, as a live holder holds its marker.
+    fn pin(&mut self, name: &[u8]) -> Result<OwnedHandle, Errno> {
+        let path = self.dir.join(name)?;
+        open(
+            &path,
+            DELETE | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
+            SHARE_ALL,
+            OPEN_EXISTING,
+            FILE_FLAG_OPEN_REPARSE_POINT,
+        )
+    }
+
+    fn write(&mut self, file: &OwnedHandle, buf: &[u8]) -> Result<usize, Errno> {
+        let mut done = 0u32;
+        // SAFETY: the handle is open for synchronous writing; `buf` holds
+        // at least the length passed.
+        check(unsafe {
+            WriteFile(
+                raw(file),
+                buf.as_ptr(),
+                transfer_len(buf.len()),
+                &mut done,
+                std::ptr::null_mut(),
+            )
+        })?;
+        Ok(done as usize)
+    }
+
+    fn write_at(&mut self, file: &OwnedHandle, buf: &[u8], offset: u64) -> Result<usize, Errno> {
+        let mut at = OVERLAPPED::default();
+        at.Anonymous.Anonymous.Offset = offset as u32;
+        at.Anonymous.Anonymous.OffsetHigh = (offset >> 32) as u32;
+        let mut done = 0u32;
+        // SAFETY: as in `write`; the handle is synchronous, so `at` outlives
+        // the call.
+        check(unsafe {
+            WriteFile(
+                raw(file),
+                buf.as_ptr(),
+                transfer_len(buf.len()),
+                &mut done,
+                &mut at,
+            )
+        })?;
+        Ok(done as usize)
+    }
+
+    fn truncate(&mut self, file: &OwnedHandle, len: u64) -> Result<(), Errno> {
+        let end = FILE_END_OF_FILE_INFO {
+            EndOfFile: i64::try_from(len).map_err(|_| Errno::INVAL)?,
+        };
+        set_info(
+            file,
+            FileEndOfFileInfo,
+            &end,
+            core::mem::size_of::<FILE_END_OF_FILE_INFO>(),
+        )
+    }
+
+    /// Windows keeps no permission bits: the owner's write bit was applied
+    /// as the read-only attribute when the file was created.
+    fn chmod(&mut self, _file: &OwnedHandle, _mode: u32) -> Result<(), Errno> {
+        Ok(())
+    }
+
+    /// `SetFileTime` of the last write to now.
+    fn touch(&mut self, file: &OwnedHandle) -> Result<(), Errno> {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_err(|_| Errno::INVAL)?;
+        let ticks = now.as_nanos() / 100 + 116_444_736_000_000_000;
+        let ticks = u64::try_from(ticks).map_err(|_| Errno::INVAL)?;
+        let time = FILETIME {
+            dwLowDateTime: ticks as u32,
+            dwHighDateTime: (ticks >> 32) as u32,
+        };
+        // SAFETY: the handle is open with write-attributes access; `time`
+        // outlives the call; null leaves the other times alone.
+        check(unsafe { SetFileTime(raw(file), std::ptr::null(), std::ptr::null(), &time) })
+    }
+
+    fn read(&mut self, file: &OwnedHandle, buf: &mut [u8]) -> Result<usize, Errno> {
+        let mut done = 0u32;
+        // SAFETY: the handle is open for synchronous reading; `buf` is
+        // writable for the length passed.
+        check(unsafe {
+            ReadFile(
+                raw(file),
+                buf.as_mut_ptr(),
+                transfer_len(buf.len()),
+                &mut done,
+                std::ptr::null_mut(),
+            )
+        })?;
+        Ok(done as usize)
+    }
+
+    fn fstat(&mut self, file: &OwnedHandle) -> Result<Stat, Errno> {
+        stat_handle(file)
+    }
+
+    fn close(&mut self, file: OwnedHandle) {
+        drop(file);
+    }
+
+    /// The stat of the name itself (a reparse point is not followed),
+    /// through a handle for attributes only that shares everything.
+    fn lstat(&mut self, name: &[u8]) -> Result<Stat, Errno> {
+        let path = self.dir.join(name)?;
+        let handle = open(
+            &path,
+            FILE_READ_ATTRIBUTES,
+            SHARE_ALL,
+            OPEN_EXISTING,
+            FILE_FLAG_OPEN_REPARSE_POINT,
+        )?;
+        stat_handle(&handle)
+    }
+
+    /// Windows has no exchange of two names.
+    fn exchange(&mut self, _a: &[u8], _b: &[u8]) -> Result<(), Errno> {
+        Err(Errno::NOSYS)
+    }
+
+    /// `MoveFileExW(from, to, MOVEFILE_REPLACE_EXISTING)`.
+    fn rename(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno> {
+        let (from, to) = (self.dir.join(from)?, self.dir.join(to)?);
+        // SAFETY: both paths are NUL-terminated UTF-16.
+        check(unsafe { MoveFileExW(from.as_ptr(), to.as_ptr(), MOVEFILE_REPLACE_EXISTING) })
+    }
+
+    /// `DeleteFileW(name)`.
+    fn unlink(&mut self, name: &[u8]) -> Result<(), Errno> {
+        let path = self.dir.join(name)?;
+        // SAFETY: the path is NUL-terminated UTF-16.
+        check(unsafe { DeleteFileW(path.as_ptr()) })
+    }
+
+    /// `FindFirstFileW(dir\*)` and `FindNextFileW`; names that are not
+    /// valid UTF-16 are skipped (no name this protocol writes is one).
+    fn list(&mut self, visit: &mut dyn FnMut(&[u8])) -> Result<(), Errno> {
+        let mut pattern = self.dir.full.clone();
+        pattern.extend([u16::from(b'\\'), u16::from(b'*'), 0]);
+        let mut data = WIN32_FIND_DATAW::default();
+        // SAFETY: the pattern is NUL-terminated; `data` is writable.
+        let find = unsafe { FindFirstFileW(pattern.as_ptr(), &mut data) };
+        if find == INVALID_HANDLE_VALUE {
+            return Err(last_error());
+        }
+        let result = loop {
+            let len = data.cFileName.iter().position(|&c| c == 0).unwrap_or(260);
+            if let Ok(name) = String::from_utf16(&data.cFileName[..len]) {
+                visit(name.as_bytes());
+            }
+            // SAFETY: `find` is the open search; `data` is writable.
+            if unsafe { FindNextFileW(find, &mut data) } == 0 {
+                // SAFETY: GetLastError reads this thread's last-error value.
+                let code = unsafe { GetLastError() };
+                break if code == ERROR_NO_MORE_FILES {
+                    Ok(())
+                } else {
+                    Err(errno_from_win32(code))
+                };
+            }
+        };
+        // SAFETY: `find` is an open search handle, closed once.
+        unsafe { FindClose(find) };
+        result
+    }
+
+    fn probe(&mut self, pid: Pid) -> Liveness {
+        probe(pid)
+    }
+
+    fn start_token(&mut self, pid: Pid) -> Option<StartToken> {
+        start_token(pid.get())
+    }
+
+    /// Windows has no PID namespaces.
+    fn runs_elsewhere(&mut self, _pid: Pid, _start: Decimal<'_>) -> bool {
+        false
+    }
+
+    fn now(&mut self) -> Instant {
+        monotonic_now()
+    }
+
+    fn wall(&mut self) -> FileTime {
+        let since = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO);
+        FileTime {
+            sec: i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
+            nsec: since.subsec_nanos(),
+        }
+    }
+
+    fn sleep(&mut self, duration: Duration) {
+        std::thread::sleep(duration);
+    }
+
+    fn token(&mut self) -> Token {
+        random_token()
+    }
+
+    fn begin_claim(&mut self, name: &[u8]) -> bool {
+        swaplock_core::claims::begin(name)
+    }
+
+    fn end_claim(&mut self, name: &[u8]) {
+        swaplock_core::claims::end(name)
+    }
+
+    fn semantics(&self) -> Semantics {
+        Semantics::Handles
+    }
+
+    /// `SetFileInformationByHandle(FileRenameInfo)` to `dir\to`, never
+    /// replacing: the file the handle holds moves, whatever name a peer
+    /// has put where it was.
+    fn rename_file(&mut self, file: &OwnedHandle, to: &[u8]) -> Result<(), Errno> {
+        let target = self.dir.nt_path(to)?;
+        let head = core::mem::offset_of!(FILE_RENAME_INFO, FileName);
+        let bytes = head + (target.len() + 1) * 2;
+        // A u64 buffer keeps the struct's alignment.
+        let mut buf = vec![0u64; bytes.div_ceil(8)];
+        let info = buf.as_mut_ptr().cast::<FILE_RENAME_INFO>();
+        // SAFETY: `buf` is zeroed, aligned for FILE_RENAME_INFO and `bytes`
+        // long, room for the header and the name with its NUL; all-zero is
+        // ReplaceIfExists = false and no root directory.
+        unsafe {
+            (*info).FileNameLength = u32::try_from(target.len() * 2).map_err(|_| Errno::INVAL)?;
+            let name = (&raw mut (*info).FileName).cast::<u16>();
+            std::ptr::copy_nonoverlapping(target.as_ptr(), name, target.len());
+        }
+        // SAFETY: `info` points into `buf`, `bytes` long.
+        set_info(file, FileRenameInfo, unsafe { &*info }, bytes)
+    }
+
+    /// `SetFileInformationByHandle(FileDispositionInfo)`: the file the
+    /// handle holds is deleted once its last handle closes (at once, as
+    /// markers are held by one handle and read briefly).
+    fn remove_file(&mut self, file: &OwnedHandle) -> Result<(), Errno> {
+        let disposition = FILE_DISPOSITION_INFO { DeleteFile: true };
+        set_info(
+            file,
+            FileDispositionInfo,
+            &disposition,
+            core::mem::size_of::<FILE_DISPOSITION_INFO>(),
+        )
+    }
+}
+
+/// Whether process `pid` is alive (PROTOCOL 4.3): `OpenProcess(SYNCHRONIZE)`;
+/// a handle means alive unless the process has already exited; no handle
+/// means alive unless the PID names no process (`ERROR_INVALID_PARAMETER`).
+pub fn probe(pid: Pid) -> Liveness {
+    // SAFETY: OpenProcess takes plain values.
+    let handle = unsafe { OpenProcess(PROCESS_SYNCHRONIZE, 0, pid.get()) };
+    if handle.is_null() {
+        // SAFETY: GetLastError reads this thread's last-error value.
+        return match unsafe { GetLastError() } {
+            ERROR_INVALID_PARAMETER => Liveness::Dead,
+            _ => Liveness::Alive,
+        };
+    }
+    // SAFETY: `handle` is the process handle just opened.
+    let exited = unsafe { WaitForSingleObject(handle, 0) } == WAIT_OBJECT_0;
+    // SAFETY: closed once.
+    unsafe { CloseHandle(handle) };
+    if exited {
+        Liveness::Dead
+    } else {
+        Liveness::Alive
+    }
+}
+
+/// The start token of process `pid` (PROTOCOL 4.2): its creation time from
+/// `GetProcessTimes`, as `(high << 32) | low` in 100 ns ticks since 1601.
+pub fn start_token(pid: u32) -> Option<StartToken> {
+    // SAFETY: OpenProcess takes plain values.
+    let handle = unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) };
+    if handle.is_null() {
+        return None;
+    }
+    let mut times = [FILETIME::default(); 4];
+    let [created, exited, kernel, user] = &mut times;
+    // SAFETY: `handle` is open with query access; the four outputs are
+    // writable.
+    let ok = unsafe { GetProcessTimes(handle, created, exited, kernel, user) };
+    // SAFETY: closed once.
+    unsafe { CloseHandle(handle) };
+    (ok != 0).then(|| {
+        StartToken::from_u64(
+            (u64::from(times[0].dwHighDateTime) << 32) | u64::from(times[0].dwLowDateTime),
+        )
+    })
+}
+
+/// This process's PID.
+pub fn current_pid() -> Pid {
+    // SAFETY: GetCurrentProcessId takes nothing.
+    let pid = unsafe { GetCurrentProcessId() };
+    // A user process's ID is a nonzero multiple of 4 far below 2^31.
+    Pid::new(pid).unwrap_or_else(|| unreachable!("process ID {pid}"))
+}
+
+/// This host's name as records carry it (PROTOCOL 4.1): the physical DNS
+/// host name, as UTF-8, escaped; never a PID-namespace suffix.
+pub fn host_name() -> HostName {
+    let mut buf = [0u16; 256];
+    let mut len = buf.len() as u32;
+    // SAFETY: `buf` holds `len` units; `len` is updated to the length.
+    let ok =
+        unsafe { GetComputerNameExW(ComputerNamePhysicalDnsHostname, buf.as_mut_ptr(), &mut len) };
+    let raw = if ok == 0 {
+        String::new()
+    } else {
+        String::from_utf16_lossy(&buf[..(len as usize).min(buf.len())])
+    };
+    swaplock_core::host::host_name(raw.as_bytes(), None)
+}
+
+/// 128 bits from the system's preferred random generator
+/// (`BCryptGenRandom`). A failure, which Windows documents as impossible
+/// for that generator, aborts rather than hand out a predictable name.
+pub fn random_token() -> Token {
+    let mut t = [0u8; 16];
+    // SAFETY: `t` is writable for 16 bytes; no algorithm handle with the
+    // system-preferred flag.
+    let status = unsafe {
+        BCryptGenRandom(
+            std::ptr::null_mut(),
+            t.as_mut_ptr(),
+            t.len() as u32,
+            BCRYPT_USE_SYSTEM_PREFERRED_RNG,
+        )
+    };
+    assert!(status >= 0, "BCryptGenRandom failed: {status:#x}");
+    Token(t)
+}
+
+/// A monotonic clock reading: time since this process first asked.
+pub fn monotonic_now() -> Instant {
+    static BASE: OnceLock<std::time::Instant> = OnceLock::new();
+    let base = BASE.get_or_init(std::time::Instant::now);
+    Instant(u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX))
+}

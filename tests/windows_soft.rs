@@ -1,0 +1,224 @@
+//! Soft locks on Windows (run under Wine in CI): a marker held open without
+//! delete sharing excludes every other process and cannot be moved or
+//! deleted by anyone; a dead holder's marker is broken through a handle on
+//! it, and a live holder's never is, an expired lease included; processes
+//! take turns without losing an increment. Worker processes are this test
+//! executable, started again with `SWAPLOCK_WINDOWS_WORKER` set.
+
+#![cfg(windows)]
+
+use std::io::{ErrorKind, Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use swaplock::soft::{Kind, SoftLock};
+
+const WORKER: &str = "SWAPLOCK_WINDOWS_WORKER";
+
+fn kind(name: &str) -> Kind {
+    match name {
+        "soft" => Kind::Soft,
+        "marker" => Kind::Marker,
+        "lease" => Kind::Lease,
+        other => panic!("no kind {other}"),
+    }
+}
+
+fn lock(kind: Kind, path: &str) -> SoftLock {
+    let lock = SoftLock::new(kind, path);
+    if kind == Kind::Lease {
+        lock.lease_duration(Duration::from_millis(600))
+    } else {
+        lock
+    }
+}
+
+/// Run in a worker process: `hold KIND PATH` takes the lock, prints `held`
+/// and waits for a line on stdin, then releases; `die KIND PATH` takes the
+/// lock and exits without releasing; `count KIND PATH N` increments the
+/// number in `PATH.count` N times, each under the lock.
+#[test]
+#[ignore = "run only as a worker process"]
+fn worker() {
+    let spec = std::env::var(WORKER).unwrap();
+    let parts: Vec<&str> = spec.split('|').collect();
+    match parts[..] {
+        ["hold", k, path] => {
+            let guard = lock(kind(k), path).lock().unwrap();
+            println!("held");
+            std::io::stdout().flush().unwrap();
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).unwrap();
+            guard.release().unwrap();
+        }
+        ["die", k, path] => {
+            let guard = lock(kind(k), path).lock().unwrap();
+            std::mem::forget(guard);
+            std::process::exit(0);
+        }
+        ["count", k, path, n] => {
+            let lock = lock(kind(k), path).poll_interval(Duration::from_millis(5));
+            let counter = format!("{path}.count");
+            for _ in 0..n.parse::<u32>().unwrap() {
+                let guard = lock.lock().unwrap();
+                let now: u64 = std::fs::read_to_string(&counter)
+                    .map(|t| t.trim().parse().unwrap())
+                    .unwrap_or(0);
+                // Read, then write after yielding: an overlapping holder
+                // would lose an increment.
+                std::thread::yield_now();
+                std::fs::write(&counter, (now + 1).to_string()).unwrap();
+                guard.release().unwrap();
+            }
+        }
+        _ => panic!("bad worker spec {spec:?}"),
+    }
+}
+
+fn worker_process(spec: &str) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--ignored",
+        "--exact",
+        "worker",
+        "--test-threads=1",
+        "-q",
+        "--nocapture",
+    ])
+    .env(WORKER, spec);
+    cmd
+}
+
+/// A worker holding a `kind` lock on `path`, once it said so.
+fn holder(kind: &str, path: &Path) -> Child {
+    let mut child = worker_process(&format!("hold|{kind}|{}", path.display()))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut byte = [0u8; 1];
+    while !String::from_utf8_lossy(&seen).contains("held") {
+        assert_eq!(out.read(&mut byte).unwrap(), 1, "the holder ended early");
+        seen.push(byte[0]);
+    }
+    // Keep the pipe open: the worker still reports its test result.
+    child.stdout = Some(out);
+    child
+}
+
+fn let_go(mut child: Child) {
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert!(child.wait().unwrap().success());
+}
+
+/// Names in `dir` other than `keep`.
+fn others(dir: &Path, keep: &[&str]) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !keep.contains(&n.as_str()))
+        .collect()
+}
+
+#[test]
+fn a_held_marker_excludes_others_and_cannot_be_moved() {
+    for k in ["soft", "marker", "lease"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.lock");
+        let child = holder(k, &path);
+        let e = lock(kind(k), path.to_str().unwrap())
+            .try_lock()
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::WouldBlock, "{k}: {e}");
+        // The holder keeps its marker open without delete sharing.
+        assert!(std::fs::remove_file(&path).is_err(), "{k}: deleted");
+        assert!(
+            std::fs::rename(&path, dir.path().join("moved")).is_err(),
+            "{k}: renamed"
+        );
+        let owner = SoftLock::new(kind(k), &path).owner().unwrap().unwrap();
+        assert_eq!(owner.pid, Some(child.id()), "{k}: {owner:?}");
+        assert!(owner.start.is_some(), "{k}: no start token in {owner:?}");
+        let_go(child);
+        assert!(!path.exists(), "{k}: release leaves the marker");
+        let guard = lock(kind(k), path.to_str().unwrap()).try_lock().unwrap();
+        guard.release().unwrap();
+        assert_eq!(others(dir.path(), &[]), Vec::<String>::new(), "{k}");
+    }
+}
+
+#[test]
+fn a_dead_holders_marker_is_broken() {
+    for k in ["soft", "marker", "lease"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.lock");
+        let status = worker_process(&format!("die|{k}|{}", path.display()))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let before = SoftLock::new(kind(k), &path).owner().unwrap();
+        assert!(
+            before.as_ref().is_some_and(|o| o.pid.is_some()),
+            "{k}: the dead holder left no marker: {before:?}"
+        );
+        let guard = lock(kind(k), path.to_str().unwrap())
+            .lock_timeout(Duration::from_secs(10))
+            .unwrap();
+        let owner = SoftLock::new(kind(k), &path).owner().unwrap().unwrap();
+        assert_eq!(owner.pid, Some(std::process::id()), "{k}");
+        // The stale file was renamed aside and deleted: nothing is left.
+        assert_eq!(others(dir.path(), &["b.lock"]), Vec::<String>::new(), "{k}");
+        guard.release().unwrap();
+    }
+}
+
+#[test]
+fn a_live_lease_is_never_broken_here() {
+    // The holder's heartbeat runs, but even a lease past its duration could
+    // not be taken: its marker is open without delete sharing.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.lock");
+    let child = holder("lease", &path);
+    let e = lock(Kind::Lease, path.to_str().unwrap())
+        .lock_timeout(Duration::from_millis(1500))
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
+    let_go(child);
+    lock(Kind::Lease, path.to_str().unwrap())
+        .try_lock()
+        .unwrap()
+        .release()
+        .unwrap();
+}
+
+#[test]
+fn processes_take_turns() {
+    for k in ["soft", "marker"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.lock");
+        let (workers, each) = (4, 40);
+        let children: Vec<Child> = (0..workers)
+            .map(|_| {
+                worker_process(&format!("count|{k}|{}|{each}", path.display()))
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for mut child in children {
+            assert!(child.wait().unwrap().success());
+        }
+        let count = std::fs::read_to_string(dir.path().join("d.lock.count")).unwrap();
+        assert_eq!(
+            count,
+            (workers * each).to_string(),
+            "{k}: an increment was lost"
+        );
+        assert_eq!(
+            others(dir.path(), &["d.lock.count"]),
+            Vec::<String>::new(),
+            "{k}"
+        );
+    }
+}
