@@ -17,6 +17,7 @@ fn main() {
             attempts,
             hold_steps: 1,
             policy: Policy::Ours,
+            enosys_fallback: false,
         });
     }
     let t = std::time::Instant::now();

@@ -20,6 +20,7 @@ fn main() {
             attempts: 6,
             hold_steps: 2,
             policy,
+            enosys_fallback: false,
         });
     }
     let t = std::time::Instant::now();

@@ -65,7 +65,16 @@ pub struct Process {
     pub hold_steps: u32,
     /// The protocol it runs.
     pub policy: Policy,
+    /// Whether it starts as a `flock` lock on a filesystem where `flock`
+    /// fails with `ENOSYS` (Android storage): it creates the lock file,
+    /// stalls for [`FALLBACK_STALL`], removes the file it created, and
+    /// falls back to a soft lock (PROTOCOL 7.17).
+    pub enosys_fallback: bool,
 }
+
+/// How long a [`Process::enosys_fallback`] process stalls between creating
+/// the lock file and removing it: past a peer's patience.
+pub const FALLBACK_STALL: Duration = Duration::from_secs(3);
 
 /// A starting state and the processes that contend.
 #[derive(Clone, Debug)]
@@ -706,6 +715,35 @@ impl SimOs<'_> {
     }
 }
 
+/// The `flock` attempt on a filesystem without `flock`, and the removal of
+/// the file it created before the switch to a soft lock: ours removes it
+/// while it is open (`remove_own_file`), so a peer's marker found at the
+/// path stays; the naive way closes it, then unlinks the path by name if
+/// it shows the same inode number.
+fn flock_fallback(os: &mut SimOs<'_>, policy: Policy, cfg: &Config<'_>) {
+    let Ok(fd) = os.create_new(LOCK, 0o644, false) else {
+        // A file that existed may be a peer's soft marker: left alone.
+        return;
+    };
+    os.syscall(format_args!("flock fd {fd}"), |_, _| Errno::NOSYS);
+    os.sleep(FALLBACK_STALL);
+    match policy {
+        Policy::Naive(_) => {
+            let own = os.fstat(&fd);
+            os.close(fd);
+            if let Ok(own) = own {
+                if os.lstat(LOCK).is_ok_and(|st| st.id == own.id) {
+                    let _ = os.unlink(LOCK);
+                }
+            }
+        }
+        _ => {
+            let _ = soft::remove_own_file(os, cfg, &fd);
+            os.close(fd);
+        }
+    }
+}
+
 /// A [`Policy::Planter`]'s life: replace every break name it sees with a
 /// symlink to [`VICTIM`], `rounds` times.
 fn planter(os: &mut SimOs<'_>, rounds: u32) {
@@ -755,6 +793,9 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
     if spec.policy == Policy::Planter {
         planter(os, spec.attempts);
         return;
+    }
+    if spec.enosys_fallback {
+        flock_fallback(os, spec.policy, &cfg);
     }
     let mut watch = Contender::new();
     for attempt in 0..spec.attempts {
@@ -1148,6 +1189,8 @@ pub struct Explorer {
     current: Option<usize>,
     preemptions: u32,
     crashes: u32,
+    /// Decisions before this one switch processes freely.
+    free: usize,
     /// Each decision made: (chosen option, number of options).
     pub log: Vec<(usize, usize)>,
 }
@@ -1155,12 +1198,26 @@ pub struct Explorer {
 impl Explorer {
     /// A chooser replaying `prefix` with these budgets.
     pub fn new(prefix: Vec<usize>, preemptions: u32, crashes: u32) -> Self {
+        Self::with_free_steps(prefix, preemptions, crashes, 0)
+    }
+
+    /// A chooser whose first `free` decisions may switch to any process
+    /// without spending the preemption budget, and kill any process: every
+    /// interleaving and every kill point of the first `free` steps, then
+    /// at most `preemptions` switches and no kill.
+    pub fn with_free_steps(
+        prefix: Vec<usize>,
+        preemptions: u32,
+        crashes: u32,
+        free: usize,
+    ) -> Self {
         Explorer {
             prefix,
             pos: 0,
             current: None,
             preemptions,
             crashes,
+            free,
             log: Vec::new(),
         }
     }
@@ -1188,10 +1245,11 @@ impl Chooser for Explorer {
         // current one cannot run), kill each process (a crash).
         let mut options: Vec<Action> = Vec::new();
         let current_runs = self.current.is_some_and(|c| runnable.contains(&c));
+        let free = self.pos < self.free;
         if let Some(c) = self.current.filter(|_| current_runs) {
             options.push(Action::Step(c));
         }
-        if !current_runs || self.preemptions > 0 {
+        if !current_runs || free || self.preemptions > 0 {
             options.extend(
                 runnable
                     .iter()
@@ -1199,7 +1257,8 @@ impl Chooser for Explorer {
                     .map(|&i| Action::Step(i)),
             );
         }
-        if self.crashes > 0 {
+        // With free steps, kills come only among them.
+        if self.crashes > 0 && (self.free == 0 || free) {
             options.extend(runnable.iter().map(|&i| Action::Crash(i)));
         }
         let choice = if self.pos < self.prefix.len() {
@@ -1212,7 +1271,7 @@ impl Chooser for Explorer {
         let action = options[choice];
         match action {
             Action::Step(i) => {
-                if current_runs && Some(i) != self.current {
+                if current_runs && !free && Some(i) != self.current {
                     self.preemptions -= 1;
                 }
                 self.current = Some(i);
@@ -1232,16 +1291,28 @@ pub fn explore(
     crashes: u32,
     max_steps: u64,
 ) -> Result<(u64, u64), Violation> {
+    explore_free(scenario, 0, preemptions, crashes, max_steps)
+}
+
+/// [`explore`], with every interleaving of the first `free` steps (no
+/// preemption budget spent there).
+pub fn explore_free(
+    scenario: &Scenario,
+    free: usize,
+    preemptions: u32,
+    crashes: u32,
+    max_steps: u64,
+) -> Result<(u64, u64), Violation> {
     let mut prefix = Some(Vec::new());
     let (mut schedules, mut nodes) = (0u64, 0u64);
     while let Some(p) = prefix {
         let replayed = p.len();
-        let mut chooser = Explorer::new(p.clone(), preemptions, crashes);
+        let mut chooser = Explorer::with_free_steps(p.clone(), preemptions, crashes, free);
         let sim = run(scenario, 1, &mut chooser, false, max_steps);
         schedules += 1;
         nodes += (chooser.log.len().saturating_sub(replayed.saturating_sub(1))) as u64;
         if sim.violation().is_some() {
-            let mut again = Explorer::new(p, preemptions, crashes);
+            let mut again = Explorer::with_free_steps(p, preemptions, crashes, free);
             let traced = run(scenario, 1, &mut again, true, max_steps);
             return Err(traced.violation().expect("a replay repeats the violation"));
         }
@@ -1304,6 +1375,7 @@ pub fn contenders(sc: &mut Scenario, policy: Policy, hosts_pids: &[(usize, u32)]
             attempts,
             hold_steps: 2,
             policy,
+            enosys_fallback: false,
         });
     }
 }
@@ -1394,6 +1466,12 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
     contenders(&mut sc, policy, &[(0, 101), (0, 102)], 50);
     all.push(("soft: a planted symlink at the lock path", sc, 60));
 
+    all.push((
+        "soft: flock fails with ENOSYS, a stalled fallback, lifetime breaks",
+        enosys_fallback_race(policy),
+        60,
+    ));
+
     let mut sc = windows_symlink_race(policy);
     sc.kind = Kind::Marker;
     sc.files[0].1 = DEAD_V2.to_vec();
@@ -1408,6 +1486,28 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
     contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 30);
     all.push(("windows lease: three contenders", sc, 50));
     all
+}
+
+/// A process whose `flock` fails with `ENOSYS` and which stalls before
+/// removing the file it created, and two soft peers that break markers
+/// older than 2 s (so the stalled process's empty file is broken under
+/// it): the seed's race of a fallback that unlinks a peer's marker.
+pub fn enosys_fallback_race(policy: Policy) -> Scenario {
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.lifetime = Some(Duration::from_secs(2));
+    sc.processes.push(Process {
+        host: 0,
+        pid: 101,
+        attempts: 4,
+        hold_steps: 2,
+        policy,
+        enosys_fallback: true,
+    });
+    contenders(&mut sc, policy, &[(0, 102), (0, 103)], 80);
+    for p in &mut sc.processes[1..] {
+        p.hold_steps = 8;
+    }
+    sc
 }
 
 /// Windows rules, a dead holder's Soft marker, three contenders that
@@ -1430,6 +1530,7 @@ pub fn windows_symlink_race(policy: Policy) -> Scenario {
         attempts: 40,
         hold_steps: 0,
         policy: Policy::Planter,
+        enosys_fallback: false,
     });
     sc
 }

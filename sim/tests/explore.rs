@@ -4,14 +4,15 @@
 //! processes hold the lock, and not ours.
 //!
 //! `SWAPLOCK_SIM_SCHEDULES` sets the number of random schedules (default
-//! 1,000,000, shared among the scenarios).
+//! 1,000,000, shared among the scenarios); `SWAPLOCK_SIM_FREE_STEPS` the
+//! bound of the every-interleaving search (default 20 steps).
 
 use std::time::Duration;
 use swaplock_core::soft::Kind;
 use swaplock_sim::model::Faults;
 use swaplock_sim::{
-    contenders, explore, naive, run_seed, scenarios, windows_symlink_race, Policy, Scenario,
-    Violation, LOCK,
+    contenders, enosys_fallback_race, explore, explore_free, naive, run_seed, scenarios,
+    windows_symlink_race, Policy, Scenario, Violation, LOCK,
 };
 
 const DEAD: &[u8] = b"999\nh1\n";
@@ -77,6 +78,29 @@ fn exhaustive_two_contenders_and_a_stale_marker() {
             ),
             Err(v) => panic!("{kind:?}: {v}"),
         }
+    }
+}
+
+/// Every interleaving and every kill point within a bound of steps, not
+/// only schedules with few preemptions: for the first `free` steps the two
+/// contenders alternate in any order and either may be killed before any
+/// of them; then each runs on to the end.
+#[test]
+fn exhaustive_every_interleaving_of_the_first_steps() {
+    let free = std::env::var("SWAPLOCK_SIM_FREE_STEPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+    contenders(&mut sc, Policy::Ours, &[(0, 101), (0, 102)], 2);
+    let started = std::time::Instant::now();
+    match explore_free(&sc, free, 0, 1, 5000) {
+        Ok((schedules, nodes)) => eprintln!(
+            "exhaustive Soft: every interleaving and kill point of the first {free} steps: {schedules} schedules, {nodes} states, no violation, {:.1?}",
+            started.elapsed()
+        ),
+        Err(v) => panic!("{v}"),
     }
 }
 
@@ -248,6 +272,21 @@ fn race_a_restore_follows_a_planted_symlink() {
     let found = naive_fails_ours_holds("planted symlink", windows_symlink_race, 50_000, 0);
     assert!(
         found.what.contains("victim") && found.trace.contains("follow: true"),
+        "the naive policy failed otherwise: {}",
+        found.what
+    );
+}
+
+/// `flock` fails with `ENOSYS`: the process that created the lock file
+/// stalls, a soft peer breaks the old empty file by its lifetime and
+/// publishes its marker on the freed inode number, and the naive fallback
+/// (close, compare the inode number, unlink by name) removes that marker.
+/// Ours removes its file while it is open and leaves a peer's in place.
+#[test]
+fn race_the_enosys_fallback_unlinks_a_peers_marker() {
+    let found = naive_fails_ours_holds("ENOSYS fallback", enosys_fallback_race, 20_000, 0);
+    assert!(
+        found.what.contains("p0 unlinks a.lock"),
         "the naive policy failed otherwise: {}",
         found.what
     );
