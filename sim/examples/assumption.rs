@@ -1,6 +1,7 @@
 //! Counts, per scenario, the random schedules that leave the protocol's
 //! timing assumption (a release placeholder at the lock path past the
-//! malformed grace period) and so are not judged from that point.
+//! malformed grace period, or older than the lifetime) and so are not
+//! judged from that point.
 use swaplock_sim::{run, scenarios, Policy, Random};
 
 fn main() {

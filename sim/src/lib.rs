@@ -192,8 +192,11 @@ pub struct World {
     /// finishes well within it: a peer may then evict the placeholder (it
     /// reads as malformed) and publish its own marker, which the paused
     /// releaser's by-name unlink would remove, as no POSIX call unlinks a
-    /// name only if it still links a given inode. From then on the run is
-    /// outside the protocol's timing assumption and is not judged.
+    /// name only if it still links a given inode. With a lifetime, the same
+    /// holds once the placeholder is older than the lifetime by its mtime
+    /// (it is written before it is exchanged in): a lifetime break takes
+    /// any marker that old. From then on the run is outside the protocol's
+    /// timing assumption and is not judged.
     pub overslept: Option<usize>,
     /// Which inode is at the lock path, and since when.
     at_lock: (Option<u64>, u64),
@@ -337,10 +340,14 @@ impl World {
             let grace = swaplock_core::decide::MALFORMED_GRACE.as_nanos() as u64;
             let owner = (0..self.procs.len())
                 .find(|&i| self.procs[i].alive && self.procs[i].own.contains(&ino));
+            let lifetime_passed = self.lifetime.is_some_and(|l| {
+                let mtime = self.fs.inodes[&ino].mtime.as_nanos();
+                self.fs.clock - mtime >= l.as_nanos() as i128
+            });
             if let (true, Some(owner)) = (placeholder, owner) {
-                if self.time - self.at_lock.1 >= grace {
+                if self.time - self.at_lock.1 >= grace || lifetime_passed {
                     self.overslept = Some(owner);
-                    self.note(owner, format_args!("OVERSLEPT: its placeholder stayed at the lock path past the grace period"));
+                    self.note(owner, format_args!("OVERSLEPT: its placeholder stayed at the lock path past the grace period or the lifetime"));
                 }
             }
         }
