@@ -222,3 +222,13 @@ fn processes_take_turns() {
         );
     }
 }
+
+#[test]
+fn a_marker_asked_to_be_read_only_is_still_removed() {
+    // Windows refuses to delete a read-only file; markers stay writable.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("e.lock");
+    let guard = SoftLock::marker(&path).mode(0o444).try_lock().unwrap();
+    guard.release().unwrap();
+    assert!(!path.exists(), "the release left the marker");
+}

@@ -37,7 +37,7 @@ use windows_sys::Win32::Storage::FileSystem::{
     FileRenameInfo, FileStandardInfo, FindClose, FindFirstFileW, FindNextFileW,
     GetFileInformationByHandle, GetFileInformationByHandleEx, GetFullPathNameW, MoveFileExW,
     ReadFile, SetFileInformationByHandle, SetFileTime, WriteFile, BY_HANDLE_FILE_INFORMATION,
-    CREATE_NEW, DELETE, FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_NORMAL, FILE_ATTRIBUTE_READONLY,
+    CREATE_NEW, DELETE, FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_NORMAL,
     FILE_ATTRIBUTE_REPARSE_POINT, FILE_BASIC_INFO, FILE_DISPOSITION_INFO, FILE_END_OF_FILE_INFO,
     FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, FILE_READ_ATTRIBUTES,
     FILE_RENAME_INFO, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_STANDARD_INFO,
@@ -263,20 +263,18 @@ impl Os for WindowsOs<'_> {
     type File = OwnedHandle;
 
     /// `CreateFileW(CREATE_NEW, GENERIC_READ|GENERIC_WRITE|DELETE, share
-    /// read and write)`, not following a reparse point; a `mode` without
-    /// the owner's write bit makes the file read-only.
+    /// read and write)`, not following a reparse point. The file is never
+    /// made read-only, whatever `mode` says: Windows refuses to delete a
+    /// read-only file even through a handle with delete access, and a
+    /// marker its holder cannot delete would outlive its release.
     fn create_new(
         &mut self,
         name: &[u8],
-        mode: u32,
+        _mode: u32,
         _truncate: bool,
     ) -> Result<OwnedHandle, Errno> {
         let path = self.dir.join(name)?;
-        let attributes = if mode & 0o200 == 0 {
-            FILE_ATTRIBUTE_READONLY
-        } else {
-            FILE_ATTRIBUTE_NORMAL
-        };
+        let attributes = FILE_ATTRIBUTE_NORMAL;
         open(
             &path,
             GENERIC_READ | GENERIC_WRITE | DELETE,
@@ -361,8 +359,8 @@ impl Os for WindowsOs<'_> {
         )
     }
 
-    /// Windows keeps no permission bits: the owner's write bit was applied
-    /// as the read-only attribute when the file was created.
+    /// Windows keeps no permission bits, and a marker stays writable (see
+    /// `create_new`).
     fn chmod(&mut self, _file: &OwnedHandle, _mode: u32) -> Result<(), Errno> {
         Ok(())
     }
