@@ -85,7 +85,7 @@ pub struct Faults {
     pub no_exchange: bool,
     /// Writes write at most this many bytes (0: no limit).
     pub short_writes: usize,
-    /// One write in this many fails with `EIO` (0: none).
+    /// One write in this many fails, with `EIO` or `ENOSPC` (0: none).
     pub eio_one_in: u64,
     /// Never hand out a freed inode number again (isolates races that do
     /// not need inode reuse).
@@ -334,7 +334,12 @@ impl Fs {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             if (self.fault_rng >> 33).is_multiple_of(self.faults.eio_one_in) {
-                return Err(Errno::IO);
+                // A full disk and a failing one, by another bit of the draw.
+                return Err(if self.fault_rng >> 63 == 0 {
+                    Errno::IO
+                } else {
+                    Errno::NOSPC
+                });
             }
         }
         let n = match self.faults.short_writes {
