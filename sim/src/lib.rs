@@ -438,12 +438,14 @@ impl SimOs<'_> {
     /// The ghost step of leaving the critical section. The lock path
     /// should name our marker; where it does not, and no live peer is in the
     /// middle of an attempt (whose exchange may hold our marker aside for
-    /// the length of its check), the marker was left displaced: counted and
-    /// traced, not a safety violation. The protocol lets a breaker give up
-    /// its exchange-back after 2 s while another breaker is paused or was
-    /// killed (invariant I16), which can leave a live holder's marker under
-    /// a live breaker's name until that breaker exits; mutual exclusion
-    /// holds throughout, and that is what `check` enforces.
+    /// the length of its check), the marker was left displaced. The
+    /// protocol allows that only once a breaker was killed mid-break: the
+    /// holder's marker then waits under a break name for the next
+    /// contender's recovery, and a breaker may give up its exchange-back
+    /// after 2 s while a killed one blocks a ring (invariant I16). Such a
+    /// displacement is counted and traced; mutual exclusion holds
+    /// throughout, and `check` enforces it. A displacement in a run where
+    /// nobody was killed is a violation.
     fn leave(&mut self) {
         let mut w = self.world.borrow_mut();
         let me = self.me;
@@ -455,6 +457,11 @@ impl SimOs<'_> {
             .enumerate()
             .any(|(i, p)| i != me && p.alive && p.in_attempt);
         if at_path != ours && !peer_busy && w.lifetime.is_none() && !w.procs[me].compromised {
+            if w.procs.iter().all(|p| p.alive) {
+                w.fail(format!(
+                    "p{me} leaves with its marker {ours:?} off the lock path ({at_path:?} is there), and nobody was killed"
+                ));
+            }
             w.displacements += 1;
             w.note(
                 me,
