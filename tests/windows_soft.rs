@@ -232,3 +232,24 @@ fn a_marker_asked_to_be_read_only_is_still_removed() {
     guard.release().unwrap();
     assert!(!path.exists(), "the release left the marker");
 }
+
+#[test]
+fn a_marker_deleted_while_someone_reads_it_is_contention() {
+    // A reader that shares delete keeps a deleted marker "delete pending"
+    // under its name until it closes; creating over it is refused with
+    // access denied, which is contention, not an error.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.lock");
+    let guard = SoftLock::marker(&path).try_lock().unwrap();
+    let reader = std::fs::File::open(&path).unwrap();
+    guard.release().unwrap();
+    let e = SoftLock::marker(&path).try_lock().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
+    drop(reader);
+    SoftLock::marker(&path)
+        .try_lock()
+        .unwrap()
+        .release()
+        .unwrap();
+    assert!(!path.exists());
+}
