@@ -382,11 +382,20 @@ impl SoftLock {
     /// Removes the marker whoever holds it, as filelock's `break_lock()`.
     /// Mutual exclusion is lost if the holder is alive: reserve it for a
     /// marker whose holder is known to be gone, such as a stale one on a
-    /// filesystem that cannot exchange names.
+    /// filesystem that cannot exchange names. On Windows a live holder's
+    /// marker cannot be removed at all (its holder keeps it open without
+    /// delete sharing): the call then fails with a permission error.
     pub fn force_break(&self) -> io::Result<()> {
+        /// Windows' `ERROR_SHARING_VIOLATION`, which std leaves uncategorised.
+        const SHARING_VIOLATION: i32 = 32;
         match std::fs::remove_file(&self.path) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                Err(LockError::io(&self.path, Step::Remove, e.kind(), e))
+                let kind = if cfg!(windows) && e.raw_os_error() == Some(SHARING_VIOLATION) {
+                    io::ErrorKind::PermissionDenied
+                } else {
+                    e.kind()
+                };
+                Err(LockError::io(&self.path, Step::Remove, kind, e))
             }
             _ => Ok(()),
         }

@@ -253,3 +253,14 @@ fn a_marker_deleted_while_someone_reads_it_is_contention() {
         .unwrap();
     assert!(!path.exists());
 }
+
+#[test]
+fn force_break_cannot_remove_a_live_marker() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g.lock");
+    let child = holder("marker", &path);
+    let e = SoftLock::marker(&path).force_break().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+    assert!(path.exists());
+    let_go(child);
+}
