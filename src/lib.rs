@@ -54,31 +54,15 @@ use swaplock_macos as adapter;
 #[cfg(windows)]
 use swaplock_windows as adapter;
 
-#[cfg(any(
+#[cfg(not(any(
     target_os = "linux",
     target_os = "android",
     target_vendor = "apple",
     windows
-))]
+)))]
+compile_error!("swaplock has adapters for Linux, Android, Apple systems and Windows only");
+
 pub mod kernel;
-#[cfg(any(
-    target_os = "linux",
-    target_os = "android",
-    target_vendor = "apple",
-    windows
-))]
 pub use kernel::{FileLock, FileLockGuard};
-#[cfg(any(
-    target_os = "linux",
-    target_os = "android",
-    target_vendor = "apple",
-    windows
-))]
 pub mod soft;
-#[cfg(any(
-    target_os = "linux",
-    target_os = "android",
-    target_vendor = "apple",
-    windows
-))]
 pub use soft::{SoftLock, SoftLockGuard};

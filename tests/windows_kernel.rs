@@ -6,13 +6,12 @@
 
 #![cfg(windows)]
 
-use std::io::{ErrorKind, Read, Write};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+mod workers;
+
+use std::io::ErrorKind;
 use std::time::Duration;
 use swaplock::FileLock;
-
-const WORKER: &str = "SWAPLOCK_WINDOWS_WORKER";
+use workers::{hold_until_told, holder, let_go, worker_process, WORKER};
 
 /// Run in a worker process: `hold PATH` takes the lock, prints `held` and
 /// waits for a line on stdin; `count PATH N` increments the number in
@@ -25,10 +24,7 @@ fn worker() {
     match parts[..] {
         ["hold", path] => {
             let guard = FileLock::new(path).lock().unwrap();
-            println!("held");
-            std::io::stdout().flush().unwrap();
-            let mut line = String::new();
-            std::io::stdin().read_line(&mut line).unwrap();
+            hold_until_told();
             guard.unlock().unwrap();
         }
         ["count", path, n] => {
@@ -36,56 +32,12 @@ fn worker() {
             let counter = format!("{path}.count");
             for _ in 0..n.parse::<u32>().unwrap() {
                 let guard = lock.lock().unwrap();
-                let now: u64 = std::fs::read_to_string(&counter)
-                    .map(|t| t.trim().parse().unwrap())
-                    .unwrap_or(0);
-                // Read, then write after yielding: an overlapping holder
-                // would lose an increment.
-                std::thread::yield_now();
-                std::fs::write(&counter, (now + 1).to_string()).unwrap();
+                workers::increment(&counter);
                 drop(guard);
             }
         }
         _ => panic!("bad worker spec {spec:?}"),
     }
-}
-
-fn worker_process(spec: &str) -> Command {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([
-        "--ignored",
-        "--exact",
-        "worker",
-        "--test-threads=1",
-        "-q",
-        "--nocapture",
-    ])
-    .env(WORKER, spec);
-    cmd
-}
-
-/// A worker holding the lock on `path`, once it said so.
-fn holder(path: &Path) -> Child {
-    let mut child = worker_process(&format!("hold|{}", path.display()))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = child.stdout.take().unwrap();
-    let mut seen = Vec::new();
-    let mut byte = [0u8; 1];
-    while !String::from_utf8_lossy(&seen).contains("held") {
-        assert_eq!(out.read(&mut byte).unwrap(), 1, "the holder ended early");
-        seen.push(byte[0]);
-    }
-    // Keep the pipe open: the worker still reports its test result.
-    child.stdout = Some(out);
-    child
-}
-
-fn release(mut child: Child) {
-    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
-    assert!(child.wait().unwrap().success());
 }
 
 #[test]
@@ -107,14 +59,14 @@ fn a_second_handle_in_this_process_is_excluded() {
 fn another_process_holds_it_until_it_lets_go() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("b.lock");
-    let child = holder(&path);
+    let child = holder(&format!("hold|{}", path.display()));
     let e = FileLock::new(&path).try_lock().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
     // No delete sharing: nobody can delete or rename a held lock file.
     assert!(std::fs::remove_file(&path).is_err());
     assert!(std::fs::rename(&path, dir.path().join("moved")).is_err());
     assert!(path.exists());
-    release(child);
+    let_go(child);
     let guard = FileLock::new(&path).try_lock().unwrap();
     guard.remove().unwrap();
     assert!(
@@ -145,16 +97,7 @@ fn processes_take_turns() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("d.lock");
     let (workers, each) = (4, 50);
-    let children: Vec<Child> = (0..workers)
-        .map(|_| {
-            worker_process(&format!("count|{}|{each}", path.display()))
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for mut child in children {
-        assert!(child.wait().unwrap().success());
-    }
+    workers::run_all(&format!("count|{}|{each}", path.display()), workers);
     let count = std::fs::read_to_string(dir.path().join("d.lock.count")).unwrap();
     assert_eq!(count, (workers * each).to_string(), "an increment was lost");
 }

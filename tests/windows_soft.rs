@@ -7,13 +7,14 @@
 
 #![cfg(windows)]
 
-use std::io::{ErrorKind, Read, Write};
+mod workers;
+
+use std::io::ErrorKind;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 use swaplock::soft::{Kind, SoftLock};
-
-const WORKER: &str = "SWAPLOCK_WINDOWS_WORKER";
+use workers::{hold_until_told, let_go, worker_process, WORKER};
 
 fn kind(name: &str) -> Kind {
     match name {
@@ -45,10 +46,7 @@ fn worker() {
     match parts[..] {
         ["hold", k, path] => {
             let guard = lock(kind(k), path).lock().unwrap();
-            println!("held");
-            std::io::stdout().flush().unwrap();
-            let mut line = String::new();
-            std::io::stdin().read_line(&mut line).unwrap();
+            hold_until_told();
             guard.release().unwrap();
         }
         ["die", k, path] => {
@@ -61,13 +59,7 @@ fn worker() {
             let counter = format!("{path}.count");
             for _ in 0..n.parse::<u32>().unwrap() {
                 let guard = lock.lock().unwrap();
-                let now: u64 = std::fs::read_to_string(&counter)
-                    .map(|t| t.trim().parse().unwrap())
-                    .unwrap_or(0);
-                // Read, then write after yielding: an overlapping holder
-                // would lose an increment.
-                std::thread::yield_now();
-                std::fs::write(&counter, (now + 1).to_string()).unwrap();
+                workers::increment(&counter);
                 guard.release().unwrap();
             }
         }
@@ -75,45 +67,12 @@ fn worker() {
     }
 }
 
-fn worker_process(spec: &str) -> Command {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([
-        "--ignored",
-        "--exact",
-        "worker",
-        "--test-threads=1",
-        "-q",
-        "--nocapture",
-    ])
-    .env(WORKER, spec);
-    cmd
-}
-
+/// Names in `dir` other than `keep`.
 /// A worker holding a `kind` lock on `path`, once it said so.
 fn holder(kind: &str, path: &Path) -> Child {
-    let mut child = worker_process(&format!("hold|{kind}|{}", path.display()))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = child.stdout.take().unwrap();
-    let mut seen = Vec::new();
-    let mut byte = [0u8; 1];
-    while !String::from_utf8_lossy(&seen).contains("held") {
-        assert_eq!(out.read(&mut byte).unwrap(), 1, "the holder ended early");
-        seen.push(byte[0]);
-    }
-    // Keep the pipe open: the worker still reports its test result.
-    child.stdout = Some(out);
-    child
+    workers::holder(&format!("hold|{kind}|{}", path.display()))
 }
 
-fn let_go(mut child: Child) {
-    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
-    assert!(child.wait().unwrap().success());
-}
-
-/// Names in `dir` other than `keep`.
 fn others(dir: &Path, keep: &[&str]) -> Vec<String> {
     std::fs::read_dir(dir)
         .unwrap()
@@ -199,16 +158,7 @@ fn processes_take_turns() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("d.lock");
         let (workers, each) = (4, 40);
-        let children: Vec<Child> = (0..workers)
-            .map(|_| {
-                worker_process(&format!("count|{k}|{}|{each}", path.display()))
-                    .spawn()
-                    .unwrap()
-            })
-            .collect();
-        for mut child in children {
-            assert!(child.wait().unwrap().success());
-        }
+        workers::run_all(&format!("count|{k}|{}|{each}", path.display()), workers);
         let count = std::fs::read_to_string(dir.path().join("d.lock.count")).unwrap();
         assert_eq!(
             count,

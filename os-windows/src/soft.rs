@@ -243,6 +243,33 @@ fn transfer_len(len: usize) -> u32 {
     u32::try_from(len).unwrap_or(u32::MAX)
 }
 
+/// `WriteFile`, at the file pointer or at `offset`.
+fn write_file(file: &OwnedHandle, buf: &[u8], offset: Option<u64>) -> Result<usize, Errno> {
+    let mut at = OVERLAPPED::default();
+    let at_ptr: *mut OVERLAPPED = match offset {
+        Some(offset) => {
+            at.Anonymous.Anonymous.Offset = offset as u32;
+            at.Anonymous.Anonymous.OffsetHigh = (offset >> 32) as u32;
+            &mut at
+        }
+        None => std::ptr::null_mut(),
+    };
+    let mut done = 0u32;
+    // SAFETY: the handle is open for synchronous writing; `buf` holds at
+    // least the length passed; `at`, when given, outlives the call, which
+    // completes before returning on a synchronous handle.
+    check(unsafe {
+        WriteFile(
+            raw(file),
+            buf.as_ptr(),
+            transfer_len(buf.len()),
+            &mut done,
+            at_ptr,
+        )
+    })?;
+    Ok(done as usize)
+}
+
 /// The soft-lock operations on one directory, the lock file's.
 #[derive(Clone, Copy, Debug)]
 pub struct WindowsOs<'d> {
@@ -313,38 +340,11 @@ impl Os for WindowsOs<'_> {
     }
 
     fn write(&mut self, file: &OwnedHandle, buf: &[u8]) -> Result<usize, Errno> {
-        let mut done = 0u32;
-        // SAFETY: the handle is open for synchronous writing; `buf` holds
-        // at least the length passed.
-        check(unsafe {
-            WriteFile(
-                raw(file),
-                buf.as_ptr(),
-                transfer_len(buf.len()),
-                &mut done,
-                std::ptr::null_mut(),
-            )
-        })?;
-        Ok(done as usize)
+        write_file(file, buf, None)
     }
 
     fn write_at(&mut self, file: &OwnedHandle, buf: &[u8], offset: u64) -> Result<usize, Errno> {
-        let mut at = OVERLAPPED::default();
-        at.Anonymous.Anonymous.Offset = offset as u32;
-        at.Anonymous.Anonymous.OffsetHigh = (offset >> 32) as u32;
-        let mut done = 0u32;
-        // SAFETY: as in `write`; the handle is synchronous, so `at` outlives
-        // the call.
-        check(unsafe {
-            WriteFile(
-                raw(file),
-                buf.as_ptr(),
-                transfer_len(buf.len()),
-                &mut done,
-                &mut at,
-            )
-        })?;
-        Ok(done as usize)
+        write_file(file, buf, Some(offset))
     }
 
     fn truncate(&mut self, file: &OwnedHandle, len: u64) -> Result<(), Errno> {

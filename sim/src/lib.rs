@@ -270,6 +270,18 @@ impl World {
         ));
     }
 
+    /// [`World::guard_holders`] for an act through handle `fd`, on the name
+    /// that links its file.
+    fn guard_handle(&mut self, me: usize, fd: u32, verb: &str, renaming: bool) {
+        let Some(ino) = self.fs.descs.get(&fd).map(|d| d.ino) else {
+            return;
+        };
+        let linked = self.fs.names.iter().find(|(_, &i)| i == ino);
+        if let Some(n) = linked.map(|(n, _)| n.clone()) {
+            self.guard_holders(me, &n, verb, renaming);
+        }
+    }
+
     /// Whether the lease on marker `ino` went unrefreshed by its holder for
     /// the whole lease duration (never, outside lease scenarios).
     fn lease_lapsed(&self, ino: u64) -> bool {
@@ -678,31 +690,13 @@ impl Os for SimOs<'_> {
     }
     fn rename_file(&mut self, f: &u32, to: &[u8]) -> Result<(), Errno> {
         self.syscall(format_args!("rename fd {f} to {}", name(to)), |w, me| {
-            if let Some(&ino) = w.fs.descs.get(f).map(|d| &d.ino) {
-                if let Some(n) =
-                    w.fs.names
-                        .iter()
-                        .find(|(_, &i)| i == ino)
-                        .map(|(n, _)| n.clone())
-                {
-                    w.guard_holders(me, &n, "renames", true);
-                }
-            }
+            w.guard_handle(me, *f, "renames", true);
             w.fs.rename_file(*f, to)
         })
     }
     fn remove_file(&mut self, f: &u32) -> Result<(), Errno> {
         self.syscall(format_args!("delete fd {f}"), |w, me| {
-            if let Some(&ino) = w.fs.descs.get(f).map(|d| &d.ino) {
-                if let Some(n) =
-                    w.fs.names
-                        .iter()
-                        .find(|(_, &i)| i == ino)
-                        .map(|(n, _)| n.clone())
-                {
-                    w.guard_holders(me, &n, "deletes", false);
-                }
-            }
+            w.guard_handle(me, *f, "deletes", false);
             w.fs.remove_file(*f)
         })
     }
