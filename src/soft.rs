@@ -28,6 +28,12 @@
 //! A marker naming another host is never judged stale (its PIDs cannot be
 //! probed from here) unless it is a lease that stopped being refreshed.
 //!
+//! On Windows there is no exchange. A marker is held open without delete
+//! sharing, so nobody can move or delete it while its holder lives; a stale
+//! one is renamed aside and deleted through a handle on the judged file,
+//! and the contender then creates its own. A live holder's marker (an
+//! expired lease included) is never broken there.
+//!
 //! Pick a **lease** when holders may run on several hosts, or may hang
 //! rather than die: a lease expires once its holder stops refreshing it
 //! (a heartbeat thread refreshes it every third of its duration), measured
