@@ -1345,45 +1345,7 @@ pub fn release<O: Os>(os: &mut O, cfg: &Config<'_>, held: Held<O::File>) -> Resu
         // and deletes by name, retrying while the close settles).
         failure = remove_own_file(os, cfg, &file).err();
     } else if let Ok(own) = os.fstat(&file) {
-        let seen = match os.lstat(cfg.lock) {
-            Ok(st) => Some(st.same_file(&own)),
-            Err(e) => {
-                if e != Errno::NOENT {
-                    failure = Some(e);
-                }
-                None
-            }
-        };
-        let mut removal = Ok(());
-        if seen == Some(true) {
-            // Not a plain unlink: a peer's exchange may put its marker at the
-            // lock path between our lstat and our unlink, and a peer whose
-            // takeover is legitimate (our lease expired) would then hold the
-            // lock with no marker. Swapping ours out through a placeholder
-            // puts any such marker back.
-            removal = remove_own(os, cfg, &own);
-        }
-        if seen.is_some() {
-            // Where our file is now: unlinked everywhere (done), still at the
-            // lock path (the removal failed), or held aside by a peer.
-            match os.fstat(&file) {
-                Ok(st) if st.nlink == 0 => {}
-                Ok(_) if os.lstat(cfg.lock).is_ok_and(|st| st.same_file(&own)) => {
-                    failure = Some(removal.err().unwrap_or(Errno::IO));
-                }
-                // Held aside: mark it released in place, so nothing restores
-                // a record that names us (invariant I17).
-                Ok(_) => {
-                    if let Err(e) = os
-                        .write_at(&file, RELEASED, 0)
-                        .and_then(|_| os.truncate(&file, RELEASED.len() as u64))
-                    {
-                        failure = Some(e);
-                    }
-                }
-                Err(e) => failure = Some(e),
-            }
-        }
+        failure = release_posix(os, cfg, &file, &own).err();
     }
     // No retry by name after the close, as filelock makes for shares that
     // refuse to delete an open file: once closed, the name may link a peer's
@@ -1396,6 +1358,57 @@ pub fn release<O: Os>(os: &mut O, cfg: &Config<'_>, held: Held<O::File>) -> Resu
             errno,
         }),
         None => Ok(()),
+    }
+}
+
+/// How many times a release looks again when its marker is back at the
+/// lock path after a removal that found it away.
+const RELEASE_ROUNDS: u32 = 16;
+
+/// The POSIX release of our open marker `file`, whose stat is `own`.
+fn release_posix<O: Os>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    file: &O::File,
+    own: &Stat,
+) -> Result<(), Errno> {
+    let mut round = 0;
+    loop {
+        let seen = match os.lstat(cfg.lock) {
+            Ok(st) => st.same_file(own),
+            Err(e) if e == Errno::NOENT => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let mut removal = Ok(());
+        if seen {
+            // Not a plain unlink: a peer's exchange may put its marker at the
+            // lock path between our lstat and our unlink, and a peer whose
+            // takeover is legitimate (our lease expired) would then hold the
+            // lock with no marker. Swapping ours out through a placeholder
+            // puts any such marker back.
+            removal = remove_own(os, cfg, own);
+        }
+        // Where our file is now: unlinked everywhere (done), at the lock
+        // path, or held aside by a peer.
+        let st = os.fstat(file)?;
+        if st.nlink == 0 {
+            return Ok(());
+        }
+        if os.lstat(cfg.lock).is_ok_and(|st| st.same_file(own)) {
+            // Back at the lock path: a peer whose check held it aside for an
+            // instant (its exchange took our marker, not the file it judged)
+            // has put it back while we looked. Look again.
+            round += 1;
+            if round < RELEASE_ROUNDS {
+                continue;
+            }
+            return Err(removal.err().unwrap_or(Errno::IO));
+        }
+        // Held aside: mark it released in place, so nothing restores a
+        // record that names us (invariant I17).
+        return os
+            .write_at(file, RELEASED, 0)
+            .and_then(|_| os.truncate(file, RELEASED.len() as u64));
     }
 }
 

@@ -845,7 +845,14 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
         os.leave();
         match spec.policy {
             Policy::Ours => {
-                let _ = soft::release(os, &cfg, held);
+                // The model fails no removal, so a release has nothing to
+                // report: an error means it gave up on a removal it could
+                // have made.
+                if let Err(e) = soft::release(os, &cfg, held) {
+                    let mut w = os.world.borrow_mut();
+                    let me = os.me;
+                    w.fail(format!("p{me}'s release failed: {e}"));
+                }
             }
             Policy::Naive(flaws) => naive::release(os, &cfg, flaws, held),
             Policy::Planter => {}
