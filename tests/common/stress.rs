@@ -105,10 +105,10 @@ pub fn run(kind: &str, dir: &Path) -> Figures {
             &seed.to_string(),
         ]
         .join("\u{1f}");
-        let mut child = super::command(&exe, "worker")
+        let child = super::command(&exe, "worker")
             .args(["--ignored", "--exact", "worker", "--test-threads=1", "-q"])
             .env(WORKER, spec)
-            .stdout(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
         let done = done.clone();
@@ -116,8 +116,10 @@ pub fn run(kind: &str, dir: &Path) -> Figures {
         // once (a zombie still answers kill(pid, 0)).
         std::thread::spawn(move || {
             let pid = child.id();
-            let status = child.wait().unwrap();
-            let _ = done.send((pid, status, iters));
+            // The worker's own report (its panic, if any) comes on stdout.
+            let out = child.wait_with_output().unwrap();
+            let report = String::from_utf8_lossy(&out.stdout).into_owned();
+            let _ = done.send((pid, out.status, iters, report));
         });
     };
     let iters = iterations();
@@ -128,7 +130,7 @@ pub fn run(kind: &str, dir: &Path) -> Figures {
     let mut killed = HashSet::new();
     let mut seed = 100;
     while running > 0 {
-        let (pid, status, iters) = finished.recv().unwrap();
+        let (pid, status, iters, report) = finished.recv().unwrap();
         running -= 1;
         if status.signal() == Some(libc::SIGKILL) {
             killed.insert(pid.to_string());
@@ -144,7 +146,7 @@ pub fn run(kind: &str, dir: &Path) -> Figures {
                 running += 1;
             }
         } else {
-            assert!(status.success(), "worker {pid} failed: {status}");
+            assert!(status.success(), "worker {pid} failed: {status}\n{report}");
         }
     }
 
