@@ -133,11 +133,14 @@ struct Proc {
     fds: BTreeSet<u32>,
     claims: BTreeSet<Vec<u8>>,
     holds: Option<u64>,
+    /// In an attempt or a release.
     in_attempt: bool,
     compromised: bool,
     /// Inodes this process created (its markers).
     own: BTreeSet<u64>,
     finished: bool,
+    /// When its last syscall ran.
+    last_step: u64,
 }
 
 /// A protocol violation, with the schedule that produced it.
@@ -200,9 +203,17 @@ pub struct World {
     pub overslept: Option<usize>,
     /// Which inode is at the lock path, and since when.
     at_lock: (Option<u64>, u64),
+    /// Whether a process went without a step for [`BREAKER_PATIENCE`] in
+    /// the middle of an attempt or a release.
+    paused: bool,
     /// The [`VICTIM`] file's inode, when the scenario has one.
     victim: Option<u64>,
 }
+
+/// How long a breaker waits for a nested breaker to undo its exchange
+/// before giving up its exchange-back (invariant I16): a process paused
+/// that long mid-break may leave a holder's marker displaced.
+const BREAKER_PATIENCE: Duration = Duration::from_secs(2);
 
 /// Simulated time that one syscall takes.
 const STEP: u64 = 1_000_000;
@@ -417,6 +428,18 @@ impl SimOs<'_> {
         let me = self.me;
         w.time += STEP;
         w.fs.clock += i128::from(STEP);
+        let pause = w.time - w.procs[me].last_step;
+        if w.procs[me].in_attempt && pause >= BREAKER_PATIENCE.as_nanos() as u64 && !w.paused {
+            w.paused = true;
+            w.note(
+                me,
+                format_args!(
+                    "PAUSED for {:?} in an attempt or a release",
+                    Duration::from_nanos(pause)
+                ),
+            );
+        }
+        w.procs[me].last_step = w.time;
         let result = op(&mut w, me);
         w.note(me, format_args!("{what} -> {result:?}"));
         result
@@ -449,15 +472,16 @@ impl SimOs<'_> {
 
     /// The ghost step of leaving the critical section. The lock path
     /// should name our marker; where it does not, and no live peer is in the
-    /// middle of an attempt (whose exchange may hold our marker aside for
-    /// the length of its check), the marker was left displaced. The
+    /// middle of an attempt or a release (whose exchange may hold our marker
+    /// aside for the length of its check), the marker was left displaced. The
     /// protocol allows that only once a breaker was killed mid-break: the
     /// holder's marker then waits under a break name for the next
     /// contender's recovery, and a breaker may give up its exchange-back
-    /// after 2 s while a killed one blocks a ring (invariant I16). Such a
-    /// displacement is counted and traced; mutual exclusion holds
-    /// throughout, and `check` enforces it. A displacement in a run where
-    /// nobody was killed is a violation.
+    /// after 2 s while a killed or paused one blocks a ring (invariant
+    /// I16). Such a displacement is counted and traced; mutual exclusion
+    /// holds throughout, and `check` enforces it. A displacement in a run
+    /// where nobody was killed, or paused that long mid-attempt, is a
+    /// violation.
     fn leave(&mut self) {
         let mut w = self.world.borrow_mut();
         let me = self.me;
@@ -469,9 +493,9 @@ impl SimOs<'_> {
             .enumerate()
             .any(|(i, p)| i != me && p.alive && p.in_attempt);
         if at_path != ours && !peer_busy && w.lifetime.is_none() && !w.procs[me].compromised {
-            if w.procs.iter().all(|p| p.alive) {
+            if w.procs.iter().all(|p| p.alive) && !w.paused {
                 w.fail(format!(
-                    "p{me} leaves with its marker {ours:?} off the lock path ({at_path:?} is there), and nobody was killed"
+                    "p{me} leaves with its marker {ours:?} off the lock path ({at_path:?} is there), though nobody was killed or paused"
                 ));
             }
             w.displacements += 1;
@@ -843,6 +867,9 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
             }
         }
         os.leave();
+        // A release exchanges too: a peer leaving meanwhile may find its
+        // marker held aside for the length of our check.
+        os.world.borrow_mut().procs[os.me].in_attempt = true;
         match spec.policy {
             Policy::Ours => {
                 // The model fails no removal, so a release has nothing to
@@ -857,6 +884,7 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
             Policy::Naive(flaws) => naive::release(os, &cfg, flaws, held),
             Policy::Planter => {}
         }
+        os.world.borrow_mut().procs[os.me].in_attempt = false;
         return;
     }
 }
@@ -931,6 +959,7 @@ impl Sim {
             displacements: 0,
             overslept: None,
             at_lock: (None, 0),
+            paused: false,
             victim: None,
         };
         world.victim = world.fs.ino(VICTIM);
@@ -948,6 +977,7 @@ impl Sim {
                 compromised: false,
                 own: BTreeSet::new(),
                 finished: false,
+                last_step: world.time,
             });
         }
         let world = Rc::new(RefCell::new(world));
