@@ -903,9 +903,10 @@ fn take_over<O: Os>(
 }
 
 /// The takeover where open files cannot be moved (PROTOCOL 7.10 step 4,
-/// made exact). The pin is a handle with delete access that shares
-/// everything, so it opened only because nobody holds the file without
-/// delete sharing: no live holder has it. The judged file is renamed aside
+/// made exact). The pin is a handle with delete access that does not share
+/// delete, so it opened only because nobody holds the file without delete
+/// sharing (no live holder has it), and no other breaker can pin the file
+/// while we hold it. The judged file is renamed aside
 /// through that handle, then deleted through it, and our marker is created
 /// at the freed path. filelock renames by name and, when the file it moved
 /// proves to be a recreated one, links it back; renaming the handle's file

@@ -7,8 +7,10 @@
 //!   delete, and stays open for the whole hold, so nobody else can rename
 //!   or delete it, or even open it with delete access, while its holder
 //!   lives (filelock's markers are held the same way);
-//! - a pin and a read share everything, so they never disturb a holder;
-//!   a pin asks for delete access and so opens only a marker nobody holds;
+//! - a read shares everything, so it never disturbs a holder;
+//! - a pin asks for delete access and so opens only a marker nobody holds,
+//!   and shares read and write but not delete, so a second breaker's pin
+//!   of the same file is refused while the first one breaks it;
 //! - a stale marker is renamed aside and deleted through the pin
 //!   (`SetFileInformationByHandle`), and our own marker is deleted through
 //!   the handle we hold it by.
@@ -325,15 +327,16 @@ impl Os for WindowsOs<'_> {
     }
 
     /// `CreateFileW(OPEN_EXISTING, DELETE|FILE_READ_ATTRIBUTES|SYNCHRONIZE,
-    /// share everything)`, not following a reparse point: refused with a
-    /// sharing violation (`EACCES`) while anyone holds the file without
-    /// delete sharing, as a live holder holds its marker.
+    /// share read and write)`, not following a reparse point: refused with
+    /// a sharing violation (`EACCES`) while anyone holds the file without
+    /// delete sharing, as a live holder holds its marker and a breaker its
+    /// pin.
     fn pin(&mut self, name: &[u8]) -> Result<OwnedHandle, Errno> {
         let path = self.dir.join(name)?;
         open(
             &path,
             DELETE | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
-            SHARE_ALL,
+            FILE_SHARE_READ | FILE_SHARE_WRITE,
             OPEN_EXISTING,
             FILE_FLAG_OPEN_REPARSE_POINT,
         )

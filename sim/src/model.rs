@@ -179,16 +179,18 @@ impl Fs {
     fn open_desc(&mut self, ino: u64, access: Access) -> u32 {
         // Outside Windows rules sharing is moot; under them, markers are
         // written through handles with delete access that deny delete
-        // sharing, and reads share everything.
+        // sharing, pins have delete access and deny delete sharing too, and
+        // reads share everything.
         let marker = access == Access::Write;
+        let pin = self.windows && access == Access::Path;
         self.next_desc += 1;
         self.descs.insert(
             self.next_desc,
             Desc {
                 ino,
                 access,
-                delete: marker || (self.windows && access == Access::Path),
-                share_delete: !marker,
+                delete: marker || pin,
+                share_delete: !marker && !pin,
             },
         );
         if let Some(i) = self.inodes.get_mut(&ino) {
@@ -255,9 +257,9 @@ impl Fs {
     }
 
     /// `open(name, O_PATH|O_NOFOLLOW)`: holds the inode, even a symlink's.
-    /// Under Windows rules, an open with delete access that shares
-    /// everything, refused while someone holds the file without delete
-    /// sharing.
+    /// Under Windows rules, an open with delete access that shares read
+    /// and write, refused while someone holds the file without delete
+    /// sharing (a holder, or another pin).
     pub fn pin(&mut self, name: &[u8]) -> Result<u32, Errno> {
         let ino = *self.names.get(name).ok_or(Errno::NOENT)?;
         self.deletable(ino)?;
@@ -292,7 +294,9 @@ impl Fs {
         if self.names.contains_key(to) {
             return Err(Errno::EXIST);
         }
-        self.rename(&from, to)
+        // The handle's delete access was granted at its open: other
+        // handles' sharing no longer matters.
+        self.move_name(&from, to)
     }
 
     /// Windows: deletes the file `fd` holds.
@@ -475,7 +479,12 @@ impl Fs {
         if let Some(&old) = self.names.get(to) {
             self.deletable(old)?;
         }
-        self.names.remove(from);
+        self.move_name(from, to)
+    }
+
+    /// Moves the name `from` to `to`, replacing `to`.
+    fn move_name(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno> {
+        let ino = self.names.remove(from).ok_or(Errno::NOENT)?;
         if let Some(old) = self.names.insert(to.to_vec(), ino) {
             if let Some(i) = self.inodes.get_mut(&old) {
                 i.nlink -= 1;
