@@ -40,7 +40,11 @@
 //! - an acquire counts as held only if our marker is still linked once its
 //!   record is complete: a writer paused mid-record past the malformed grace
 //!   period, or a contender paused past a lease mid-takeover, would otherwise
-//!   hold a marker a peer has evicted.
+//!   hold a marker a peer has evicted;
+//! - stranded-record recovery puts another breaker's placeholder back at
+//!   the lock path instead of deleting it as malformed: that breaker may
+//!   be alive, holding a live marker aside, and needs its placeholder back
+//!   to return it.
 //! - I18, I19: a lease heartbeat touches its own inode after checking the
 //!   path, and reports a compromise only on the second consecutive miss.
 //!
@@ -1322,7 +1326,19 @@ fn record_is_live<O: Os>(
     };
     match classify(content, cfg.kind.reader()) {
         Classified::Sentinel | Classified::Recordless => true,
-        Classified::Malformed(_) => false,
+        // Another breaker's placeholder, in the middle of its break or its
+        // release: that breaker, if alive, needs it back at the lock path to
+        // undo its own exchange, which returns whatever it took (a live
+        // holder's marker, say) to the path. filelock deletes it as
+        // malformed, and the simulator found that this strands the marker
+        // the live breaker holds aside: a second holder then entered. A
+        // placeholder names no host, so its breaker cannot be probed: it
+        // counts as live and goes back; if its breaker is gone, it ages out
+        // at the lock path as any malformed marker does.
+        Classified::Malformed(_) => crate::record::decode(content)
+            .ok()
+            .and_then(parse_placeholder)
+            .is_some_and(|pid| pid.to_u64() != breaker.to_u64()),
         Classified::V1(r) => !is_breakers(&r.owner()) && !is_stale(os, cfg, &r.owner()),
         Classified::V2(r) => {
             matches!(r.mode, Mode::Unknown(_))

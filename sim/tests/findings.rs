@@ -17,6 +17,14 @@
 //!   failed retried by name after closing its marker, as filelock does for
 //!   shares that refuse to delete open files, and unlinked the marker a peer
 //!   had just published. Fixed by never removing by name after the close.
+//! - `a-recovery-deletes-a-live-breakers-placeholder.bin`: a releasing
+//!   process's placeholder exchange took a new holder's marker aside, a
+//!   breaker then took that placeholder aside and was killed, and a third
+//!   process's recovery of the killed breaker's names deleted the
+//!   placeholder as malformed. The releaser could no longer undo its
+//!   exchange, the holder's marker stayed aside, and the third process
+//!   took the lock beside the holder. Fixed by counting another
+//!   breaker's placeholder as live in recovery, so it goes back.
 
 use swaplock_sim::{run, scenarios, FromBytes, Policy};
 
