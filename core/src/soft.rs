@@ -671,7 +671,9 @@ fn judge_stale<O: Os>(
 /// answer when there is nothing to judge: no marker, a failed read, or a
 /// file read that is not the pinned one (the path was replaced in between,
 /// so its inode number proves nothing). A failed pin other than `ENOENT`
-/// continues unpinned (Windows pins nothing either).
+/// continues unpinned, as filelock does: the judgement still runs, but
+/// under [`Semantics::Handles`] nothing is then moved (there the pin fails
+/// exactly while a live holder or another breaker holds the file).
 fn under_pin<O: Os, T>(
     os: &mut O,
     cfg: &Config<'_>,
