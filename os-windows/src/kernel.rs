@@ -41,7 +41,7 @@ pub fn win32_code(errno: Errno) -> Option<u32> {
     (errno.raw() < 0).then(|| errno.raw().unsigned_abs())
 }
 
-fn last_error() -> Errno {
+pub(crate) fn last_error() -> Errno {
     // SAFETY: GetLastError reads this thread's last-error value.
     errno_from_win32(unsafe { GetLastError() })
 }
@@ -58,7 +58,7 @@ pub fn wide_path(path: &std::path::Path) -> Vec<u16> {
     wide
 }
 
-fn owned(handle: HANDLE) -> Result<OwnedHandle, Errno> {
+pub(crate) fn owned(handle: HANDLE) -> Result<OwnedHandle, Errno> {
     if handle == INVALID_HANDLE_VALUE {
         Err(last_error())
     } else {
@@ -67,7 +67,7 @@ fn owned(handle: HANDLE) -> Result<OwnedHandle, Errno> {
     }
 }
 
-fn information(handle: impl AsHandle) -> Result<BY_HANDLE_FILE_INFORMATION, Errno> {
+pub(crate) fn information(handle: impl AsHandle) -> Result<BY_HANDLE_FILE_INFORMATION, Errno> {
     // SAFETY: the all-zero struct is valid; it is filled by the call.
     let mut info: BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
     // SAFETY: the handle is open for the call; `info` is writable.

@@ -17,11 +17,11 @@
 //!
 //! Names are the core's bytes, read as UTF-8.
 
-use crate::kernel::errno_from_win32;
-use std::os::windows::io::{AsHandle, AsRawHandle, FromRawHandle, OwnedHandle};
+use crate::kernel::{errno_from_win32, handle_id, information, last_error, owned};
+use std::os::windows::io::{AsHandle, AsRawHandle, OwnedHandle};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use swaplock_core::decide::{FileId, FileTime, Instant, Liveness};
+use swaplock_core::decide::{FileTime, Instant, Liveness};
 use swaplock_core::host::HostName;
 use swaplock_core::names::Token;
 use swaplock_core::soft::{NodeKind, Os, Semantics, Stat};
@@ -37,13 +37,13 @@ use windows_sys::Win32::Security::Cryptography::{
 use windows_sys::Win32::Storage::FileSystem::{
     CreateFileW, DeleteFileW, FileBasicInfo, FileDispositionInfo, FileEndOfFileInfo,
     FileRenameInfo, FileStandardInfo, FindClose, FindFirstFileW, FindNextFileW,
-    GetFileInformationByHandle, GetFileInformationByHandleEx, GetFullPathNameW, MoveFileExW,
-    ReadFile, SetFileInformationByHandle, SetFileTime, WriteFile, BY_HANDLE_FILE_INFORMATION,
-    CREATE_NEW, DELETE, FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_NORMAL,
-    FILE_ATTRIBUTE_REPARSE_POINT, FILE_BASIC_INFO, FILE_DISPOSITION_INFO, FILE_END_OF_FILE_INFO,
-    FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, FILE_READ_ATTRIBUTES,
-    FILE_RENAME_INFO, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_STANDARD_INFO,
-    MOVEFILE_REPLACE_EXISTING, OPEN_EXISTING, SYNCHRONIZE, WIN32_FIND_DATAW,
+    GetFileInformationByHandleEx, GetFullPathNameW, MoveFileExW, ReadFile,
+    SetFileInformationByHandle, SetFileTime, WriteFile, CREATE_NEW, DELETE,
+    FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_NORMAL, FILE_ATTRIBUTE_REPARSE_POINT, FILE_BASIC_INFO,
+    FILE_DISPOSITION_INFO, FILE_END_OF_FILE_INFO, FILE_FLAG_BACKUP_SEMANTICS,
+    FILE_FLAG_OPEN_REPARSE_POINT, FILE_READ_ATTRIBUTES, FILE_RENAME_INFO, FILE_SHARE_DELETE,
+    FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_STANDARD_INFO, MOVEFILE_REPLACE_EXISTING,
+    OPEN_EXISTING, SYNCHRONIZE, WIN32_FIND_DATAW,
 };
 use windows_sys::Win32::System::SystemInformation::{
     ComputerNamePhysicalDnsHostname, GetComputerNameExW,
@@ -55,11 +55,6 @@ use windows_sys::Win32::System::Threading::{
 use windows_sys::Win32::System::IO::OVERLAPPED;
 
 const SHARE_ALL: u32 = FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE;
-
-fn last_error() -> Errno {
-    // SAFETY: GetLastError reads this thread's last-error value.
-    errno_from_win32(unsafe { GetLastError() })
-}
 
 fn check(ok: i32) -> Result<(), Errno> {
     if ok == 0 {
@@ -135,7 +130,7 @@ pub fn open_dir(path: &[u16]) -> Result<Dir, Errno> {
     let mut probe = buf.clone();
     probe.push(0);
     let handle = open(&probe, FILE_READ_ATTRIBUTES, SHARE_ALL, OPEN_EXISTING, 0)?;
-    if info(&handle)?.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY == 0 {
+    if information(&handle)?.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY == 0 {
         return Err(Errno::NOTDIR);
     }
     Ok(Dir { full: buf })
@@ -152,7 +147,7 @@ fn open(
 ) -> Result<OwnedHandle, Errno> {
     // SAFETY: `path` is NUL-terminated UTF-16; no security attributes or
     // template.
-    let handle = unsafe {
+    owned(unsafe {
         CreateFileW(
             path.as_ptr(),
             access,
@@ -162,23 +157,11 @@ fn open(
             flags | FILE_FLAG_BACKUP_SEMANTICS,
             std::ptr::null_mut(),
         )
-    };
-    if handle == INVALID_HANDLE_VALUE {
-        return Err(last_error());
-    }
-    // SAFETY: CreateFileW returned a valid handle that nothing else owns.
-    Ok(unsafe { OwnedHandle::from_raw_handle(handle) })
+    })
 }
 
 fn raw(handle: &impl AsHandle) -> HANDLE {
     handle.as_handle().as_raw_handle()
-}
-
-fn info(handle: &impl AsHandle) -> Result<BY_HANDLE_FILE_INFORMATION, Errno> {
-    let mut info = BY_HANDLE_FILE_INFORMATION::default();
-    // SAFETY: the handle is open; `info` is writable.
-    check(unsafe { GetFileInformationByHandle(raw(handle), &mut info) })?;
-    Ok(info)
 }
 
 fn info_ex<T: Default>(handle: &impl AsHandle, class: i32) -> Result<T, Errno> {
@@ -215,7 +198,7 @@ fn file_time(ticks: i64) -> FileTime {
 /// and file index, times from `FILE_BASIC_INFO` (the change time included),
 /// and no links once a delete is pending.
 fn stat_handle(handle: &impl AsHandle) -> Result<Stat, Errno> {
-    let by = info(handle)?;
+    let id = handle_id(handle)?;
     let basic: FILE_BASIC_INFO = info_ex(handle, FileBasicInfo)?;
     let standard: FILE_STANDARD_INFO = info_ex(handle, FileStandardInfo)?;
     let kind = if basic.FileAttributes & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
@@ -226,10 +209,7 @@ fn stat_handle(handle: &impl AsHandle) -> Result<Stat, Errno> {
         NodeKind::Regular
     };
     Ok(Stat {
-        id: FileId {
-            dev: u64::from(by.dwVolumeSerialNumber),
-            ino: (u64::from(by.nFileIndexHigh) << 32) | u64::from(by.nFileIndexLow),
-        },
+        id,
         kind,
         nlink: if standard.DeletePending {
             0
