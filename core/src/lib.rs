@@ -15,6 +15,7 @@
 //! - [`host`] and [`start`]: the holder identity a record carries.
 //! - [`decide`]: staleness verdicts, the unchanged-marker watch, lifetime
 //!   and lease expiry, and the with-lock-ex identity check.
+//! - [`wait`]: the clocks and the caller's patience both acquire loops use.
 //!
 //! ```
 //! use swaplock_core::record::{classify, Classified, Content, Reader};
@@ -41,6 +42,7 @@ pub mod pytext;
 pub mod record;
 pub mod soft;
 pub mod start;
+pub mod wait;
 
 pub use decimal::Decimal;
 pub use errno::Errno;

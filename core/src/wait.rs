@@ -1,0 +1,96 @@
+//! Clocks and patience: how an acquire reads time, pauses, and decides
+//! whether to try again. Both lock protocols wait through these, so the
+//! production loop, the simulator and a caller's own policy (a deadline, a
+//! progress report, a wake-up on release) share one driver.
+
+use crate::decide::{FileTime, Instant};
+use core::time::Duration;
+
+/// The clocks and the pause an acquire needs.
+pub trait Clock {
+    /// A monotonic clock reading (never the wall clock: lease and grace
+    /// periods are measured on it).
+    fn now(&mut self) -> Instant;
+    /// The wall clock, as file times are (lifetime breaks compare it with
+    /// a marker's mtime).
+    fn wall(&mut self) -> FileTime;
+    /// Pause for `duration`.
+    fn sleep(&mut self, duration: Duration);
+}
+
+/// A caller's patience: consulted after every attempt that found the lock
+/// busy. `B` is what the attempt learned of the holder.
+pub trait Patience<B: ?Sized> {
+    /// An attempt is about to start.
+    fn attempting(&mut self) {}
+
+    /// The attempt found the lock busy (`holder`), `elapsed` after the
+    /// acquire began: `Some(pause)` to try again after that pause, `None`
+    /// to give up (the acquire then reports the lock busy).
+    fn busy(&mut self, holder: &B, elapsed: Duration) -> Option<Duration>;
+}
+
+/// The usual patience: one attempt, or attempts every `poll` until a
+/// timeout (cut to the time left), or forever.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Deadline {
+    /// Whether to try again at all.
+    pub blocking: bool,
+    /// How long to keep trying (`None`: forever). The first attempt always
+    /// runs, even with a zero timeout.
+    pub timeout: Option<Duration>,
+    /// The pause between attempts.
+    pub poll: Duration,
+}
+
+impl Deadline {
+    /// One attempt only.
+    pub const fn once() -> Self {
+        Deadline {
+            blocking: false,
+            timeout: None,
+            poll: Duration::ZERO,
+        }
+    }
+}
+
+impl<B: ?Sized> Patience<B> for Deadline {
+    fn busy(&mut self, _holder: &B, elapsed: Duration) -> Option<Duration> {
+        if !self.blocking {
+            return None;
+        }
+        match self.timeout.map(|t| t.saturating_sub(elapsed)) {
+            Some(Duration::ZERO) => None,
+            Some(left) => Some(left.min(self.poll)),
+            None => Some(self.poll),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deadline_cuts_the_last_pause_to_the_time_left() {
+        let mut d = Deadline {
+            blocking: true,
+            timeout: Some(Duration::from_millis(120)),
+            poll: Duration::from_millis(50),
+        };
+        let ms = Duration::from_millis;
+        assert_eq!(Patience::<()>::busy(&mut d, &(), ms(0)), Some(ms(50)));
+        assert_eq!(Patience::<()>::busy(&mut d, &(), ms(100)), Some(ms(20)));
+        assert_eq!(Patience::<()>::busy(&mut d, &(), ms(120)), None);
+        assert_eq!(Patience::<()>::busy(&mut d, &(), ms(500)), None);
+        let mut once = Deadline::once();
+        assert_eq!(Patience::<()>::busy(&mut once, &(), ms(0)), None);
+        let mut forever = Deadline {
+            blocking: true,
+            timeout: None,
+            poll: ms(50),
+        };
+        assert_eq!(Patience::<()>::busy(&mut forever, &(), ms(1 << 40)), Some(ms(50)));
+    }
+}
