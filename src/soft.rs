@@ -63,10 +63,11 @@ use swaplock_core::host::HostName;
 use swaplock_core::names::Name;
 use swaplock_core::record::{classify, Classified, Content, Mode, Reader, READ_LIMIT};
 use swaplock_core::soft::{
-    self as protocol, Attempt, CompromiseWatch, Config, Contender, Held, Holder, LeaseTerms, Os,
+    self as protocol, Attempt, Clock, CompromiseWatch, Config, Contender, Held, Holder, LeaseTerms,
 };
 pub use swaplock_core::soft::{Compromise, Kind};
 use swaplock_core::start::StartToken;
+use swaplock_core::wait::Deadline;
 use swaplock_core::{Errno, Pid};
 
 #[cfg(unix)]
@@ -328,14 +329,12 @@ impl SoftLock {
         let cfg = me.config(self, lease.map(|l| l.0));
         let mut sys = SoftOs::on(&dir);
         let mut contender = self.contender.lock().unwrap_or_else(|p| p.into_inner());
-        match protocol::acquire(
-            &mut sys,
-            &cfg,
-            &mut contender,
+        let mut patience = Deadline {
             blocking,
             timeout,
-            self.poll_interval,
-        ) {
+            poll: self.poll_interval,
+        };
+        match protocol::acquire(&mut sys, &cfg, &mut contender, &mut patience) {
             Ok(Attempt::Acquired(held)) => {
                 drop(contender);
                 Ok(SoftLockGuard::new(self, dir, me, held, lease))

@@ -13,7 +13,9 @@ use std::path::Path;
 use std::time::Duration;
 use swaplock::core::decide::{FileTime, Instant, Liveness};
 use swaplock::core::names::Token;
-use swaplock::core::soft::{self, Attempt, Config, Contender, Held, Kind, Os, Stat};
+use swaplock::core::soft::{
+    self, Attempt, Clock, Config, Contender, Dir, Entropy, Handles, Held, Kind, Processes, Stat,
+};
 use swaplock::core::start::StartToken;
 use swaplock::core::{Decimal, Errno, Pid};
 use swaplock_linux::soft::{host_name, open_dir, LinuxOs};
@@ -74,7 +76,7 @@ macro_rules! seam {
     }};
 }
 
-impl Os for Seam<'_, '_> {
+impl Dir for Seam<'_, '_> {
     type File = OwnedFd;
     fn create_new(&mut self, name: &[u8], mode: u32, truncate: bool) -> Result<OwnedFd, Errno> {
         seam!(self, "create", self.inner.create_new(name, mode, truncate))
@@ -125,6 +127,12 @@ impl Os for Seam<'_, '_> {
     fn list(&mut self, visit: &mut dyn FnMut(&[u8])) -> Result<(), Errno> {
         seam!(self, "list", self.inner.list(visit))
     }
+    fn handles(&mut self) -> Option<&mut dyn Handles<OwnedFd>> {
+        None
+    }
+}
+
+impl Processes for Seam<'_, '_> {
     fn probe(&mut self, pid: Pid) -> Liveness {
         self.inner.probe(pid)
     }
@@ -134,6 +142,15 @@ impl Os for Seam<'_, '_> {
     fn runs_elsewhere(&mut self, pid: Pid, start: Decimal<'_>) -> bool {
         self.inner.runs_elsewhere(pid, start)
     }
+    fn begin_claim(&mut self, name: &[u8]) -> bool {
+        self.inner.begin_claim(name)
+    }
+    fn end_claim(&mut self, name: &[u8]) {
+        self.inner.end_claim(name)
+    }
+}
+
+impl Clock for Seam<'_, '_> {
     fn now(&mut self) -> Instant {
         self.inner.now()
     }
@@ -143,14 +160,11 @@ impl Os for Seam<'_, '_> {
     fn sleep(&mut self, d: Duration) {
         self.inner.sleep(d)
     }
+}
+
+impl Entropy for Seam<'_, '_> {
     fn token(&mut self) -> Token {
         self.inner.token()
-    }
-    fn begin_claim(&mut self, name: &[u8]) -> bool {
-        self.inner.begin_claim(name)
-    }
-    fn end_claim(&mut self, name: &[u8]) {
-        self.inner.end_claim(name)
     }
 }
 

@@ -91,6 +91,9 @@ mod tests {
             timeout: None,
             poll: ms(50),
         };
-        assert_eq!(Patience::<()>::busy(&mut forever, &(), ms(1 << 40)), Some(ms(50)));
+        assert_eq!(
+            Patience::<()>::busy(&mut forever, &(), ms(1 << 40)),
+            Some(ms(50))
+        );
     }
 }

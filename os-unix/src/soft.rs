@@ -15,7 +15,7 @@ use rustix::time::{ClockId, Timespec};
 use std::ffi::CStr;
 use swaplock_core::decide::{FileId, FileTime, Instant, Liveness};
 use swaplock_core::names::Token;
-use swaplock_core::soft::{NodeKind, Os, Stat};
+use swaplock_core::soft::{Clock, Dir, Entropy, Handles, NodeKind, Processes, Stat};
 use swaplock_core::start::StartToken;
 use swaplock_core::{Decimal, Errno, Pid};
 
@@ -125,7 +125,7 @@ pub fn open_dir(path: &CStr) -> Result<OwnedFd, Errno> {
     .map_err(errno)
 }
 
-impl<P: Platform> Os for UnixOs<'_, P> {
+impl<P: Platform> Dir for UnixOs<'_, P> {
     type File = OwnedFd;
 
     /// `openat(dir, name, O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC[|O_TRUNC], mode)`.
@@ -249,6 +249,13 @@ impl<P: Platform> Os for UnixOs<'_, P> {
         Ok(())
     }
 
+    /// POSIX rules: nothing acts through a handle.
+    fn handles(&mut self) -> Option<&mut dyn Handles<OwnedFd>> {
+        None
+    }
+}
+
+impl<P: Platform> Processes for UnixOs<'_, P> {
     fn probe(&mut self, pid: Pid) -> Liveness {
         probe(pid)
     }
@@ -261,6 +268,16 @@ impl<P: Platform> Os for UnixOs<'_, P> {
         P::runs_elsewhere(pid, start)
     }
 
+    fn begin_claim(&mut self, name: &[u8]) -> bool {
+        swaplock_core::claims::begin(name)
+    }
+
+    fn end_claim(&mut self, name: &[u8]) {
+        swaplock_core::claims::end(name)
+    }
+}
+
+impl<P: Platform> Clock for UnixOs<'_, P> {
     /// `clock_gettime(CLOCK_MONOTONIC)`.
     fn now(&mut self) -> Instant {
         monotonic_now()
@@ -279,17 +296,11 @@ impl<P: Platform> Os for UnixOs<'_, P> {
     fn sleep(&mut self, duration: std::time::Duration) {
         std::thread::sleep(duration);
     }
+}
 
+impl<P: Platform> Entropy for UnixOs<'_, P> {
     fn token(&mut self) -> Token {
         P::token()
-    }
-
-    fn begin_claim(&mut self, name: &[u8]) -> bool {
-        swaplock_core::claims::begin(name)
-    }
-
-    fn end_claim(&mut self, name: &[u8]) {
-        swaplock_core::claims::end(name)
     }
 }
 

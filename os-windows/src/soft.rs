@@ -1,6 +1,6 @@
 //! The soft-lock protocol's operations on Windows: each method of
 //! [`swaplock_core::soft::Os`] as one Win32 call on a name in the lock's
-//! directory, under [`Semantics::Handles`].
+//! directory, under [`Semantics::Handles`](swaplock_core::soft::Semantics::Handles).
 //!
 //! What makes soft locks safe here is the sharing mode of every handle:
 //! - a marker is created with delete access, sharing read and write but not
@@ -24,7 +24,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use swaplock_core::decide::{FileTime, Instant, Liveness};
 use swaplock_core::host::HostName;
 use swaplock_core::names::Token;
-use swaplock_core::soft::{NodeKind, Os, Semantics, Stat};
+use swaplock_core::soft::{self, Clock, Entropy, Handles, NodeKind, Processes, Stat};
 use swaplock_core::start::StartToken;
 use swaplock_core::{Decimal, Errno, Pid};
 use windows_sys::Win32::Foundation::{
@@ -268,7 +268,7 @@ impl<'d> WindowsOs<'d> {
 /// The adapter's soft-lock operations, under the name every adapter uses.
 pub type SoftOs<'d> = WindowsOs<'d>;
 
-impl Os for WindowsOs<'_> {
+impl soft::Dir for WindowsOs<'_> {
     type File = OwnedHandle;
 
     /// `CreateFileW(CREATE_NEW, GENERIC_READ|GENERIC_WRITE|DELETE, share
@@ -453,6 +453,14 @@ impl Os for WindowsOs<'_> {
         result
     }
 
+    /// Windows rules: stale markers move, and ours are deleted, through
+    /// handles.
+    fn handles(&mut self) -> Option<&mut dyn Handles<OwnedHandle>> {
+        Some(self)
+    }
+}
+
+impl Processes for WindowsOs<'_> {
     fn probe(&mut self, pid: Pid) -> Liveness {
         probe(pid)
     }
@@ -466,6 +474,16 @@ impl Os for WindowsOs<'_> {
         false
     }
 
+    fn begin_claim(&mut self, name: &[u8]) -> bool {
+        swaplock_core::claims::begin(name)
+    }
+
+    fn end_claim(&mut self, name: &[u8]) {
+        swaplock_core::claims::end(name)
+    }
+}
+
+impl Clock for WindowsOs<'_> {
     fn now(&mut self) -> Instant {
         monotonic_now()
     }
@@ -483,23 +501,15 @@ impl Os for WindowsOs<'_> {
     fn sleep(&mut self, duration: Duration) {
         std::thread::sleep(duration);
     }
+}
 
+impl Entropy for WindowsOs<'_> {
     fn token(&mut self) -> Token {
         random_token()
     }
+}
 
-    fn begin_claim(&mut self, name: &[u8]) -> bool {
-        swaplock_core::claims::begin(name)
-    }
-
-    fn end_claim(&mut self, name: &[u8]) {
-        swaplock_core::claims::end(name)
-    }
-
-    fn semantics(&self) -> Semantics {
-        Semantics::Handles
-    }
-
+impl Handles<OwnedHandle> for WindowsOs<'_> {
     /// `SetFileInformationByHandle(FileRenameInfo)` to `dir\to`, never
     /// replacing: the file the handle holds moves, whatever name a peer
     /// has put where it was.

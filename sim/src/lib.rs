@@ -3,7 +3,7 @@
 //! Several processes, on one or two hosts, run the real protocol code of
 //! `swaplock-core` (its [`acquire`](swaplock_core::soft::acquire) driver
 //! and [`release`](swaplock_core::soft::release)) over a model filesystem
-//! ([`model::Fs`]) through the same [`Os`] trait the Linux adapter
+//! ([`model::Fs`]) through the same [`Os`](swaplock_core::soft::Os) traits the Linux adapter
 //! implements. Each process runs on its own coroutine and suspends before
 //! every syscall, so a scheduler decides which process's next syscall runs,
 //! and may kill any process between any two of its syscalls. Everything is
@@ -27,8 +27,11 @@ use std::rc::Rc;
 use std::time::Duration;
 use swaplock_core::decide::{FileTime, Instant, Liveness};
 use swaplock_core::names::Token;
-use swaplock_core::soft::{self, Attempt, Config, Contender, Kind, Os, Stat};
+use swaplock_core::soft::{
+    self, Attempt, Clock, Config, Contender, Dir, Entropy, Handles, Holder, Kind, Processes, Stat,
+};
 use swaplock_core::start::StartToken;
+use swaplock_core::wait::Patience;
 use swaplock_core::{Decimal, Errno, Pid};
 
 /// The lock file's name in the model directory.
@@ -409,7 +412,7 @@ impl World {
     }
 }
 
-/// The [`Os`] of one simulated process: each call suspends to the
+/// The [`Os`](swaplock_core::soft::Os) of one simulated process: each call suspends to the
 /// scheduler, then runs on the model.
 pub struct SimOs<'y> {
     world: Rc<RefCell<World>>,
@@ -532,7 +535,7 @@ fn name(n: &[u8]) -> String {
     String::from_utf8_lossy(n).into_owned()
 }
 
-impl Os for SimOs<'_> {
+impl Dir for SimOs<'_> {
     type File = u32;
 
     fn create_new(&mut self, n: &[u8], _mode: u32, _truncate: bool) -> Result<u32, Errno> {
@@ -646,6 +649,16 @@ impl Os for SimOs<'_> {
         }
         Ok(())
     }
+    fn handles(&mut self) -> Option<&mut dyn Handles<u32>> {
+        if self.world.borrow().fs.windows {
+            Some(self)
+        } else {
+            None
+        }
+    }
+}
+
+impl Processes for SimOs<'_> {
     fn probe(&mut self, pid: Pid) -> Liveness {
         self.input(format_args!("probe {pid}"), |w, me| {
             let host = w.procs[me].host;
@@ -671,6 +684,17 @@ impl Os for SimOs<'_> {
     fn runs_elsewhere(&mut self, _pid: Pid, _start: Decimal<'_>) -> bool {
         false
     }
+    fn begin_claim(&mut self, n: &[u8]) -> bool {
+        let me = self.me;
+        self.world.borrow_mut().procs[me].claims.insert(n.to_vec())
+    }
+    fn end_claim(&mut self, n: &[u8]) {
+        let me = self.me;
+        self.world.borrow_mut().procs[me].claims.remove(n);
+    }
+}
+
+impl Clock for SimOs<'_> {
     fn now(&mut self) -> Instant {
         Instant(self.world.borrow().time)
     }
@@ -689,6 +713,9 @@ impl Os for SimOs<'_> {
             w.fs.clock += d.as_nanos() as i128;
         })
     }
+}
+
+impl Entropy for SimOs<'_> {
     fn token(&mut self) -> Token {
         let mut w = self.world.borrow_mut();
         let (a, b) = (w.next_random(), w.next_random());
@@ -697,21 +724,9 @@ impl Os for SimOs<'_> {
         t[8..].copy_from_slice(&b.to_le_bytes());
         Token(t)
     }
-    fn begin_claim(&mut self, n: &[u8]) -> bool {
-        let me = self.me;
-        self.world.borrow_mut().procs[me].claims.insert(n.to_vec())
-    }
-    fn end_claim(&mut self, n: &[u8]) {
-        let me = self.me;
-        self.world.borrow_mut().procs[me].claims.remove(n);
-    }
-    fn semantics(&self) -> soft::Semantics {
-        if self.world.borrow().fs.windows {
-            soft::Semantics::Handles
-        } else {
-            soft::Semantics::Posix
-        }
-    }
+}
+
+impl Handles<u32> for SimOs<'_> {
     fn rename_file(&mut self, f: &u32, to: &[u8]) -> Result<(), Errno> {
         self.syscall(format_args!("rename fd {f} to {}", name(to)), |w, me| {
             w.guard_handle(me, *f, "renames", true);
@@ -801,6 +816,27 @@ pub const POLL: Duration = Duration::from_millis(50);
 /// The lease duration of lease scenarios.
 pub const LEASE: Duration = Duration::from_secs(1);
 
+/// A contender's patience: `left` more attempts, [`POLL`] apart. It marks
+/// the process as in an attempt from each attempt's start until the
+/// attempt ends, for the oracle's pause and displacement exemptions.
+struct Attempts {
+    world: Rc<RefCell<World>>,
+    me: usize,
+    left: u32,
+}
+
+impl Patience<Holder> for Attempts {
+    fn attempting(&mut self) {
+        self.left = self.left.saturating_sub(1);
+        self.world.borrow_mut().procs[self.me].in_attempt = true;
+    }
+
+    fn busy(&mut self, _holder: &Holder, _elapsed: Duration) -> Option<Duration> {
+        self.world.borrow_mut().procs[self.me].in_attempt = false;
+        (self.left > 0).then_some(POLL)
+    }
+}
+
 /// A process's life: attempt the lock, hold it for a few steps, release.
 fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Duration>) {
     let (pid, host) = {
@@ -830,63 +866,76 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
         flock_fallback(os, spec.policy, &cfg);
     }
     let mut watch = Contender::new();
-    for attempt in 0..spec.attempts {
-        if attempt > 0 {
-            os.sleep(POLL);
-        }
-        {
-            let mut w = os.world.borrow_mut();
-            w.procs[os.me].in_attempt = true;
+    let mut patience = Attempts {
+        world: Rc::clone(&os.world),
+        me: os.me,
+        left: spec.attempts,
+    };
+    let (file, ino) = loop {
+        if patience.left == 0 {
+            return;
         }
         let outcome = match spec.policy {
-            Policy::Ours => soft::try_acquire(os, &cfg, &mut watch).map(|a| match a {
+            // The shipped driver, as the facade runs it.
+            Policy::Ours => soft::acquire(os, &cfg, &mut watch, &mut patience).map(|a| match a {
                 Attempt::Acquired(held) => Some((held.file, held.id.ino)),
                 Attempt::Busy(_) => None,
             }),
-            Policy::Naive(flaws) => Ok(naive::try_acquire(os, &cfg, flaws, &mut watch)),
+            Policy::Naive(flaws) => {
+                patience.attempting();
+                let taken = naive::try_acquire(os, &cfg, flaws, &mut watch);
+                if taken.is_none() && patience.busy(&Holder::Unknown, Duration::ZERO).is_some() {
+                    os.sleep(POLL);
+                    continue;
+                }
+                Ok(taken)
+            }
             Policy::Planter => Ok(None),
         };
         os.world.borrow_mut().procs[os.me].in_attempt = false;
-        let Ok(Some((file, ino))) = outcome else {
-            continue;
-        };
-        os.enter(ino);
-        let held = soft::Held {
-            file,
-            id: swaplock_core::decide::FileId {
-                dev: model::DEV,
-                ino,
-            },
-        };
-        for _ in 0..spec.hold_steps {
-            if kind == Kind::Lease {
-                // The heartbeat: check the path, touch our own inode.
-                let _ = soft::refresh(os, &cfg, &held);
-            } else {
-                os.idle();
-            }
+        match outcome {
+            Ok(Some(taken)) => break taken,
+            Ok(None) => return,
+            // A caller that retries after an error, while it has attempts left.
+            Err(_) if patience.left > 0 => os.sleep(POLL),
+            Err(_) => return,
         }
-        os.leave();
-        // A release exchanges too: a peer leaving meanwhile may find its
-        // marker held aside for the length of our check.
-        os.world.borrow_mut().procs[os.me].in_attempt = true;
-        match spec.policy {
-            Policy::Ours => {
-                // The model fails no removal, so a release has nothing to
-                // report: an error means it gave up on a removal it could
-                // have made.
-                if let Err(e) = soft::release(os, &cfg, held) {
-                    let mut w = os.world.borrow_mut();
-                    let me = os.me;
-                    w.fail(format!("p{me}'s release failed: {e}"));
-                }
-            }
-            Policy::Naive(flaws) => naive::release(os, &cfg, flaws, held),
-            Policy::Planter => {}
+    };
+    os.enter(ino);
+    let held = soft::Held {
+        file,
+        id: swaplock_core::decide::FileId {
+            dev: model::DEV,
+            ino,
+        },
+    };
+    for _ in 0..spec.hold_steps {
+        if kind == Kind::Lease {
+            // The heartbeat: check the path, touch our own inode.
+            let _ = soft::refresh(os, &cfg, &held);
+        } else {
+            os.idle();
         }
-        os.world.borrow_mut().procs[os.me].in_attempt = false;
-        return;
     }
+    os.leave();
+    // A release exchanges too: a peer leaving meanwhile may find its
+    // marker held aside for the length of our check.
+    os.world.borrow_mut().procs[os.me].in_attempt = true;
+    match spec.policy {
+        Policy::Ours => {
+            // The model fails no removal, so a release has nothing to
+            // report: an error means it gave up on a removal it could
+            // have made.
+            if let Err(e) = soft::release(os, &cfg, held) {
+                let mut w = os.world.borrow_mut();
+                let me = os.me;
+                w.fail(format!("p{me}'s release failed: {e}"));
+            }
+        }
+        Policy::Naive(flaws) => naive::release(os, &cfg, flaws, held),
+        Policy::Planter => {}
+    }
+    os.world.borrow_mut().procs[os.me].in_attempt = false;
 }
 
 type Co = Coroutine<(), (), (), DefaultStack>;

@@ -23,7 +23,9 @@ use swaplock_core::names::pid_break_name;
 use swaplock_core::record::{
     classify, Classified, Content, Reader, Record, V1Record, MAX_RECORD_LEN, READ_LIMIT,
 };
-use swaplock_core::soft::{Config, Contender, Held, NodeKind, Os, Semantics, Stat};
+use swaplock_core::soft::{
+    Clock, Config, Contender, Dir, Entropy, Held, NodeKind, Processes, Semantics, Stat,
+};
 
 /// Which pre-fix behaviours are switched on (all of them by default).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,0 +1,177 @@
+//! Acquire (PROTOCOL 7.1, 7.2): create the marker with `O_EXCL` and
+//! publish our complete record; when a marker exists, judge it (see
+//! `judge`) and take it over if stale; repeat as the caller's patience
+//! says.
+//!
+//! Invariants kept here:
+//! - I1: a soft lock begins only with a successful exclusive create.
+//! - I2: the lock is held only once our record is complete and our marker
+//!   still linked; a failed write removes our file while it is open,
+//!   never by name after close.
+
+use super::config::{Config, Error, Kind, Op};
+use super::judge::{break_expired, judge_stale};
+use super::marker::publish;
+use super::os::{Os, Semantics};
+use super::release::remove_own_file;
+use crate::decide::{FileId, Instant, UnchangedWatch, WatchKey};
+use crate::errno::Errno;
+use crate::host::HostName;
+use crate::pid::Pid;
+use crate::wait::Patience;
+use core::time::Duration;
+
+/// A held soft lock: our marker's descriptor, kept open for the whole hold
+/// (it pins our inode), and its identity.
+#[derive(Debug)]
+pub struct Held<F> {
+    /// Our marker, open.
+    pub file: F,
+    /// Our marker's `(dev, ino)`.
+    pub id: FileId,
+}
+
+/// Who keeps the lock from us, as far as an attempt saw.
+// The core has no allocator, so a foreign host is reported by value.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Holder {
+    /// Nothing more is known (a live local holder, a malformed marker being
+    /// watched, a race with a peer).
+    Unknown,
+    /// An empty marker, which names no owner and is never broken.
+    Recordless,
+    /// A holder on another host, which this host cannot probe.
+    Foreign {
+        /// Its PID there.
+        pid: Pid,
+        /// Its host.
+        host: HostName,
+    },
+}
+
+/// The outcome of one attempt.
+#[allow(clippy::large_enum_variant)]
+#[must_use]
+#[derive(Debug)]
+pub enum Attempt<F> {
+    /// The lock is ours.
+    Acquired(Held<F>),
+    /// Someone else holds it; try again later.
+    Busy(Holder),
+}
+
+/// A contender's memory between attempts: the unchanged-marker watch
+/// (PROTOCOL 7.13).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Contender {
+    watch: UnchangedWatch,
+}
+
+impl Contender {
+    /// A contender that has seen nothing.
+    pub const fn new() -> Self {
+        Contender {
+            watch: UnchangedWatch::new(),
+        }
+    }
+
+    /// How long the marker with `key` has been seen unchanged (zero on a
+    /// change), on the contender's monotonic clock.
+    pub(super) fn observe(&mut self, key: WatchKey, now: Instant) -> Duration {
+        self.watch.observe(key, now)
+    }
+}
+
+/// Looks at a marker with the contender's unchanged-marker watch: how long
+/// it has been seen with this key (zero on a change). For simulations of
+/// other policies; [`try_acquire`] keeps the watch itself.
+pub fn observe_watch(contender: &mut Contender, key: WatchKey, now: Instant) -> Duration {
+    contender.observe(key, now)
+}
+
+/// One attempt to acquire (PROTOCOL 7.2): create the marker exclusively and
+/// write our record; if a marker exists, judge it and take it over when it
+/// is stale.
+pub fn try_acquire<O: Os + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    contender: &mut Contender,
+) -> Result<Attempt<O::File>, Error> {
+    if let Some(lifetime) = cfg.lifetime {
+        if cfg.kind != Kind::Lease {
+            if let Some(held) = break_expired(os, cfg, lifetime)? {
+                return Ok(Attempt::Acquired(held));
+            }
+        }
+    }
+    let file = match os.create_new(cfg.lock, cfg.marker_mode(), true) {
+        Ok(file) => file,
+        Err(e) if e == Errno::EXIST => return judge_stale(os, cfg, contender),
+        // A marker deleted while a reader still has it open stays "delete
+        // pending" under its name until that reader closes it; creating
+        // over it is refused with EACCES. Someone is at work: contention.
+        Err(e) if e == Errno::ACCES && os.semantics() == Semantics::Handles => {
+            return Ok(Attempt::Busy(Holder::Unknown))
+        }
+        Err(errno) => {
+            return Err(Error::Os {
+                op: Op::Create,
+                errno,
+            })
+        }
+    };
+    finish_create(os, cfg, file)
+}
+
+/// Publishes our record in the marker just created at the lock path as
+/// `file`; held only if the marker is still linked once complete.
+pub(super) fn finish_create<O: Os + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    file: O::File,
+) -> Result<Attempt<O::File>, Error> {
+    match publish(os, cfg, &file) {
+        // A writer paused mid-record longer than the malformed grace period
+        // has its half-written marker evicted (invariant I9): it holds the
+        // lock only if its marker, complete now, is still linked. Complete,
+        // it names a live process and cannot be evicted any more.
+        Ok(_) if !os.fstat(&file).is_ok_and(|st| st.nlink > 0) => {
+            os.close(file);
+            Ok(Attempt::Busy(Holder::Unknown))
+        }
+        Ok(id) => Ok(Attempt::Acquired(Held { file, id })),
+        Err(e) => {
+            // Invariant I2: remove our file while it is open, never by name
+            // after close, so a successor's marker is never taken for ours.
+            let _ = remove_own_file(os, cfg, &file);
+            os.close(file);
+            Err(e)
+        }
+    }
+}
+
+/// The acquire driver (PROTOCOL 7.1): attempts until the lock is ours or
+/// `patience` gives up, pausing as it says between attempts. The first
+/// attempt always runs. Production and the simulator both run this loop;
+/// a wake-on-change mechanism replaces only the pause.
+pub fn acquire<O: Os + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    contender: &mut Contender,
+    patience: &mut (impl Patience<Holder> + ?Sized),
+) -> Result<Attempt<O::File>, Error> {
+    let started = os.now();
+    loop {
+        patience.attempting();
+        let holder = match try_acquire(os, cfg, contender)? {
+            Attempt::Acquired(held) => return Ok(Attempt::Acquired(held)),
+            Attempt::Busy(holder) => holder,
+        };
+        match patience.busy(&holder, os.now().since(started)) {
+            Some(pause) => os.sleep(pause),
+            None => return Ok(Attempt::Busy(holder)),
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! The exchange takeover under POSIX rules (PROTOCOL 7.8, 7.9): our
+//! complete marker, written under a private break name, is exchanged with
+//! the lock path in one step; we keep the lock only if the file we took is
+//! the one we judged, and otherwise put it back.
+//!
+//! Invariants kept here:
+//! - I3: the lock path is never empty: the stale marker is exchanged for
+//!   ours, never unlinked first.
+//! - I4: the taken file must be the judged one in inode and mtime, or it
+//!   goes back.
+//! - I11: without an exchange, nothing moves.
+//! - I14: our break name carries our PID, so a breaker killed mid-swap
+//!   leaves a record naming itself for recovery.
+//! - I16: exchange-back always takes our file off the lock path, waits a
+//!   bounded time for nested breakers otherwise, and never exchanges the
+//!   lock path while it holds another process's file.
+
+use super::acquire::Held;
+use super::config::{Config, Error};
+use super::judge::{Breaker, Judged};
+use super::marker::publish;
+use super::os::{Dir, Os, Stat};
+use super::recovery::{Recovery, Stranded};
+use super::takeover::Takeover;
+use crate::errno::Errno;
+use crate::names::pid_break_name;
+use core::time::Duration;
+
+/// The exchange takeover of the judged marker `judged`, whose writer (or
+/// placeholder's breaker) is `breaker`. The caller holds the pin
+/// throughout.
+pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    judged: &Judged,
+    breaker: Option<&Breaker>,
+) -> Result<Takeover<O::File>, Error> {
+    match os.lstat(cfg.lock) {
+        Ok(st) if judged.is(&st) => {}
+        _ => return Ok(Takeover::Busy),
+    }
+    if let Some(breaker) = breaker {
+        let recovery = Recovery {
+            os: &mut *os,
+            cfg,
+            judged,
+            breaker: breaker.digits(),
+        };
+        if recovery.run()? == Stranded::Held {
+            return Ok(Takeover::Busy);
+        }
+    }
+    let token = os.token();
+    let aside = pid_break_name(cfg.lock, cfg.pid, &token)?;
+    let Ok(file) = os.create_new(&aside, cfg.marker_mode(), false) else {
+        return Ok(Takeover::Busy);
+    };
+    let Ok(id) = publish(os, cfg, &file) else {
+        abandon(os, cfg, file, &aside, PutBack::No);
+        return Ok(Takeover::Busy);
+    };
+    // A peer acted during the scan or the write: leave everything as it is.
+    match os.lstat(cfg.lock) {
+        Ok(st) if judged.is(&st) => {}
+        _ => {
+            abandon(os, cfg, file, &aside, PutBack::No);
+            return Ok(Takeover::Busy);
+        }
+    }
+    // Invariant I3: the lock path is never empty; I11: no exchange, no move.
+    if os.exchange(&aside, cfg.lock).is_err() {
+        abandon(os, cfg, file, &aside, PutBack::No);
+        return Ok(Takeover::Busy);
+    }
+    // Invariant I4: we hold the lock only if we took the judged file.
+    match os.lstat(&aside) {
+        Ok(taken) if judged.is(&taken) => {}
+        _ => {
+            abandon(os, cfg, file, &aside, PutBack::Yes);
+            return Ok(Takeover::Busy);
+        }
+    }
+    if os.unlink(&aside).is_err() {
+        abandon(os, cfg, file, &aside, PutBack::Yes);
+        return Ok(Takeover::Busy);
+    }
+    // Our marker must still exist: a contender that paused here longer than
+    // a lease would find that a peer expired it, took it over and removed it
+    // meanwhile. A peer's check may hold it aside for an instant, which keeps
+    // it linked, so the link count, not the lock path, tells.
+    if !os.fstat(&file).is_ok_and(|st| st.nlink > 0) {
+        os.close(file);
+        return Ok(Takeover::Busy);
+    }
+    Ok(Takeover::Took(Held { file, id }))
+}
+
+/// Whether an abandoned takeover had exchanged, so that what it took must
+/// go back to the lock path.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PutBack {
+    Yes,
+    No,
+}
+
+/// Abandons a takeover (PROTOCOL 7.9): put back what we took if asked, then
+/// remove our file from whichever name holds it, then close it.
+fn abandon<O: Os + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    file: O::File,
+    aside: &[u8],
+    put_back: PutBack,
+) {
+    let settled = match put_back {
+        PutBack::Yes => exchange_back(os, cfg.lock, aside, &file) == Settled::Yes,
+        PutBack::No => true,
+    };
+    if let Ok(own) = os.fstat(&file) {
+        if settled {
+            unlink_if_same(os, cfg.lock, &own);
+        }
+        unlink_if_same(os, aside, &own);
+    }
+    os.close(file);
+}
+
+/// Unlinks `name` if it names the open file whose stat is `own` (I7: the
+/// caller holds that file open).
+pub(super) fn unlink_if_same<O: Dir + ?Sized>(os: &mut O, name: &[u8], own: &Stat) {
+    if os.lstat(name).is_ok_and(|st| st.same_file(own)) {
+        let _ = os.unlink(name);
+    }
+}
+
+/// How long exchange-back waits while our file is not at the lock path
+/// (invariant I16), and how long it pauses between looks.
+const EXCHANGE_BACK_LIMIT: Duration = Duration::from_secs(2);
+const EXCHANGE_BACK_PAUSE: Duration = Duration::from_micros(500);
+
+/// Whether an exchange-back settled: our file is off both names it
+/// touched, and what it took is back at the lock path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Settled {
+    /// Settled: the aside name no longer holds our file.
+    Yes,
+    /// Not settled: a name went missing, a call failed, or nested breakers
+    /// did not undo their exchanges in time.
+    No,
+}
+
+/// Puts our own file (open as `file`) back under `aside`, so that what we
+/// took returns to the lock path (PROTOCOL 7.9). While our file sits at the
+/// lock path there is no deadline: it must come off. Otherwise it waits up
+/// to 2 s for nested breakers to undo their exchanges. Unlike filelock, it
+/// never exchanges while the lock path holds another file: the simulator
+/// showed that such a "feeding" exchange can capture a marker a new holder
+/// created after the ring formed, and a second holder then enters. A ring
+/// left by a killed breaker is unwound by stranded-record recovery instead.
+/// At the end it removes the aside name only if it holds our own file.
+pub(super) fn exchange_back<O: Os + ?Sized>(
+    os: &mut O,
+    lock: &[u8],
+    aside: &[u8],
+    file: &O::File,
+) -> Settled {
+    let Ok(own) = os.fstat(file) else {
+        return Settled::No;
+    };
+    let start = os.now();
+    loop {
+        match os.lstat(aside) {
+            Ok(st) if st.same_file(&own) => break,
+            Ok(_) => {}
+            Err(e) if e == Errno::NOENT => break,
+            Err(_) => return Settled::No,
+        }
+        let ours = match os.lstat(lock) {
+            Ok(st) => st.same_file(&own),
+            Err(e) if e == Errno::NOENT => break,
+            Err(_) => return Settled::No,
+        };
+        if ours {
+            // Undo our own exchange: what we took goes back to the lock path,
+            // our file comes off it.
+            if os.exchange(aside, lock).is_err() {
+                return Settled::No;
+            }
+        } else if os.now().since(start) >= EXCHANGE_BACK_LIMIT {
+            return Settled::No;
+        } else {
+            // Our file sits under a nested breaker's name: wait for that
+            // breaker to undo its exchange, which puts our file back at the
+            // lock path. Never exchange the lock path while it holds a file
+            // that is not ours: that would take whatever is there now,
+            // possibly a marker a new holder created after the ring formed.
+            os.sleep(EXCHANGE_BACK_PAUSE);
+        }
+    }
+    // Remove the aside name only if it holds our own file: when a name went
+    // missing above (say the lock path was removed), the aside may hold the
+    // file we took, which may be a live holder's marker. filelock unlinks it
+    // without looking; a foreign file is left in place here, and the
+    // exchange-back reports it did not settle.
+    let settled = match os.lstat(aside) {
+        Ok(st) if st.same_file(&own) => os.unlink(aside).is_ok(),
+        Ok(_) => false,
+        Err(e) => e == Errno::NOENT,
+    };
+    if settled {
+        Settled::Yes
+    } else {
+        Settled::No
+    }
+}

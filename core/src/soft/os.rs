@@ -1,0 +1,181 @@
+//! What the protocol asks of the world, as narrow traits: the lock's
+//! directory ([`Dir`], with [`Handles`] where open files cannot move), the
+//! processes of this host ([`Processes`]), the clocks ([`Clock`]) and a
+//! random source ([`Entropy`]). [`Os`] is all four together.
+//!
+//! Every method is one syscall or one input, and an implementation
+//! performs exactly what its doc says: no retries, no decisions. The Linux,
+//! macOS and Windows adapters, the deterministic simulator and the
+//! fault-injecting test seams implement these traits, so all of them run
+//! the same protocol code.
+
+use crate::decide::{FileId, FileTime, WatchKey};
+use crate::errno::Errno;
+use crate::names::Token;
+use crate::pid::Pid;
+use crate::start::StartToken;
+use crate::Decimal;
+
+pub use crate::decide::Liveness;
+pub use crate::wait::Clock;
+
+/// What kind of node a name refers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum NodeKind {
+    /// A regular file.
+    Regular,
+    /// A directory.
+    Directory,
+    /// A symbolic link (only `lstat` reports one).
+    Symlink,
+    /// A FIFO, socket or device.
+    Other,
+}
+
+/// What the protocol needs of a `stat` result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Stat {
+    /// `(st_dev, st_ino)`.
+    pub id: FileId,
+    /// The node's type.
+    pub kind: NodeKind,
+    /// `st_nlink`.
+    pub nlink: u64,
+    /// `st_mtime` with nanoseconds.
+    pub mtime: FileTime,
+    /// `st_ctime` with nanoseconds.
+    pub ctime: FileTime,
+}
+
+impl Stat {
+    /// Whether `self` and `other` are the same file (`dev` and `ino`).
+    pub fn same_file(&self, other: &Stat) -> bool {
+        self.id == other.id
+    }
+
+    /// The key of the unchanged-marker watch (PROTOCOL 7.13).
+    pub(super) fn watch_key(&self) -> WatchKey {
+        WatchKey {
+            mtime: self.mtime,
+            ino: self.id.ino,
+            ctime: self.ctime,
+        }
+    }
+}
+
+/// How the platform's filesystem lets one process move or delete a file
+/// another process has open, which decides how a stale marker is taken over
+/// and how a marker is removed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Semantics {
+    /// POSIX: any name can be renamed or unlinked whoever has the file open.
+    /// A stale marker is taken over by exchanging names with ours (where the
+    /// filesystem refuses the exchange, nothing moves), and a file is
+    /// removed by name while its remover holds it open.
+    Posix,
+    /// Windows: a file open without delete sharing, as every marker is for
+    /// its holder's whole hold, cannot be renamed or deleted by anyone. A
+    /// stale marker is moved aside and deleted through a handle that holds
+    /// it (so the file moved is the file judged), and our own marker is
+    /// deleted through the handle we hold it by. There is no exchange.
+    Handles,
+}
+
+/// The lock's directory: each method one syscall on it. Names are final
+/// components inside the directory; errors are the OS's `errno`.
+pub trait Dir {
+    /// An open descriptor (a handle on Windows).
+    type File;
+
+    /// `open(name, O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC[|O_TRUNC], mode)`.
+    fn create_new(&mut self, name: &[u8], mode: u32, truncate: bool) -> Result<Self::File, Errno>;
+    /// `open(name, O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC)`.
+    fn open_read(&mut self, name: &[u8]) -> Result<Self::File, Errno>;
+    /// `open(name, O_PATH|O_NOFOLLOW|O_CLOEXEC)`, or where there is no
+    /// `O_PATH` a read-only non-blocking `O_NOFOLLOW` open: a pin that keeps
+    /// the inode allocated without reading it.
+    fn pin(&mut self, name: &[u8]) -> Result<Self::File, Errno>;
+    /// `write(file, buf)`.
+    fn write(&mut self, file: &Self::File, buf: &[u8]) -> Result<usize, Errno>;
+    /// `pwrite(file, buf, offset)`.
+    fn write_at(&mut self, file: &Self::File, buf: &[u8], offset: u64) -> Result<usize, Errno>;
+    /// `ftruncate(file, len)`.
+    fn truncate(&mut self, file: &Self::File, len: u64) -> Result<(), Errno>;
+    /// `fchmod(file, mode)`.
+    fn chmod(&mut self, file: &Self::File, mode: u32) -> Result<(), Errno>;
+    /// `futimens(file, NULL)`: set the file's times to now.
+    fn touch(&mut self, file: &Self::File) -> Result<(), Errno>;
+    /// `read(file, buf)`.
+    fn read(&mut self, file: &Self::File, buf: &mut [u8]) -> Result<usize, Errno>;
+    /// `fstat(file)`.
+    fn fstat(&mut self, file: &Self::File) -> Result<Stat, Errno>;
+    /// `close(file)`.
+    fn close(&mut self, file: Self::File);
+    /// `lstat(name)`.
+    fn lstat(&mut self, name: &[u8]) -> Result<Stat, Errno>;
+    /// `renameat2(a, b, RENAME_EXCHANGE)` (or `renameatx_np(RENAME_SWAP)`):
+    /// swap two names in one step.
+    fn exchange(&mut self, a: &[u8], b: &[u8]) -> Result<(), Errno>;
+    /// `rename(from, to)`.
+    fn rename(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno>;
+    /// `unlink(name)`.
+    fn unlink(&mut self, name: &[u8]) -> Result<(), Errno>;
+    /// Lists the directory's entry names (`getdents`), calling `visit` for each.
+    fn list(&mut self, visit: &mut dyn FnMut(&[u8])) -> Result<(), Errno>;
+
+    /// The calls that act through a handle, where the filesystem follows
+    /// [`Semantics::Handles`]; `None` under POSIX rules.
+    fn handles(&mut self) -> Option<&mut dyn Handles<Self::File>>;
+
+    /// Which rules the filesystem follows: [`Semantics::Handles`] exactly
+    /// when [`Dir::handles`] offers the calls through a handle.
+    fn semantics(&mut self) -> Semantics {
+        match self.handles() {
+            Some(_) => Semantics::Handles,
+            None => Semantics::Posix,
+        }
+    }
+}
+
+/// The calls through a handle of [`Semantics::Handles`] (Windows), where
+/// a file open without delete sharing cannot be moved by name.
+pub trait Handles<F> {
+    /// Renames the file `file` holds (opened by [`Dir::create_new`] or
+    /// [`Dir::pin`], both with delete access there) to `to`, failing if
+    /// `to` exists (`FileRenameInfo`, no replace).
+    fn rename_file(&mut self, file: &F, to: &[u8]) -> Result<(), Errno>;
+    /// Deletes the file `file` holds (`FileDispositionInfo`).
+    fn remove_file(&mut self, file: &F) -> Result<(), Errno>;
+}
+
+/// The processes of this host, as a judgement needs them, and this
+/// process's own claims in progress.
+pub trait Processes {
+    /// Whether the process `pid` on this host is alive (`kill(pid, 0)`).
+    fn probe(&mut self, pid: Pid) -> Liveness;
+    /// The start token of process `pid` now, if it can be read exactly.
+    fn start_token(&mut self, pid: Pid) -> Option<StartToken>;
+    /// Whether a task in another PID namespace runs as `pid` with start
+    /// token `start` (Linux's `/proc` scan; `false` elsewhere).
+    fn runs_elsewhere(&mut self, pid: Pid, start: Decimal<'_>) -> bool;
+    /// Registers `name` in this process's set of claims in progress;
+    /// `false` if another thread of this process has it (invariant I15).
+    fn begin_claim(&mut self, name: &[u8]) -> bool;
+    /// Removes `name` from this process's set of claims in progress.
+    fn end_claim(&mut self, name: &[u8]);
+}
+
+/// A cryptographic random source.
+pub trait Entropy {
+    /// 128 bits for a break, restore or lease token (invariant I13).
+    fn token(&mut self) -> Token;
+}
+
+/// Everything the soft-lock protocol performs: the directory, the
+/// processes, the clocks and the random source.
+pub trait Os: Dir + Processes + Clock + Entropy {}
+
+impl<T: Dir + Processes + Clock + Entropy + ?Sized> Os for T {}

@@ -1,0 +1,226 @@
+//! Recovery of a killed breaker's stranded record (PROTOCOL 5.3, 7.11):
+//! before a marker whose writer is dead is taken over, the records that
+//! writer may have left under its break names (a live holder's marker it
+//! held aside when it died) are found, claimed and put back.
+//!
+//! Invariants kept here:
+//! - I13: break and restore names carry random tokens.
+//! - I15: a stranded record is claimed by a rename to our own restore name
+//!   (one winner); a live claimer's restore name means the lock is held;
+//!   one thread of a process claims a name at a time.
+//! - A record that may be alive goes back to the lock path only if the
+//!   path still shows the dead breaker's record we judged; otherwise it is
+//!   handed back under a fresh break name of that breaker.
+
+use super::config::{Config, Error};
+use super::judge::{is_stale, Judged};
+use super::marker::read_marker;
+use super::os::{NodeKind, Os};
+use crate::names::{break_name, parse_derived, restore_name, Derived, Name};
+use crate::pid::Pid;
+use crate::record::{classify, parse_placeholder, Classified, Content, Mode, Owner};
+use crate::Decimal;
+
+/// How many stranded candidates one recovery considers; more count as held
+/// (fail closed) until some are dealt with.
+const MAX_CANDIDATES: usize = 16;
+
+/// What a recovery concluded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Stranded {
+    /// The lock counts as held: a live record went back to the lock path, a
+    /// live recoverer is at work, or nothing can be concluded.
+    Held,
+    /// Nothing of the dead writer's stands in the way of the takeover.
+    Clear,
+}
+
+/// Whose name a candidate is under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Claim {
+    /// A break name of the dead writer, or a dead recoverer's restore
+    /// name: claimed by renaming it to our own restore name.
+    Rename,
+    /// Our own restore name, left by an earlier recovery of ours: ours
+    /// already.
+    Adopt,
+}
+
+/// A stranded record to recover.
+struct Candidate {
+    name: Name,
+    claim: Claim,
+}
+
+/// A recovery of the records a dead writer (`breaker`) stranded, while the
+/// caller holds the pin on `judged`, the dead writer's record at the lock
+/// path.
+pub(super) struct Recovery<'a, 'c, O: ?Sized> {
+    /// The world.
+    pub(super) os: &'a mut O,
+    /// This attempt's configuration.
+    pub(super) cfg: &'a Config<'c>,
+    /// The dead writer's record at the lock path, pinned.
+    pub(super) judged: &'a Judged,
+    /// The dead writer's PID, as its break names carry it.
+    pub(super) breaker: Decimal<'a>,
+}
+
+impl<O: Os + ?Sized> Recovery<'_, '_, O> {
+    /// Scans the directory for the dead writer's break names and for
+    /// restore names, and recovers each candidate in name order.
+    pub(super) fn run(mut self) -> Result<Stranded, Error> {
+        let Some(candidates) = self.scan() else {
+            return Ok(Stranded::Held);
+        };
+        for candidate in &candidates {
+            if self.recover(candidate)? == Stranded::Held {
+                return Ok(Stranded::Held);
+            }
+        }
+        Ok(Stranded::Clear)
+    }
+
+    /// The candidates, sorted; `None` when the lock counts as held (a
+    /// failed listing, too many names, or a live recoverer at work).
+    fn scan(&mut self) -> Option<heapless::Vec<Candidate, MAX_CANDIDATES>> {
+        let (lock, breaker) = (self.cfg.lock, self.breaker);
+        let mut overflow = false;
+        // Each name found, with the recoverer that claimed it, if any.
+        let mut found: heapless::Vec<(Name, Option<Pid>), MAX_CANDIDATES> = heapless::Vec::new();
+        let listed = self.os.list(&mut |entry| {
+            let recoverer = match parse_derived(lock, entry) {
+                Some(Derived::Break { breaker: b, .. }) if b == breaker => None,
+                Some(Derived::Restore { recoverer, .. }) => Some(recoverer),
+                _ => return,
+            };
+            if let Ok(name) = Name::from_slice(entry) {
+                overflow |= found.push((name, recoverer)).is_err();
+            }
+        });
+        if listed.is_err() || overflow {
+            return None;
+        }
+        let mut candidates = heapless::Vec::new();
+        for (name, recoverer) in found {
+            // Only regular files, without following symlinks, are candidates.
+            if !self
+                .os
+                .lstat(&name)
+                .is_ok_and(|st| st.kind == NodeKind::Regular)
+            {
+                continue;
+            }
+            let claim = match recoverer {
+                None => Claim::Rename,
+                Some(r) if r == self.cfg.pid => Claim::Adopt,
+                Some(r) => {
+                    let owner = Owner {
+                        pid: r,
+                        host: self.cfg.host,
+                        start: None,
+                    };
+                    if !is_stale(self.os, self.cfg, &owner) {
+                        // A live recoverer is at work: the lock counts as held.
+                        return None;
+                    }
+                    Claim::Rename
+                }
+            };
+            // `found` holds at most as many names as `candidates` can.
+            let _ = candidates.push(Candidate { name, claim });
+        }
+        candidates.sort_unstable_by(|a: &Candidate, b: &Candidate| {
+            a.name.cmp(&b.name).then(a.claim.cmp(&b.claim))
+        });
+        Some(candidates)
+    }
+
+    /// Claims one candidate by renaming it to our own restore name (one
+    /// winner), then restores or removes it.
+    fn recover(&mut self, candidate: &Candidate) -> Result<Stranded, Error> {
+        let own = match candidate.claim {
+            Claim::Adopt => candidate.name.clone(),
+            Claim::Rename => restore_name(self.cfg.lock, self.cfg.pid, &self.os.token())?,
+        };
+        if !self.os.begin_claim(&own) {
+            return Ok(Stranded::Held);
+        }
+        let result =
+            if candidate.claim == Claim::Rename && self.os.rename(&candidate.name, &own).is_err() {
+                // A peer won the rename and holds the record now.
+                Ok(Stranded::Held)
+            } else {
+                self.restore(&own)
+            };
+        self.os.end_claim(&own);
+        result
+    }
+
+    /// Deals with the record we claimed as `own`: removes it if nobody
+    /// live needs it, or puts it back at the lock path.
+    fn restore(&mut self, own: &Name) -> Result<Stranded, Error> {
+        let Ok(read) = read_marker(self.os, own) else {
+            self.hand_back(own)?;
+            return Ok(Stranded::Held);
+        };
+        if !self.may_be_live(read.content()) {
+            let _ = self.os.unlink(own);
+            return Ok(Stranded::Clear);
+        }
+        // Put the live record back at the lock path, if the path still holds
+        // the dead breaker's record we judged.
+        let lock = self.cfg.lock;
+        if self.os.lstat(lock).is_ok_and(|st| self.judged.is(&st))
+            && self.os.exchange(own, lock).is_ok()
+        {
+            if self.os.lstat(own).is_ok_and(|st| self.judged.same_ino(&st)) {
+                let _ = self.os.unlink(own);
+                return Ok(Stranded::Held);
+            }
+            // A peer replaced the path in between: swap straight back.
+            let _ = self.os.exchange(own, lock);
+        }
+        self.hand_back(own)?;
+        Ok(Stranded::Held)
+    }
+
+    /// Hands a claim back under a fresh break name of the dead breaker.
+    fn hand_back(&mut self, own: &Name) -> Result<(), Error> {
+        let token = self.os.token();
+        let name = break_name(self.cfg.lock, self.breaker, &token)?;
+        // A failure leaves the claim under our PID; the next poll adopts it.
+        let _ = self.os.rename(own, &name);
+        Ok(())
+    }
+
+    /// Whether a stranded record names a holder that may be alive: not the
+    /// breaker's own record, and not provably stale (PROTOCOL 7.11 step 6).
+    fn may_be_live(&mut self, content: Content<'_>) -> bool {
+        let (cfg, breaker) = (self.cfg, self.breaker);
+        let is_breakers = |owner: &Owner<'_>| {
+            breaker.to_u64() == Some(u64::from(owner.pid.get())) && owner.host == cfg.host
+        };
+        match classify(content, cfg.kind.reader()) {
+            Classified::Sentinel | Classified::Recordless => true,
+            // Another breaker's placeholder, in the middle of its break or its
+            // release: that breaker, if alive, needs it back at the lock path to
+            // undo its own exchange, which returns whatever it took (a live
+            // holder's marker, say) to the path. filelock deletes it as
+            // malformed, and the simulator found that this strands the marker
+            // the live breaker holds aside: a second holder then entered. A
+            // placeholder names no host, so its breaker cannot be probed: it
+            // counts as live and goes back; if its breaker is gone, it ages out
+            // at the lock path as any malformed marker does.
+            Classified::Malformed(_) => crate::record::decode(content)
+                .ok()
+                .and_then(parse_placeholder)
+                .is_some_and(|pid| pid.to_u64() != breaker.to_u64()),
+            Classified::V1(r) => !is_breakers(&r.owner()) && !is_stale(self.os, cfg, &r.owner()),
+            Classified::V2(r) => {
+                matches!(r.mode, Mode::Unknown(_))
+                    || (!is_breakers(&r.owner()) && !is_stale(self.os, cfg, &r.owner()))
+            }
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! Release (PROTOCOL 7.3, 7.4, 7.10): remove our marker only while we hold
+//! it open and only if the lock path still shows it, by exchanging a
+//! placeholder in; a marker a peer holds aside is marked released instead.
+//!
+//! Invariants kept here:
+//! - I7: a file is removed by name only while the remover holds it open
+//!   and the name shows the same file; never by name after close.
+//! - I11: without an exchange, `break_lock_file` moves nothing.
+//! - I17: a displaced holder writes the released record instead of
+//!   unlinking, so nothing restores a record that names it.
+
+use super::acquire::Held;
+use super::config::{Config, Error, Op};
+use super::exchange::{exchange_back, unlink_if_same};
+use super::judge::Judged;
+use super::marker::write_all;
+use super::os::{Os, Semantics, Stat};
+use crate::errno::Errno;
+use crate::names::pid_break_name;
+use crate::record::{Record, RELEASED};
+
+/// Removes our own file while it is open (PROTOCOL 7.3): swap it out
+/// through a placeholder, so that a peer's marker found at the lock path
+/// goes back, or, where nothing can be exchanged, unlink it only if the
+/// path still shows it.
+pub fn remove_own_file<O: Os + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    file: &O::File,
+) -> Result<(), Errno> {
+    if let Some(handles) = os.handles() {
+        // Our handle denies delete sharing, so the file is still ours, at
+        // the lock path: delete exactly it.
+        return match handles.remove_file(file) {
+            Err(e) if e != Errno::NOENT => Err(e),
+            _ => Ok(()),
+        };
+    }
+    let own = os.fstat(file)?;
+    remove_own(os, cfg, &own)
+}
+
+/// [`remove_own_file`] for our open file whose stat is `own`.
+fn remove_own<O: Os + ?Sized>(os: &mut O, cfg: &Config<'_>, own: &Stat) -> Result<(), Errno> {
+    match break_lock_file(os, cfg, &Judged::open_file(*own)) {
+        Err(e) if e != Errno::NOENT => return Err(e),
+        _ => {}
+    }
+    match os.lstat(cfg.lock) {
+        Ok(st) if st.same_file(own) => match os.unlink(cfg.lock) {
+            Err(e) if e != Errno::NOENT => Err(e),
+            _ => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// Takes the file judged by `judged` off the lock path through an exchange
+/// with a placeholder naming this process (PROTOCOL 7.10), so the path is
+/// empty only once the judged file is gone. Without an exchange it does
+/// nothing (invariant I11).
+fn break_lock_file<O: Os + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    judged: &Judged,
+) -> Result<(), Errno> {
+    let current = os.lstat(cfg.lock)?;
+    if !judged.is(&current) {
+        return Ok(());
+    }
+    let token = os.token();
+    let brk = pid_break_name(cfg.lock, cfg.pid, &token).map_err(|_| Errno::INVAL)?;
+    let file = os.create_new(&brk, 0o600, false)?;
+    let mut buf = [0u8; 40];
+    let exchanged = match Record::Placeholder(cfg.pid).encode(&mut buf) {
+        Ok(n) => write_all(os, &file, &buf[..n])
+            .and_then(|()| os.exchange(&brk, cfg.lock))
+            .is_ok(),
+        Err(_) => false,
+    };
+    if !exchanged {
+        let _ = os.unlink(&brk);
+        os.close(file);
+        return Ok(());
+    }
+    match os.lstat(&brk) {
+        Ok(grabbed) if judged.is(&grabbed) => {
+            let _ = os.unlink(&brk);
+            // Our descriptor keeps the placeholder's inode, so a match at
+            // the path is still ours.
+            if let Ok(ph) = os.fstat(&file) {
+                unlink_if_same(os, cfg.lock, &ph);
+            }
+        }
+        _ => {
+            let _ = exchange_back(os, cfg.lock, &brk, &file);
+        }
+    }
+    os.close(file);
+    Ok(())
+}
+
+/// Releases a held soft lock (PROTOCOL 7.4): remove the marker only if the
+/// lock path still shows our file, and then by exchanging a placeholder in
+/// (stricter than filelock's lstat-then-unlink, which a peer's exchange can
+/// slip between); if a peer holds our file aside, write the released record
+/// into it instead, so nothing restores a record that names us (invariant
+/// I17). The descriptor is closed in every case.
+pub fn release<O: Os + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    held: Held<O::File>,
+) -> Result<(), Error> {
+    let Held { file, .. } = held;
+    let mut failure = None;
+    if os.semantics() == Semantics::Handles {
+        // Nobody can have moved a file we hold without delete sharing:
+        // delete it through our handle, then close (filelock closes first
+        // and deletes by name, retrying while the close settles).
+        failure = remove_own_file(os, cfg, &file).err();
+    } else if let Ok(own) = os.fstat(&file) {
+        failure = release_posix(os, cfg, &file, &own).err();
+    }
+    // No retry by name after the close, as filelock makes for shares that
+    // refuse to delete an open file: once closed, the name may link a peer's
+    // marker (invariant I7). A marker left behind names this process, and
+    // reads as stale once it exits.
+    os.close(file);
+    match failure {
+        Some(errno) => Err(Error::Os {
+            op: Op::Remove,
+            errno,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// How many times a release looks again when its marker is back at the
+/// lock path after a removal that found it away.
+const RELEASE_ROUNDS: u32 = 16;
+
+/// The POSIX release of our open marker `file`, whose stat is `own`.
+fn release_posix<O: Os + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    file: &O::File,
+    own: &Stat,
+) -> Result<(), Errno> {
+    let mut round = 0;
+    loop {
+        let seen = match os.lstat(cfg.lock) {
+            Ok(st) => st.same_file(own),
+            Err(e) if e == Errno::NOENT => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let mut removal = Ok(());
+        if seen {
+            // Not a plain unlink: a peer's exchange may put its marker at the
+            // lock path between our lstat and our unlink, and a peer whose
+            // takeover is legitimate (our lease expired) would then hold the
+            // lock with no marker. Swapping ours out through a placeholder
+            // puts any such marker back.
+            removal = remove_own(os, cfg, own);
+        }
+        // Where our file is now: unlinked everywhere (done), at the lock
+        // path, or held aside by a peer.
+        let st = os.fstat(file)?;
+        if st.nlink == 0 {
+            return Ok(());
+        }
+        if os.lstat(cfg.lock).is_ok_and(|st| st.same_file(own)) {
+            // Back at the lock path: a peer whose check held it aside for an
+            // instant (its exchange took our marker, not the file it judged)
+            // has put it back while we looked. Look again.
+            round += 1;
+            if round < RELEASE_ROUNDS {
+                continue;
+            }
+            return Err(removal.err().unwrap_or(Errno::IO));
+        }
+        // Held aside: mark it released in place, so nothing restores a
+        // record that names us (invariant I17).
+        return os
+            .write_at(file, RELEASED, 0)
+            .and_then(|_| os.truncate(file, RELEASED.len() as u64));
+    }
+}
