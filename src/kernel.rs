@@ -59,7 +59,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use swaplock_core::decide::with_lock_ex_mode;
-use swaplock_core::kernel::{self as protocol, Outcome};
+use swaplock_core::kernel::{self as protocol, Backoff, Outcome};
+use swaplock_core::wait::Deadline;
 use swaplock_core::Errno;
 
 /// A path as the adapter's calls take it: a C string on POSIX systems
@@ -88,6 +89,28 @@ fn sys_path(path: &Path) -> Arc<SysPath> {
 type LockFile = std::os::fd::OwnedFd;
 #[cfg(windows)]
 type LockFile = std::os::windows::io::OwnedHandle;
+
+/// The adapter's kernel-lock operations on one path, which the core's
+/// driver runs.
+#[cfg(unix)]
+fn kernel_os(path: &SysPath, follow: bool, mode: u32, kind: Kind) -> os::UnixKernel<'_> {
+    os::UnixKernel {
+        path,
+        follow,
+        mode,
+        call: match kind {
+            Kind::Fcntl => os::LockCall::Fcntl,
+            Kind::Flock => os::LockCall::Flock,
+        },
+    }
+}
+
+/// The adapter's kernel-lock operations on one path, which the core's
+/// driver runs. Both kinds are `LockFileEx` on byte 0 here.
+#[cfg(windows)]
+fn kernel_os(path: &SysPath, follow: bool, mode: u32, _kind: Kind) -> os::WindowsKernel<'_> {
+    os::WindowsKernel { path, follow, mode }
+}
 
 /// This process's umask, for the mode with-lock-ex gives a new lock file.
 #[cfg(unix)]
@@ -158,11 +181,6 @@ enum Wait {
     Until(Instant),
 }
 
-/// The shortest and longest pause between two attempts while waiting with
-/// a deadline: the kernel has no timed wait for these locks.
-const POLL_MIN: Duration = Duration::from_millis(1);
-const POLL_MAX: Duration = Duration::from_millis(25);
-
 impl FileLock {
     /// An `fcntl` lock (the with-lock-ex protocol) on `path`.
     ///
@@ -228,7 +246,7 @@ impl FileLock {
     /// Waits up to `timeout` for the lock; an error of kind
     /// [`TimedOut`](io::ErrorKind::TimedOut) if it stays held. The kernel
     /// has no timed wait for these locks, so this polls, pausing 1 ms at
-    /// first and at most 25 ms between attempts.
+    /// first and at most 25 ms between attempts (the core's [`Backoff`]).
     pub fn lock_timeout(&self, timeout: Duration) -> io::Result<FileLockGuard> {
         match Instant::now().checked_add(timeout) {
             Some(deadline) => self.acquire(Wait::Until(deadline)),
@@ -245,93 +263,72 @@ impl FileLock {
         if self.soft.load(Ordering::Relaxed) {
             return self.acquire_soft(wait);
         }
-        #[cfg(unix)]
-        let mut kernel = os::UnixKernel {
-            path: &self.sys_path,
-            follow: self.follow_symlinks,
-            mode: self.mode,
-            call: match self.kind {
-                Kind::Fcntl => os::LockCall::Fcntl,
-                Kind::Flock => os::LockCall::Flock,
-            },
+        let mut kernel = kernel_os(&self.sys_path, self.follow_symlinks, self.mode, self.kind);
+        let know_creation = self.kind == Kind::Flock;
+        // The core decides when to try again: never when the wait is in
+        // the kernel or there is none, until the deadline otherwise.
+        let outcome = match wait {
+            Wait::No => protocol::acquire(&mut kernel, false, know_creation, &mut Deadline::once()),
+            Wait::Forever => {
+                protocol::acquire(&mut kernel, true, know_creation, &mut Deadline::once())
+            }
+            Wait::Until(deadline) => {
+                let mut backoff = Backoff::new(deadline.saturating_duration_since(Instant::now()));
+                protocol::acquire(&mut kernel, false, know_creation, &mut backoff)
+            }
         };
-        #[cfg(windows)]
-        let mut kernel = os::WindowsKernel {
-            path: &self.sys_path,
-            follow: self.follow_symlinks,
-            mode: self.mode,
-        };
-        let mut pause = POLL_MIN;
-        loop {
-            let outcome = protocol::attempt(
-                &mut kernel,
-                matches!(wait, Wait::Forever),
-                self.kind == Kind::Flock,
-            );
-            let busy = match outcome {
-                Ok(Outcome::Held(fd, _)) => {
-                    return Ok(FileLockGuard(Inner::Kernel {
-                        fd,
-                        kind: self.kind,
-                        path: Arc::clone(&self.path),
-                        sys_path: Arc::clone(&self.sys_path),
-                        follow_symlinks: self.follow_symlinks,
-                    }))
+        match outcome {
+            Ok(Outcome::Held(fd, _)) => Ok(FileLockGuard(Inner::Kernel {
+                fd,
+                kind: self.kind,
+                path: Arc::clone(&self.path),
+                sys_path: Arc::clone(&self.sys_path),
+                follow_symlinks: self.follow_symlinks,
+            })),
+            // A deadline passed while the lock stayed held.
+            Ok(Outcome::Busy(_)) if matches!(wait, Wait::Until(_)) => {
+                let source = io::Error::from(io::ErrorKind::TimedOut);
+                Err(LockError::io(
+                    &self.path,
+                    Step::Lock,
+                    io::ErrorKind::TimedOut,
+                    source,
+                ))
+            }
+            // Forever waits in the kernel; a busy answer there (an fcntl
+            // lock may say EACCES) is reported like a non-blocking one.
+            Ok(Outcome::Busy(busy)) => {
+                let source = crate::error::os_error(busy);
+                Err(LockError::io(
+                    &self.path,
+                    Step::Lock,
+                    io::ErrorKind::WouldBlock,
+                    source,
+                ))
+            }
+            #[cfg(unix)]
+            Ok(Outcome::Unsupported { file, created }) => {
+                // flock is not available here: remove the empty file this
+                // attempt created while it is still open (never a peer's
+                // soft marker), then be a SoftFileLock from now on.
+                if created {
+                    let _ = SoftLock::soft(&*self.path).remove_own_file(&file);
                 }
-                Ok(Outcome::Busy(e)) => e,
-                #[cfg(unix)]
-                Ok(Outcome::Unsupported { file, created }) => {
-                    // flock is not available here: remove the empty file this
-                    // attempt created while it is still open (never a peer's
-                    // soft marker), then be a SoftFileLock from now on.
-                    if created {
-                        let _ = SoftLock::soft(&*self.path).remove_own_file(&file);
-                    }
-                    drop(file);
-                    self.soft.store(true, Ordering::Relaxed);
-                    return self.acquire_soft(wait);
-                }
-                // The Windows adapter never answers ENOSYS.
-                #[cfg(windows)]
-                Ok(Outcome::Unsupported { .. }) => {
-                    return Err(self.err(Step::Lock, Errno::NOSYS));
-                }
-                Err((step, e)) => {
-                    let step = match step {
-                        protocol::Step::Open => Step::Open,
-                        protocol::Step::Lock => Step::Lock,
-                        protocol::Step::Fstat => Step::Fstat,
-                        protocol::Step::Stat => Step::Stat,
-                    };
-                    return Err(self.err(step, e));
-                }
-            };
-            match wait {
-                // Forever waits in the kernel; a busy answer there (an fcntl
-                // lock may say EACCES) is reported like a non-blocking one.
-                Wait::No | Wait::Forever => {
-                    let source = crate::error::os_error(busy);
-                    return Err(LockError::io(
-                        &self.path,
-                        Step::Lock,
-                        io::ErrorKind::WouldBlock,
-                        source,
-                    ));
-                }
-                Wait::Until(deadline) => {
-                    let now = Instant::now();
-                    if now >= deadline {
-                        let source = io::Error::from(io::ErrorKind::TimedOut);
-                        return Err(LockError::io(
-                            &self.path,
-                            Step::Lock,
-                            io::ErrorKind::TimedOut,
-                            source,
-                        ));
-                    }
-                    std::thread::sleep(pause.min(deadline - now));
-                    pause = (pause * 2).min(POLL_MAX);
-                }
+                drop(file);
+                self.soft.store(true, Ordering::Relaxed);
+                self.acquire_soft(wait)
+            }
+            // The Windows adapter never answers ENOSYS.
+            #[cfg(windows)]
+            Ok(Outcome::Unsupported { .. }) => Err(self.err(Step::Lock, Errno::NOSYS)),
+            Err((step, e)) => {
+                let step = match step {
+                    protocol::Step::Open => Step::Open,
+                    protocol::Step::Lock => Step::Lock,
+                    protocol::Step::Fstat => Step::Fstat,
+                    protocol::Step::Stat => Step::Stat,
+                };
+                Err(self.err(step, e))
             }
         }
     }

@@ -2,6 +2,10 @@
 //! open (creating), lock, then check the locked descriptor against the
 //! path, and start again when a holder deleted or replaced the file.
 //!
+//! [`attempt`] is one such attempt; [`acquire`] repeats it for as long as
+//! the caller's [`Patience`] lasts (a [`Backoff`] for a timed wait), on the
+//! adapter's [`Clock`], so production and a simulation run the same wait.
+//!
 //! `flock` may answer `ENOSYS` (some FUSE filesystems, Android storage). The
 //! loop then reports [`Outcome::Unsupported`] with the descriptor still
 //! open and whether this attempt created the file, so the caller can remove
@@ -10,6 +14,8 @@
 
 use crate::decide::{check_kernel_lock, FileId, KernelLockCheck};
 use crate::errno::Errno;
+use crate::wait::{Clock, Patience};
+use core::time::Duration;
 
 /// The operations of a kernel lock on one path, each one syscall.
 pub trait KernelOs {
@@ -110,5 +116,192 @@ pub fn attempt<O: KernelOs>(
                 return Err((Step::Stat, e));
             }
         }
+    }
+}
+
+/// The acquire driver: [`attempt`] until the lock is held, or until
+/// `patience` gives up on a busy lock, pausing between attempts as it says
+/// (on the adapter's [`Clock`]). The first attempt always runs.
+///
+/// `wait_in_kernel` makes each attempt block in the lock call (`F_SETLKW`,
+/// `LOCK_EX`); the kernel has no timed wait for these locks, so a timed
+/// wait polls with non-blocking attempts and a [`Backoff`]. A lock that
+/// stays busy is reported as [`Outcome::Busy`] with the last attempt's
+/// answer; any other outcome ends the loop at once.
+pub fn acquire<O: KernelOs + Clock>(
+    os: &mut O,
+    wait_in_kernel: bool,
+    know_creation: bool,
+    patience: &mut impl Patience<Errno>,
+) -> Result<Outcome<O::File>, (Step, Errno)> {
+    let started = os.now();
+    loop {
+        patience.attempting();
+        let busy = match attempt(os, wait_in_kernel, know_creation)? {
+            Outcome::Busy(e) => e,
+            done => return Ok(done),
+        };
+        let elapsed = os.now().since(started);
+        match patience.busy(&busy, elapsed) {
+            Some(pause) => os.sleep(pause),
+            None => return Ok(Outcome::Busy(busy)),
+        }
+    }
+}
+
+/// The patience of a timed wait for a kernel lock: try again until
+/// `timeout` has passed since the acquire began, pausing 1 ms after the
+/// first busy attempt and twice as long after each next one, at most 25 ms
+/// ([`Backoff::FIRST`], [`Backoff::LONGEST`]), and never past the timeout.
+/// A short wait is thus noticed quickly, a long one costs few attempts.
+///
+/// ```
+/// use core::time::Duration;
+/// use swaplock_core::kernel::Backoff;
+/// use swaplock_core::wait::Patience;
+/// use swaplock_core::Errno;
+///
+/// let ms = Duration::from_millis;
+/// let mut backoff = Backoff::new(ms(30));
+/// assert_eq!(backoff.busy(&Errno::AGAIN, ms(0)), Some(ms(1)));
+/// assert_eq!(backoff.busy(&Errno::AGAIN, ms(1)), Some(ms(2)));
+/// assert_eq!(backoff.busy(&Errno::AGAIN, ms(28)), Some(ms(2)), "cut to the time left");
+/// assert_eq!(backoff.busy(&Errno::AGAIN, ms(30)), None);
+/// ```
+#[must_use]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Backoff {
+    /// How long after the acquire began to stop trying.
+    pub deadline: Duration,
+    /// The next pause.
+    pause: Duration,
+}
+
+impl Backoff {
+    /// The pause after the first busy attempt.
+    pub const FIRST: Duration = Duration::from_millis(1);
+    /// The longest pause between two attempts.
+    pub const LONGEST: Duration = Duration::from_millis(25);
+
+    /// Keep trying until `deadline` after the acquire began.
+    pub const fn new(deadline: Duration) -> Self {
+        Backoff {
+            deadline,
+            pause: Self::FIRST,
+        }
+    }
+}
+
+impl Patience<Errno> for Backoff {
+    fn busy(&mut self, _holder: &Errno, elapsed: Duration) -> Option<Duration> {
+        let left = self
+            .deadline
+            .checked_sub(elapsed)
+            .filter(|l| !l.is_zero())?;
+        let pause = self.pause.min(left);
+        self.pause = (self.pause * 2).min(Self::LONGEST);
+        Some(pause)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decide::{FileTime, Instant};
+    use crate::wait::Deadline;
+
+    /// A lock file held by someone else for `busy_for`, on a clock that
+    /// moves only when the driver sleeps.
+    struct Fake {
+        now: Duration,
+        busy_for: Duration,
+        pauses: [Duration; 16],
+        slept: usize,
+        attempts: u32,
+        path: FileId,
+    }
+
+    impl Fake {
+        fn new(busy_for: Duration) -> Self {
+            Fake {
+                now: Duration::ZERO,
+                busy_for,
+                pauses: [Duration::ZERO; 16],
+                slept: 0,
+                attempts: 0,
+                path: ID,
+            }
+        }
+    }
+
+    const ID: FileId = FileId { dev: 1, ino: 2 };
+
+    impl KernelOs for Fake {
+        type File = FileId;
+        fn open(&mut self, _exclusive: bool) -> Result<FileId, Errno> {
+            self.attempts += 1;
+            Ok(ID)
+        }
+        fn lock(&mut self, _file: &FileId, _wait: bool) -> Result<(), Errno> {
+            match self.now < self.busy_for {
+                true => Err(Errno::AGAIN),
+                false => Ok(()),
+            }
+        }
+        fn fstat(&mut self, file: &FileId) -> Result<FileId, Errno> {
+            Ok(*file)
+        }
+        fn stat(&mut self) -> Result<FileId, Errno> {
+            Ok(self.path)
+        }
+        fn close(&mut self, _file: FileId) {}
+    }
+
+    impl Clock for Fake {
+        fn now(&mut self) -> Instant {
+            Instant(self.now.as_nanos() as u64)
+        }
+        fn wall(&mut self) -> FileTime {
+            FileTime::default()
+        }
+        fn sleep(&mut self, duration: Duration) {
+            self.pauses[self.slept] = duration;
+            self.slept += 1;
+            self.now += duration;
+        }
+    }
+
+    const fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn a_timed_wait_backs_off_from_1_to_25_ms_and_gives_up_at_the_deadline() {
+        let mut os = Fake::new(ms(1000));
+        let out = acquire(&mut os, false, false, &mut Backoff::new(ms(100)));
+        assert!(matches!(out, Ok(Outcome::Busy(e)) if e == Errno::AGAIN));
+        // 1+2+4+8+16+25+25 = 81, then the 19 ms left.
+        let expected = [1, 2, 4, 8, 16, 25, 25, 19].map(ms);
+        assert_eq!(&os.pauses[..os.slept], &expected);
+        assert_eq!(os.attempts, 9, "one attempt after the last pause");
+    }
+
+    #[test]
+    fn a_timed_wait_takes_the_lock_once_it_is_free() {
+        let mut os = Fake::new(ms(10));
+        let out = acquire(&mut os, false, false, &mut Backoff::new(ms(100)));
+        assert!(matches!(out, Ok(Outcome::Held(id, _)) if id == ID));
+        assert_eq!(&os.pauses[..os.slept], &[1, 2, 4, 8].map(ms));
+    }
+
+    #[test]
+    fn one_attempt_only_never_pauses_even_with_a_zero_deadline() {
+        let mut os = Fake::new(ms(10));
+        let out = acquire(&mut os, false, false, &mut Deadline::once());
+        assert!(matches!(out, Ok(Outcome::Busy(_))));
+        let out = acquire(&mut os, false, false, &mut Backoff::new(Duration::ZERO));
+        assert!(matches!(out, Ok(Outcome::Busy(_))));
+        assert_eq!((os.attempts, os.slept), (2, 0));
     }
 }

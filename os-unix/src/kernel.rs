@@ -4,7 +4,8 @@
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 use rustix::fs::{FlockOperation, Mode, OFlags};
 use std::ffi::CStr;
-use swaplock_core::decide::FileId;
+use std::time::Duration;
+use swaplock_core::decide::{FileId, FileTime, Instant};
 use swaplock_core::Errno;
 
 fn errno(e: rustix::io::Errno) -> Errno {
@@ -235,7 +236,8 @@ pub enum LockCall {
 }
 
 /// The kernel-lock operations on one path, for
-/// [`swaplock_core::kernel::attempt`].
+/// [`swaplock_core::kernel::attempt`], with the clocks and the pause
+/// [`swaplock_core::kernel::acquire`] waits on.
 #[derive(Clone, Copy, Debug)]
 pub struct UnixKernel<'p> {
     /// The lock file's path.
@@ -272,5 +274,36 @@ impl swaplock_core::kernel::KernelOs for UnixKernel<'_> {
 
     fn close(&mut self, file: OwnedFd) {
         drop(file);
+    }
+}
+
+impl swaplock_core::wait::Clock for UnixKernel<'_> {
+    /// `clock_gettime(CLOCK_MONOTONIC)`.
+    ///
+    /// # References
+    /// - [`clock_gettime(2)`](https://man7.org/linux/man-pages/man2/clock_gettime.2.html)
+    fn now(&mut self) -> Instant {
+        crate::soft::monotonic_now()
+    }
+
+    /// `clock_gettime(CLOCK_REALTIME)`.
+    ///
+    /// # References
+    /// - [`clock_gettime(2)`](https://man7.org/linux/man-pages/man2/clock_gettime.2.html)
+    fn wall(&mut self) -> FileTime {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
+        // tv_nsec is in 0..1_000_000_000.
+        FileTime {
+            sec: t.tv_sec,
+            nsec: t.tv_nsec as u32,
+        }
+    }
+
+    /// `nanosleep` — pause this thread.
+    ///
+    /// # References
+    /// - [`nanosleep(2)`](https://man7.org/linux/man-pages/man2/nanosleep.2.html)
+    fn sleep(&mut self, duration: Duration) {
+        std::thread::sleep(duration);
     }
 }

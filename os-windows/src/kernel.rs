@@ -2,7 +2,8 @@
 //! on byte 0, and the identity of a handle and of a path.
 
 use std::os::windows::io::{AsHandle, AsRawHandle, FromRawHandle, OwnedHandle};
-use swaplock_core::decide::FileId;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use swaplock_core::decide::{FileId, FileTime, Instant};
 use swaplock_core::Errno;
 use windows_sys::Win32::Foundation::{
     GetLastError, ERROR_ACCESS_DENIED, ERROR_ALREADY_EXISTS, ERROR_FILE_EXISTS,
@@ -232,7 +233,8 @@ pub fn unlink_unless_open(path: &[u16]) -> Result<bool, Errno> {
 }
 
 /// The kernel-lock operations on one path, for
-/// [`swaplock_core::kernel::attempt`].
+/// [`swaplock_core::kernel::attempt`], with the clocks and the pause
+/// [`swaplock_core::kernel::acquire`] waits on.
 #[derive(Clone, Copy, Debug)]
 pub struct WindowsKernel<'p> {
     /// The lock file's path, NUL-terminated UTF-16 ([`wide_path`]).
@@ -264,5 +266,38 @@ impl swaplock_core::kernel::KernelOs for WindowsKernel<'_> {
 
     fn close(&mut self, file: OwnedHandle) {
         drop(file);
+    }
+}
+
+impl swaplock_core::wait::Clock for WindowsKernel<'_> {
+    /// `QueryPerformanceCounter` (through std's monotonic `Instant`).
+    ///
+    /// # References
+    /// - [`QueryPerformanceCounter`](https://learn.microsoft.com/en-us/windows/win32/api/profileapi/nf-profileapi-queryperformancecounter)
+    fn now(&mut self) -> Instant {
+        crate::soft::monotonic_now()
+    }
+
+    /// `GetSystemTimePreciseAsFileTime` (through std's `SystemTime`), as
+    /// time since the Unix epoch.
+    ///
+    /// # References
+    /// - [`GetSystemTimePreciseAsFileTime`](https://learn.microsoft.com/en-us/windows/win32/api/sysinfoapi/nf-sysinfoapi-getsystemtimepreciseasfiletime)
+    fn wall(&mut self) -> FileTime {
+        let since = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO);
+        FileTime {
+            sec: i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
+            nsec: since.subsec_nanos(),
+        }
+    }
+
+    /// `Sleep` — pause this thread.
+    ///
+    /// # References
+    /// - [`Sleep`](https://learn.microsoft.com/en-us/windows/win32/api/synchapi/nf-synchapi-sleep)
+    fn sleep(&mut self, duration: Duration) {
+        std::thread::sleep(duration);
     }
 }
