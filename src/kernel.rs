@@ -422,25 +422,16 @@ impl FileLockGuard {
         match self.0 {
             Inner::Kernel {
                 fd,
+                kind,
                 path,
                 sys_path,
                 follow_symlinks,
-                ..
             } => {
                 let err = |e| LockError::errno(&path, Step::Remove, e);
-                #[cfg(unix)]
-                let (ours, named) = (
-                    os::fstat_id(&fd).map_err(err)?,
-                    os::stat_id(&sys_path, follow_symlinks).map_err(err)?,
-                );
-                #[cfg(windows)]
-                let (ours, named) = (
-                    os::handle_id(&fd).map_err(err)?,
-                    os::path_id(&sys_path, follow_symlinks).map_err(err)?,
-                );
-                if named != ours {
-                    return Err(err(Errno::NOENT));
-                }
+                // The mode only matters to an open, which the check makes
+                // none of.
+                let mut kernel = kernel_os(&sys_path, follow_symlinks, 0, kind);
+                protocol::check_remove(&mut kernel, &fd).map_err(err)?;
                 #[cfg(unix)]
                 return os::unlink(&sys_path).map_err(err);
                 #[cfg(windows)]

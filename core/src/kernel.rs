@@ -5,6 +5,8 @@
 //! [`attempt`] is one such attempt; [`acquire`] repeats it for as long as
 //! the caller's [`Patience`] lasts (a [`Backoff`] for a timed wait), on the
 //! adapter's [`Clock`], so production and a simulation run the same wait.
+//! [`check_remove`] is the check a holder makes before deleting the lock
+//! file: only the file it locked, never a successor's.
 //!
 //! `flock` may answer `ENOSYS` (some FUSE filesystems, Android storage). The
 //! loop then reports [`Outcome::Unsupported`] with the descriptor still
@@ -205,6 +207,23 @@ impl Patience<Errno> for Backoff {
     }
 }
 
+/// Before a holder deletes the lock file by name (with-lock-ex's "acquire,
+/// then rm"): `Ok` only if the path still names the file it locked, by
+/// `fstat` of its descriptor against `stat` of the path. No process that
+/// follows the protocol can change the name while we hold the lock, so a
+/// different file (or none) means the protocol was broken, and the file
+/// there, maybe a successor's, is not ours to delete: `ENOENT`. A failed
+/// `fstat` or `stat` is reported as is.
+pub fn check_remove<O: KernelOs>(os: &mut O, file: &O::File) -> Result<(), Errno> {
+    let locked = os.fstat(file)?;
+    let named = os.stat()?;
+    if named == locked {
+        Ok(())
+    } else {
+        Err(Errno::NOENT)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,5 +322,13 @@ mod tests {
         let out = acquire(&mut os, false, false, &mut Backoff::new(Duration::ZERO));
         assert!(matches!(out, Ok(Outcome::Busy(_))));
         assert_eq!((os.attempts, os.slept), (2, 0));
+    }
+
+    #[test]
+    fn removal_needs_the_path_to_name_the_locked_file() {
+        let mut os = Fake::new(Duration::ZERO);
+        assert_eq!(check_remove(&mut os, &ID), Ok(()));
+        os.path = FileId { dev: 1, ino: 3 };
+        assert_eq!(check_remove(&mut os, &ID), Err(Errno::NOENT));
     }
 }
