@@ -308,13 +308,11 @@ impl FileLock {
             }
             #[cfg(unix)]
             Ok(Outcome::Unsupported { file, created }) => {
-                // flock is not available here: remove the empty file this
-                // attempt created while it is still open (never a peer's
-                // soft marker), then be a SoftFileLock from now on.
-                if created {
-                    let _ = SoftLock::soft(&*self.path).remove_own_file(&file);
-                }
-                drop(file);
+                // flock is not available here: the core removes the file
+                // this attempt created (never a peer's soft marker), and
+                // this lock is a SoftFileLock from now on. A placeholder
+                // that could not be removed does not stop the switch.
+                let _ = SoftLock::soft(&*self.path).fall_back(file, created);
                 self.soft.store(true, Ordering::Relaxed);
                 self.acquire_soft(wait)
             }

@@ -372,15 +372,18 @@ impl SoftLock {
         }
     }
 
-    /// Removes a file this process created at the lock path and still holds
-    /// open, only if the path still shows it (PROTOCOL 7.3): what the
-    /// `flock` `ENOSYS` fallback does with its empty placeholder.
+    /// The switch of a kernel lock on this path to this soft lock after
+    /// `flock` answered `ENOSYS`: the core's [`fall_back`] removes the file
+    /// at the lock path, open as `file`, if the kernel attempt `created`
+    /// it (only then: it may be a peer's marker otherwise), and closes it.
+    ///
+    /// [`fall_back`]: swaplock_core::kernel::fall_back
     #[cfg(unix)]
-    pub(crate) fn remove_own_file(&self, file: &File) -> io::Result<()> {
+    pub(crate) fn fall_back(&self, file: File, created: bool) -> io::Result<()> {
         let dir = self.open_dir()?;
         let me = Identity::now();
         let cfg = me.config(self, None);
-        protocol::remove_own_file(&mut SoftOs::on(&dir), &cfg, file)
+        swaplock_core::kernel::fall_back(&mut SoftOs::on(&dir), &cfg, file, created)
             .map_err(|e| self.err(Step::Remove, e))
     }
 
@@ -436,6 +439,7 @@ impl SoftLock {
         };
         Ok(Some(OwnerInfo::from(classify(content, reader), age)))
     }
+
 }
 
 /// What a marker says of its holder.

@@ -17,8 +17,8 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 use swaplock::core::decide::FileId;
-use swaplock::core::kernel::{attempt, KernelOs, Outcome};
-use swaplock::core::soft::{remove_own_file, Config, Kind};
+use swaplock::core::kernel::{attempt, fall_back, KernelOs, Outcome};
+use swaplock::core::soft::{Config, Kind};
 use swaplock::core::Errno;
 use swaplock_linux::kernel::{LockCall, UnixKernel};
 use swaplock_linux::soft::{current_pid, host_name, open_dir, LinuxOs};
@@ -165,7 +165,9 @@ impl<F: FnMut()> KernelOs for NoFlock<'_, F> {
     }
 }
 
-fn fallback_cleanup(dir: &Path, file: &OwnedFd) {
+/// The core's fallback over the Linux adapter: remove the file if this
+/// attempt created it, then close it.
+fn fallback_cleanup(dir: &Path, file: OwnedFd, created: bool) {
     let host = host_name();
     let cfg = Config {
         kind: Kind::Soft,
@@ -178,10 +180,11 @@ fn fallback_cleanup(dir: &Path, file: &OwnedFd) {
         lifetime: None,
     };
     let dirfd = open_dir(&std::ffi::CString::new(dir.to_str().unwrap()).unwrap()).unwrap();
-    remove_own_file(
+    fall_back(
         &mut LinuxOs::new(std::os::fd::AsFd::as_fd(&dirfd)),
         &cfg,
         file,
+        created,
     )
     .unwrap();
 }
@@ -206,7 +209,7 @@ fn the_fallback_removes_only_its_own_placeholder() {
     match attempt(&mut os, false, true).unwrap() {
         Outcome::Unsupported { file, created } => {
             assert!(created);
-            fallback_cleanup(dir.path(), &file);
+            fallback_cleanup(dir.path(), file, created);
         }
         other => panic!("expected ENOSYS, got {other:?}"),
     }
@@ -225,7 +228,7 @@ fn the_fallback_removes_only_its_own_placeholder() {
     match attempt(&mut os, false, true).unwrap() {
         Outcome::Unsupported { file, created } => {
             assert!(created);
-            fallback_cleanup(dir.path(), &file);
+            fallback_cleanup(dir.path(), file, created);
         }
         other => panic!("expected ENOSYS, got {other:?}"),
     }
@@ -233,6 +236,24 @@ fn the_fallback_removes_only_its_own_placeholder() {
         std::fs::read_to_string(&path).unwrap(),
         record,
         "the peer's marker was deleted"
+    );
+
+    // A marker that was there before the attempt is not ours: left alone.
+    let mut os = NoFlock {
+        inner: kernel,
+        peer: || {},
+    };
+    match attempt(&mut os, false, true).unwrap() {
+        Outcome::Unsupported { file, created } => {
+            assert!(!created);
+            fallback_cleanup(dir.path(), file, created);
+        }
+        other => panic!("expected ENOSYS, got {other:?}"),
+    }
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        record,
+        "a marker the attempt found was deleted"
     );
     let others: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()

@@ -10,12 +10,14 @@
 //!
 //! `flock` may answer `ENOSYS` (some FUSE filesystems, Android storage). The
 //! loop then reports [`Outcome::Unsupported`] with the descriptor still
-//! open and whether this attempt created the file, so the caller can remove
-//! its own placeholder while it is open (never a peer's soft marker found
-//! at the path: invariant I22) and fall back to a soft lock.
+//! open and whether this attempt created the file; [`fall_back`] then
+//! removes that placeholder while it is open, only if this attempt created
+//! it (never a peer's soft marker found at the path: invariant I22), and
+//! the caller continues with a soft lock.
 
 use crate::decide::{check_kernel_lock, FileId, KernelLockCheck};
 use crate::errno::Errno;
+use crate::soft;
 use crate::wait::{Clock, Patience};
 use core::time::Duration;
 
@@ -222,6 +224,39 @@ pub fn check_remove<O: KernelOs>(os: &mut O, file: &O::File) -> Result<(), Errno
     } else {
         Err(Errno::NOENT)
     }
+}
+
+/// The switch to a soft lock after `flock` answered `ENOSYS`
+/// ([`Outcome::Unsupported`]): removes the file at the lock path while
+/// `file` is still open, only if this attempt `created` it, then closes it.
+/// The caller then acquires the soft lock (filelock's `SoftFileLock`,
+/// `cfg.kind` [`soft::Kind::Soft`]) on the same path, for good.
+///
+/// It keeps, of PROTOCOL 7.17 (the `flock` fallback), the removal of our
+/// own empty placeholder before the switch: left at the lock path it would
+/// read as a recordless marker, which soft contenders wait on and never
+/// judge stale. And it keeps invariant I22: a file this attempt did not
+/// create may be a peer's soft marker and is left alone; the one it did
+/// create is removed by [`soft::remove_own_file`] (PROTOCOL 7.3) while
+/// still open, which swaps it out through a placeholder (or, without an
+/// exchange, unlinks only if the path still shows it), so that a peer's
+/// marker published at the path since our attempt is never taken for ours.
+/// The descriptor is closed only after the removal, never before: a
+/// removal by name after close could delete a successor's marker.
+///
+/// The error is the removal's; the file is closed either way.
+pub fn fall_back<O: soft::Os + ?Sized>(
+    os: &mut O,
+    cfg: &soft::Config<'_>,
+    file: O::File,
+    created: bool,
+) -> Result<(), Errno> {
+    let removed = match created {
+        true => soft::remove_own_file(os, cfg, &file),
+        false => Ok(()),
+    };
+    os.close(file);
+    removed
 }
 
 #[cfg(test)]
