@@ -112,9 +112,29 @@ fn kernel_os(path: &SysPath, follow: bool, mode: u32, _kind: Kind) -> os::Window
     os::WindowsKernel { path, follow, mode }
 }
 
-/// This process's umask, for the mode with-lock-ex gives a new lock file.
+/// This process's umask: the file mode creation mask, whose bits are
+/// cleared from the mode of every file it creates. [`FileLock::new`]
+/// derives a new lock file's mode from it, as with-lock-ex does.
+///
+/// On Linux 4.7 and later it is read from `/proc/self/status`, without
+/// changing it. Elsewhere it is read the old way, by setting it and
+/// setting it back, which briefly changes it for the whole process: call
+/// it while no other thread creates files (a command's start-up, say).
+/// Windows has no umask: the answer there is `0o022`, so that a new lock
+/// file is writable by its owner.
+///
+/// ```
+/// use swaplock::core::decide::with_lock_ex_mode;
+/// use swaplock::kernel::current_umask;
+///
+/// let umask = current_umask();
+/// assert_eq!(umask & !0o777, 0);
+/// // The mode with-lock-ex gives a new lock file (before the umask).
+/// let mode = with_lock_ex_mode(umask);
+/// assert_eq!(mode & !0o666, 0);
+/// ```
 #[cfg(unix)]
-fn current_umask() -> u32 {
+pub fn current_umask() -> u32 {
     os::read_umask().unwrap_or_else(|| {
         // Without /proc (or before Linux 4.7): read it the old way, which
         // briefly changes it for the whole process.
@@ -124,9 +144,18 @@ fn current_umask() -> u32 {
     })
 }
 
-/// Windows has no umask; a new lock file is writable by its owner.
+/// This process's umask: the file mode creation mask, whose bits are
+/// cleared from the mode of every file it creates. [`FileLock::new`]
+/// derives a new lock file's mode from it, as with-lock-ex does.
+///
+/// Windows has no umask: the answer here is `0o022`, so that a new lock
+/// file is writable by its owner.
+///
+/// ```
+/// assert_eq!(swaplock::kernel::current_umask(), 0o022);
+/// ```
 #[cfg(windows)]
-fn current_umask() -> u32 {
+pub fn current_umask() -> u32 {
     0o022
 }
 
@@ -179,6 +208,18 @@ enum Wait {
     No,
     Forever,
     Until(Instant),
+}
+
+/// Who holds a kernel lock that keeps an `fcntl` write lock on the whole
+/// file from being taken, as [`FileLock::holder`] finds it.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelHolder {
+    /// The holder's PID as `F_GETLK` reports it: -1 for an open file
+    /// description lock (Linux's `F_OFD_SETLK`), which no one process owns.
+    pub pid: i32,
+    /// Whether the lock is a read (shared) lock rather than a write lock.
+    pub shared: bool,
 }
 
 impl FileLock {
@@ -349,6 +390,46 @@ impl FileLock {
     pub fn fell_back_to_soft(&self) -> bool {
         self.soft.load(Ordering::Relaxed)
     }
+
+    /// Who holds an `fcntl` lock on the file now, as with-lock-ex's `-l`
+    /// reports it: the lock that would keep a write lock on the whole file
+    /// from being taken (`F_GETLK`), or `None` when nothing would. The file
+    /// must exist (it is opened read only, never created: an error of step
+    /// [`Step::Open`] otherwise); a failed query is of step [`Step::Lock`].
+    ///
+    /// It sees `fcntl` locks only, whatever this lock's [`Kind`], and never
+    /// this process's own (they do not conflict with it). Do not call it in
+    /// a process that holds an `fcntl` lock on the file: closing the
+    /// query's descriptor releases that hold (see the [module docs](self)).
+    ///
+    /// ```no_run
+    /// use swaplock::FileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// match FileLock::new("/run/lock/backup.lock").holder()? {
+    ///     None => println!("free"),
+    ///     Some(h) if h.shared => println!("read-locked by {}", h.pid),
+    ///     Some(h) => println!("held by {}", h.pid),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(unix)]
+    pub fn holder(&self) -> io::Result<Option<KernelHolder>> {
+        let fd = os::open_existing_read_only(&self.sys_path, self.follow_symlinks)
+            .map_err(|e| self.err(Step::Open, e))?;
+        let conflict = loop {
+            match os::fcntl_query(&fd) {
+                Ok(conflict) => break conflict,
+                Err(e) if e == Errno::INTR => continue,
+                Err(e) => return Err(self.err(Step::Lock, e)),
+            }
+        };
+        Ok(match conflict {
+            os::Conflict::None => None,
+            os::Conflict::Write(pid) => Some(KernelHolder { pid, shared: false }),
+            os::Conflict::Read(pid) => Some(KernelHolder { pid, shared: true }),
+        })
+    }
 }
 
 /// A held kernel lock (or, after an `flock` `ENOSYS` fallback, a soft
@@ -445,6 +526,44 @@ impl FileLockGuard {
             // A soft lock's release removes its marker.
             #[cfg(unix)]
             Inner::Soft(guard) => guard.release(),
+        }
+    }
+}
+
+#[cfg(unix)]
+impl FileLockGuard {
+    /// Lets the lock's descriptor survive `exec` (clears its close-on-exec
+    /// flag, `fcntl(F_SETFD)`), so that a command this process becomes
+    /// holds the lock for as long as it runs, with no process in between:
+    /// what `with-lock-ex` does. An `fcntl` lock is kept across `exec` by
+    /// the process; an `flock` lock by the open file description, which
+    /// forked children share too.
+    ///
+    /// The error is the OS's. A lock that fell back to a soft lock
+    /// ([`FileLock::fell_back_to_soft`]) is not held by a descriptor, so
+    /// nothing can hand it over: an error of kind
+    /// [`Unsupported`](io::ErrorKind::Unsupported).
+    ///
+    /// ```no_run
+    /// use std::os::unix::process::CommandExt;
+    /// use swaplock::FileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let guard = FileLock::new("/run/lock/backup.lock").lock()?;
+    /// guard.inherit_on_exec()?;
+    /// // The backup runs holding the lock; the lock ends when it exits.
+    /// let e = std::process::Command::new("backup").exec();
+    /// # Err(e)
+    /// # }
+    /// ```
+    pub fn inherit_on_exec(&self) -> io::Result<()> {
+        match &self.0 {
+            Inner::Kernel { fd, .. } => {
+                os::clear_cloexec(fd).map_err(|e| io::Error::from_raw_os_error(e.raw()))
+            }
+            Inner::Soft(_) => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a soft lock is not held by a descriptor that exec could keep",
+            )),
         }
     }
 }

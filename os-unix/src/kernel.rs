@@ -47,12 +47,19 @@ pub fn open_lock_file(
     rustix::fs::open(path, flags, crate::soft::permissions(mode)).map_err(errno)
 }
 
-/// `open(path, O_RDONLY|O_CLOEXEC)` — open an existing lock file to query it.
+/// `open(path, O_RDONLY|O_CLOEXEC[|O_NOFOLLOW])` — open an existing lock
+/// file to query it.
+///
+/// Without `follow`, a symlink at `path` fails with `ELOOP`.
 ///
 /// # References
 /// - [`open(2)`](https://man7.org/linux/man-pages/man2/open.2.html)
-pub fn open_existing_read_only(path: &CStr) -> Result<OwnedFd, Errno> {
-    rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).map_err(errno)
+pub fn open_existing_read_only(path: &CStr, follow: bool) -> Result<OwnedFd, Errno> {
+    let mut flags = OFlags::RDONLY | OFlags::CLOEXEC;
+    if !follow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    rustix::fs::open(path, flags, Mode::empty()).map_err(errno)
 }
 
 fn byte_zero(kind: libc::c_short, len: libc::off_t) -> libc::flock {

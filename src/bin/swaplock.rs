@@ -35,7 +35,6 @@ fn main() {
 mod cli {
     use std::ffi::OsString;
     use std::io::ErrorKind;
-    use std::os::fd::AsFd;
     use std::os::unix::process::{CommandExt, ExitStatusExt};
     use std::path::PathBuf;
     use std::sync::atomic::{AtomicI32, Ordering};
@@ -228,8 +227,10 @@ mod cli {
             // outlives no process by itself, so hold it from a parent.
             return supervise(&opts, || (guard.unlock(), None));
         }
-        if let Err(e) = adapter::kernel::clear_cloexec(guard.as_fd()) {
-            eprintln!("swaplock: fcntl F_SETFD: {e}");
+        if let Err(e) = guard.inherit_on_exec() {
+            // Named as the core names errno values.
+            let errno = swaplock::core::Errno::from_raw(e.raw_os_error().unwrap_or(0));
+            eprintln!("swaplock: fcntl F_SETFD: {errno}");
             return 255;
         }
         let e = std::process::Command::new(&opts.rest[1])

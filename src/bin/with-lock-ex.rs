@@ -31,16 +31,12 @@ fn main() {
 mod cli {
     use std::ffi::{CString, OsStr, OsString};
     use std::io::{self, ErrorKind, Write};
-    use std::os::fd::AsFd;
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
     use std::process::exit;
     use std::time::Duration;
     use swaplock::core::decide::with_lock_ex_mode;
+    use swaplock::kernel::current_umask;
     use swaplock::{FileLock, LockError, Step};
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    use swaplock_linux::kernel as os;
-    #[cfg(target_vendor = "apple")]
-    use swaplock_macos::kernel as os;
 
     const USAGE: &str = "usage: with-lock-ex -w|-q|-f [-t <secs>] <lockfile> <command> <args>...\n       with-lock-ex -l       <lockfile>\n       with-lock-ex          <lockfile> <command> <args>...\n";
 
@@ -210,9 +206,9 @@ mod cli {
             bad_usage();
         }
 
-        // Single-threaded here, so reading the umask by setting it is safe.
-        let umask = os::umask(0o777);
-        os::umask(umask);
+        // Single-threaded here, so reading the umask by setting it (where
+        // it cannot be read otherwise) is safe.
+        let umask = current_umask();
         let lock = FileLock::new(lockfile)
             .follow_symlinks(true)
             .mode(with_lock_ex_mode(umask));
@@ -251,32 +247,33 @@ mod cli {
             }
         };
 
-        if let Err(e) = os::clear_cloexec(guard.as_fd()) {
-            fail(cmd, b"fcntl F_SETFD", e.raw());
+        if let Err(e) = guard.inherit_on_exec() {
+            fail(cmd, b"fcntl F_SETFD", e.raw_os_error().unwrap_or(0));
         }
         exec(&rest[1..], cmd);
     }
 
     /// `-l`: print which lock conflicts with a write lock on the file.
     fn list(lockfile: &OsStr, cmd: &OsStr) -> ! {
-        let path = CString::new(lockfile.as_bytes()).unwrap_or_default();
-        let fd = match os::open_existing_read_only(&path) {
-            Ok(fd) => fd,
-            Err(e) => fail(cmd, lockfile.as_bytes(), e.raw()),
-        };
-        let conflict = loop {
-            match os::fcntl_query(fd.as_fd()) {
-                Ok(c) => break c,
-                Err(e) if e.raw() == libc::EINTR => continue,
-                Err(e) => fail(cmd, b"could not acquire lock", e.raw()),
+        let holder = match FileLock::new(lockfile).follow_symlinks(true).holder() {
+            Ok(holder) => holder,
+            Err(e) => {
+                let errno = LockError::of(&e)
+                    .and_then(|l| l.os_error().raw_os_error())
+                    .unwrap_or(0);
+                let why: &[u8] = match LockError::of(&e).map(LockError::step) {
+                    Some(Step::Open) => lockfile.as_bytes(),
+                    _ => b"could not acquire lock",
+                };
+                fail(cmd, why, errno)
             }
         };
         // A PID of -1 (an open file description lock) prints as the
         // reference prints it, through unsigned long.
-        let line = match conflict {
-            os::Conflict::None => "none".to_owned(),
-            os::Conflict::Write(pid) => format!("write {}", i64::from(pid) as u64),
-            os::Conflict::Read(pid) => format!("read {}", i64::from(pid) as u64),
+        let line = match holder {
+            None => "none".to_owned(),
+            Some(h) if h.shared => format!("read {}", i64::from(h.pid) as u64),
+            Some(h) => format!("write {}", i64::from(h.pid) as u64),
         };
         let mut out = io::stdout().lock();
         if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
