@@ -440,6 +440,64 @@ impl SoftLock {
         Ok(Some(OwnerInfo::from(classify(content, reader), age)))
     }
 
+    /// Who holds the lock now, as the marker says, and how a contender of
+    /// this lock's kind stands toward that holder: the same judgement
+    /// ([`standing`]) a contender makes before it would take a marker
+    /// over, from one reading of the marker. `None` when there is no
+    /// marker. The holder's PID is probed (and its start token read) only
+    /// when the marker names this host; nothing is moved or removed.
+    ///
+    /// ```no_run
+    /// use swaplock::core::soft::Standing;
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// match SoftLock::marker("/mnt/nfs/jobs/nightly.lock").status()? {
+    ///     None => println!("free"),
+    ///     Some((owner, Standing::Stale { .. })) => {
+    ///         println!("pid {:?} is gone: the next contender takes over", owner.pid)
+    ///     }
+    ///     Some((owner, _)) => println!("held by pid {:?} on {:?}", owner.pid, owner.host),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// [`standing`]: swaplock_core::soft::standing
+    pub fn status(&self) -> io::Result<Option<(OwnerInfo, swaplock_core::soft::Standing)>> {
+        let meta = match std::fs::symlink_metadata(&self.path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(LockError::io(&self.path, Step::Stat, e.kind(), e)),
+        };
+        let mut bytes = Vec::with_capacity(READ_LIMIT);
+        if meta.is_file() {
+            use std::io::Read;
+            let file = std::fs::File::open(&self.path)
+                .map_err(|e| LockError::io(&self.path, Step::Open, e.kind(), e))?;
+            file.take(READ_LIMIT as u64)
+                .read_to_end(&mut bytes)
+                .map_err(|e| LockError::io(&self.path, Step::Open, e.kind(), e))?;
+        }
+        let content = if meta.is_file() {
+            Content::Bytes(&bytes)
+        } else {
+            Content::NotRegular
+        };
+        let age = meta.modified().ok().and_then(|m| m.elapsed().ok());
+        let reader = if self.kind == Kind::Soft {
+            Reader::Protocol1
+        } else {
+            Reader::Protocol2
+        };
+        // The judgement probes processes only; the directory is opened
+        // because the adapter answers for a directory, and never created.
+        let dir = os::open_dir(&self.dir).map_err(|e| self.err(Step::Open, e))?;
+        let me = Identity::now();
+        let cfg = me.config(self, None);
+        let standing = swaplock_core::soft::standing(&mut SoftOs::on(&dir), &cfg, content);
+        let owner = OwnerInfo::from(classify(content, reader), age);
+        Ok(Some((owner, standing)))
+    }
 }
 
 /// What a marker says of its holder.

@@ -16,8 +16,8 @@
 //! command ends and exits with its status; the command is killed if the
 //! parent dies, so it never runs on outside the lock.
 //!
-//! `status` prints who holds the lock and exits 0 when it is free, 1 when
-//! it is held. `break` removes a stale marker by the same safe path a
+//! `status` prints who holds the lock, judged as a contender judges it, and
+//! exits 0 when it is free, 1 when it is held. `break` removes a stale marker by the same safe path a
 //! contender uses, and refuses a live holder unless `--force`.
 
 #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
@@ -39,13 +39,10 @@ mod cli {
     use std::path::PathBuf;
     use std::sync::atomic::{AtomicI32, Ordering};
     use std::time::Duration;
-    use swaplock::core::decide::{judge_owner, HeldBecause, Liveness, Verdict};
+    use swaplock::core::decide::HeldBecause;
+    use swaplock::core::soft::Standing;
     use swaplock::soft::{Kind, SoftLock};
     use swaplock::FileLock;
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    use swaplock_linux as adapter;
-    #[cfg(target_vendor = "apple")]
-    use swaplock_macos as adapter;
 
     const USAGE: &str =
         "usage: swaplock run [--kind fcntl|flock|soft|marker|lease] [--wait|--fail|--quiet]
@@ -336,17 +333,16 @@ mod cli {
             .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
     }
 
-    /// The core's verdict on a recorded holder, for `status`: `alive`,
-    /// `dead`, `pid reused` (alive, but another process: the start token
-    /// differs) or `cannot tell` (another host, or the probe failed).
-    fn describe_holder(verdict: Verdict, probe: Liveness) -> &'static str {
-        match verdict {
-            Verdict::Held(HeldBecause::Alive) => "alive",
-            Verdict::Held(_) => "cannot tell",
-            Verdict::Stale | Verdict::StaleUnlessRunsElsewhere => match probe {
-                Liveness::Alive => "pid reused",
-                _ => "dead",
-            },
+    /// How a contender stands toward the recorded holder, for `status`:
+    /// `alive`, `dead`, `pid reused` (alive, but another process: the
+    /// start token differs) or `cannot tell` (another host, a failed
+    /// probe, or a marker that names no holder a contender would judge).
+    fn describe_holder(standing: Standing) -> &'static str {
+        match standing {
+            Standing::Held(HeldBecause::Alive) => "alive",
+            Standing::Stale { recycled: true } => "pid reused",
+            Standing::Stale { recycled: false } => "dead",
+            _ => "cannot tell",
         }
     }
 
@@ -359,32 +355,13 @@ mod cli {
             }
         };
         let lock = soft_lock(&opts, kind);
-        match lock.owner() {
+        match lock.status() {
             Ok(None) => {
                 println!("free");
                 0
             }
-            Ok(Some(owner)) => {
-                let here = adapter::soft::host_name();
-                let holder = match (
-                    owner.pid.and_then(swaplock::core::Pid::new),
-                    owner.host.as_deref(),
-                ) {
-                    (Some(pid), Some(host)) => {
-                        let record = swaplock::core::record::Owner {
-                            pid,
-                            host,
-                            start: owner
-                                .start
-                                .as_deref()
-                                .and_then(|s| swaplock::core::Decimal::parse(s.as_bytes())),
-                        };
-                        let probe = adapter::soft::probe(pid);
-                        let current = adapter::soft::start_token(pid.get());
-                        describe_holder(judge_owner(&record, here.as_str(), probe, current), probe)
-                    }
-                    _ => "cannot tell",
-                };
+            Ok(Some((owner, standing))) => {
+                let holder = describe_holder(standing);
                 let age = owner
                     .age
                     .map(|a| format!("{:.1}s", a.as_secs_f64()))

@@ -1,0 +1,55 @@
+//! The binaries are built on the facade alone: no file under `src/bin/`
+//! names an OS adapter crate. What a binary needs of an adapter becomes
+//! facade API, so that the facade stays the one place that drives them.
+
+use std::path::{Path, PathBuf};
+
+const ADAPTERS: [&str; 4] = [
+    "swaplock_linux",
+    "swaplock_macos",
+    "swaplock_unix",
+    "swaplock_windows",
+];
+
+fn files_under(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files_under(&path, found);
+        } else {
+            found.push(path);
+        }
+    }
+}
+
+#[test]
+fn the_binaries_name_no_adapter_crate() {
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src")
+        .join("bin");
+    let mut files = Vec::new();
+    files_under(&bin, &mut files);
+    assert!(
+        !files.is_empty(),
+        "no binaries found under {}",
+        bin.display()
+    );
+    let mut offences = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            // Dashes too, as a Cargo.toml or a comment would spell them.
+            let line = line.replace('-', "_");
+            for adapter in ADAPTERS {
+                if line.contains(adapter) {
+                    offences.push(format!("{}:{}: {adapter}", file.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "binaries must use only the facade's API:\n{}",
+        offences.join("\n")
+    );
+}
