@@ -1,0 +1,271 @@
+//! What a run starts from: the directory's files, the hosts and their
+//! clocks, the faults, and the processes that contend ([`Scenario`]), and
+//! the catalogue of scenarios the random search, the fuzzer and the seed
+//! races cover ([`scenarios`], [`enosys_fallback_race`],
+//! [`windows_symlink_race`]).
+
+use crate::model::Faults;
+use crate::naive;
+use std::time::Duration;
+use swaplock_core::soft::Kind;
+/// The lock file's name in the model directory.
+pub const LOCK: &[u8] = b"a.lock";
+
+/// Which protocol a contender runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// swaplock's protocol, from `swaplock-core`.
+    Ours,
+    /// The protocol as it stood before the seed's fixes ([`naive`]).
+    Naive(naive::Flaws),
+    /// Not a contender: a hostile process that, `attempts` times, lists the
+    /// directory and replaces every break name it sees with a symlink to
+    /// [`VICTIM`].
+    Planter,
+}
+
+/// The file a [`Policy::Planter`] points its symlinks at: no contender
+/// ever judges it, so none may ever give it another name.
+pub const VICTIM: &[u8] = b"victim";
+
+/// A simulated process to start.
+#[derive(Clone, Debug)]
+pub struct Process {
+    /// Its host (an index into [`Scenario::hosts`]).
+    pub host: usize,
+    /// Its PID on that host.
+    pub pid: u32,
+    /// How many times it tries to take the lock (one attempt each, with a
+    /// poll pause between).
+    pub attempts: u32,
+    /// How many steps it stays in its critical section.
+    pub hold_steps: u32,
+    /// The protocol it runs.
+    pub policy: Policy,
+    /// Whether it starts as a `flock` lock on a filesystem where `flock`
+    /// fails with `ENOSYS` (Android storage): it creates the lock file,
+    /// stalls for [`FALLBACK_STALL`], removes the file it created, and
+    /// falls back to a soft lock (PROTOCOL 7.17).
+    pub enosys_fallback: bool,
+}
+
+/// How long a [`Process::enosys_fallback`] process stalls between creating
+/// the lock file and removing it: past a peer's patience.
+pub const FALLBACK_STALL: Duration = Duration::from_secs(3);
+
+/// A starting state and the processes that contend.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// The kind of soft lock.
+    pub kind: Kind,
+    /// Host names.
+    pub hosts: Vec<&'static str>,
+    /// Each host's wall clock minus the filesystem's, in nanoseconds.
+    pub wall_offsets: Vec<i128>,
+    /// Files present at the start: name and content.
+    pub files: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Symlinks present at the start: name, target.
+    pub symlinks: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The contenders.
+    pub processes: Vec<Process>,
+    /// Faults the filesystem injects.
+    pub faults: Faults,
+    /// File-time granularity in nanoseconds.
+    pub granularity: i128,
+    /// Break markers older than this by their mtime (Soft and Marker).
+    pub lifetime: Option<Duration>,
+    /// How old the starting files are, in nanoseconds (their mtime is set
+    /// back by this much).
+    pub initial_age: i128,
+    /// Whether the filesystem follows Windows rules (see [`model`]).
+    pub windows: bool,
+}
+
+impl Scenario {
+    /// A scenario on one host `h1`, exact file times, no faults.
+    pub fn new(kind: Kind) -> Self {
+        Scenario {
+            kind,
+            hosts: vec!["h1"],
+            wall_offsets: vec![0],
+            files: Vec::new(),
+            symlinks: Vec::new(),
+            processes: Vec::new(),
+            faults: Faults::default(),
+            granularity: 1,
+            lifetime: None,
+            initial_age: 0,
+            windows: false,
+        }
+    }
+}
+
+/// Adds contenders running `policy` at `(host, pid)`, each trying the lock
+/// `attempts` times and holding it for two steps.
+pub fn contenders(sc: &mut Scenario, policy: Policy, hosts_pids: &[(usize, u32)], attempts: u32) {
+    for &(host, pid) in hosts_pids {
+        sc.processes.push(Process {
+            host,
+            pid,
+            attempts,
+            hold_steps: 2,
+            policy,
+            enosys_fallback: false,
+        });
+    }
+}
+
+/// The scenarios the random exploration and the fuzzer cover, with their
+/// names and how often a random schedule kills a process (one step in so
+/// many).
+pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
+    const DEAD: &[u8] = b"999\nh1\n";
+    const DEAD_V2: &[u8] = b"filelock/2\npid=999\nhost=h1\nmode=exclusive\n";
+    fn two_hosts(sc: &mut Scenario) {
+        sc.hosts = vec!["h1", "h2"];
+        // The second host's clock runs 3 s behind.
+        sc.wall_offsets = vec![0, -3_000_000_000];
+    }
+    let mut all = Vec::new();
+
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 6);
+    all.push(("soft: a dead holder's marker, three contenders", sc, 40));
+
+    let mut sc = Scenario::new(Kind::Marker);
+    two_hosts(&mut sc);
+    sc.files.push((LOCK.to_vec(), DEAD_V2.to_vec()));
+    contenders(
+        &mut sc,
+        policy,
+        &[(0, 101), (0, 102), (1, 101), (1, 102), (0, 104)],
+        6,
+    );
+    all.push(("marker: five contenders on two hosts", sc, 30));
+
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.files.push((LOCK.to_vec(), b"garbage\n".to_vec()));
+    sc.granularity = 1_000_000_000;
+    sc.faults = Faults {
+        short_writes: 4,
+        ..Faults::default()
+    };
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 50);
+    all.push((
+        "soft: a malformed marker, torn writes, coarse times",
+        sc,
+        60,
+    ));
+
+    let mut sc = Scenario::new(Kind::Lease);
+    two_hosts(&mut sc);
+    contenders(
+        &mut sc,
+        policy,
+        &[(0, 101), (1, 102), (1, 103), (0, 104)],
+        30,
+    );
+    all.push(("lease: four contenders on two hosts, clocks apart", sc, 50));
+
+    let mut sc = Scenario::new(Kind::Soft);
+    // A recycled PID: the marker names pid 101, which a contender now has.
+    sc.files.push((LOCK.to_vec(), b"101\nh1\n1\n".to_vec()));
+    sc.faults = Faults {
+        eio_one_in: 25,
+        ..Faults::default()
+    };
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 6);
+    all.push(("soft: a recycled PID, failing writes", sc, 40));
+
+    let mut sc = Scenario::new(Kind::Marker);
+    sc.files.push((LOCK.to_vec(), DEAD_V2.to_vec()));
+    sc.faults = Faults {
+        no_exchange: true,
+        ..Faults::default()
+    };
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 4);
+    all.push(("marker: a filesystem without exchange", sc, 40));
+
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+    // A lifetime far longer than any stall in a run, and a marker well past it.
+    sc.lifetime = Some(Duration::from_secs(10));
+    sc.initial_age = 20_000_000_000;
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 6);
+    all.push(("soft: lifetime breaks", sc, 40));
+
+    let mut sc = Scenario::new(Kind::Soft);
+    // A symlink planted at the lock path: read as itself, evicted as itself.
+    sc.symlinks.push((LOCK.to_vec(), b"/etc/passwd".to_vec()));
+    contenders(&mut sc, policy, &[(0, 101), (0, 102)], 50);
+    all.push(("soft: a planted symlink at the lock path", sc, 60));
+
+    all.push((
+        "soft: flock fails with ENOSYS, a stalled fallback, lifetime breaks",
+        enosys_fallback_race(policy),
+        60,
+    ));
+
+    let mut sc = windows_symlink_race(policy);
+    sc.kind = Kind::Marker;
+    sc.files[0].1 = DEAD_V2.to_vec();
+    all.push((
+        "windows marker: a dead holder's marker, symlinks planted at break names",
+        sc,
+        40,
+    ));
+
+    let mut sc = Scenario::new(Kind::Lease);
+    sc.windows = true;
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 30);
+    all.push(("windows lease: three contenders", sc, 50));
+    all
+}
+
+/// A process whose `flock` fails with `ENOSYS` and which stalls before
+/// removing the file it created, and two soft peers that break markers
+/// older than 2 s (so the stalled process's empty file is broken under
+/// it): the seed's race of a fallback that unlinks a peer's marker.
+pub fn enosys_fallback_race(policy: Policy) -> Scenario {
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.lifetime = Some(Duration::from_secs(2));
+    sc.processes.push(Process {
+        host: 0,
+        pid: 101,
+        attempts: 4,
+        hold_steps: 2,
+        policy,
+        enosys_fallback: true,
+    });
+    contenders(&mut sc, policy, &[(0, 102), (0, 103)], 80);
+    for p in &mut sc.processes[1..] {
+        p.hold_steps = 8;
+    }
+    sc
+}
+
+/// Windows rules, a dead holder's Soft marker, three contenders that
+/// release at once, and a [`Policy::Planter`] replacing break names with
+/// symlinks to [`VICTIM`]: the seed's race of a restore that follows a
+/// planted symlink. Inode numbers are never reused, to isolate that race.
+pub fn windows_symlink_race(policy: Policy) -> Scenario {
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.windows = true;
+    sc.faults.fresh_inodes = true;
+    sc.files.push((LOCK.to_vec(), b"999\nh1\n".to_vec()));
+    sc.files.push((VICTIM.to_vec(), b"not a marker\n".to_vec()));
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 8);
+    for p in &mut sc.processes {
+        p.hold_steps = 0;
+    }
+    sc.processes.push(Process {
+        host: 0,
+        pid: 200,
+        attempts: 40,
+        hold_steps: 0,
+        policy: Policy::Planter,
+        enosys_fallback: false,
+    });
+    sc
+}

@@ -1,0 +1,320 @@
+//! Who runs next: the [`Chooser`]s (a seeded [`Random`] one, the
+//! exhaustive [`Explorer`], a fuzzer's [`FromBytes`]) and the loops that
+//! run a scenario under them ([`run`], [`run_seed`], [`explore`],
+//! [`explore_free`]).
+
+use crate::scenario::Scenario;
+use crate::{Sim, Violation};
+
+/// What the scheduler does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Process `i` runs its next syscall.
+    Step(usize),
+    /// Process `i` is killed.
+    Crash(usize),
+}
+
+/// Chooses what happens next: which process steps, and whether it is
+/// killed instead.
+pub trait Chooser {
+    /// Picks an index into `options` (never empty).
+    fn pick(&mut self, options: usize) -> usize;
+    /// Whether to kill the process about to step.
+    fn crash(&mut self) -> bool;
+    /// The next action among the `runnable` processes (never empty).
+    fn choose(&mut self, runnable: &[usize]) -> Action {
+        let i = runnable[self.pick(runnable.len())];
+        if self.crash() {
+            Action::Crash(i)
+        } else {
+            Action::Step(i)
+        }
+    }
+}
+
+/// A seeded random chooser: kills with probability `1/crash_one_in`, at
+/// most `max_crashes` times.
+pub struct Random {
+    state: u64,
+    crash_one_in: u64,
+    crashes_left: u32,
+}
+
+impl Random {
+    /// A chooser from `seed`.
+    pub fn new(seed: u64, crash_one_in: u64, max_crashes: u32) -> Self {
+        Random {
+            state: seed ^ 0xD1B5_4A32_D192_ED03,
+            crash_one_in,
+            crashes_left: max_crashes,
+        }
+    }
+    fn next(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+impl Chooser for Random {
+    fn pick(&mut self, options: usize) -> usize {
+        (self.next() % options as u64) as usize
+    }
+    fn crash(&mut self) -> bool {
+        if self.crashes_left > 0
+            && self.crash_one_in > 0
+            && self.next().is_multiple_of(self.crash_one_in)
+        {
+            self.crashes_left -= 1;
+            return true;
+        }
+        false
+    }
+}
+
+/// Runs `scenario` to the end under `chooser`, stopping at the first
+/// violation; `max_steps` bounds a run.
+pub fn run(
+    scenario: &Scenario,
+    seed: u64,
+    chooser: &mut dyn Chooser,
+    tracing: bool,
+    max_steps: u64,
+) -> Sim {
+    let mut sim = Sim::new(scenario, seed, tracing);
+    let mut steps = 0;
+    loop {
+        let runnable = sim.runnable();
+        if runnable.is_empty() || steps >= max_steps || sim.violation().is_some() {
+            break;
+        }
+        match chooser.choose(&runnable) {
+            Action::Step(i) => sim.step(i),
+            Action::Crash(i) => sim.crash(i),
+        }
+        steps += 1;
+    }
+    sim
+}
+
+/// Runs `scenario` under the random schedule of `seed`; on a violation,
+/// runs it again with a trace and returns it.
+pub fn run_seed(
+    scenario: &Scenario,
+    seed: u64,
+    crash_one_in: u64,
+    max_crashes: u32,
+) -> Result<(u64, u64), Violation> {
+    let sim = run(
+        scenario,
+        seed,
+        &mut Random::new(seed, crash_one_in, max_crashes),
+        false,
+        20_000,
+    );
+    if sim.violation().is_none() {
+        return Ok(sim.figures());
+    }
+    let traced = run(
+        scenario,
+        seed,
+        &mut Random::new(seed, crash_one_in, max_crashes),
+        true,
+        20_000,
+    );
+    let mut v = traced
+        .violation()
+        .expect("the same seed replays the same violation");
+    v.what = format!("seed {seed}: {}", v.what);
+    Err(v)
+}
+
+/// A chooser for exhaustive exploration by re-execution: it replays a
+/// prefix of decisions, then keeps running the current process; switching
+/// to another process while the current one can run costs one preemption,
+/// and killing a process costs one crash, each within a budget. It records
+/// every decision and how many it could have made, for backtracking.
+pub struct Explorer {
+    prefix: Vec<usize>,
+    pos: usize,
+    current: Option<usize>,
+    preemptions: u32,
+    crashes: u32,
+    /// Decisions before this one switch processes freely.
+    free: usize,
+    /// Each decision made: (chosen option, number of options).
+    pub log: Vec<(usize, usize)>,
+}
+
+impl Explorer {
+    /// A chooser replaying `prefix` with these budgets.
+    pub fn new(prefix: Vec<usize>, preemptions: u32, crashes: u32) -> Self {
+        Self::with_free_steps(prefix, preemptions, crashes, 0)
+    }
+
+    /// A chooser whose first `free` decisions may switch to any process
+    /// without spending the preemption budget, and kill any process: every
+    /// interleaving and every kill point of the first `free` steps, then
+    /// at most `preemptions` switches and no kill.
+    pub fn with_free_steps(
+        prefix: Vec<usize>,
+        preemptions: u32,
+        crashes: u32,
+        free: usize,
+    ) -> Self {
+        Explorer {
+            prefix,
+            pos: 0,
+            current: None,
+            preemptions,
+            crashes,
+            free,
+            log: Vec::new(),
+        }
+    }
+
+    /// The next prefix to explore after this run, or `None` when every
+    /// schedule within the budgets has been run.
+    pub fn next_prefix(&self) -> Option<Vec<usize>> {
+        let k = self.log.iter().rposition(|&(c, n)| c + 1 < n)?;
+        let mut next: Vec<usize> = self.log[..k].iter().map(|&(c, _)| c).collect();
+        next.push(self.log[k].0 + 1);
+        Some(next)
+    }
+}
+
+impl Chooser for Explorer {
+    fn pick(&mut self, _options: usize) -> usize {
+        0
+    }
+    fn crash(&mut self) -> bool {
+        false
+    }
+    fn choose(&mut self, runnable: &[usize]) -> Action {
+        // Options: continue the current process (free, when it can run),
+        // switch to each other process (a preemption, or free when the
+        // current one cannot run), kill each process (a crash).
+        let mut options: Vec<Action> = Vec::new();
+        let current_runs = self.current.is_some_and(|c| runnable.contains(&c));
+        let free = self.pos < self.free;
+        if let Some(c) = self.current.filter(|_| current_runs) {
+            options.push(Action::Step(c));
+        }
+        if !current_runs || free || self.preemptions > 0 {
+            options.extend(
+                runnable
+                    .iter()
+                    .filter(|&&i| Some(i) != self.current || !current_runs)
+                    .map(|&i| Action::Step(i)),
+            );
+        }
+        // With free steps, kills come only among them.
+        if self.crashes > 0 && (self.free == 0 || free) {
+            options.extend(runnable.iter().map(|&i| Action::Crash(i)));
+        }
+        let choice = if self.pos < self.prefix.len() {
+            self.prefix[self.pos].min(options.len() - 1)
+        } else {
+            0
+        };
+        self.pos += 1;
+        self.log.push((choice, options.len()));
+        let action = options[choice];
+        match action {
+            Action::Step(i) => {
+                if current_runs && !free && Some(i) != self.current {
+                    self.preemptions -= 1;
+                }
+                self.current = Some(i);
+            }
+            Action::Crash(_) => self.crashes -= 1,
+        }
+        action
+    }
+}
+
+/// Explores every schedule of `scenario` within the budgets; returns the
+/// number of schedules run and of decisions taken (distinct nodes of the
+/// schedule tree), or the first violation.
+pub fn explore(
+    scenario: &Scenario,
+    preemptions: u32,
+    crashes: u32,
+    max_steps: u64,
+) -> Result<(u64, u64), Violation> {
+    explore_free(scenario, 0, preemptions, crashes, max_steps)
+}
+
+/// [`explore`], with every interleaving of the first `free` steps (no
+/// preemption budget spent there).
+pub fn explore_free(
+    scenario: &Scenario,
+    free: usize,
+    preemptions: u32,
+    crashes: u32,
+    max_steps: u64,
+) -> Result<(u64, u64), Violation> {
+    let mut prefix = Some(Vec::new());
+    let (mut schedules, mut nodes) = (0u64, 0u64);
+    while let Some(p) = prefix {
+        let replayed = p.len();
+        let mut chooser = Explorer::with_free_steps(p.clone(), preemptions, crashes, free);
+        let sim = run(scenario, 1, &mut chooser, false, max_steps);
+        schedules += 1;
+        nodes += (chooser.log.len().saturating_sub(replayed.saturating_sub(1))) as u64;
+        if sim.violation().is_some() {
+            let mut again = Explorer::with_free_steps(p, preemptions, crashes, free);
+            let traced = run(scenario, 1, &mut again, true, max_steps);
+            return Err(traced.violation().expect("a replay repeats the violation"));
+        }
+        prefix = chooser.next_prefix();
+    }
+    Ok((schedules, nodes))
+}
+
+/// A chooser that reads its decisions from bytes (a fuzzer's input): each
+/// byte picks a process; a byte of 0xff kills it instead, at most twice.
+/// When the bytes run out, the lowest runnable process runs.
+pub struct FromBytes<'a> {
+    bytes: &'a [u8],
+    crashes_left: u32,
+}
+
+impl<'a> FromBytes<'a> {
+    /// Decisions from `bytes`, with up to two kills.
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Self::with_kills(bytes, 2)
+    }
+
+    /// Decisions from `bytes`, with up to `kills` kills.
+    pub fn with_kills(bytes: &'a [u8], kills: u32) -> Self {
+        FromBytes {
+            bytes,
+            crashes_left: kills,
+        }
+    }
+}
+
+impl Chooser for FromBytes<'_> {
+    fn pick(&mut self, _options: usize) -> usize {
+        0
+    }
+    fn crash(&mut self) -> bool {
+        false
+    }
+    fn choose(&mut self, runnable: &[usize]) -> Action {
+        let Some((&b, rest)) = self.bytes.split_first() else {
+            return Action::Step(runnable[0]);
+        };
+        self.bytes = rest;
+        let i = runnable[usize::from(b) % runnable.len()];
+        if b == 0xff && self.crashes_left > 0 {
+            self.crashes_left -= 1;
+            return Action::Crash(i);
+        }
+        Action::Step(i)
+    }
+}
