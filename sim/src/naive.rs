@@ -17,7 +17,7 @@
 //! - never looks for a killed breaker's stranded marker;
 //! - breaks by lifetime on an `lstat` of the path.
 
-use crate::SimOs;
+use crate::os::SimOs;
 use swaplock_core::decide::{judge_owner, FileTime, Verdict, WatchKey, MALFORMED_GRACE};
 use swaplock_core::names::pid_break_name;
 use swaplock_core::record::{

@@ -28,6 +28,9 @@ pub enum Policy {
 /// ever judges it, so none may ever give it another name.
 pub const VICTIM: &[u8] = b"victim";
 
+/// The lease duration of lease scenarios.
+pub const LEASE: Duration = Duration::from_secs(1);
+
 /// A simulated process to start.
 #[derive(Clone, Debug)]
 pub struct Process {

@@ -3,8 +3,8 @@
 //! run a scenario under them ([`run`], [`run_seed`], [`explore`],
 //! [`explore_free`]).
 
+use crate::runtime::{Sim, Violation};
 use crate::scenario::Scenario;
-use crate::{Sim, Violation};
 
 /// What the scheduler does next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

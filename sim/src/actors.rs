@@ -1,0 +1,196 @@
+//! The simulated processes' lives, run on the shipped protocol code through
+//! [`SimOs`]: a contender (attempt, hold, release, by our policy or the
+//! naive one), which may first try `flock` on a filesystem without it, and
+//! the hostile planter. They record the ghost steps of their lives for the
+//! oracle (an attempt begun or ended, the critical section entered or
+//! left, a release that failed) and judge nothing.
+
+use crate::model;
+use crate::naive;
+use crate::os::SimOs;
+use crate::scenario::{Policy, Process, FALLBACK_STALL, LEASE, LOCK, VICTIM};
+use crate::world::World;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+use swaplock_core::names::Token;
+use swaplock_core::soft::{self, Attempt, Clock, Config, Contender, Dir, Holder, Kind};
+use swaplock_core::wait::Patience;
+
+/// The poll pause between attempts.
+pub const POLL: Duration = Duration::from_millis(50);
+
+/// A process's life: a planter's, or a contender's.
+pub(crate) fn live(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Duration>) {
+    if spec.policy == Policy::Planter {
+        planter(os, spec.attempts);
+    } else {
+        contender(os, spec, kind, lifetime);
+    }
+}
+
+/// The `flock` attempt on a filesystem without `flock`, and the removal of
+/// the file it created before the switch to a soft lock: ours removes it
+/// while it is open (`remove_own_file`), so a peer's marker found at the
+/// path stays; the naive way closes it, then unlinks the path by name if
+/// it shows the same inode number.
+fn flock_fallback(os: &mut SimOs<'_>, policy: Policy, cfg: &Config<'_>) {
+    let Ok(fd) = os.create_new(LOCK, 0o644, false) else {
+        // A file that existed may be a peer's soft marker: left alone.
+        return;
+    };
+    let _ = os.flock(&fd);
+    os.sleep(FALLBACK_STALL);
+    match policy {
+        Policy::Naive(_) => {
+            let own = os.fstat(&fd);
+            os.close(fd);
+            if let Ok(own) = own {
+                if os.lstat(LOCK).is_ok_and(|st| st.id == own.id) {
+                    let _ = os.unlink(LOCK);
+                }
+            }
+        }
+        _ => {
+            let _ = soft::remove_own_file(os, cfg, &fd);
+            os.close(fd);
+        }
+    }
+}
+
+/// A [`Policy::Planter`]'s life: replace every break name it sees with a
+/// symlink to [`VICTIM`], `rounds` times.
+fn planter(os: &mut SimOs<'_>, rounds: u32) {
+    const PLANT: &[u8] = b"plant";
+    for _ in 0..rounds {
+        let _ = os.symlink(VICTIM, PLANT);
+        let mut seen = Vec::new();
+        let _ = os.list(&mut |n| {
+            if n.windows(7).any(|w| w == b".break.") {
+                seen.push(n.to_vec());
+            }
+        });
+        for n in seen {
+            if os.rename(PLANT, &n).is_ok() {
+                let _ = os.symlink(VICTIM, PLANT);
+            }
+        }
+    }
+}
+
+/// A contender's patience: `left` more attempts, [`POLL`] apart. It
+/// records when each attempt begins and ends, for the oracle's pause and
+/// displacement exemptions.
+struct Attempts {
+    world: Rc<RefCell<World>>,
+    me: usize,
+    left: u32,
+}
+
+impl Attempts {
+    fn attempting(&mut self, on: bool) {
+        self.world
+            .borrow_mut()
+            .record(self.me, crate::event::What::Attempting(on));
+    }
+}
+
+impl Patience<Holder> for Attempts {
+    fn attempting(&mut self) {
+        self.left = self.left.saturating_sub(1);
+        Attempts::attempting(self, true);
+    }
+
+    fn busy(&mut self, _holder: &Holder, _elapsed: Duration) -> Option<Duration> {
+        Attempts::attempting(self, false);
+        (self.left > 0).then_some(POLL)
+    }
+}
+
+/// A contender's life: attempt the lock, hold it for a few steps, release.
+fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Duration>) {
+    let (pid, host, start) = os.identity();
+    let lease = (kind == Kind::Lease).then_some(soft::LeaseTerms {
+        duration: LEASE.as_secs_f64(),
+        token: Token([7; 16]),
+    });
+    let cfg = Config {
+        kind,
+        lock: LOCK,
+        pid,
+        host,
+        start: Some(start),
+        mode: None,
+        lease,
+        lifetime,
+    };
+    if spec.enosys_fallback {
+        flock_fallback(os, spec.policy, &cfg);
+    }
+    let mut watch = Contender::new();
+    let mut patience = Attempts {
+        world: Rc::clone(&os.world),
+        me: os.me,
+        left: spec.attempts,
+    };
+    let (file, ino) = loop {
+        if patience.left == 0 {
+            return;
+        }
+        let outcome = match spec.policy {
+            // The shipped driver, as the facade runs it.
+            Policy::Ours => soft::acquire(os, &cfg, &mut watch, &mut patience).map(|a| match a {
+                Attempt::Acquired(held) => Some((held.file, held.id.ino)),
+                Attempt::Busy(_) => None,
+            }),
+            Policy::Naive(flaws) => {
+                Patience::attempting(&mut patience);
+                let taken = naive::try_acquire(os, &cfg, flaws, &mut watch);
+                if taken.is_none() && patience.busy(&Holder::Unknown, Duration::ZERO).is_some() {
+                    os.sleep(POLL);
+                    continue;
+                }
+                Ok(taken)
+            }
+            Policy::Planter => Ok(None),
+        };
+        os.attempting(false);
+        match outcome {
+            Ok(Some(taken)) => break taken,
+            Ok(None) => return,
+            // A caller that retries after an error, while it has attempts left.
+            Err(_) if patience.left > 0 => os.sleep(POLL),
+            Err(_) => return,
+        }
+    };
+    os.enter(ino);
+    let held = soft::Held {
+        file,
+        id: swaplock_core::decide::FileId {
+            dev: model::DEV,
+            ino,
+        },
+    };
+    for _ in 0..spec.hold_steps {
+        if kind == Kind::Lease {
+            // The heartbeat: check the path, touch our own inode.
+            let _ = soft::refresh(os, &cfg, &held);
+        } else {
+            os.idle();
+        }
+    }
+    os.leave();
+    // A release exchanges too: a peer leaving meanwhile may find its
+    // marker held aside for the length of our check.
+    os.attempting(true);
+    match spec.policy {
+        Policy::Ours => {
+            if let Err(e) = soft::release(os, &cfg, held) {
+                os.release_failed(e);
+            }
+        }
+        Policy::Naive(flaws) => naive::release(os, &cfg, flaws, held),
+        Policy::Planter => {}
+    }
+    os.attempting(false);
+}

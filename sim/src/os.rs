@@ -1,0 +1,429 @@
+//! The one seam between the shipped protocol and the model: [`SimOs`], the
+//! [`Os`](swaplock_core::soft::Os) of one simulated process. Each syscall
+//! suspends to the scheduler, applies the operation to the model
+//! filesystem, traces it, and records an [`Event`](crate::event::Event)
+//! of what it acted on and what it returned; inputs (liveness probes,
+//! clocks, tokens, claims) answer from the world at once. Nothing here
+//! judges: the oracle reads the events.
+
+use crate::event::{Call, Name, Target, What};
+use crate::model::Node;
+use crate::world::{name, World};
+use corosensei::Yielder;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+use swaplock_core::decide::{FileTime, Instant, Liveness};
+use swaplock_core::names::Token;
+use swaplock_core::soft::{self, Clock, Dir, Entropy, Handles, Processes, Stat};
+use swaplock_core::start::StartToken;
+use swaplock_core::{Decimal, Errno, Pid};
+
+/// Simulated time that one syscall takes.
+const STEP: u64 = 1_000_000;
+
+/// The [`Os`](swaplock_core::soft::Os) of one simulated process: each call
+/// suspends to the scheduler, then runs on the model.
+pub struct SimOs<'y> {
+    pub(crate) world: Rc<RefCell<World>>,
+    pub(crate) me: usize,
+    yielder: &'y Yielder<(), ()>,
+}
+
+/// Whether a syscall's answer is a success, as an event records it.
+trait Status {
+    fn status(&self) -> Result<(), Errno>;
+}
+
+impl<T> Status for Result<T, Errno> {
+    fn status(&self) -> Result<(), Errno> {
+        self.as_ref().map(|_| ()).map_err(|e| *e)
+    }
+}
+
+impl Status for () {
+    fn status(&self) -> Result<(), Errno> {
+        Ok(())
+    }
+}
+
+impl Status for Errno {
+    fn status(&self) -> Result<(), Errno> {
+        Err(*self)
+    }
+}
+
+impl Status for Names {
+    fn status(&self) -> Result<(), Errno> {
+        Ok(())
+    }
+}
+
+impl<'y> SimOs<'y> {
+    pub(crate) fn new(world: Rc<RefCell<World>>, me: usize, yielder: &'y Yielder<(), ()>) -> Self {
+        SimOs { world, me, yielder }
+    }
+
+    /// One syscall: suspend until scheduled, let a step of time pass, apply
+    /// `op` to the world, and record what it did.
+    fn syscall<T: std::fmt::Debug + Status>(
+        &mut self,
+        what: std::fmt::Arguments<'_>,
+        op: impl FnOnce(&mut World, usize) -> (T, Call),
+    ) -> T {
+        self.yielder.suspend(());
+        let mut w = self.world.borrow_mut();
+        let me = self.me;
+        w.time += STEP;
+        w.fs.clock += i128::from(STEP);
+        let at = w.time;
+        let (result, call) = op(&mut w, me);
+        w.note(me, format_args!("{what} -> {result:?}"));
+        w.events.push(crate::event::Event {
+            who: me,
+            at,
+            what: What::Call(call, result.status()),
+        });
+        result
+    }
+
+    /// One input from the world (no syscall: no time passes, nobody else
+    /// runs).
+    fn input<T: std::fmt::Debug>(
+        &mut self,
+        what: std::fmt::Arguments<'_>,
+        op: impl FnOnce(&mut World, usize) -> T,
+    ) -> T {
+        let mut w = self.world.borrow_mut();
+        let result = op(&mut w, self.me);
+        w.note(self.me, format_args!("{what} -> {result:?}"));
+        result
+    }
+
+    /// A ghost step of this process's life, recorded for the oracle.
+    fn ghost(&mut self, what: What, note: std::fmt::Arguments<'_>) {
+        let mut w = self.world.borrow_mut();
+        w.note(self.me, note);
+        w.record(self.me, what);
+    }
+
+    /// This process's PID, host name and start token.
+    pub(crate) fn identity(&self) -> (Pid, &'static str, StartToken) {
+        let w = self.world.borrow();
+        let p = &w.procs[self.me];
+        (p.pid, w.hosts[p.host], p.start)
+    }
+
+    /// The ghost step of beginning (`true`) or ending an attempt or a
+    /// release.
+    pub(crate) fn attempting(&mut self, on: bool) {
+        self.world
+            .borrow_mut()
+            .record(self.me, What::Attempting(on));
+    }
+
+    /// The ghost step of entering the critical section with the marker of
+    /// inode `ino`.
+    pub(crate) fn enter(&mut self, ino: u64) {
+        self.world.borrow_mut().acquisitions += 1;
+        self.ghost(
+            What::Enter(ino),
+            format_args!("ENTERS the critical section with marker inode {ino}"),
+        );
+    }
+
+    /// The ghost step of leaving the critical section.
+    pub(crate) fn leave(&mut self) {
+        self.ghost(What::Leave, format_args!("leaves the critical section"));
+    }
+
+    /// The ghost step of a release that reported `e`.
+    pub(crate) fn release_failed(&mut self, e: soft::Error) {
+        self.ghost(What::ReleaseFailed(e), format_args!("release failed: {e}"));
+    }
+
+    /// A step that does nothing but let others run (time in the critical
+    /// section).
+    pub(crate) fn idle(&mut self) {
+        self.syscall(format_args!("works"), |_, _| ((), Call::Other));
+    }
+
+    /// `flock(fd, LOCK_EX)` on a filesystem without it: `ENOSYS`.
+    pub(crate) fn flock(&mut self, f: &u32) -> Errno {
+        self.syscall(format_args!("flock fd {f}"), |_, _| {
+            (Errno::NOSYS, Call::Other)
+        })
+    }
+
+    /// `link(from, to)`, following a symlink at `from` when `follow`.
+    pub fn link(&mut self, from: &[u8], to: &[u8], follow: bool) -> Result<(), Errno> {
+        self.syscall(
+            format_args!("link {} {} (follow: {follow})", name(from), name(to)),
+            |w, _| (w.fs.link(from, to, follow), Call::Other),
+        )
+    }
+
+    /// `symlink(target, at)`.
+    pub fn symlink(&mut self, target: &[u8], at: &[u8]) -> Result<(), Errno> {
+        self.syscall(
+            format_args!("symlink {} -> {}", name(at), name(target)),
+            |w, _| {
+                let made = w.fs.link_new(at, Node::Symlink(target.to_vec()));
+                (made.map(|_| ()), Call::Other)
+            },
+        )
+    }
+}
+
+impl World {
+    /// The file `n` links, as an operation on it would find it.
+    fn target(&self, n: &[u8]) -> Option<Target> {
+        let ino = self.fs.ino(n)?;
+        let mtime = self.fs.inodes.get(&ino)?.mtime;
+        Some(Target { ino, mtime })
+    }
+
+    /// The name linking the file that descriptor `fd` holds, and that file.
+    fn handle_target(&self, fd: u32) -> Option<(Name, Target)> {
+        let ino = self.fs.descs.get(&fd)?.ino;
+        let (n, _) = self.fs.names.iter().find(|(_, &i)| i == ino)?;
+        Some((Name::new(n), self.target(n)?))
+    }
+
+    /// The inode descriptor `fd` holds.
+    fn fd_ino(&self, fd: u32) -> Option<u64> {
+        self.fs.descs.get(&fd).map(|d| d.ino)
+    }
+}
+
+/// Directory entries, traced as text.
+struct Names(Vec<Vec<u8>>);
+
+impl std::fmt::Debug for Names {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|n| name(n)))
+            .finish()
+    }
+}
+
+impl Dir for SimOs<'_> {
+    type File = u32;
+
+    fn create_new(&mut self, n: &[u8], _mode: u32, _truncate: bool) -> Result<u32, Errno> {
+        self.syscall(format_args!("create {}", name(n)), |w, me| {
+            let fd = w.fs.create_new(n);
+            if let Ok(fd) = fd {
+                w.procs[me].fds.insert(fd);
+            }
+            let ino = fd.as_ref().ok().and_then(|&fd| w.fd_ino(fd));
+            let call = Call::Create {
+                name: Name::new(n),
+                ino,
+            };
+            (fd, call)
+        })
+    }
+    fn open_read(&mut self, n: &[u8]) -> Result<u32, Errno> {
+        self.syscall(format_args!("open_read {}", name(n)), |w, me| {
+            let fd = w.fs.open_read(n);
+            if let Ok(fd) = fd {
+                w.procs[me].fds.insert(fd);
+            }
+            (fd, Call::Other)
+        })
+    }
+    fn pin(&mut self, n: &[u8]) -> Result<u32, Errno> {
+        self.syscall(format_args!("pin {}", name(n)), |w, me| {
+            let fd = w.fs.pin(n);
+            if let Ok(fd) = fd {
+                w.procs[me].fds.insert(fd);
+            }
+            (fd, Call::Other)
+        })
+    }
+    fn write(&mut self, f: &u32, buf: &[u8]) -> Result<usize, Errno> {
+        self.syscall(format_args!("write fd {f} {:?}", name(buf)), |w, _| {
+            let ino = w.fd_ino(*f);
+            (w.fs.write(*f, buf), Call::Write { ino })
+        })
+    }
+    fn write_at(&mut self, f: &u32, buf: &[u8], off: u64) -> Result<usize, Errno> {
+        self.syscall(
+            format_args!("pwrite fd {f} {:?} at {off}", name(buf)),
+            |w, _| (w.fs.write_at(*f, buf, off as usize), Call::Other),
+        )
+    }
+    fn truncate(&mut self, f: &u32, len: u64) -> Result<(), Errno> {
+        self.syscall(format_args!("ftruncate fd {f} {len}"), |w, _| {
+            (w.fs.truncate(*f, len as usize), Call::Other)
+        })
+    }
+    fn chmod(&mut self, f: &u32, _mode: u32) -> Result<(), Errno> {
+        self.syscall(format_args!("fchmod fd {f}"), |w, _| {
+            (w.fs.fstat(*f).map(|_| ()), Call::Other)
+        })
+    }
+    fn touch(&mut self, f: &u32) -> Result<(), Errno> {
+        self.syscall(format_args!("futimens fd {f}"), |w, _| {
+            let ino = w.fd_ino(*f);
+            (w.fs.touch(*f), Call::Touch { ino })
+        })
+    }
+    fn read(&mut self, f: &u32, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.syscall(format_args!("read fd {f}"), |w, _| {
+            (w.fs.read(*f, buf), Call::Other)
+        })
+    }
+    fn fstat(&mut self, f: &u32) -> Result<Stat, Errno> {
+        self.syscall(format_args!("fstat fd {f}"), |w, _| {
+            (w.fs.fstat(*f), Call::Other)
+        })
+    }
+    fn close(&mut self, f: u32) {
+        self.syscall(format_args!("close fd {f}"), |w, me| {
+            w.procs[me].fds.remove(&f);
+            w.fs.close(f);
+            ((), Call::Other)
+        })
+    }
+    fn lstat(&mut self, n: &[u8]) -> Result<Stat, Errno> {
+        self.syscall(format_args!("lstat {}", name(n)), |w, _| {
+            (w.fs.lstat(n), Call::Other)
+        })
+    }
+    fn exchange(&mut self, a: &[u8], b: &[u8]) -> Result<(), Errno> {
+        self.syscall(format_args!("exchange {} {}", name(a), name(b)), |w, _| {
+            let call = Call::Exchange {
+                a: Name::new(a),
+                b: Name::new(b),
+            };
+            (w.fs.exchange(a, b), call)
+        })
+    }
+    fn rename(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno> {
+        self.syscall(
+            format_args!("rename {} {}", name(from), name(to)),
+            |w, _| {
+                let call = Call::Rename {
+                    from: Name::new(from),
+                    moved: w.target(from),
+                };
+                (w.fs.rename(from, to), call)
+            },
+        )
+    }
+    fn unlink(&mut self, n: &[u8]) -> Result<(), Errno> {
+        self.syscall(format_args!("unlink {}", name(n)), |w, _| {
+            let call = Call::Unlink {
+                name: Name::new(n),
+                removed: w.target(n),
+            };
+            (w.fs.unlink(n), call)
+        })
+    }
+    fn list(&mut self, visit: &mut dyn FnMut(&[u8])) -> Result<(), Errno> {
+        let names = self.syscall(format_args!("list"), |w, _| {
+            (Names(w.fs.names.keys().cloned().collect()), Call::Other)
+        });
+        for n in &names.0 {
+            visit(n);
+        }
+        Ok(())
+    }
+    fn handles(&mut self) -> Option<&mut dyn Handles<u32>> {
+        if self.world.borrow().fs.windows {
+            Some(self)
+        } else {
+            None
+        }
+    }
+}
+
+impl Processes for SimOs<'_> {
+    fn probe(&mut self, pid: Pid) -> Liveness {
+        self.input(format_args!("probe {pid}"), |w, me| {
+            let host = w.procs[me].host;
+            if w.procs
+                .iter()
+                .any(|p| p.alive && p.pid == pid && p.host == host)
+            {
+                Liveness::Alive
+            } else {
+                Liveness::Dead
+            }
+        })
+    }
+    fn start_token(&mut self, pid: Pid) -> Option<StartToken> {
+        self.input(format_args!("start token of {pid}"), |w, me| {
+            let host = w.procs[me].host;
+            w.procs
+                .iter()
+                .find(|p| p.alive && p.pid == pid && p.host == host)
+                .map(|p| p.start)
+        })
+    }
+    fn runs_elsewhere(&mut self, _pid: Pid, _start: Decimal<'_>) -> bool {
+        false
+    }
+    fn begin_claim(&mut self, n: &[u8]) -> bool {
+        let me = self.me;
+        self.world.borrow_mut().procs[me].claims.insert(n.to_vec())
+    }
+    fn end_claim(&mut self, n: &[u8]) {
+        let me = self.me;
+        self.world.borrow_mut().procs[me].claims.remove(n);
+    }
+}
+
+impl Clock for SimOs<'_> {
+    fn now(&mut self) -> Instant {
+        Instant(self.world.borrow().time)
+    }
+    fn wall(&mut self) -> FileTime {
+        let w = self.world.borrow();
+        let t = w.fs.clock + w.wall_offsets[w.procs[self.me].host];
+        FileTime {
+            sec: t.div_euclid(1_000_000_000) as i64,
+            nsec: t.rem_euclid(1_000_000_000) as u32,
+        }
+    }
+    fn sleep(&mut self, d: Duration) {
+        // Time passes for everyone while this process sleeps.
+        self.syscall(format_args!("sleeps {d:?}"), |w, _| {
+            w.time += d.as_nanos() as u64;
+            w.fs.clock += d.as_nanos() as i128;
+            ((), Call::Other)
+        })
+    }
+}
+
+impl Entropy for SimOs<'_> {
+    fn token(&mut self) -> Token {
+        let mut w = self.world.borrow_mut();
+        let (a, b) = (w.next_random(), w.next_random());
+        let mut t = [0u8; 16];
+        t[..8].copy_from_slice(&a.to_le_bytes());
+        t[8..].copy_from_slice(&b.to_le_bytes());
+        Token(t)
+    }
+}
+
+impl Handles<u32> for SimOs<'_> {
+    fn rename_file(&mut self, f: &u32, to: &[u8]) -> Result<(), Errno> {
+        self.syscall(format_args!("rename fd {f} to {}", name(to)), |w, _| {
+            let call = Call::RenameFile {
+                moved: w.handle_target(*f),
+            };
+            (w.fs.rename_file(*f, to), call)
+        })
+    }
+    fn remove_file(&mut self, f: &u32) -> Result<(), Errno> {
+        self.syscall(format_args!("delete fd {f}"), |w, _| {
+            let call = Call::RemoveFile {
+                removed: w.handle_target(*f),
+            };
+            (w.fs.remove_file(*f), call)
+        })
+    }
+}

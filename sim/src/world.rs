@@ -1,0 +1,136 @@
+//! What the simulated processes share, as the kernel sees it: the model
+//! filesystem, each process's PID, host, start token, open descriptors
+//! and claims, the monotonic clock, the source of random tokens, the
+//! readable trace, and the log of [`Event`]s since the oracle last read
+//! it. The world judges nothing; the oracle does.
+
+use crate::event::{Event, What};
+use crate::model::{Fs, Node};
+use crate::scenario::Scenario;
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use swaplock_core::decide::FileTime;
+use swaplock_core::start::StartToken;
+use swaplock_core::Pid;
+
+/// One process, as the kernel knows it.
+#[derive(Clone, Debug)]
+pub(crate) struct Proc {
+    pub(crate) pid: Pid,
+    pub(crate) host: usize,
+    pub(crate) alive: bool,
+    pub(crate) start: StartToken,
+    pub(crate) fds: BTreeSet<u32>,
+    pub(crate) claims: BTreeSet<Vec<u8>>,
+}
+
+/// Everything the processes share.
+pub(crate) struct World {
+    /// The filesystem.
+    pub(crate) fs: Fs,
+    pub(crate) hosts: Vec<&'static str>,
+    /// Each host's wall clock minus the filesystem's, in nanoseconds.
+    pub(crate) wall_offsets: Vec<i128>,
+    pub(crate) procs: Vec<Proc>,
+    /// Start tokens handed out so far.
+    tokens: u64,
+    /// Monotonic time, nanoseconds.
+    pub(crate) time: u64,
+    rng: u64,
+    pub(crate) trace: String,
+    tracing: bool,
+    /// What the processes did since the oracle last looked.
+    pub(crate) events: Vec<Event>,
+    /// Steps run.
+    pub(crate) steps: u64,
+    /// How many times a process entered its critical section.
+    pub(crate) acquisitions: u64,
+}
+
+impl World {
+    /// The world at the start of `scenario`; `seed` feeds the random tokens
+    /// and the fault injector.
+    pub(crate) fn new(scenario: &Scenario, seed: u64, tracing: bool) -> Self {
+        let mut fs = Fs::new(1_700_000_000_000_000_000, scenario.granularity);
+        fs.faults = scenario.faults;
+        fs.windows = scenario.windows;
+        fs.fault_rng = seed ^ 0x5151;
+        for (n, content) in &scenario.files {
+            let _ = fs.link_new(n, Node::File(content.clone()));
+            let t = fs.clock - scenario.initial_age;
+            let mtime = FileTime {
+                sec: t.div_euclid(1_000_000_000) as i64,
+                nsec: t.rem_euclid(1_000_000_000) as u32,
+            };
+            let _ = fs.set_mtime(n, mtime);
+        }
+        for (n, target) in &scenario.symlinks {
+            let _ = fs.link_new(n, Node::Symlink(target.clone()));
+        }
+        let mut world = World {
+            fs,
+            hosts: scenario.hosts.clone(),
+            wall_offsets: scenario.wall_offsets.clone(),
+            procs: Vec::new(),
+            tokens: 0,
+            time: 1_000_000_000_000,
+            rng: seed,
+            trace: String::new(),
+            tracing,
+            events: Vec::new(),
+            steps: 0,
+            acquisitions: 0,
+        };
+        for p in &scenario.processes {
+            let start = world.new_token();
+            world.procs.push(Proc {
+                pid: Pid::new(p.pid).expect("scenario PIDs are in range"),
+                host: p.host,
+                alive: true,
+                start,
+                fds: BTreeSet::new(),
+                claims: BTreeSet::new(),
+            });
+        }
+        world
+    }
+
+    pub(crate) fn next_random(&mut self) -> u64 {
+        // splitmix64
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn new_token(&mut self) -> StartToken {
+        self.tokens += 1;
+        StartToken::linux(0x5eed, self.tokens)
+    }
+
+    /// Appends a line about process `who` to the trace, when tracing.
+    pub(crate) fn note(&mut self, who: usize, what: std::fmt::Arguments<'_>) {
+        if self.tracing {
+            let p = &self.procs[who];
+            let _ = writeln!(
+                self.trace,
+                "t={:>6}ms p{who} (pid {}@{}): {what}",
+                self.time / 1_000_000,
+                p.pid,
+                self.hosts[p.host]
+            );
+        }
+    }
+
+    /// Records that process `who` did `what`, now.
+    pub(crate) fn record(&mut self, who: usize, what: What) {
+        let at = self.time;
+        self.events.push(crate::event::Event { who, at, what });
+    }
+}
+
+/// A name, for traces and messages.
+pub(crate) fn name(n: &[u8]) -> String {
+    String::from_utf8_lossy(n).into_owned()
+}
