@@ -102,8 +102,14 @@ pub(crate) enum Call {
     Write { ino: Option<u64> },
     /// `futimens` through a descriptor of this inode.
     Touch { ino: Option<u64> },
-    /// `renameat2(a, b, RENAME_EXCHANGE)`.
-    Exchange { a: Name, b: Name },
+    /// `renameat2(a, b, RENAME_EXCHANGE)`, and the files `a` and `b`
+    /// linked.
+    Exchange {
+        a: Name,
+        a_file: Option<Target>,
+        b: Name,
+        b_file: Option<Target>,
+    },
     /// `rename(from, ...)`, and the file it moved from `from`.
     Rename { from: Name, moved: Option<Target> },
     /// `unlink(name)`, and the file `name` linked.

@@ -20,7 +20,9 @@
 //! And the bookkeeping those exemptions read: who holds which marker (from
 //! the `Enter`, `Leave` and `Killed` events), which markers each process
 //! created, when each lease was last refreshed and which holders lost
-//! theirs ([`Oracle::lease_refreshed`], [`Oracle::leases_lapse`]), whether
+//! theirs ([`Oracle::lease_refreshed`], [`Oracle::leases_lapse`]), which
+//! holders lost their marker to a lifetime break
+//! ([`Oracle::lifetime_break`]), whether
 //! a process paused mid-attempt ([`Oracle::pause_noted`]), and whether a
 //! release placeholder overslept ([`Oracle::placeholder_overslept`]).
 
@@ -155,8 +157,17 @@ impl Oracle {
             Call::Write { ino } | Call::Touch { ino } if ino.is_some() && ino == w.fs.ino(LOCK) => {
                 self.lease_refreshed(w, who);
             }
-            // Our marker exchanged into the lock path starts its lease.
-            Call::Exchange { a, b } if a == LOCK || b == LOCK => self.lease_refreshed(w, who),
+            Call::Exchange {
+                a,
+                a_file,
+                b,
+                b_file,
+            } if a == LOCK || b == LOCK => {
+                let moved_off = if a == LOCK { a_file } else { b_file };
+                self.lifetime_break(w, who, moved_off);
+                // Our marker exchanged into the lock path starts its lease.
+                self.lease_refreshed(w, who);
+            }
             Call::Rename { from, moved } if from == LOCK => {
                 self.no_live_marker_removed(w, who, from, moved, "renames");
             }
@@ -181,9 +192,6 @@ impl Oracle {
     fn check_state(&mut self, w: &mut World) {
         self.victim_keeps_one_name(w);
         self.placeholder_overslept(w);
-        if self.lifetime.is_some() {
-            return;
-        }
         self.leases_lapse(w);
         self.holder_marker_linked(w);
         self.mutual_exclusion(w);
@@ -199,9 +207,8 @@ impl Oracle {
     /// No process removes a live holder's marker: it never unlinks or
     /// deletes it (under any name) or renames it off the lock path (the
     /// caller passes only renames from there). Exempt: a marker older
-    /// than the lifetime by its mtime (a lifetime break overlaps a live
-    /// holder by design, but never takes a fresh marker), and one whose
-    /// lease lapsed, whose holder is compromised, not wronged.
+    /// than the lifetime by its mtime ([`Oracle::lifetime_break`]), and
+    /// one whose lease lapsed; either holder is compromised, not wronged.
     fn no_live_marker_removed(
         &mut self,
         w: &mut World,
@@ -210,17 +217,13 @@ impl Oracle {
         target: Option<Target>,
         verb: &str,
     ) {
-        let Some(Target { ino, mtime }) = target else {
+        self.lifetime_break(w, me, target);
+        let Some(Target { ino, .. }) = target else {
             return;
         };
-        let holder = (0..self.holds.len())
-            .find(|&i| i != me && w.procs[i].alive && self.holds[i] == Some(ino));
-        let Some(h) = holder else { return };
-        if let Some(lifetime) = self.lifetime {
-            if w.fs.clock - mtime.as_nanos() >= lifetime.as_nanos() as i128 {
-                return;
-            }
-        }
+        let Some(h) = self.live_holder(w, me, ino) else {
+            return;
+        };
         if self.lease_lapsed(w, ino) {
             self.compromise(w, h, "lease expired");
             return;
@@ -231,8 +234,33 @@ impl Oracle {
         ));
     }
 
+    /// The live process other than `me` that holds the marker `ino`.
+    fn live_holder(&self, w: &World, me: usize, ino: u64) -> Option<usize> {
+        (0..self.holds.len()).find(|&i| i != me && w.procs[i].alive && self.holds[i] == Some(ino))
+    }
+
+    /// A lifetime break overlaps a live holder by design, but only once its
+    /// marker is older than the lifetime by its mtime: a holder whose
+    /// marker that old another process moves off the lock path (by an
+    /// exchange or a rename) or removes is compromised, as by a lapsed
+    /// lease, and no longer counts as a holder. A fresh marker is never
+    /// broken so: that is [`Oracle::no_live_marker_removed`]'s to judge,
+    /// and [`Oracle::mutual_exclusion`]'s.
+    fn lifetime_break(&mut self, w: &mut World, me: usize, target: Option<Target>) {
+        let (Some(lifetime), Some(Target { ino, mtime })) = (self.lifetime, target) else {
+            return;
+        };
+        if w.fs.clock - mtime.as_nanos() < lifetime.as_nanos() as i128 {
+            return;
+        }
+        if let Some(h) = self.live_holder(w, me, ino) {
+            self.compromise(w, h, "marker broken past its lifetime");
+        }
+    }
+
     /// At most one live process believes it holds the lock (a holder that
-    /// lost its lease no longer counts).
+    /// lost its lease, or its marker to a lifetime break, no longer
+    /// counts).
     fn mutual_exclusion(&mut self, w: &World) {
         let holders: Vec<usize> = (0..self.holds.len())
             .filter(|&i| w.procs[i].alive && self.holds[i].is_some())

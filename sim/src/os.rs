@@ -296,7 +296,9 @@ impl Dir for SimOs<'_> {
         self.syscall(format_args!("exchange {} {}", name(a), name(b)), |w, _| {
             let call = Call::Exchange {
                 a: Name::new(a),
+                a_file: w.target(a),
                 b: Name::new(b),
+                b_file: w.target(b),
             };
             (w.fs.exchange(a, b), call)
         })
