@@ -5,6 +5,7 @@
 
 use crate::runtime::{Sim, Violation};
 use crate::scenario::Scenario;
+use crate::world::SplitMix64;
 
 /// What the scheduler does next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,7 +37,7 @@ pub trait Chooser {
 /// A seeded random chooser: kills with probability `1/crash_one_in`, at
 /// most `max_crashes` times.
 pub struct Random {
-    state: u64,
+    state: SplitMix64,
     crash_one_in: u64,
     crashes_left: u32,
 }
@@ -45,17 +46,13 @@ impl Random {
     /// A chooser from `seed`.
     pub fn new(seed: u64, crash_one_in: u64, max_crashes: u32) -> Self {
         Random {
-            state: seed ^ 0xD1B5_4A32_D192_ED03,
+            state: SplitMix64::new(seed ^ 0xD1B5_4A32_D192_ED03),
             crash_one_in,
             crashes_left: max_crashes,
         }
     }
     fn next(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.state.next()
     }
 }
 

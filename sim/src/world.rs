@@ -36,7 +36,8 @@ pub(crate) struct World {
     tokens: u64,
     /// Monotonic time, nanoseconds.
     pub(crate) time: u64,
-    rng: u64,
+    /// The source of random tokens.
+    rng: SplitMix64,
     pub(crate) trace: String,
     tracing: bool,
     /// What the processes did since the oracle last looked.
@@ -74,7 +75,7 @@ impl World {
             procs: Vec::new(),
             tokens: 0,
             time: 1_000_000_000_000,
-            rng: seed,
+            rng: SplitMix64::new(seed),
             trace: String::new(),
             tracing,
             events: Vec::new(),
@@ -96,12 +97,7 @@ impl World {
     }
 
     pub(crate) fn next_random(&mut self) -> u64 {
-        // splitmix64
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.rng.next()
     }
 
     fn new_token(&mut self) -> StartToken {
@@ -127,6 +123,25 @@ impl World {
     pub(crate) fn record(&mut self, who: usize, what: What) {
         let at = self.time;
         self.events.push(crate::event::Event { who, at, what });
+    }
+}
+
+/// splitmix64, the random source of the world's tokens and of the
+/// random scheduler: fast, and a function of its seed alone.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub(crate) fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
     }
 }
 
