@@ -13,6 +13,7 @@ use crate::world::World;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
+use swaplock_core::kernel;
 use swaplock_core::names::Token;
 use swaplock_core::soft::{self, Attempt, Clock, Config, Contender, Dir, Holder, Kind};
 use swaplock_core::wait::Patience;
@@ -30,10 +31,10 @@ pub(crate) fn live(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Opt
 }
 
 /// The `flock` attempt on a filesystem without `flock`, and the removal of
-/// the file it created before the switch to a soft lock: ours removes it
-/// while it is open (`remove_own_file`), so a peer's marker found at the
-/// path stays; the naive way closes it, then unlinks the path by name if
-/// it shows the same inode number.
+/// the file it created before the switch to a soft lock: ours runs the
+/// shipped [`kernel::fall_back`], which removes it while it is open, so a
+/// peer's marker found at the path stays; the naive way closes it, then
+/// unlinks the path by name if it shows the same inode number.
 fn flock_fallback(os: &mut SimOs<'_>, policy: Policy, cfg: &Config<'_>) {
     let Ok(fd) = os.create_new(LOCK, 0o644, false) else {
         // A file that existed may be a peer's soft marker: left alone.
@@ -51,9 +52,9 @@ fn flock_fallback(os: &mut SimOs<'_>, policy: Policy, cfg: &Config<'_>) {
                 }
             }
         }
+        // The attempt created the file: its `O_EXCL` create succeeded.
         _ => {
-            let _ = soft::remove_own_file(os, cfg, &fd);
-            os.close(fd);
+            let _ = kernel::fall_back(os, cfg, fd, true);
         }
     }
 }
