@@ -60,7 +60,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use swaplock_core::decide::FileId;
 use swaplock_core::host::HostName;
-use swaplock_core::names::Name;
+use swaplock_core::names::{Name, MAX_LOCK_NAME, NAME_MAX};
 use swaplock_core::record::{classify, Classified, Content, Mode, Reader, READ_LIMIT};
 use swaplock_core::soft::{
     self as protocol, Attempt, Clock, CompromiseWatch, Config, Contender, Held, Holder, LeaseTerms,
@@ -97,9 +97,6 @@ mod sys {
     pub(super) fn dup_file(file: &File) -> Option<File> {
         dup(file).ok()
     }
-
-    /// `ENAMETOOLONG`.
-    pub(super) const NAME_TOO_LONG: i32 = libc::ENAMETOOLONG;
 }
 
 #[cfg(windows)]
@@ -129,9 +126,6 @@ mod sys {
     pub(super) fn dup_file(file: &File) -> Option<File> {
         file.try_clone().ok()
     }
-
-    /// The C runtime's `ENAMETOOLONG`.
-    pub(super) const NAME_TOO_LONG: i32 = 38;
 }
 
 use sys::{Dir, DirName, File};
@@ -173,7 +167,10 @@ impl std::fmt::Debug for SoftLock {
 
 impl SoftLock {
     /// A soft lock of `kind` on `path`. A path whose final component is
-    /// empty or longer than 255 bytes fails at the first lock call.
+    /// empty, or longer than
+    /// [`MAX_LOCK_NAME`](swaplock_core::names::MAX_LOCK_NAME) (203) bytes,
+    /// fails at the first lock call, before anything is created: the names
+    /// a soft lock derives from it must fit in a file name too.
     pub fn new(kind: Kind, path: impl Into<PathBuf>) -> Self {
         let path: PathBuf = path.into();
         let dir_path = match path.parent() {
@@ -296,6 +293,13 @@ impl SoftLock {
     }
 
     fn acquire(&self, timeout: Option<Duration>, blocking: bool) -> io::Result<SoftLockGuard> {
+        if self
+            .path
+            .file_name()
+            .is_some_and(|n| n.len() > MAX_LOCK_NAME)
+        {
+            return Err(self.protocol_error(protocol::Error::NameTooLong));
+        }
         if self.base.is_empty() {
             return Err(self.err(Step::Open, Errno::INVAL));
         }
@@ -363,7 +367,18 @@ impl SoftLock {
             protocol::Error::Os { errno, .. } => self.err(Step::Lock, errno),
             protocol::Error::IsDirectory => self.err(Step::Open, Errno::ISDIR),
             protocol::Error::NameTooLong => {
-                self.err(Step::Open, Errno::from_raw(sys::NAME_TOO_LONG))
+                let kind = io::ErrorKind::InvalidFilename;
+                let source = io::Error::new(
+                    kind,
+                    format!(
+                        "the lock file name is {} bytes; a soft lock accepts at most {}, since \
+                         its break and restore names add up to {} bytes: choose a shorter name",
+                        self.path.file_name().map_or(0, |n| n.len()),
+                        MAX_LOCK_NAME,
+                        NAME_MAX - MAX_LOCK_NAME,
+                    ),
+                );
+                LockError::io(&self.path, Step::Open, kind, source)
             }
             other => {
                 let source = io::Error::new(io::ErrorKind::InvalidData, other.to_string());

@@ -17,6 +17,14 @@ use core::fmt;
 /// The longest file name this crate builds, in bytes (Linux `NAME_MAX`).
 pub const NAME_MAX: usize = 255;
 
+/// The longest lock file name (final component) a soft lock accepts, in
+/// bytes: its longest derived name, `<lock>.restore.<pid>.<token>`, adds
+/// 52 bytes (`.restore.`, a PID of up to 10 digits, `.`, 32 hex digits)
+/// and must still fit in [`NAME_MAX`]. A longer name would be acquired,
+/// then fail to release or to be broken (`ENAMETOOLONG`), and wedge the
+/// lock, so it is refused before anything is created.
+pub const MAX_LOCK_NAME: usize = NAME_MAX - (RESTORE.len() + 10 + 1 + 32);
+
 /// A file name built in a fixed buffer.
 pub type Name = heapless::Vec<u8, NAME_MAX>;
 

@@ -17,6 +17,7 @@ use super::release::remove_own_file;
 use crate::decide::{FileId, Instant, UnchangedWatch, WatchKey};
 use crate::errno::Errno;
 use crate::host::HostName;
+use crate::names::MAX_LOCK_NAME;
 use crate::pid::Pid;
 use crate::wait::Patience;
 use core::time::Duration;
@@ -99,6 +100,11 @@ pub fn try_acquire<O: Os + ?Sized>(
     cfg: &Config<'_>,
     contender: &mut Contender,
 ) -> Result<Attempt<O::File>, Error> {
+    // A name whose derived names cannot exist would be acquired and then
+    // never released or broken: refuse it before creating anything.
+    if cfg.lock.len() > MAX_LOCK_NAME {
+        return Err(Error::NameTooLong);
+    }
     if let Some(lifetime) = cfg.lifetime {
         if cfg.kind != Kind::Lease {
             if let Some(held) = break_expired(os, cfg, lifetime)? {

@@ -84,7 +84,10 @@ pub enum Error {
     },
     /// The lock path is a directory.
     IsDirectory,
-    /// A derived name would be longer than the file-name limit.
+    /// The lock file's name is longer than
+    /// [`MAX_LOCK_NAME`](crate::names::MAX_LOCK_NAME) bytes, so the names
+    /// derived from it (break and restore names) would not fit in a file
+    /// name.
     NameTooLong,
     /// Our own record cannot be encoded (a host or token a reader would
     /// not read back).
@@ -117,7 +120,11 @@ impl fmt::Display for Error {
         match self {
             Error::Os { op, errno } => write!(f, "{op:?} failed: {errno}"),
             Error::IsDirectory => f.write_str("the lock path is a directory"),
-            Error::NameTooLong => f.write_str("a derived file name is too long"),
+            Error::NameTooLong => write!(
+                f,
+                "the lock file name is longer than {} bytes, so its break and restore names would not fit",
+                crate::names::MAX_LOCK_NAME
+            ),
             Error::Record => f.write_str("this process's record cannot be encoded"),
             Error::LeaseMismatch { published } => {
                 write!(f, "the holder's lease lasts {published}s")
