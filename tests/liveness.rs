@@ -6,8 +6,9 @@
 
 #![cfg(any(target_os = "linux", target_os = "android"))]
 
-use std::io::ErrorKind;
+use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::path::Path;
+use std::process::{Command, Stdio};
 use swaplock::core::names::MAX_LOCK_NAME;
 use swaplock::SoftLock;
 
@@ -53,5 +54,121 @@ fn a_lock_name_too_long_for_its_derived_names_is_refused_before_anything_is_crea
             "{kind:?}: left {:?}",
             entries(dir.path())
         );
+    }
+}
+
+/// A tmpfs with few inodes, unmounted on drop.
+struct SmallTmpfs(tempfile::TempDir);
+
+impl SmallTmpfs {
+    fn new(inodes: u32) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o"])
+            .arg(format!("nr_inodes={inodes},size=1m"))
+            .arg("tmpfs")
+            .arg(dir.path())
+            .status();
+        assert!(
+            status.is_ok_and(|s| s.success()),
+            "mounting a tmpfs failed: these tests run as root (scripts/test)"
+        );
+        SmallTmpfs(dir)
+    }
+}
+
+impl Drop for SmallTmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).status();
+    }
+}
+
+/// Creates files in `dir` until the filesystem has no inode left.
+fn exhaust_inodes(dir: &Path) -> usize {
+    for n in 0.. {
+        match std::fs::File::create(dir.join(format!("filler-{n}"))) {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => return n,
+            Err(e) => panic!("creating a filler file: {e}"),
+        }
+    }
+    unreachable!()
+}
+
+/// A release needs no new file: with no inode left (`ENOSPC` on create),
+/// it still removes the marker, as filelock does, and the next contender
+/// takes the lock.
+#[test]
+fn a_release_without_a_free_inode_still_removes_the_marker() {
+    let fs = SmallTmpfs::new(16);
+    let path = fs.0.path().join("jobs.lock");
+    for kind in [
+        swaplock::soft::Kind::Soft,
+        swaplock::soft::Kind::Marker,
+        swaplock::soft::Kind::Lease,
+    ] {
+        let lock = SoftLock::new(kind, &path);
+        let guard = lock.try_lock().unwrap();
+        let fillers = exhaust_inodes(fs.0.path());
+        assert!(fillers > 0);
+        guard
+            .release()
+            .unwrap_or_else(|e| panic!("{kind:?}: release at ENOSPC: {e}"));
+        assert!(!path.exists(), "{kind:?}: the marker stayed");
+        for n in 0..fillers {
+            std::fs::remove_file(fs.0.path().join(format!("filler-{n}"))).unwrap();
+        }
+        lock.try_lock().unwrap().release().unwrap();
+    }
+}
+
+/// `swaplock run` whose descriptor limit is lowered while its command runs
+/// (`EMFILE` on any new open) still releases the soft lock when the command
+/// ends, and the next contender takes it.
+#[test]
+fn a_holder_out_of_descriptors_still_releases() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jobs.lock");
+    for kind in ["soft", "marker", "lease"] {
+        let mut run = Command::new(env!("CARGO_BIN_EXE_swaplock"))
+            .args(["run", "--kind", kind])
+            .arg(&path)
+            .args(["sh", "-c", "echo ready; read line"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(run.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line, "ready\n");
+        assert!(path.exists());
+        // A limit at the lowest free descriptor number: the holder's next
+        // open fails with EMFILE.
+        let open: Vec<usize> = std::fs::read_dir(format!("/proc/{}/fd", run.id()))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_str().unwrap().parse().unwrap())
+            .collect();
+        let free = (0..).find(|fd| !open.contains(fd)).unwrap();
+        let status = Command::new("prlimit")
+            .arg(format!("--pid={}", run.id()))
+            .arg(format!("--nofile={free}:{free}"))
+            .status()
+            .unwrap();
+        assert!(status.success(), "prlimit failed");
+        run.stdin.take().unwrap().write_all(b"done\n").unwrap();
+        let status = run.wait().unwrap();
+        assert!(status.success(), "{kind}: swaplock run exited {status}");
+        assert!(!path.exists(), "{kind}: the marker stayed");
+        let kind = match kind {
+            "soft" => swaplock::soft::Kind::Soft,
+            "marker" => swaplock::soft::Kind::Marker,
+            _ => swaplock::soft::Kind::Lease,
+        };
+        SoftLock::new(kind, &path)
+            .try_lock()
+            .unwrap()
+            .release()
+            .unwrap();
     }
 }

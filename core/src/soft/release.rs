@@ -58,7 +58,13 @@ fn remove_own<O: Os + ?Sized>(os: &mut O, cfg: &Config<'_>, own: &Stat) -> Resul
 /// Takes the file judged by `judged` off the lock path through an exchange
 /// with a placeholder naming this process (PROTOCOL 7.10), so the path is
 /// empty only once the judged file is gone. Without an exchange it does
-/// nothing (invariant I11).
+/// nothing (invariant I11), and so without a placeholder: where none can be
+/// made (no inode or descriptor left, `ENOSPC`, `EMFILE`, a name too long),
+/// the caller's removal falls back to unlinking the path if it still shows
+/// the judged file, as on a filesystem without exchange and as filelock
+/// always does. A release must not depend on a resource the hold did not
+/// already have: a marker left behind would wedge the lock until its holder
+/// exits.
 fn break_lock_file<O: Os + ?Sized>(
     os: &mut O,
     cfg: &Config<'_>,
@@ -69,8 +75,12 @@ fn break_lock_file<O: Os + ?Sized>(
         return Ok(());
     }
     let token = os.token();
-    let brk = pid_break_name(cfg.lock, cfg.pid, &token).map_err(|_| Errno::INVAL)?;
-    let file = os.create_new(&brk, 0o600, false)?;
+    let Ok(brk) = pid_break_name(cfg.lock, cfg.pid, &token) else {
+        return Ok(());
+    };
+    let Ok(file) = os.create_new(&brk, 0o600, false) else {
+        return Ok(());
+    };
     let mut buf = [0u8; 40];
     let exchanged = match Record::Placeholder(cfg.pid).encode(&mut buf) {
         Ok(n) => write_all(os, &file, &buf[..n])
