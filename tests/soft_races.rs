@@ -668,3 +668,59 @@ fn without_an_exchange_a_stale_marker_stays() {
         );
     }
 }
+
+/// A breaker that gives up its exchange-back (its marker sits under a
+/// nested breaker's name past the 2 s limit, invariant I16) lets go of a
+/// file holding its own complete record. When the nested breaker puts that
+/// file back at the lock path, it must not name the live breaker, or every
+/// contender would wait until the breaker exits: it is marked released.
+#[test]
+fn an_abandoned_takeover_never_publishes_its_record() {
+    let me = me();
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("a.lock");
+    std::fs::write(&lock, format!("{}\n{}\n", dead_pid(), host_name())).unwrap();
+    let live = Live::spawn();
+    // What replaces the stale marker just before our exchange (a peer's
+    // live marker), and a nested breaker's complete marker under its own
+    // break name.
+    let replacement = dir.path().join("replacement");
+    std::fs::write(&replacement, live.record()).unwrap();
+    std::fs::write(dir.path().join("nested"), live.record()).unwrap();
+    let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+    let mut phase = 0;
+    let mut os = Seam::every(
+        &fd,
+        Box::new(|peer, op| {
+            match (phase, op) {
+                // A peer replaces the judged marker before our exchange, so
+                // the file we take is not the one we judged.
+                (0, "exchange") => {
+                    peer.rename(b"replacement", LOCK).unwrap();
+                    phase = 1;
+                }
+                // Before our check, the nested breaker takes our marker off
+                // the lock path into its break name.
+                (1, "lstat") => {
+                    peer.exchange(b"nested", LOCK).unwrap();
+                    phase = 2;
+                }
+                _ => {}
+            }
+            None
+        }),
+    );
+    let cfg = config(&me, Kind::Soft);
+    let attempt = soft::try_acquire(&mut os, &cfg, &mut Contender::new()).unwrap();
+    assert!(matches!(attempt, Attempt::Busy(_)));
+    drop(os);
+    // The nested breaker undoes its exchange: our file returns to the path.
+    LinuxOs::new(fd.as_fd()).exchange(b"nested", LOCK).unwrap();
+    let at_path = std::fs::read(&lock).unwrap();
+    assert_eq!(
+        at_path,
+        b"filelock/released\n",
+        "the lock path holds {:?}, a record naming this live process",
+        String::from_utf8_lossy(&at_path)
+    );
+}

@@ -24,6 +24,7 @@ use super::recovery::{Recovery, Stranded};
 use super::takeover::Takeover;
 use crate::errno::Errno;
 use crate::names::pid_break_name;
+use crate::record::RELEASED;
 use core::time::Duration;
 
 /// The exchange takeover of the judged marker `judged`, whose writer (or
@@ -105,6 +106,15 @@ enum PutBack {
 
 /// Abandons a takeover (PROTOCOL 7.9): put back what we took if asked, then
 /// remove our file from whichever name holds it, then close it.
+///
+/// When the exchange-back did not settle, our file may still sit under a
+/// nested breaker's name, and that breaker's own exchange-back (or a
+/// recovery of its names) may later return it to the lock path. It holds
+/// our complete record, which names this live process: published there, it
+/// would keep every contender out until we exit. So before letting go of
+/// it we overwrite it with the released record (as a displaced holder
+/// does, invariant I17), which a contender reads as malformed and evicts
+/// after the grace period.
 fn abandon<O: Os + ?Sized>(
     os: &mut O,
     cfg: &Config<'_>,
@@ -121,8 +131,25 @@ fn abandon<O: Os + ?Sized>(
             unlink_if_same(os, cfg.lock, &own);
         }
         unlink_if_same(os, aside, &own);
+        // Still linked, and not at the lock path: under another breaker's
+        // name. (At the lock path it keeps our record: what we took waits
+        // under our break name, and recovery finds it there through that
+        // record once we exit.)
+        if !settled
+            && os.fstat(&file).is_ok_and(|st| st.nlink > 0)
+            && !os.lstat(cfg.lock).is_ok_and(|st| st.same_file(&own))
+        {
+            let _ = mark_released(os, &file);
+        }
     }
     os.close(file);
+}
+
+/// Overwrites our own open file with the released record (PROTOCOL 2.5),
+/// so that nothing that later moves it reads a record naming us.
+pub(super) fn mark_released<O: Os + ?Sized>(os: &mut O, file: &O::File) -> Result<(), Errno> {
+    os.write_at(file, RELEASED, 0)
+        .and_then(|_| os.truncate(file, RELEASED.len() as u64))
 }
 
 /// Unlinks `name` if it names the open file whose stat is `own` (I7: the

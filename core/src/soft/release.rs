@@ -11,13 +11,13 @@
 
 use super::acquire::Held;
 use super::config::{Config, Error, Op};
-use super::exchange::{exchange_back, unlink_if_same};
+use super::exchange::{exchange_back, mark_released, unlink_if_same};
 use super::judge::Judged;
 use super::marker::write_all;
 use super::os::{Os, Semantics, Stat};
 use crate::errno::Errno;
 use crate::names::pid_break_name;
-use crate::record::{Record, RELEASED};
+use crate::record::Record;
 
 /// Removes our own file while it is open (PROTOCOL 7.3): swap it out
 /// through a placeholder, so that a peer's marker found at the lock path
@@ -190,8 +190,6 @@ fn release_posix<O: Os + ?Sized>(
         }
         // Held aside: mark it released in place, so nothing restores a
         // record that names us (invariant I17).
-        return os
-            .write_at(file, RELEASED, 0)
-            .and_then(|_| os.truncate(file, RELEASED.len() as u64));
+        return mark_released(os, file);
     }
 }
