@@ -7,8 +7,10 @@
 #![cfg(any(target_os = "linux", target_os = "android"))]
 
 use std::io::{BufRead, BufReader, ErrorKind, Write};
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
+
 use swaplock::core::names::MAX_LOCK_NAME;
 use swaplock::SoftLock;
 
@@ -171,4 +173,52 @@ fn a_holder_out_of_descriptors_still_releases() {
             .release()
             .unwrap();
     }
+}
+
+/// A breaker killed between creating its break file (its complete record)
+/// and its exchange leaves that file under its break name. The next
+/// takeover sweeps it: nothing a dead process left stays forever.
+#[test]
+fn a_breaker_killed_before_its_exchange_leaves_nothing_for_good() {
+    if std::env::var_os("SWAPLOCK_TEST_RUNNER").is_some() {
+        // strace follows the emulator's host syscalls, not the target's.
+        eprintln!("skipped under an emulator: strace cannot stop the emulated breaker");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let host = swaplock_linux::soft::host_name();
+    let dead = {
+        let mut child = Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    };
+    std::fs::write(&path, format!("{dead}\n{host}\n")).unwrap();
+    // `swaplock break` takes the stale marker over; SIGKILL on entry to its
+    // exchange (renameat2) kills it with its break file written.
+    let status = Command::new("strace")
+        .args([
+            "-f",
+            "-o",
+            "/dev/null",
+            "-e",
+            "inject=renameat2:signal=KILL",
+        ])
+        .arg(env!("CARGO_BIN_EXE_swaplock"))
+        .args(["break", "--kind", "soft"])
+        .arg(&path)
+        .status()
+        .expect("strace (Debian strace) runs the breaker");
+    // strace ends as its tracee did.
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
+    let left = entries(dir.path());
+    assert_eq!(left.len(), 2, "the killed breaker's file: {left:?}");
+    assert!(left[1].starts_with("a.lock.break."), "{left:?}");
+    SoftLock::soft(&path).try_lock().unwrap().release().unwrap();
+    assert!(
+        entries(dir.path()).is_empty(),
+        "left {:?}",
+        entries(dir.path())
+    );
 }
