@@ -305,17 +305,17 @@ impl FileLock {
             return self.acquire_soft(wait);
         }
         let mut kernel = kernel_os(&self.sys_path, self.follow_symlinks, self.mode, self.kind);
-        let know_creation = self.kind == Kind::Flock;
+        let may_fall_back = self.kind == Kind::Flock;
         // The core decides when to try again: never when the wait is in
         // the kernel or there is none, until the deadline otherwise.
         let outcome = match wait {
-            Wait::No => protocol::acquire(&mut kernel, false, know_creation, &mut Deadline::once()),
+            Wait::No => protocol::acquire(&mut kernel, false, may_fall_back, &mut Deadline::once()),
             Wait::Forever => {
-                protocol::acquire(&mut kernel, true, know_creation, &mut Deadline::once())
+                protocol::acquire(&mut kernel, true, may_fall_back, &mut Deadline::once())
             }
             Wait::Until(deadline) => {
                 let mut backoff = Backoff::new(deadline.saturating_duration_since(Instant::now()));
-                protocol::acquire(&mut kernel, false, know_creation, &mut backoff)
+                protocol::acquire(&mut kernel, false, may_fall_back, &mut backoff)
             }
         };
         match outcome {

@@ -55,11 +55,37 @@ fn deny_flock() -> std::io::Result<()> {
             k: 0x7fff_0000,
         },
     ];
+    install(&filter)
+}
+
+/// Makes `fcntl(2)` lock calls (`F_SETLK`, `F_SETLKW`) fail with `ENOSYS`
+/// in the calling process and its children; other `fcntl` commands and
+/// every other call are allowed.
+fn deny_fcntl_locks() -> std::io::Result<()> {
+    const LD: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const RET: u16 = 0x06; // BPF_RET | BPF_K
+    let op = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
+    let filter = [
+        // The syscall number, then the low word of its second argument
+        // (struct seccomp_data: nr, arch, ip, then args at offset 16).
+        op(LD, 0, 0, 0),
+        op(JEQ, 0, 4, libc::SYS_fcntl as u32),
+        op(LD, 0, 0, 24),
+        op(JEQ, 1, 0, libc::F_SETLK as u32),
+        op(JEQ, 0, 1, libc::F_SETLKW as u32),
+        op(RET, 0, 0, 0x0005_0000 | libc::ENOSYS as u32),
+        op(RET, 0, 0, 0x7fff_0000),
+    ];
+    install(&filter)
+}
+
+fn install(filter: &[libc::sock_filter]) -> std::io::Result<()> {
     let prog = libc::sock_fprog {
         len: filter.len() as u16,
         filter: filter.as_ptr() as *mut _,
     };
-    // SAFETY: prctl with valid arguments; `prog` outlives the call.
+    // SAFETY: prctl with valid arguments; `prog` and `filter` outlive the call.
     unsafe {
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
             || libc::prctl(
@@ -74,6 +100,81 @@ fn deny_flock() -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `fcntl` answering `ENOSYS` is an error, reported as the reference
+/// with-lock-ex reports it, never a switch to a soft lock beside the empty
+/// file the attempt left (which no soft contender would ever evict).
+#[test]
+fn without_fcntl_locks_with_lock_ex_fails_as_the_reference_does() {
+    let dir = tempfile::tempdir().unwrap();
+    for mode in ["-w", "-f"] {
+        let run = |binary: &Path| {
+            let mut cmd = common::command(binary, "with-lock-ex");
+            cmd.args([mode, "a.lock", "true"]).current_dir(dir.path());
+            // SAFETY: deny_fcntl_locks only calls prctl, which is
+            // async-signal-safe.
+            unsafe { cmd.pre_exec(deny_fcntl_locks) };
+            bounded(cmd)
+        };
+        let (ours, reference) = (run(&common::ours()), run(&common::reference()));
+        assert_eq!(
+            (ours.status.code(), String::from_utf8_lossy(&ours.stderr)),
+            (
+                reference.status.code(),
+                String::from_utf8_lossy(&reference.stderr)
+            ),
+            "{mode}"
+        );
+        assert_eq!(ours.status.code(), Some(255), "{mode}");
+        std::fs::remove_file(dir.path().join("a.lock")).unwrap();
+    }
+    // The swaplock command says the same, at once, even when told to wait.
+    let mut cmd = common::command(&swaplock(), "swaplock");
+    cmd.args([
+        "run",
+        "--kind",
+        "fcntl",
+        "--timeout",
+        "30",
+        "b.lock",
+        "true",
+    ])
+    .current_dir(dir.path());
+    // SAFETY: as above.
+    unsafe { cmd.pre_exec(deny_fcntl_locks) };
+    let out = bounded(cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(255), "{stderr}");
+    assert!(
+        stderr.contains(&std::io::Error::from_raw_os_error(libc::ENOSYS).to_string()),
+        "{stderr}"
+    );
+}
+
+/// Runs `cmd` to the end, killing it if it runs a minute: a wedged lock
+/// must fail the test, not hang it.
+fn bounded(mut cmd: Command) -> std::process::Output {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let guard = std::thread::spawn(move || {
+        if wait
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .is_err()
+        {
+            // SAFETY: signalling a child of this test.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = done.send(());
+    guard.join().unwrap();
+    out
 }
 
 fn swaplock_without_flock(args: &[&str]) -> Command {

@@ -69,16 +69,21 @@ pub enum Outcome<F> {
 }
 
 /// One attempt: open (creating if needed), lock, and keep the lock only if
-/// the path still names the locked file. `know_creation` opens with
-/// `O_EXCL` first, to learn whether this attempt created the file (which
-/// the `flock` fallback needs); with-lock-ex does not.
+/// the path still names the locked file. `may_fall_back`: the caller
+/// switches to a soft lock where the lock call answers `ENOSYS` (`flock`,
+/// as filelock's `UnixFileLock` does, PROTOCOL 7.17), so the attempt opens
+/// with `O_EXCL` first, to learn whether it created the file, and reports
+/// [`Outcome::Unsupported`]. Otherwise (`fcntl`, the with-lock-ex
+/// protocol) `ENOSYS` is an error, as with-lock-ex reports it: a switch
+/// without knowing who created the file would leave an empty file at the
+/// path, which no soft contender ever evicts (invariant I10).
 pub fn attempt<O: KernelOs>(
     os: &mut O,
     wait: bool,
-    know_creation: bool,
+    may_fall_back: bool,
 ) -> Result<Outcome<O::File>, (Step, Errno)> {
     loop {
-        let (file, created) = match know_creation {
+        let (file, created) = match may_fall_back {
             true => match os.open(true) {
                 Ok(file) => (file, true),
                 Err(e) if e == Errno::EXIST => {
@@ -96,7 +101,9 @@ pub fn attempt<O: KernelOs>(
                     os.close(file);
                     return Ok(Outcome::Busy(e));
                 }
-                Err(e) if e == Errno::NOSYS => return Ok(Outcome::Unsupported { file, created }),
+                Err(e) if e == Errno::NOSYS && may_fall_back => {
+                    return Ok(Outcome::Unsupported { file, created })
+                }
                 Err(e) => {
                     os.close(file);
                     return Err((Step::Lock, e));
@@ -135,13 +142,13 @@ pub fn attempt<O: KernelOs>(
 pub fn acquire<O: KernelOs + Clock>(
     os: &mut O,
     wait_in_kernel: bool,
-    know_creation: bool,
+    may_fall_back: bool,
     patience: &mut impl Patience<Errno>,
 ) -> Result<Outcome<O::File>, (Step, Errno)> {
     let started = os.now();
     loop {
         patience.attempting();
-        let busy = match attempt(os, wait_in_kernel, know_creation)? {
+        let busy = match attempt(os, wait_in_kernel, may_fall_back)? {
             Outcome::Busy(e) => e,
             done => return Ok(done),
         };
@@ -270,6 +277,8 @@ mod tests {
     struct Fake {
         now: Duration,
         busy_for: Duration,
+        /// What the lock call answers once the lock is free.
+        free: Result<(), Errno>,
         pauses: [Duration; 16],
         slept: usize,
         attempts: u32,
@@ -281,6 +290,7 @@ mod tests {
             Fake {
                 now: Duration::ZERO,
                 busy_for,
+                free: Ok(()),
                 pauses: [Duration::ZERO; 16],
                 slept: 0,
                 attempts: 0,
@@ -300,7 +310,7 @@ mod tests {
         fn lock(&mut self, _file: &FileId, _wait: bool) -> Result<(), Errno> {
             match self.now < self.busy_for {
                 true => Err(Errno::AGAIN),
-                false => Ok(()),
+                false => self.free,
             }
         }
         fn fstat(&mut self, file: &FileId) -> Result<FileId, Errno> {
@@ -357,6 +367,21 @@ mod tests {
         let out = acquire(&mut os, false, false, &mut Backoff::new(Duration::ZERO));
         assert!(matches!(out, Ok(Outcome::Busy(_))));
         assert_eq!((os.attempts, os.slept), (2, 0));
+    }
+
+    #[test]
+    fn enosys_is_a_fallback_only_for_a_caller_that_falls_back() {
+        let mut os = Fake::new(Duration::ZERO);
+        os.free = Err(Errno::NOSYS);
+        let out = acquire(&mut os, false, true, &mut Deadline::once());
+        assert!(matches!(
+            out,
+            Ok(Outcome::Unsupported { created: true, .. })
+        ));
+        // fcntl, the with-lock-ex protocol: an error, never a soft lock
+        // beside an empty file nobody knows who created.
+        let out = acquire(&mut os, false, false, &mut Deadline::once());
+        assert!(matches!(out, Err((Step::Lock, e)) if e == Errno::NOSYS));
     }
 
     #[test]
