@@ -96,6 +96,14 @@ impl LockError {
 
 impl fmt::Display for LockError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A busy soft lock says it all in one sentence that names the path.
+        if let Some(busy) = self
+            .source
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<crate::soft::Busy>())
+        {
+            return busy.explain(f);
+        }
         write!(
             f,
             "{}: {}: {}",

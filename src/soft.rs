@@ -58,12 +58,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
-use swaplock_core::decide::FileId;
+use swaplock_core::decide::{FileId, HeldBecause};
 use swaplock_core::host::HostName;
 use swaplock_core::names::{Name, MAX_LOCK_NAME, NAME_MAX};
 use swaplock_core::record::{classify, Classified, Content, Mode, Reader, READ_LIMIT};
 use swaplock_core::soft::{
     self as protocol, Attempt, Clock, CompromiseWatch, Config, Contender, Held, Holder, LeaseTerms,
+    Standing,
 };
 pub use swaplock_core::soft::{Compromise, Kind};
 use swaplock_core::start::StartToken;
@@ -344,16 +345,24 @@ impl SoftLock {
                 Ok(SoftLockGuard::new(self, dir, me, held, lease))
             }
             Ok(Attempt::Busy(holder)) => {
+                drop(contender);
                 let kind = if blocking {
                     io::ErrorKind::TimedOut
                 } else {
                     io::ErrorKind::WouldBlock
+                };
+                // A holder this host can probe is judged once more, only to
+                // say who it is and why its marker stays.
+                let judged = match holder {
+                    Holder::Unknown => self.status().ok().flatten(),
+                    _ => None,
                 };
                 let source = io::Error::new(
                     kind,
                     Busy {
                         path: self.path.clone(),
                         holder,
+                        judged,
                     },
                 );
                 Err(LockError::io(&self.path, Step::Lock, kind, source))
@@ -379,6 +388,19 @@ impl SoftLock {
                     ),
                 );
                 LockError::io(&self.path, Step::Open, kind, source)
+            }
+            protocol::Error::LeaseMismatch { published } => {
+                let kind = io::ErrorKind::InvalidData;
+                let source = io::Error::new(
+                    kind,
+                    format!(
+                        "the holder's lease lasts {published} s and this lock's {} s; every \
+                         contender must use the same duration: pass --lease {published} \
+                         (`lease_duration` in the API)",
+                        self.lease.as_secs_f64(),
+                    ),
+                );
+                LockError::io(&self.path, Step::Lock, kind, source)
             }
             other => {
                 let source = io::Error::new(io::ErrorKind::InvalidData, other.to_string());
@@ -568,11 +590,18 @@ impl OwnerInfo {
     }
 }
 
-/// Why a lock was busy: filelock's `Timeout` text.
+/// Why a lock was busy. Its `Display` is filelock's `Timeout` text, which
+/// [`LockError::os_error`] shows; [`LockError`]'s own `Display` is
+/// [`Busy::explain`], one sentence that also says who holds the lock and,
+/// for a marker that should have been taken over, why it was not.
 #[derive(Debug)]
-struct Busy {
+pub(crate) struct Busy {
     path: Arc<Path>,
     holder: Holder,
+    /// The marker as read after the attempt, and how a contender stands
+    /// toward its holder; `None` for a holder the attempt already named,
+    /// or a marker gone or unreadable since.
+    judged: Option<(OwnerInfo, Standing)>,
 }
 
 impl std::fmt::Display for Busy {
@@ -590,6 +619,71 @@ impl std::fmt::Display for Busy {
                 write!(f, " It is held by pid {pid} on {host}, which this host cannot probe.")
             }
             Holder::Unknown => Ok(()),
+        }
+    }
+}
+
+impl Busy {
+    /// One sentence: the path, the holder when known, and, for a stale
+    /// marker left in place, the likely cause and the remedy.
+    pub(crate) fn explain(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = self.path.display();
+        write!(f, "The file lock '{path}' could not be acquired: ")?;
+        match &self.holder {
+            Holder::Recordless => {
+                return f.write_str(
+                    "it is held by an owner that recorded no PID (a filelock release before \
+                     3.22, or one still writing its record), which this host cannot probe.",
+                )
+            }
+            Holder::Foreign { pid, host } => {
+                return write!(
+                    f,
+                    "it is held by pid {pid} on {host}, which this host cannot probe."
+                )
+            }
+            Holder::Unknown => {}
+        }
+        let Some((owner, standing)) = &self.judged else {
+            return f.write_str("it is held by another process.");
+        };
+        let who = match (owner.pid, &owner.host) {
+            (Some(pid), Some(host)) => format!("pid {pid} on {host}"),
+            _ => format!("a {} marker", owner.mode),
+        };
+        match standing {
+            Standing::Held(HeldBecause::Alive) => write!(f, "it is held by {who}, which is alive."),
+            Standing::Held(HeldBecause::OtherHost) => {
+                write!(f, "it is held by {who}, which this host cannot probe.")
+            }
+            Standing::Held(_) => write!(
+                f,
+                "it is held by {who}, which cannot be proven gone (its probe failed)."
+            ),
+            // A contender takes a stale marker over at once by exchanging
+            // names; one still in place means the exchange was refused.
+            Standing::Stale { recycled } => write!(
+                f,
+                "its holder, {who}, looks gone{}, but the filesystem cannot exchange names, so \
+                 the stale marker is never moved; if its holder ({who}) is gone, run \
+                 `swaplock break --force {path}`.",
+                if *recycled {
+                    " (its PID now runs another process)"
+                } else {
+                    ""
+                },
+            ),
+            Standing::Malformed => write!(
+                f,
+                "its marker holds no record this lock reads ({}); it is removed once seen \
+                 unchanged for 2 s.",
+                owner.mode
+            ),
+            _ => write!(
+                f,
+                "it is held by {who}, a marker that is never removed automatically; if nothing \
+                 holds it, run `swaplock break --force {path}`."
+            ),
         }
     }
 }
@@ -706,7 +800,10 @@ impl SoftLockGuard {
         };
         let cfg = self.me.config(&self.lock, self.lease);
         let mut sys = SoftOs::on(&self.dir);
-        protocol::release(&mut sys, &cfg, held).map_err(|e| self.lock.protocol_error(e))
+        protocol::release(&mut sys, &cfg, held).map_err(|e| match e {
+            protocol::Error::Os { errno, .. } => self.lock.err(Step::Unlock, errno),
+            other => self.lock.protocol_error(other),
+        })
     }
 }
 
