@@ -11,14 +11,19 @@
 //! `run` waits for the lock by default (`--fail`: exit 255 if it is held;
 //! `--quiet`: exit 0 without running the command). Kernel kinds exec the
 //! command with the lock held, as `with-lock-ex` does. Soft kinds keep a
-//! parent process that holds the marker (and heartbeats a lease), forwards
-//! SIGINT, SIGTERM and SIGHUP to the command, removes the marker when the
-//! command ends and exits with its status; the command is killed if the
-//! parent dies, so it never runs on outside the lock.
+//! parent process, the supervisor, that holds the marker (and heartbeats a
+//! lease) and runs the command in a process group of its own: it forwards
+//! SIGINT, SIGTERM and SIGHUP to the group (a signal inherited as ignored
+//! stays ignored, in the command too), stops the group if the lease is
+//! lost, and once the command ends ends the rest of its group (SIGTERM,
+//! then SIGKILL after 2 s) before it releases the lock; the command is
+//! killed if the supervisor dies (Linux and Android). `swaplock --help` lists
+//! the exit statuses and what can still escape the lock.
 //!
 //! `status` prints who holds the lock, judged as a contender judges it, and
-//! exits 0 when it is free, 1 when it is held. `break` removes a stale marker by the same safe path a
-//! contender uses, and refuses a live holder unless `--force`.
+//! exits 0 when it is free, 1 when it is held. `break` removes a stale
+//! marker by the same safe path a contender uses, explains by the same
+//! judgement why a marker stays, and refuses a live holder unless `--force`.
 
 #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 fn main() {
@@ -35,20 +40,42 @@ fn main() {
 mod cli {
     use std::ffi::OsString;
     use std::io::ErrorKind;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     use std::os::unix::process::{CommandExt, ExitStatusExt};
     use std::path::PathBuf;
     use std::sync::atomic::{AtomicI32, Ordering};
     use std::time::Duration;
     use swaplock::core::decide::HeldBecause;
     use swaplock::core::soft::Standing;
-    use swaplock::soft::{Kind, SoftLock};
-    use swaplock::FileLock;
+    use swaplock::soft::{Compromise, Kind, SoftLock, SoftLockGuard};
+    use swaplock::{FileLock, FileLockGuard};
 
-    const USAGE: &str =
+    /// The help text: usage, exit statuses, and the limits of supervision.
+    pub(crate) const USAGE: &str =
         "usage: swaplock run [--kind fcntl|flock|soft|marker|lease] [--wait|--fail|--quiet]
                     [--timeout SECS] [--lifetime SECS] [--lease SECS] LOCKFILE COMMAND [ARGS...]
        swaplock status [--kind soft|marker|lease] LOCKFILE
-       swaplock break [--kind soft|marker|lease] [--force] LOCKFILE";
+       swaplock break [--kind soft|marker|lease] [--force] LOCKFILE
+
+run exits with the command's status (128 + N if signal N ended it), or:
+  255  the lock is busy (--fail, --timeout) or cannot be taken, or the
+       command cannot be started; 0 instead when busy under --quiet
+  75   soft kinds: the lease was lost while the command ran; the command
+       was stopped (its group got SIGTERM, then SIGKILL after 2 s)
+  74   soft kinds: the command succeeded but the lock could not be released
+       (a failed command keeps its status; the message is printed either way)
+  2    usage error
+status exits 0 when free, 1 when held, 2 on error; break exits 0 once the
+lock is free, 1 when it refuses or fails.
+
+With soft kinds the command runs in its own process group under a
+supervisor that holds the lock; the group gets SIGINT, SIGTERM and SIGHUP
+(those not inherited as ignored), and whatever of it outlives the command
+gets SIGTERM, then SIGKILL after 2 s, before the lock is released. Still
+escaping: a process that leaves the group (setsid, setpgid, a daemon); and
+if the supervisor itself is killed with SIGKILL, every process but the
+command itself (which gets SIGKILL from the kernel on Linux and Android;
+on macOS the command runs on too).";
 
     #[derive(Clone, Copy, PartialEq)]
     enum LockKind {
@@ -222,7 +249,16 @@ mod cli {
         if lock.fell_back_to_soft() {
             // flock answered ENOSYS: the lock is a soft marker now, which
             // outlives no process by itself, so hold it from a parent.
-            return supervise(&opts, || (guard.unlock(), None));
+            let events = match Events::new() {
+                Ok(e) => e,
+                Err(e) => {
+                    eprintln!("swaplock: cannot make a pipe: {e}");
+                    let _ = guard.unlock();
+                    return 255;
+                }
+            };
+            let path = opts.rest[0].to_string_lossy().into_owned();
+            return supervise(&opts, &events, &path, guard);
         }
         if let Err(e) = guard.inherit_on_exec() {
             // Named as the core names errno values.
@@ -240,14 +276,239 @@ mod cli {
         255
     }
 
-    static PENDING: AtomicI32 = AtomicI32::new(0);
+    /// The exit status of `run` when a lease was lost while its command
+    /// ran (`EX_TEMPFAIL`): the command was stopped.
+    const LEASE_LOST: i32 = 75;
+    /// The exit status of `run` when its command succeeded but the lock
+    /// could not be released (`EX_IOERR`).
+    const RELEASE_FAILED: i32 = 74;
+    /// How long what is left of the command's process group has to end
+    /// after SIGTERM before it gets SIGKILL.
+    const GRACE: Duration = Duration::from_secs(2);
+    /// The signals the supervisor passes on to the command's group.
+    const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+    /// The event the lease heartbeat sends when the lease is lost (no
+    /// signal has number 0).
+    const LEASE_EVENT: u8 = 0;
 
-    extern "C" fn remember(signal: libc::c_int) {
-        PENDING.store(signal, Ordering::SeqCst);
+    /// The write end of the supervisor's event pipe, for the signal
+    /// handlers and the lease heartbeat; -1 before it exists.
+    static WAKE: AtomicI32 = AtomicI32::new(-1);
+
+    /// Sends `event` to the supervisor's loop. Async-signal-safe: one
+    /// `write(2)` to a non-blocking pipe, with `errno` kept for the code
+    /// the signal interrupted.
+    fn wake(event: u8) {
+        let fd = WAKE.load(Ordering::SeqCst);
+        if fd < 0 {
+            return;
+        }
+        // SAFETY: errno is thread-local; writing one byte from a valid
+        // buffer to a descriptor that stays open for the process's life.
+        unsafe {
+            let errno = errno_location();
+            let saved = *errno;
+            libc::write(fd, (&event as *const u8).cast(), 1);
+            *errno = saved;
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    unsafe fn errno_location() -> *mut libc::c_int {
+        // SAFETY: always valid for the calling thread.
+        unsafe { libc::__errno_location() }
+    }
+
+    #[cfg(target_os = "android")]
+    unsafe fn errno_location() -> *mut libc::c_int {
+        // SAFETY: always valid for the calling thread.
+        unsafe { libc::__errno() }
+    }
+
+    #[cfg(target_vendor = "apple")]
+    unsafe fn errno_location() -> *mut libc::c_int {
+        // SAFETY: always valid for the calling thread.
+        unsafe { libc::__error() }
+    }
+
+    extern "C" fn on_signal(signal: libc::c_int) {
+        wake(signal as u8);
+    }
+
+    /// The supervisor's event pipe: forwarded signals, SIGCHLD and a lost
+    /// lease each write a byte, so one `poll(2)` waits for all of them
+    /// and no event can slip in between a check and the wait.
+    struct Events {
+        read: OwnedFd,
+        _write: OwnedFd,
+    }
+
+    impl Events {
+        fn new() -> std::io::Result<Self> {
+            let mut fds = [0; 2];
+            // SAFETY: pipe(2) fills both descriptors on success.
+            if unsafe { libc::pipe(fds.as_mut_ptr()) } == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // SAFETY: both are fresh descriptors this process owns.
+            let (read, write) =
+                unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+            for fd in [fds[0], fds[1]] {
+                // SAFETY: setting flags on descriptors we own. Close on
+                // exec keeps them out of the command; non-blocking keeps
+                // a full pipe from blocking a signal handler.
+                unsafe {
+                    libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                    let flags = libc::fcntl(fd, libc::F_GETFL);
+                    libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+                }
+            }
+            WAKE.store(fds[1], Ordering::SeqCst);
+            Ok(Events {
+                read,
+                _write: write,
+            })
+        }
+
+        /// Waits up to `timeout` (for ever if `None`) for events, and
+        /// returns those that came.
+        fn wait(&self, timeout: Option<Duration>) -> Vec<u8> {
+            let mut poll = libc::pollfd {
+                fd: self.read.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = timeout.map_or(-1, |t| t.as_millis().clamp(1, 60_000) as libc::c_int);
+            // SAFETY: one valid pollfd. EINTR (a signal) just returns.
+            unsafe { libc::poll(&mut poll, 1, ms) };
+            let mut events = Vec::new();
+            let mut buf = [0u8; 64];
+            loop {
+                // SAFETY: reading into a buffer of the given length.
+                let n = unsafe { libc::read(poll.fd, buf.as_mut_ptr().cast(), buf.len()) };
+                if n <= 0 {
+                    break;
+                }
+                events.extend_from_slice(&buf[..n as usize]);
+            }
+            events
+        }
+    }
+
+    /// Installs `handler` for `signal`, without `SA_RESTART`; returns
+    /// whether the signal was inherited as ignored, in which case it is
+    /// left ignored (a `nohup`ed run keeps ignoring SIGHUP, as the
+    /// command does under a kernel lock).
+    fn catch(signal: libc::c_int, keep_ignored: bool) -> bool {
+        // SAFETY: querying and setting a disposition with valid structs;
+        // the handler only writes to a pipe, which is async-signal-safe.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(signal, std::ptr::null(), &mut old);
+            let ignored = old.sa_sigaction == libc::SIG_IGN;
+            if ignored && keep_ignored {
+                return true;
+            }
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as *const () as usize;
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+            ignored
+        }
+    }
+
+    /// The controlling terminal, when this process's group has it in the
+    /// foreground: the command's group gets it while the command runs, so
+    /// that it can read the terminal and gets the terminal's signals.
+    struct Terminal(OwnedFd);
+
+    impl Terminal {
+        fn foreground() -> Option<Self> {
+            // SAFETY: opening a fixed path; the descriptor is owned below.
+            let fd = unsafe {
+                libc::open(
+                    c"/dev/tty".as_ptr(),
+                    libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
+                )
+            };
+            if fd < 0 {
+                return None;
+            }
+            // SAFETY: a fresh descriptor this process owns.
+            let tty = Terminal(unsafe { OwnedFd::from_raw_fd(fd) });
+            // SAFETY: plain queries.
+            let ours = unsafe { libc::tcgetpgrp(fd) == libc::getpgrp() };
+            ours.then_some(tty)
+        }
+
+        /// Gives the terminal to `pgid`. SIGTTOU is blocked meanwhile, since
+        /// a caller in a background group would otherwise be stopped.
+        /// Async-signal-safe: the command's child calls it before exec.
+        fn give(fd: libc::c_int, pgid: libc::pid_t) {
+            // SAFETY: signal-mask calls with valid sets, and tcsetpgrp.
+            unsafe {
+                let mut block: libc::sigset_t = std::mem::zeroed();
+                let mut old: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut block);
+                libc::sigaddset(&mut block, libc::SIGTTOU);
+                libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut old);
+                libc::tcsetpgrp(fd, pgid);
+                libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+            }
+        }
+
+        /// Takes the terminal back from a command that failed to start,
+        /// whose group may have taken it before its exec failed.
+        fn reclaim(&self) {
+            // SAFETY: a plain query.
+            let own = unsafe { libc::getpgrp() };
+            Terminal::give(self.0.as_raw_fd(), own);
+        }
+
+        /// Takes the terminal back from the command's group `pgid`, if it
+        /// still has it.
+        fn take_back(&self, pgid: libc::pid_t) {
+            let fd = self.0.as_raw_fd();
+            // SAFETY: plain queries.
+            if unsafe { libc::tcgetpgrp(fd) } == pgid {
+                // SAFETY: a plain query.
+                let own = unsafe { libc::getpgrp() };
+                Terminal::give(fd, own);
+            }
+        }
+    }
+
+    /// Whether any process of group `pgid` is left.
+    fn group_alive(pgid: libc::pid_t) -> bool {
+        // SAFETY: signal 0 only checks for existence.
+        unsafe { libc::kill(-pgid, 0) == 0 }
+    }
+
+    /// Signals every process of group `pgid`.
+    fn signal_group(pgid: libc::pid_t, signal: libc::c_int) {
+        // SAFETY: the group is the command's, made for it at spawn.
+        unsafe { libc::kill(-pgid, signal) };
+    }
+
+    /// How the lease was lost, in words.
+    fn lost_because(c: Compromise) -> String {
+        match c {
+            Compromise::MarkerMissing => "its marker was removed".into(),
+            Compromise::OwnerChanged => "another marker replaced it".into(),
+            Compromise::RefreshFailed(errno) => format!("it could not be refreshed: {errno}"),
+        }
     }
 
     fn run_soft(opts: Options, kind: Kind) -> i32 {
-        let lock = soft_lock(&opts, kind);
+        // The pipe exists before the lock, so that the lease heartbeat's
+        // report can never come before it.
+        let events = match Events::new() {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("swaplock: cannot make a pipe: {e}");
+                return 255;
+            }
+        };
+        let lock = soft_lock(&opts, kind).on_compromise(|_| wake(LEASE_EVENT));
         let guard = match take(
             &opts,
             || lock.lock(),
@@ -257,40 +518,109 @@ mod cli {
             Ok(g) => g,
             Err(code) => return code,
         };
-        supervise(&opts, || {
-            let compromised = guard.compromise();
-            (guard.release(), compromised)
-        })
+        let path = guard.path().display().to_string();
+        supervise(&opts, &events, &path, guard)
     }
 
-    /// Runs the command as a child while this process holds the lock:
-    /// forwards SIGINT, SIGTERM and SIGHUP, has the child killed if this
-    /// process dies, releases the lock when the child ends and returns its
-    /// exit status (128 + the signal, if a signal ended it).
-    fn supervise(
-        opts: &Options,
-        release: impl FnOnce() -> (std::io::Result<()>, Option<swaplock::soft::Compromise>),
-    ) -> i32 {
-        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            // SAFETY: the handler only stores to an atomic, which is
-            // async-signal-safe; no SA_RESTART, so waitpid returns EINTR.
-            unsafe {
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = remember as *const () as usize;
-                libc::sigaction(signal, &action, std::ptr::null_mut());
-            }
+    /// A lock `supervise` holds while the command runs.
+    trait Held {
+        /// Why the lease was lost, if it was.
+        fn compromise(&self) -> Option<Compromise>;
+        /// Releases the lock.
+        fn release(self) -> std::io::Result<()>;
+    }
+
+    impl Held for SoftLockGuard {
+        fn compromise(&self) -> Option<Compromise> {
+            SoftLockGuard::compromise(self)
         }
-        let mut command = std::process::Command::new(&opts.rest[1]);
-        command.args(&opts.rest[2..]);
-        // Linux and Android only: macOS has no parent-death signal, so there
-        // a command can outlive a killed `swaplock run`.
-        // SAFETY: prctl is async-signal-safe; the closure allocates nothing.
+        fn release(self) -> std::io::Result<()> {
+            SoftLockGuard::release(self)
+        }
+    }
+
+    /// The `flock` fallback's lock, a soft marker: no lease.
+    impl Held for FileLockGuard {
+        fn compromise(&self) -> Option<Compromise> {
+            None
+        }
+        fn release(self) -> std::io::Result<()> {
+            self.unlock()
+        }
+    }
+
+    /// What the supervisor learned by the time the command's group is gone.
+    struct Outcome {
+        /// The command's wait status; `None` if it could not be waited for.
+        status: Option<libc::c_int>,
+        /// Why the lease was lost, if the loss stopped the command.
+        lost: Option<Compromise>,
+    }
+
+    /// Runs the command in a process group of its own while this process
+    /// holds the lock; forwards SIGINT, SIGTERM and SIGHUP (those not
+    /// inherited as ignored) to the group; stops the group if the lease is
+    /// lost; once the command ends, ends what is left of its group (SIGTERM,
+    /// then SIGKILL after [`GRACE`]); then releases the lock and returns
+    /// the exit status: the command's (128 + the signal, if a signal ended
+    /// it), [`LEASE_LOST`], or [`RELEASE_FAILED`].
+    ///
+    /// On Linux and Android the command gets SIGKILL if this process dies,
+    /// and this process adopts the orphans of the command's tree (a child
+    /// subreaper), so that it sees them end before it releases.
+    fn supervise(opts: &Options, events: &Events, path: &str, held: impl Held) -> i32 {
+        let compromise = || held.compromise();
+        let mut ignored = [false; FORWARDED.len()];
+        for (signal, ignored) in FORWARDED.iter().zip(&mut ignored) {
+            *ignored = catch(*signal, true);
+        }
+        // An inherited SIG_IGN would have the kernel reap the command, and
+        // waitpid fail with ECHILD: take SIGCHLD, and give the command
+        // back the disposition it would have inherited.
+        let chld_ignored = catch(libc::SIGCHLD, false);
         #[cfg(any(target_os = "linux", target_os = "android"))]
+        // SAFETY: a plain prctl on this process.
         unsafe {
-            command.pre_exec(|| {
-                // The command must not outlive its lock holder.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
-                    return Err(std::io::Error::last_os_error());
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
+        }
+        let terminal = Terminal::foreground();
+        let tty = terminal.as_ref().map(|t| t.0.as_raw_fd());
+        // SAFETY: a plain query.
+        let supervisor = unsafe { libc::getpid() };
+        let mut command = std::process::Command::new(&opts.rest[1]);
+        command.args(&opts.rest[2..]).process_group(0);
+        // SAFETY: the closure calls only async-signal-safe functions
+        // (prctl, getppid, signal, sigprocmask, tcsetpgrp) and allocates
+        // nothing.
+        unsafe {
+            command.pre_exec(move || {
+                #[cfg(any(target_os = "linux", target_os = "android"))]
+                {
+                    // The command must not outlive its lock holder.
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    // A holder that died before the line above sends no
+                    // signal: do not start the command orphaned.
+                    if libc::getppid() != supervisor {
+                        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                    }
+                }
+                #[cfg(not(any(target_os = "linux", target_os = "android")))]
+                let _ = supervisor;
+                for (&signal, &ignored) in FORWARDED.iter().zip(&ignored) {
+                    if !ignored {
+                        libc::signal(signal, libc::SIG_DFL);
+                    }
+                }
+                let chld = if chld_ignored {
+                    libc::SIG_IGN
+                } else {
+                    libc::SIG_DFL
+                };
+                libc::signal(libc::SIGCHLD, chld);
+                if let Some(fd) = tty {
+                    Terminal::give(fd, libc::getpid());
                 }
                 Ok(())
             });
@@ -298,39 +628,186 @@ mod cli {
         let child = match command.spawn() {
             Ok(c) => c,
             Err(e) => {
+                if let Some(t) = &terminal {
+                    t.reclaim();
+                }
                 eprintln!(
                     "swaplock: {}: unable to execute command: {e}",
                     opts.rest[1].to_string_lossy()
                 );
-                let _ = release();
+                if let Err(e) = held.release() {
+                    eprintln!("swaplock: {e}");
+                }
                 return 255;
             }
         };
-        let pid = child.id() as libc::pid_t;
-        let mut status: libc::c_int = 0;
-        loop {
-            // SAFETY: waiting for our own child with a valid status pointer.
-            let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-            if r == pid {
-                break;
+        // The child leads its own group: its PID is the group's ID.
+        let pgid = child.id() as libc::pid_t;
+        let outcome = watch(events, pgid, terminal.as_ref(), &compromise);
+        let lost_late = if outcome.lost.is_none() {
+            compromise()
+        } else {
+            None
+        };
+        let released = held.release();
+        let mut code = match outcome.status {
+            Some(status) => {
+                let status = std::process::ExitStatus::from_raw(status);
+                status
+                    .code()
+                    .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
             }
-            let signal = PENDING.swap(0, Ordering::SeqCst);
-            if signal != 0 {
-                // SAFETY: signalling our own child.
-                unsafe { libc::kill(pid, signal) };
-            }
+            None => 255,
+        };
+        if let Some(c) = outcome.lost {
+            eprintln!(
+                "swaplock: the lease on {path} was lost ({}): the command was stopped",
+                lost_because(c)
+            );
+            code = LEASE_LOST;
+        } else if let Some(c) = lost_late {
+            eprintln!(
+                "swaplock: the lease on {path} was lost ({}) before the command ended",
+                lost_because(c)
+            );
+            code = LEASE_LOST;
         }
-        let (released, compromised) = release();
         if let Err(e) = released {
             eprintln!("swaplock: {e}");
+            if code == 0 {
+                code = RELEASE_FAILED;
+            }
         }
-        if let Some(c) = compromised {
-            eprintln!("swaplock: the lease was compromised while the command ran: {c:?}");
+        code
+    }
+
+    /// Waits for the command `pgid` (which leads its group) while
+    /// forwarding signals, and until nothing of its group is left.
+    fn watch(
+        events: &Events,
+        pgid: libc::pid_t,
+        terminal: Option<&Terminal>,
+        compromise: &dyn Fn() -> Option<Compromise>,
+    ) -> Outcome {
+        let mut outcome = Outcome {
+            status: None,
+            lost: None,
+        };
+        // With the terminal given to the command, a stop (^Z) of the
+        // command stops this process too, as a shell expects of its job.
+        let flags = if terminal.is_some() {
+            libc::WNOHANG | libc::WUNTRACED
+        } else {
+            libc::WNOHANG
+        };
+        'running: loop {
+            // Reap every child: the command, and orphans of its tree
+            // adopted as their subreaper.
+            loop {
+                let mut status = 0;
+                // SAFETY: waiting for our own children with a valid pointer.
+                let r = unsafe { libc::waitpid(-1, &mut status, flags) };
+                if r == pgid {
+                    if libc::WIFSTOPPED(status) {
+                        if let Some(t) = terminal {
+                            t.take_back(pgid);
+                            // SAFETY: stopping this process; it resumes on SIGCONT.
+                            unsafe { libc::kill(libc::getpid(), libc::SIGSTOP) };
+                            // SAFETY: plain queries.
+                            if unsafe { libc::tcgetpgrp(t.0.as_raw_fd()) == libc::getpgrp() } {
+                                Terminal::give(t.0.as_raw_fd(), pgid);
+                            }
+                        }
+                        signal_group(pgid, libc::SIGCONT);
+                        continue;
+                    }
+                    outcome.status = Some(status);
+                    break 'running;
+                }
+                if r > 0 {
+                    continue;
+                }
+                if r == -1 {
+                    let e = std::io::Error::last_os_error();
+                    if e.kind() == ErrorKind::Interrupted {
+                        continue;
+                    }
+                    // Never spin: the command's status is lost, but its
+                    // group is still ended below before the release.
+                    eprintln!("swaplock: cannot wait for the command: {e}");
+                    break 'running;
+                }
+                break;
+            }
+            for event in events.wait(None) {
+                match event as libc::c_int {
+                    e if e == LEASE_EVENT as libc::c_int => {
+                        outcome.lost = compromise();
+                        if outcome.lost.is_some() {
+                            break 'running;
+                        }
+                    }
+                    libc::SIGCHLD => {}
+                    signal => signal_group(pgid, signal),
+                }
+            }
         }
-        let status = std::process::ExitStatus::from_raw(status);
-        status
-            .code()
-            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+        if let Some(t) = terminal {
+            t.take_back(pgid);
+        }
+        end_group(events, pgid, &mut outcome);
+        outcome
+    }
+
+    /// Ends what is left of the command's group: SIGTERM, then SIGKILL
+    /// after [`GRACE`], and returns once no process of it is left (or,
+    /// past another grace period after SIGKILL, with a warning: what is
+    /// left then can no longer run). Reaps the command if it was still
+    /// running, and every orphan it adopted.
+    fn end_group(events: &Events, pgid: libc::pid_t, outcome: &mut Outcome) {
+        if !group_alive(pgid) {
+            return;
+        }
+        signal_group(pgid, libc::SIGTERM);
+        // SIGCONT too: a stopped process acts on SIGTERM only once continued.
+        signal_group(pgid, libc::SIGCONT);
+        let start = std::time::Instant::now();
+        let mut killed = false;
+        loop {
+            loop {
+                let mut status = 0;
+                // SAFETY: waiting for our own children with a valid pointer.
+                let r = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+                if r <= 0 {
+                    break;
+                }
+                if r == pgid && outcome.status.is_none() && outcome.lost.is_none() {
+                    outcome.status = Some(status);
+                }
+            }
+            if !group_alive(pgid) {
+                return;
+            }
+            let elapsed = start.elapsed();
+            if !killed && elapsed >= GRACE {
+                signal_group(pgid, libc::SIGKILL);
+                killed = true;
+            } else if killed && elapsed >= 2 * GRACE {
+                eprintln!(
+                    "swaplock: processes of the command's group {pgid} remain after SIGKILL \
+                     (exiting, or in uninterruptible sleep); releasing the lock"
+                );
+                return;
+            }
+            // Processes of the group that are not this process's children
+            // send no SIGCHLD here: look again at short intervals.
+            for event in events.wait(Some(Duration::from_millis(50))) {
+                match event as libc::c_int {
+                    e if e == LEASE_EVENT as libc::c_int || e == libc::SIGCHLD => {}
+                    signal => signal_group(pgid, signal),
+                }
+            }
+        }
     }
 
     /// How a contender stands toward the recorded holder, for `status`:
@@ -385,6 +862,14 @@ mod cli {
         }
     }
 
+    /// Who a marker names, in a message: `pid N on HOST`, or its mode.
+    fn name_holder(owner: &swaplock::soft::OwnerInfo) -> String {
+        match (owner.pid, &owner.host) {
+            (Some(pid), Some(host)) => format!("pid {pid} on {host}"),
+            _ => format!("a {} marker", owner.mode),
+        }
+    }
+
     fn break_lock(opts: Options) -> i32 {
         let kind = match opts.kind {
             LockKind::Soft(k) => k,
@@ -394,39 +879,73 @@ mod cli {
             }
         };
         let lock = soft_lock(&opts, kind);
+        let path = lock.path().display().to_string();
+        // First the contender's safe path: it takes a stale marker over.
         match lock.try_lock() {
-            Ok(guard) => match guard.release() {
+            Ok(guard) => {
+                return match guard.release() {
+                    Ok(()) => {
+                        println!("free");
+                        0
+                    }
+                    Err(e) => {
+                        eprintln!("swaplock: {e}");
+                        1
+                    }
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            Err(e) => {
+                eprintln!("swaplock: {e}");
+                return 1;
+            }
+        }
+        if opts.force {
+            return match lock.force_break() {
                 Ok(()) => {
-                    println!("free");
+                    println!("broken by force");
                     0
                 }
                 Err(e) => {
                     eprintln!("swaplock: {e}");
                     1
                 }
-            },
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                if opts.force {
-                    return match lock.force_break() {
-                        Ok(()) => {
-                            println!("broken by force");
-                            0
-                        }
-                        Err(e) => {
-                            eprintln!("swaplock: {e}");
-                            1
-                        }
-                    };
-                }
-                eprintln!(
-                    "swaplock: refusing to break a holder that may be alive (use --force): {e}"
-                );
-                1
+            };
+        }
+        // Then the judgement `status` prints, to say why the marker stays.
+        let (owner, standing) = match lock.status() {
+            Ok(Some(judged)) => judged,
+            Ok(None) => {
+                println!("free");
+                return 0;
             }
             Err(e) => {
                 eprintln!("swaplock: {e}");
-                1
+                return 1;
             }
+        };
+        let who = name_holder(&owner);
+        let holder = describe_holder(standing);
+        match standing {
+            Standing::Stale { .. } => eprintln!(
+                "swaplock: {path}: the holder ({who}) is gone, but its marker could not be \
+                 taken over: the filesystem cannot exchange names, so the stale marker is never \
+                 moved; if its holder ({who}) is gone, run `swaplock break --force {path}`"
+            ),
+            Standing::Malformed => eprintln!(
+                "swaplock: {path}: the marker holds no record this kind reads ({}); a contender \
+                 removes it once seen unchanged for 2 s, or run `swaplock break --force {path}`",
+                owner.mode
+            ),
+            Standing::Held(HeldBecause::Alive) => eprintln!(
+                "swaplock: {path}: refusing to break a holder that is alive ({who}); \
+                 --force breaks it anyway, and mutual exclusion with it is lost"
+            ),
+            _ => eprintln!(
+                "swaplock: {path}: refusing to break a holder this host cannot judge ({who}, \
+                 holder {holder}); once it is known gone, run `swaplock break --force {path}`"
+            ),
         }
+        1
     }
 }
