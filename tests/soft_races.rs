@@ -31,6 +31,9 @@ struct Seam<'d, 'a> {
     at: usize,
     action: Action<'a>,
     fired: bool,
+    /// Whether the directory offers unnamed files (`O_TMPFILE`); without
+    /// them a marker is created by name and then written.
+    unnamed: bool,
 }
 
 impl<'d, 'a> Seam<'d, 'a> {
@@ -42,6 +45,7 @@ impl<'d, 'a> Seam<'d, 'a> {
             at,
             action,
             fired: false,
+            unnamed: true,
         }
     }
 
@@ -80,6 +84,15 @@ impl Dir for Seam<'_, '_> {
     type File = OwnedFd;
     fn create_new(&mut self, name: &[u8], mode: u32, truncate: bool) -> Result<OwnedFd, Errno> {
         seam!(self, "create", self.inner.create_new(name, mode, truncate))
+    }
+    fn create_unnamed(&mut self, mode: u32) -> Result<OwnedFd, Errno> {
+        if !self.unnamed {
+            return Err(Errno::OPNOTSUPP);
+        }
+        seam!(self, "create_unnamed", self.inner.create_unnamed(mode))
+    }
+    fn link_unnamed(&mut self, f: &OwnedFd, name: &[u8]) -> Result<(), Errno> {
+        seam!(self, "link_unnamed", self.inner.link_unnamed(f, name))
     }
     fn open_read(&mut self, name: &[u8]) -> Result<OwnedFd, Errno> {
         seam!(self, "open_read", self.inner.open_read(name))
@@ -298,6 +311,9 @@ fn a_reused_inode_never_passes_for_the_judged_marker() {
                 None
             }),
         );
+        // Where a marker is created by name (no unnamed files), the create
+        // and the pin come first.
+        os.unnamed = false;
         let cfg = config(&me, Kind::Soft);
         let attempt = soft::try_acquire(&mut os, &cfg, &mut Contender::new()).unwrap();
         let fired = os.fired;
@@ -385,7 +401,12 @@ fn the_lock_path_is_never_empty_during_a_break() {
 fn a_failed_acquire_removes_only_its_own_marker() {
     let me = me();
     let live = Live::spawn();
-    for op in ["write", "fstat"] {
+    for (op, unnamed) in [
+        ("write", false),
+        ("fstat", false),
+        ("write", true),
+        ("fstat", true),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let lock = dir.path().join("a.lock");
         let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
@@ -395,26 +416,30 @@ fn a_failed_acquire_removes_only_its_own_marker() {
             &fd,
             usize::MAX,
             Box::new(|_, _| {
-                std::fs::remove_file(&lock2).unwrap();
+                // Our marker, where it was created by name; nothing of
+                // ours is visible while an unnamed one is written.
+                let _ = std::fs::remove_file(&lock2);
                 std::fs::write(&lock2, &record).unwrap();
                 Some(Errno::IO)
             }),
         );
         let cfg = config(&me, Kind::Soft);
-        // Our operations: create, fstat, write: fire at `op`.
+        // Our operations: create (by name, or unnamed), fstat, write: fire
+        // at `op`.
+        os.unnamed = unnamed;
         os.at = if op == "fstat" { 1 } else { 2 };
         let result = soft::try_acquire(&mut os, &cfg, &mut Contender::new());
         assert!(os.fired);
         drop(os);
-        assert!(result.is_err(), "{op}: the failure must surface");
+        assert!(result.is_err(), "{op} {unnamed}: the failure must surface");
         assert_eq!(
             std::fs::read_to_string(&lock).unwrap(),
             live.record(),
-            "{op}: the peer's marker was removed"
+            "{op} {unnamed}: the peer's marker was removed"
         );
         assert!(
             others(dir.path()).is_empty(),
-            "{op}: left {:?}",
+            "{op} {unnamed}: left {:?}",
             others(dir.path())
         );
     }

@@ -84,8 +84,9 @@ impl fmt::Display for NameTooLong {
     }
 }
 
-/// Writes `value` in decimal at the end of `buf` and returns those digits.
-pub(crate) fn format_u64(mut value: u64, buf: &mut [u8]) -> &[u8] {
+/// Writes `value` in decimal at the end of `buf` (at least 20 bytes for
+/// any `u64`) and returns those digits.
+pub fn format_u64(mut value: u64, buf: &mut [u8]) -> &[u8] {
     let mut at = buf.len();
     loop {
         at -= 1;

@@ -26,6 +26,7 @@ pub struct Linux;
 impl Platform for Linux {
     /// `O_PATH`: the pin holds the inode without opening the file for I/O.
     const PIN_FLAGS: OFlags = OFlags::PATH;
+    const UNNAMED_FLAGS: Option<OFlags> = Some(OFlags::TMPFILE);
 
     fn start_token(pid: Pid) -> Option<StartToken> {
         start_token(pid.get())

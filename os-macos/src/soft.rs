@@ -17,6 +17,7 @@ impl Platform for MacOs {
     /// A non-blocking read-only open: there is no `O_PATH`, and
     /// `O_NONBLOCK` keeps a FIFO planted at the name from blocking the pin.
     const PIN_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::NONBLOCK);
+    const UNNAMED_FLAGS: Option<OFlags> = None;
 
     fn start_token(pid: Pid) -> Option<StartToken> {
         start_token(pid.get())

@@ -10,10 +10,11 @@
 
 use core::marker::PhantomData;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, Timestamps, UTIME_NOW};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, Timestamps, CWD, UTIME_NOW};
 use rustix::time::{ClockId, Timespec};
 use std::ffi::CStr;
 use swaplock_core::decide::{FileId, FileTime, Instant, Liveness};
+use swaplock_core::names::format_u64;
 use swaplock_core::names::Token;
 use swaplock_core::soft::{Clock, Dir, Entropy, Handles, NodeKind, Processes, Stat};
 use swaplock_core::start::StartToken;
@@ -25,6 +26,9 @@ pub trait Platform {
     /// The flags of a pin's `openat`, besides `O_NOFOLLOW|O_CLOEXEC`: one
     /// that holds the inode without reading it (`O_PATH` where it exists).
     const PIN_FLAGS: OFlags;
+    /// The flag of an unnamed file's `openat` (`O_TMPFILE`), where the
+    /// platform has one.
+    const UNNAMED_FLAGS: Option<OFlags>;
     /// The start token of process `pid`, exactly as filelock computes it on
     /// this system, or `None` when it cannot be computed.
     fn start_token(pid: Pid) -> Option<StartToken>;
@@ -137,6 +141,37 @@ impl<P: Platform> Dir for UnixOs<'_, P> {
         }
         with_name(name, |c| {
             rustix::fs::openat(self.dir, c, flags, permissions(mode))
+        })
+    }
+
+    /// `openat(dir, ".", O_TMPFILE|O_WRONLY|O_CLOEXEC, mode)` where the
+    /// platform has `O_TMPFILE` (`EOPNOTSUPP` elsewhere).
+    fn create_unnamed(&mut self, mode: u32) -> Result<OwnedFd, Errno> {
+        let Some(unnamed) = P::UNNAMED_FLAGS else {
+            return Err(Errno::OPNOTSUPP);
+        };
+        let flags = unnamed | OFlags::WRONLY | OFlags::CLOEXEC;
+        rustix::fs::openat(self.dir, c".", flags, permissions(mode)).map_err(errno)
+    }
+
+    /// `linkat(AT_FDCWD, "/proc/self/fd/<fd>", dir, name,
+    /// AT_SYMLINK_FOLLOW)`: names an unnamed file without the privilege
+    /// `AT_EMPTY_PATH` needs.
+    fn link_unnamed(&mut self, file: &OwnedFd, name: &[u8]) -> Result<(), Errno> {
+        use std::os::fd::AsRawFd;
+        let mut path = heapless::Vec::<u8, 32>::new();
+        let mut digits = [0u8; 20];
+        let fd = u64::try_from(file.as_raw_fd()).map_err(|_| Errno::BADF)?;
+        for part in [
+            b"/proc/self/fd/" as &[u8],
+            format_u64(fd, &mut digits),
+            b"\0",
+        ] {
+            path.extend_from_slice(part).map_err(|_| Errno::INVAL)?;
+        }
+        let from = CStr::from_bytes_with_nul(&path).map_err(|_| Errno::INVAL)?;
+        with_name(name, |to| {
+            rustix::fs::linkat(CWD, from, self.dir, to, AtFlags::SYMLINK_FOLLOW)
         })
     }
 

@@ -293,6 +293,17 @@ impl soft::Dir for WindowsOs<'_> {
         )
     }
 
+    /// Windows has no unnamed files here: a marker must be created by name,
+    /// held open without delete sharing from its first instant.
+    fn create_unnamed(&mut self, _mode: u32) -> Result<OwnedHandle, Errno> {
+        Err(Errno::OPNOTSUPP)
+    }
+
+    /// Nothing is unnamed here (see `create_unnamed`).
+    fn link_unnamed(&mut self, _file: &OwnedHandle, _name: &[u8]) -> Result<(), Errno> {
+        Err(Errno::OPNOTSUPP)
+    }
+
     /// `CreateFileW(OPEN_EXISTING, GENERIC_READ, share everything)`, not
     /// following a reparse point.
     fn open_read(&mut self, name: &[u8]) -> Result<OwnedHandle, Errno> {

@@ -98,6 +98,10 @@ pub(crate) enum What {
 pub(crate) enum Call {
     /// `open(name, O_CREAT|O_EXCL)`, and the inode it created.
     Create { name: Name, ino: Option<u64> },
+    /// `open(".", O_TMPFILE)`, and the inode it created.
+    CreateUnnamed { ino: Option<u64> },
+    /// `linkat` of an open file to `name`.
+    Link { name: Name },
     /// `write` through a descriptor of this inode.
     Write { ino: Option<u64> },
     /// `futimens` through a descriptor of this inode.

@@ -52,6 +52,8 @@ pub struct Inode {
     pub ctime: FileTime,
     /// Which incarnation this is: a number no other inode ever had.
     pub generation: u64,
+    /// Created unnamed and never linked yet: `linkat` may give it a name.
+    pub linkable: bool,
 }
 
 /// How a descriptor was opened.
@@ -90,6 +92,9 @@ pub struct Faults {
     /// Never hand out a freed inode number again (isolates races that do
     /// not need inode reuse).
     pub fresh_inodes: bool,
+    /// The directory offers unnamed files (`O_TMPFILE`, then `linkat`);
+    /// without them a marker is created by name and then written.
+    pub unnamed: bool,
 }
 
 /// The model filesystem: one directory.
@@ -162,6 +167,7 @@ impl Fs {
                 mtime: now,
                 ctime: now,
                 generation,
+                linkable: false,
             },
         );
         ino
@@ -245,6 +251,41 @@ impl Fs {
     pub fn create_new(&mut self, name: &[u8]) -> Result<u32, Errno> {
         let ino = self.link_new(name, Node::File(Vec::new()))?;
         Ok(self.open_desc(ino, Access::Write))
+    }
+
+    /// `open(".", O_TMPFILE|O_WRONLY)`: a file with no name, which vanishes
+    /// on its last close unless [`Fs::link_fd`] names it.
+    pub fn create_unnamed(&mut self) -> Result<u32, Errno> {
+        if !self.faults.unnamed {
+            return Err(Errno::OPNOTSUPP);
+        }
+        let ino = self.alloc(Node::File(Vec::new()));
+        if let Some(i) = self.inodes.get_mut(&ino) {
+            i.linkable = true;
+        }
+        Ok(self.open_desc(ino, Access::Write))
+    }
+
+    /// `linkat("/proc/self/fd/N", name, AT_SYMLINK_FOLLOW)`: names the file
+    /// `fd` holds, never replacing `name`. A file with no name left can be
+    /// linked only if it was created unnamed and never linked (`ENOENT`
+    /// otherwise, as Linux answers).
+    pub fn link_fd(&mut self, fd: u32, name: &[u8]) -> Result<(), Errno> {
+        let ino = self.desc(fd)?.ino;
+        let i = &self.inodes[&ino];
+        if i.nlink == 0 && !i.linkable {
+            return Err(Errno::NOENT);
+        }
+        if self.names.contains_key(name) {
+            return Err(Errno::EXIST);
+        }
+        self.names.insert(name.to_vec(), ino);
+        if let Some(i) = self.inodes.get_mut(&ino) {
+            i.nlink += 1;
+            i.linkable = false;
+        }
+        self.touch_change(ino, false);
+        Ok(())
     }
 
     /// `open(name, O_RDONLY|O_NOFOLLOW)`.

@@ -154,6 +154,11 @@ impl Oracle {
                     self.lease_refreshed(w, who);
                 }
             }
+            Call::CreateUnnamed { ino: Some(ino) } => {
+                self.own[who].insert(ino);
+            }
+            // Our complete marker linked at the lock path starts its lease.
+            Call::Link { name } if name == LOCK => self.lease_refreshed(w, who),
             Call::Write { ino } | Call::Touch { ino } if ino.is_some() && ino == w.fs.ino(LOCK) => {
                 self.lease_refreshed(w, who);
             }

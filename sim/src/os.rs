@@ -224,6 +224,27 @@ impl Dir for SimOs<'_> {
             (fd, call)
         })
     }
+    fn create_unnamed(&mut self, _mode: u32) -> Result<u32, Errno> {
+        if !self.world.borrow().fs.faults.unnamed {
+            // A platform without unnamed files: the adapter answers at
+            // once, making no syscall (as on macOS).
+            return Err(Errno::OPNOTSUPP);
+        }
+        self.syscall(format_args!("create unnamed"), |w, me| {
+            let fd = w.fs.create_unnamed();
+            if let Ok(fd) = fd {
+                w.procs[me].fds.insert(fd);
+            }
+            let ino = fd.as_ref().ok().and_then(|&fd| w.fd_ino(fd));
+            (fd, Call::CreateUnnamed { ino })
+        })
+    }
+    fn link_unnamed(&mut self, f: &u32, n: &[u8]) -> Result<(), Errno> {
+        self.syscall(format_args!("link fd {f} as {}", name(n)), |w, _| {
+            let call = Call::Link { name: Name::new(n) };
+            (w.fs.link_fd(*f, n), call)
+        })
+    }
     fn open_read(&mut self, n: &[u8]) -> Result<u32, Errno> {
         self.syscall(format_args!("open_read {}", name(n)), |w, me| {
             let fd = w.fs.open_read(n);

@@ -223,6 +223,31 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
     sc.windows = true;
     contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 30);
     all.push(("windows lease: three contenders", sc, 50));
+
+    let mut sc = Scenario::new(Kind::Marker);
+    sc.files.push((LOCK.to_vec(), DEAD_V2.to_vec()));
+    sc.faults = Faults {
+        unnamed: true,
+        short_writes: 8,
+        eio_one_in: 25,
+        ..Faults::default()
+    };
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 6);
+    all.push((
+        "marker: unnamed files, a dead holder's marker, torn and failing writes",
+        sc,
+        40,
+    ));
+
+    let mut sc = Scenario::new(Kind::Lease);
+    two_hosts(&mut sc);
+    sc.faults.unnamed = true;
+    contenders(&mut sc, policy, &[(0, 101), (1, 102), (0, 103)], 30);
+    all.push((
+        "lease: unnamed files, three contenders on two hosts",
+        sc,
+        50,
+    ));
     all
 }
 

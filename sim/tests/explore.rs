@@ -55,13 +55,15 @@ fn random_schedules_find_no_violation() {
 
 #[test]
 fn exhaustive_two_contenders_and_a_stale_marker() {
-    for (kind, windows) in [
-        (Kind::Soft, false),
-        (Kind::Marker, false),
-        (Kind::Soft, true),
+    for (kind, windows, unnamed) in [
+        (Kind::Soft, false, false),
+        (Kind::Marker, false, false),
+        (Kind::Soft, true, false),
+        (Kind::Marker, false, true),
     ] {
         let mut sc = Scenario::new(kind);
         sc.windows = windows;
+        sc.faults.unnamed = unnamed;
         let marker = match kind {
             Kind::Soft => DEAD.to_vec(),
             _ => b"filelock/2\npid=999\nhost=h1\nmode=exclusive\n".to_vec(),
@@ -73,7 +75,11 @@ fn exhaustive_two_contenders_and_a_stale_marker() {
         match explore(&sc, preemptions, crashes, 5000) {
             Ok((schedules, nodes)) => eprintln!(
                 "exhaustive {kind:?}{}: every schedule with up to {preemptions} preemptions and {crashes} kill: {schedules} schedules, {nodes} states, no violation, {:.1?}",
-                if windows { " (Windows rules)" } else { "" },
+                match (windows, unnamed) {
+                    (true, _) => " (Windows rules)",
+                    (_, true) => " (unnamed files)",
+                    _ => "",
+                },
                 started.elapsed()
             ),
             Err(v) => panic!("{kind:?}: {v}"),

@@ -92,9 +92,10 @@ pub fn observe_watch(contender: &mut Contender, key: WatchKey, now: Instant) -> 
     contender.observe(key, now)
 }
 
-/// One attempt to acquire (PROTOCOL 7.2): create the marker exclusively and
-/// write our record; if a marker exists, judge it and take it over when it
-/// is stale.
+/// One attempt to acquire (PROTOCOL 7.2): publish our complete marker at
+/// the lock path (linked from an unnamed file where the directory has
+/// them, else created exclusively and written); if a marker exists, judge
+/// it and take it over when it is stale.
 pub fn try_acquire<O: Os + ?Sized>(
     os: &mut O,
     cfg: &Config<'_>,
@@ -110,6 +111,11 @@ pub fn try_acquire<O: Os + ?Sized>(
             if let Some(held) = break_expired(os, cfg, lifetime)? {
                 return Ok(Attempt::Acquired(held));
             }
+        }
+    }
+    if os.semantics() == Semantics::Posix {
+        if let Some(attempt) = publish_unnamed(os, cfg, contender)? {
+            return Ok(attempt);
         }
     }
     let file = match os.create_new(cfg.lock, cfg.marker_mode(), true) {
@@ -129,6 +135,45 @@ pub fn try_acquire<O: Os + ?Sized>(
         }
     };
     finish_create(os, cfg, file)
+}
+
+/// Publishes our complete marker at the lock path in one step (invariants
+/// I1, I2 made atomic): written into an unnamed file, then linked to the
+/// lock path, which fails if a marker exists. Readers, filelock's
+/// included, never see our marker empty or half-written, and a process
+/// killed at any point leaves nothing behind. `None` where the directory
+/// has no unnamed files (or cannot link one): the caller then creates the
+/// marker by name and writes it there, as filelock does.
+fn publish_unnamed<O: Os + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    contender: &mut Contender,
+) -> Result<Option<Attempt<O::File>>, Error> {
+    let Ok(file) = os.create_unnamed(cfg.marker_mode()) else {
+        return Ok(None);
+    };
+    let published = publish(os, cfg, &file);
+    let linked = match published {
+        Ok(_) => os.link_unnamed(&file, cfg.lock),
+        Err(_) => Ok(()),
+    };
+    match (published, linked) {
+        (Ok(id), Ok(())) => Ok(Some(Attempt::Acquired(Held { file, id }))),
+        (Ok(_), Err(e)) if e == Errno::EXIST => {
+            os.close(file);
+            judge_stale(os, cfg, contender).map(Some)
+        }
+        // Nothing was ever visible: a write error is the caller's, and
+        // a directory that cannot link the file gets a marker by name.
+        (Err(e), _) => {
+            os.close(file);
+            Err(e)
+        }
+        (Ok(_), Err(_)) => {
+            os.close(file);
+            Ok(None)
+        }
+    }
 }
 
 /// Publishes our record in the marker just created at the lock path as

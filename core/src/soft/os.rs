@@ -92,6 +92,17 @@ pub trait Dir {
 
     /// `open(name, O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC[|O_TRUNC], mode)`.
     fn create_new(&mut self, name: &[u8], mode: u32, truncate: bool) -> Result<Self::File, Errno>;
+    /// `open(".", O_TMPFILE|O_WRONLY|O_CLOEXEC, mode)`: a new file in the
+    /// directory that has no name yet and vanishes when closed unless
+    /// [`Dir::link_unnamed`] names it. An error (`EOPNOTSUPP`, `EISDIR`,
+    /// `EINVAL`, ...) where the platform or the filesystem has no such
+    /// files: the protocol then creates its marker by name.
+    fn create_unnamed(&mut self, mode: u32) -> Result<Self::File, Errno>;
+    /// `linkat(AT_FDCWD, "/proc/self/fd/N", dir, name, AT_SYMLINK_FOLLOW)`:
+    /// gives the unnamed file `file` the name `name`, failing with
+    /// `EEXIST` if the name exists, so the file appears complete or not at
+    /// all.
+    fn link_unnamed(&mut self, file: &Self::File, name: &[u8]) -> Result<(), Errno>;
     /// `open(name, O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC)`.
     fn open_read(&mut self, name: &[u8]) -> Result<Self::File, Errno>;
     /// `open(name, O_PATH|O_NOFOLLOW|O_CLOEXEC)`, or where there is no
