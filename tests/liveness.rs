@@ -222,3 +222,48 @@ fn a_breaker_killed_before_its_exchange_leaves_nothing_for_good() {
         entries(dir.path())
     );
 }
+
+/// A contender killed between creating its marker and writing its record
+/// used to leave an empty marker, which no contender ever evicts (it names
+/// no owner, invariant I10). Where the directory has unnamed files
+/// (`O_TMPFILE`), the marker is written before it gets its name, so a kill
+/// at the write leaves nothing, and the next contender takes the lock.
+#[test]
+fn a_contender_killed_at_its_record_write_leaves_no_marker() {
+    if std::env::var_os("SWAPLOCK_TEST_RUNNER").is_some() {
+        eprintln!("skipped under an emulator: strace cannot stop the emulated contender");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    for kind in ["soft", "marker", "lease"] {
+        // The first write(2) of `swaplock run` is its record's.
+        let status = Command::new("strace")
+            .args([
+                "-f",
+                "-o",
+                "/dev/null",
+                "-e",
+                "inject=write:signal=KILL:when=1",
+            ])
+            .arg(env!("CARGO_BIN_EXE_swaplock"))
+            .args(["run", "--kind", kind])
+            .arg(&path)
+            .arg("true")
+            .status()
+            .expect("strace (Debian strace) runs the contender");
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "{kind}: {status}");
+        assert!(
+            entries(dir.path()).is_empty(),
+            "{kind}: left {:?}",
+            entries(dir.path())
+        );
+        let out = Command::new(env!("CARGO_BIN_EXE_swaplock"))
+            .args(["run", "--kind", kind, "--fail"])
+            .arg(&path)
+            .arg("true")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{kind}: {out:?}");
+    }
+}
