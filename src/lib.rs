@@ -28,6 +28,33 @@
 //! # }
 //! ```
 //!
+//! # What each kind guarantees, and what it cannot
+//!
+//! - **Kernel locks** ([`FileLock`]) end with their holder: the kernel
+//!   releases them the instant it dies, and nothing is left but the lock
+//!   file. A hung or stopped holder holds on. Across hosts they exclude
+//!   only where the filesystem forwards locks (NFS with its lock manager),
+//!   not on FUSE filesystems such as sshfs.
+//! - **Soft and marker locks** ([`SoftLock::soft`], [`SoftLock::marker`])
+//!   outlive a dead holder until the next contender on its host judges the
+//!   marker stale and takes it over, by an atomic exchange that never
+//!   leaves the path empty. A hung or stopped holder holds on. A marker of
+//!   another host is never judged stale. On a filesystem that cannot
+//!   exchange names a stale marker is never moved: [`SoftLock::force_break`]
+//!   removes it once its holder is known gone.
+//! - **Leases** ([`SoftLock::lease`]) also expire when their holder stops
+//!   refreshing for the lease duration, on any host; a holder stopped that
+//!   long learns it has lost the lease only when it runs again
+//!   ([`SoftLock::on_compromise`]).
+//! - **Never a wedge**: a soft lock's name must leave room for its derived
+//!   names (at most [`core::names::MAX_LOCK_NAME`] bytes, refused before
+//!   anything is created otherwise); a contender killed while it publishes
+//!   leaves nothing where the directory has unnamed files (Linux
+//!   `O_TMPFILE`); a release needs no new file or descriptor; a killed
+//!   breaker's leftovers are put back or swept by the next takeover. The
+//!   simulator in the repository checks that a fresh contender can always
+//!   take a lock nobody holds.
+//!
 //! # Platforms
 //!
 //! - **Linux** (glibc and static musl, x86_64 and aarch64) and **Android**:

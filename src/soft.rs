@@ -169,7 +169,7 @@ impl std::fmt::Debug for SoftLock {
 impl SoftLock {
     /// A soft lock of `kind` on `path`. A path whose final component is
     /// empty, or longer than
-    /// [`MAX_LOCK_NAME`](swaplock_core::names::MAX_LOCK_NAME) (203) bytes,
+    /// [`MAX_LOCK_NAME`] (203) bytes,
     /// fails at the first lock call, before anything is created: the names
     /// a soft lock derives from it must fit in a file name too.
     pub fn new(kind: Kind, path: impl Into<PathBuf>) -> Self {
