@@ -24,83 +24,12 @@ use swaplock_linux::kernel::{LockCall, UnixKernel};
 use swaplock_linux::soft::{current_pid, host_name, open_dir, LinuxOs};
 
 /// Makes `flock(2)` fail with `ENOSYS` in the calling process and its
-/// children (a seccomp filter; everything else is allowed).
+/// children.
 fn deny_flock() -> std::io::Result<()> {
-    const LD_NR: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS, offset 0: the syscall number
-    const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
-    const RET: u16 = 0x06; // BPF_RET | BPF_K
-    let filter = [
-        libc::sock_filter {
-            code: LD_NR,
-            jt: 0,
-            jf: 0,
-            k: 0,
-        },
-        libc::sock_filter {
-            code: JEQ,
-            jt: 0,
-            jf: 1,
-            k: libc::SYS_flock as u32,
-        },
-        libc::sock_filter {
-            code: RET,
-            jt: 0,
-            jf: 0,
-            k: 0x0005_0000 | libc::ENOSYS as u32,
-        },
-        libc::sock_filter {
-            code: RET,
-            jt: 0,
-            jf: 0,
-            k: 0x7fff_0000,
-        },
-    ];
-    install(&filter)
+    common::seccomp::deny(libc::SYS_flock, libc::ENOSYS)
 }
 
-/// Makes `fcntl(2)` lock calls (`F_SETLK`, `F_SETLKW`) fail with `ENOSYS`
-/// in the calling process and its children; other `fcntl` commands and
-/// every other call are allowed.
-fn deny_fcntl_locks() -> std::io::Result<()> {
-    const LD: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
-    const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
-    const RET: u16 = 0x06; // BPF_RET | BPF_K
-    let op = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
-    let filter = [
-        // The syscall number, then the low word of its second argument
-        // (struct seccomp_data: nr, arch, ip, then args at offset 16).
-        op(LD, 0, 0, 0),
-        op(JEQ, 0, 4, libc::SYS_fcntl as u32),
-        op(LD, 0, 0, 24),
-        op(JEQ, 1, 0, libc::F_SETLK as u32),
-        op(JEQ, 0, 1, libc::F_SETLKW as u32),
-        op(RET, 0, 0, 0x0005_0000 | libc::ENOSYS as u32),
-        op(RET, 0, 0, 0x7fff_0000),
-    ];
-    install(&filter)
-}
-
-fn install(filter: &[libc::sock_filter]) -> std::io::Result<()> {
-    let prog = libc::sock_fprog {
-        len: filter.len() as u16,
-        filter: filter.as_ptr() as *mut _,
-    };
-    // SAFETY: prctl with valid arguments; `prog` and `filter` outlive the call.
-    unsafe {
-        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
-            || libc::prctl(
-                libc::PR_SET_SECCOMP,
-                libc::SECCOMP_MODE_FILTER,
-                &prog as *const _ as usize,
-                0,
-                0,
-            ) != 0
-        {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
+use common::seccomp::deny_fcntl_locks;
 
 /// `fcntl` answering `ENOSYS` is an error, reported as the reference
 /// with-lock-ex reports it, never a switch to a soft lock beside the empty

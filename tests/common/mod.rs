@@ -3,6 +3,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub mod seccomp;
 pub mod stress;
 
 use std::io::{BufRead, BufReader, Write};
