@@ -48,10 +48,18 @@ pub type LinuxOs<'d> = swaplock_unix::soft::UnixOs<'d, Linux>;
 /// The soft-lock operations on one directory, on this system.
 pub type SoftOs<'d> = LinuxOs<'d>;
 
-/// `getrandom(16 bytes)` — 128 bits for a derived name or a lease token.
+/// `getrandom(16 bytes)` — 128 bits for a derived name or a lease token;
+/// where the kernel has no `getrandom` (before Linux 3.17, as on many
+/// Android 5-7 devices: `ENOSYS`) or a seccomp policy refuses it (`EPERM`),
+/// the same bytes from `/dev/urandom`, as bionic's `getentropy` falls back.
+///
+/// # Panics
+/// When neither source answers: the process must not publish guessable
+/// names (invariant I13).
 ///
 /// # References
 /// - [`getrandom(2)`](https://man7.org/linux/man-pages/man2/getrandom.2.html)
+/// - [`random(4)`](https://man7.org/linux/man-pages/man4/random.4.html)
 pub fn random_token() -> Token {
     let mut bytes = [0u8; 16];
     let mut filled = 0;
@@ -59,12 +67,39 @@ pub fn random_token() -> Token {
         match rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty()) {
             Ok(n) => filled += n,
             Err(rustix::io::Errno::INTR) => {}
+            Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {
+                return Token(
+                    urandom().unwrap_or_else(|e| {
+                        panic!("neither getrandom nor /dev/urandom answers: {e}")
+                    }),
+                )
+            }
             // The kernel's random source does not fail once it is seeded; if
             // it ever does, the process must not publish guessable names.
             Err(e) => panic!("getrandom failed: {e}"),
         }
     }
     Token(bytes)
+}
+
+/// 16 bytes read from `/dev/urandom`.
+fn urandom() -> Result<[u8; 16], rustix::io::Errno> {
+    let fd = rustix::fs::open(
+        "/dev/urandom",
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )?;
+    let mut bytes = [0u8; 16];
+    let mut filled = 0;
+    while filled < bytes.len() {
+        match rustix::io::read(&fd, &mut bytes[filled..]) {
+            Ok(0) => return Err(rustix::io::Errno::IO),
+            Ok(n) => filled += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(bytes)
 }
 
 /// This host's name as records carry it: `uname().nodename` escaped, with
