@@ -285,10 +285,8 @@ impl swaplock_core::kernel::KernelOs for UnixKernel<'_> {
 }
 
 impl swaplock_core::wait::Clock for UnixKernel<'_> {
-    /// `clock_gettime(CLOCK_MONOTONIC)`.
-    ///
-    /// # References
-    /// - [`clock_gettime(2)`](https://man7.org/linux/man-pages/man2/clock_gettime.2.html)
+    /// [`monotonic_now`](crate::soft::monotonic_now): a clock that stops
+    /// while the system sleeps.
     fn now(&mut self) -> Instant {
         crate::soft::monotonic_now()
     }

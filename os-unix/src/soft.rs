@@ -313,7 +313,7 @@ impl<P: Platform> Processes for UnixOs<'_, P> {
 }
 
 impl<P: Platform> Clock for UnixOs<'_, P> {
-    /// `clock_gettime(CLOCK_MONOTONIC)`.
+    /// [`monotonic_now`]: a clock that stops while the system sleeps.
     fn now(&mut self) -> Instant {
         monotonic_now()
     }
@@ -351,9 +351,44 @@ pub fn probe(pid: Pid) -> Liveness {
     }
 }
 
-/// `clock_gettime(CLOCK_MONOTONIC)` as nanoseconds.
+/// The monotonic clock leases and grace periods are measured on, as
+/// nanoseconds: one that stops while the system sleeps, as CPython's
+/// `time.monotonic` does, so that a contender waking from a sleep longer
+/// than a lease does not expire a live holder's lease at once.
+/// `clock_gettime(CLOCK_MONOTONIC)` on Linux and Android (which does not
+/// count suspend).
+///
+/// # References
+/// - [`clock_gettime(2)`](https://man7.org/linux/man-pages/man2/clock_gettime.2.html)
+#[cfg(not(target_vendor = "apple"))]
 pub fn monotonic_now() -> Instant {
     let t = rustix::time::clock_gettime(ClockId::Monotonic);
+    Instant(
+        (t.tv_sec as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(t.tv_nsec as u64),
+    )
+}
+
+/// The monotonic clock leases and grace periods are measured on, as
+/// nanoseconds: `clock_gettime(CLOCK_UPTIME_RAW)` on Apple systems,
+/// whose `CLOCK_MONOTONIC` counts the time the system sleeps (Libc's
+/// `clock_gettime(3)`), and would expire a live holder's lease the moment a
+/// Mac wakes from a sleep longer than the lease. `CLOCK_UPTIME_RAW` is the
+/// clock `mach_absolute_time` reads, which CPython's `time.monotonic` uses
+/// there.
+///
+/// # References
+/// - [`clock_gettime(3)`](https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man3/clock_gettime.3.html)
+#[cfg(target_vendor = "apple")]
+pub fn monotonic_now() -> Instant {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a valid pointer to a timespec; the call
+    // fails only for an unknown clock, leaving `t` zero.
+    unsafe { libc::clock_gettime(libc::CLOCK_UPTIME_RAW, &mut t) };
     Instant(
         (t.tv_sec as u64)
             .saturating_mul(1_000_000_000)
