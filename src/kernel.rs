@@ -306,12 +306,14 @@ impl FileLock {
         }
         let mut kernel = kernel_os(&self.sys_path, self.follow_symlinks, self.mode, self.kind);
         let may_fall_back = self.kind == Kind::Flock;
-        // The core decides when to try again: never when the wait is in
-        // the kernel or there is none, until the deadline otherwise.
+        // The core decides when to try again: never without a wait; after a
+        // pause when a wait in the kernel answers busy all the same; until
+        // the deadline with one.
         let outcome = match wait {
             Wait::No => protocol::acquire(&mut kernel, false, may_fall_back, &mut Deadline::once()),
+            // A wait in the kernel that answers busy anyway (smbfs) waits on.
             Wait::Forever => {
-                protocol::acquire(&mut kernel, true, may_fall_back, &mut Deadline::once())
+                protocol::acquire(&mut kernel, true, may_fall_back, &mut Backoff::forever())
             }
             Wait::Until(deadline) => {
                 let mut backoff = Backoff::new(deadline.saturating_duration_since(Instant::now()));
@@ -336,8 +338,7 @@ impl FileLock {
                     source,
                 ))
             }
-            // Forever waits in the kernel; a busy answer there (an fcntl
-            // lock may say EACCES) is reported like a non-blocking one.
+            // One attempt only, and the lock is held.
             Ok(Outcome::Busy(busy)) => {
                 let source = crate::error::os_error(busy);
                 Err(LockError::io(

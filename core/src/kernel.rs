@@ -202,6 +202,15 @@ impl Backoff {
             pause: Self::FIRST,
         }
     }
+
+    /// Keep trying for as long as it takes: the patience of a wait in the
+    /// kernel, which should never answer busy, but may (smbfs on macOS
+    /// answers a blocking `flock` with `EWOULDBLOCK` while another local
+    /// process holds it). A wait must go on waiting, not report the lock
+    /// busy.
+    pub const fn forever() -> Self {
+        Self::new(Duration::MAX)
+    }
 }
 
 impl Patience<Errno> for Backoff {
@@ -367,6 +376,14 @@ mod tests {
         let out = acquire(&mut os, false, false, &mut Backoff::new(Duration::ZERO));
         assert!(matches!(out, Ok(Outcome::Busy(_))));
         assert_eq!((os.attempts, os.slept), (2, 0));
+    }
+
+    #[test]
+    fn a_wait_in_the_kernel_answered_busy_keeps_waiting() {
+        let mut os = Fake::new(ms(100));
+        let out = acquire(&mut os, true, false, &mut Backoff::forever());
+        assert!(matches!(out, Ok(Outcome::Held(id, _)) if id == ID));
+        assert!(os.now >= ms(100), "it waited until the holder let go");
     }
 
     #[test]
