@@ -19,10 +19,10 @@ use crate::errno::Errno;
 use crate::names::pid_break_name;
 use crate::record::Record;
 
-/// Removes our own file while it is open (PROTOCOL 7.3): swap it out
-/// through a placeholder, so that a peer's marker found at the lock path
-/// goes back, or, where nothing can be exchanged, unlink it only if the
-/// path still shows it.
+/// Removes our own file while it is open (PROTOCOL 7.3): mark it released,
+/// then swap it out through a placeholder, so that a peer's marker found
+/// at the lock path goes back, or, where nothing can be exchanged (or the
+/// mark failed), unlink it only if the path still shows it.
 pub fn remove_own_file<O: Os + ?Sized>(
     os: &mut O,
     cfg: &Config<'_>,
@@ -36,8 +36,18 @@ pub fn remove_own_file<O: Os + ?Sized>(
             _ => Ok(()),
         };
     }
+    // Marked released first, as a release does: killed once its
+    // placeholder is exchanged in, we would leave this file (empty, or
+    // half-written) under our break name beside a placeholder naming us,
+    // and a recovery of our names would take it for a live recordless
+    // holder's marker and publish it at the lock path, where nobody
+    // evicts it. Unmarked, it is unlinked by name only.
+    let marked = mark_released(os, file).is_ok();
     let own = os.fstat(file)?;
-    remove_own(os, cfg, &own)
+    match marked {
+        true => remove_own(os, cfg, &own),
+        false => unlink_own(os, cfg, &own),
+    }
 }
 
 /// [`remove_own_file`] for our open file whose stat is `own`.
@@ -46,6 +56,12 @@ fn remove_own<O: Os + ?Sized>(os: &mut O, cfg: &Config<'_>, own: &Stat) -> Resul
         Err(e) if e != Errno::NOENT => return Err(e),
         _ => {}
     }
+    unlink_own(os, cfg, own)
+}
+
+/// Unlinks the lock path if it still shows our open file, whose stat is
+/// `own` (PROTOCOL 7.3 step 4).
+fn unlink_own<O: Os + ?Sized>(os: &mut O, cfg: &Config<'_>, own: &Stat) -> Result<(), Errno> {
     match os.lstat(cfg.lock) {
         Ok(st) if st.same_file(own) => match os.unlink(cfg.lock) {
             Err(e) if e != Errno::NOENT => Err(e),
@@ -110,27 +126,41 @@ fn break_lock_file<O: Os + ?Sized>(
     Ok(())
 }
 
-/// Releases a held soft lock (PROTOCOL 7.4): remove the marker only if the
-/// lock path still shows our file, and then by exchanging a placeholder in
-/// (stricter than filelock's lstat-then-unlink, which a peer's exchange can
-/// slip between); if a peer holds our file aside, write the released record
-/// into it instead, so nothing restores a record that names us (invariant
-/// I17). The descriptor is closed in every case.
+/// Releases a held soft lock (PROTOCOL 7.4): mark our marker released,
+/// then remove it only if the lock path still shows our file, and then by
+/// exchanging a placeholder in (stricter than filelock's lstat-then-unlink,
+/// which a peer's exchange can slip between); if a peer holds our file
+/// aside, it keeps the released record, so nothing restores a record that
+/// names us (invariant I17). The descriptor is closed in every case.
 pub fn release<O: Os + ?Sized>(
     os: &mut O,
     cfg: &Config<'_>,
     held: Held<O::File>,
 ) -> Result<(), Error> {
     let Held { file, .. } = held;
-    let mut failure = None;
-    if os.semantics() == Semantics::Handles {
+    let failure = if os.semantics() == Semantics::Handles {
         // Nobody can have moved a file we hold without delete sharing:
         // delete it through our handle, then close (filelock closes first
         // and deletes by name, retrying while the close settles).
-        failure = remove_own_file(os, cfg, &file).err();
-    } else if let Ok(own) = os.fstat(&file) {
-        failure = release_posix(os, cfg, &file, &own).err();
-    }
+        remove_own_file(os, cfg, &file).err()
+    } else {
+        // Our record turns into the released record before anything else,
+        // so that a kill at any later step leaves nothing that names us
+        // beside an empty file under our break name: the placeholder is
+        // created empty and then written, and a recovery of our names
+        // takes an empty file for a live holder's (I10) and would publish
+        // it at the lock path, where nobody ever evicts it. Released, our
+        // marker ages out after the grace period instead, with no recovery
+        // of our names.
+        // If the mark fails, the placeholder's window stays shut: our
+        // marker, which names us, is unlinked by name instead, as where no
+        // placeholder can be made (PROTOCOL 7.10 step 3.1).
+        let marked = mark_released(os, &file).is_ok();
+        match os.fstat(&file) {
+            Ok(own) => release_posix(os, cfg, &file, &own, marked).err(),
+            Err(_) => None,
+        }
+    };
     // No retry by name after the close, as filelock makes for shares that
     // refuse to delete an open file: once closed, the name may link a peer's
     // marker (invariant I7). A marker left behind names this process, and
@@ -149,12 +179,14 @@ pub fn release<O: Os + ?Sized>(
 /// lock path after a removal that found it away.
 const RELEASE_ROUNDS: u32 = 16;
 
-/// The POSIX release of our open marker `file`, whose stat is `own`.
+/// The POSIX release of our open marker `file`, whose stat is `own`;
+/// through a placeholder only once it is `marked` released.
 fn release_posix<O: Os + ?Sized>(
     os: &mut O,
     cfg: &Config<'_>,
     file: &O::File,
     own: &Stat,
+    marked: bool,
 ) -> Result<(), Errno> {
     let mut round = 0;
     loop {
@@ -170,7 +202,10 @@ fn release_posix<O: Os + ?Sized>(
             // takeover is legitimate (our lease expired) would then hold the
             // lock with no marker. Swapping ours out through a placeholder
             // puts any such marker back.
-            removal = remove_own(os, cfg, own);
+            removal = match marked {
+                true => remove_own(os, cfg, own),
+                false => unlink_own(os, cfg, own),
+            };
         }
         // Where our file is now: unlinked everywhere (done), at the lock
         // path, or held aside by a peer.
