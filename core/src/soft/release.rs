@@ -156,9 +156,11 @@ pub fn release<O: Os + ?Sized>(
         // marker, which names us, is unlinked by name instead, as where no
         // placeholder can be made (PROTOCOL 7.10 step 3.1).
         let marked = mark_released(os, &file).is_ok();
+        // Without our file's identity nothing can be removed safely: say
+        // so, rather than report a release that left our marker in place.
         match os.fstat(&file) {
             Ok(own) => release_posix(os, cfg, &file, &own, marked).err(),
-            Err(_) => None,
+            Err(e) => Some(e),
         }
     };
     // No retry by name after the close, as filelock makes for shares that
