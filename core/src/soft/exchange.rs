@@ -114,7 +114,10 @@ enum PutBack {
 /// would keep every contender out until we exit. So before letting go of
 /// it we overwrite it with the released record (as a displaced holder
 /// does, invariant I17), which a contender reads as malformed and evicts
-/// after the grace period.
+/// after the grace period. A file we never exchanged is marked so too
+/// whenever it may still be linked under our break name: left empty or
+/// half-written there, a recovery of our names would take it for a live
+/// recordless holder's marker and publish it at the lock path.
 fn abandon<O: Os + ?Sized>(
     os: &mut O,
     cfg: &Config<'_>,
@@ -126,21 +129,28 @@ fn abandon<O: Os + ?Sized>(
         PutBack::Yes => exchange_back(os, cfg.lock, aside, &file) == Settled::Yes,
         PutBack::No => true,
     };
+    // Without an exchange our file was never at the lock path: if it may
+    // still be linked, under our break name, it must not stay empty or
+    // half-written there (a recovery of our names would take it for a
+    // live recordless holder's marker and publish it at the lock path).
+    let never_exchanged = put_back == PutBack::No;
     if let Ok(own) = os.fstat(&file) {
         if settled {
             unlink_if_same(os, cfg.lock, &own);
         }
         unlink_if_same(os, aside, &own);
         // Still linked, and not at the lock path: under another breaker's
-        // name. (At the lock path it keeps our record: what we took waits
-        // under our break name, and recovery finds it there through that
-        // record once we exit.)
-        if !settled
-            && os.fstat(&file).is_ok_and(|st| st.nlink > 0)
+        // name, or under ours if the unlink failed. (At the lock path it
+        // keeps our record: what we took waits under our break name, and
+        // recovery finds it there through that record once we exit.)
+        if (!settled || never_exchanged)
+            && !os.fstat(&file).is_ok_and(|st| st.nlink == 0)
             && !os.lstat(cfg.lock).is_ok_and(|st| st.same_file(&own))
         {
             let _ = mark_released(os, &file);
         }
+    } else if never_exchanged {
+        let _ = mark_released(os, &file);
     }
     os.close(file);
 }
