@@ -18,6 +18,7 @@ fn main() {
             hold_steps: 1,
             policy: Policy::Ours,
             enosys_fallback: false,
+            poll: POLL,
         });
     }
     let t = std::time::Instant::now();

@@ -21,15 +21,16 @@ fn main() {
             hold_steps: 2,
             policy,
             enosys_fallback: false,
+            poll: POLL,
         });
     }
     let t = std::time::Instant::now();
     let (mut steps, mut acq) = (0, 0);
     for seed in 0..n {
         match run_seed(&sc, seed, 40, 2) {
-            Ok((s, a)) => {
-                steps += s;
-                acq += a;
+            Ok(outcome) => {
+                steps += outcome.steps;
+                acq += outcome.acquisitions;
             }
             Err(v) => {
                 println!("{v}");

@@ -3,7 +3,7 @@
 //! naive one), which may first try `flock` on a filesystem without it, and
 //! the hostile planter. They record the ghost steps of their lives for the
 //! oracle (an attempt begun or ended, the critical section entered or
-//! left, a release that failed) and judge nothing.
+//! left, a release and its result) and judge nothing.
 
 use crate::model;
 use crate::naive;
@@ -79,13 +79,14 @@ fn planter(os: &mut SimOs<'_>, rounds: u32) {
     }
 }
 
-/// A contender's patience: `left` more attempts, [`POLL`] apart. It
+/// A contender's patience: `left` more attempts, `poll` apart. It
 /// records when each attempt begins and ends, for the oracle's pause and
 /// displacement exemptions.
 struct Attempts {
     world: Rc<RefCell<World>>,
     me: usize,
     left: u32,
+    poll: Duration,
 }
 
 impl Attempts {
@@ -104,7 +105,7 @@ impl Patience<Holder> for Attempts {
 
     fn busy(&mut self, _holder: &Holder, _elapsed: Duration) -> Option<Duration> {
         Attempts::attempting(self, false);
-        (self.left > 0).then_some(POLL)
+        (self.left > 0).then_some(self.poll)
     }
 }
 
@@ -133,6 +134,7 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
         world: Rc::clone(&os.world),
         me: os.me,
         left: spec.attempts,
+        poll: spec.poll,
     };
     let (file, ino) = loop {
         if patience.left == 0 {
@@ -148,7 +150,7 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
                 Patience::attempting(&mut patience);
                 let taken = naive::try_acquire(os, &cfg, flaws, &mut watch);
                 if taken.is_none() && patience.busy(&Holder::Unknown, Duration::ZERO).is_some() {
-                    os.sleep(POLL);
+                    os.sleep(spec.poll);
                     continue;
                 }
                 Ok(taken)
@@ -160,7 +162,7 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
             Ok(Some(taken)) => break taken,
             Ok(None) => return,
             // A caller that retries after an error, while it has attempts left.
-            Err(_) if patience.left > 0 => os.sleep(POLL),
+            Err(_) if patience.left > 0 => os.sleep(spec.poll),
             Err(_) => return,
         }
     };
@@ -186,9 +188,8 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
     os.attempting(true);
     match spec.policy {
         Policy::Ours => {
-            if let Err(e) = soft::release(os, &cfg, held) {
-                os.release_failed(e);
-            }
+            let released = soft::release(os, &cfg, held);
+            os.released(ino, released);
         }
         Policy::Naive(flaws) => naive::release(os, &cfg, flaws, held),
         Policy::Planter => {}

@@ -1,7 +1,8 @@
 //! What the oracle reads: one [`Event`] for each syscall a simulated
 //! process makes (who, when, the names and inodes it acted on, and whether
 //! it succeeded) and for each ghost step of its life (an attempt begun or
-//! ended, its critical section entered or left, a failed release, a kill).
+//! ended, its critical section entered or left, a release and what it
+//! returned, a kill).
 //!
 //! Events are small `Copy` values with names kept inline, in a log the
 //! oracle clears after each look, so recording them allocates nothing. An
@@ -87,8 +88,12 @@ pub(crate) enum What {
     Enter(u64),
     /// It left its critical section.
     Leave,
-    /// Its release reported this error.
-    ReleaseFailed(soft::Error),
+    /// Its release of the marker of inode `ino` returned, with this error
+    /// if it reported one.
+    Released {
+        ino: u64,
+        error: Option<soft::Error>,
+    },
     /// It was killed.
     Killed,
 }

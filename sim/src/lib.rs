@@ -13,7 +13,32 @@
 //! The model only applies operations and records what they did; the
 //! invariants are judged apart, from those records, after every step: at
 //! most one live process believes it holds the lock, no live holder's
-//! marker is removed, and a holder's marker is linked while it holds.
+//! marker is removed, a holder's marker is linked while it holds, and a
+//! release that returns `Ok` leaves no marker of its own naming it.
+//!
+//! Never a wedge: once a run is over (no process can step, no violation,
+//! within the timing assumption), every process exits and a fresh
+//! contender of our policy, with a new PID, on the host the record at the
+//! lock path names, with injected failures off, runs alone. It must take
+//! the lock within `wait / 500 ms + 5` attempts (its polls are 500 ms
+//! apart), `wait` being the longest that
+//! applies: none for an empty path or a gone owner's record, the 2 s
+//! malformed grace period, the lifetime (plus the hosts' clock offsets).
+//! Exempt is what the protocol must never evict, as the run left it: an
+//! empty marker, the strict sentinel, an unknown protocol 2 mode (I10), a
+//! record of a host the scenario lacks or a live holder (I8), and any
+//! marker on a filesystem without exchange (I11). When the contender's
+//! recovery changed the lock path without taking it, another follows with
+//! the new bound, up to four. Then the lock path must be empty and no name
+//! of the fresh contender's left; files of the run that no later takeover
+//! removes are reported ([`Sim::accumulating`]), not failed. PROTOCOL 13.3
+//! says the same at length.
+//!
+//! Faults: short and failing writes, a filesystem without exchange or
+//! with unnamed files, and any syscall but `close` failing, one in
+//! `Faults::syscall_one_in`, with `ENOSPC`, `EMFILE`, `ENFILE`,
+//! `ENAMETOOLONG`, `EIO`, `EINTR` or `EACCES`, drawn by the world's
+//! random source ([`model::SYSCALL_FAULTS`]).
 //!
 //! | module | what it holds |
 //! |---|---|
@@ -21,9 +46,9 @@
 //! | `world` | the shared state: filesystem, processes, time, tokens, trace |
 //! | `os` | [`SimOs`], the seam: each syscall applied and recorded |
 //! | `event` | the records the oracle reads |
-//! | `oracle` | the invariants, one function each, with their exemptions |
+//! | `oracle` | the invariants, one function each, with their exemptions, and the progress check's bound |
 //! | `actors` | the processes' lives: contender, `flock` fallback, planter |
-//! | `runtime` | coroutines and their stacks, [`Sim`] |
+//! | `runtime` | coroutines and their stacks, [`Sim`], the progress check's fresh contenders |
 //! | `schedule` | the choosers and the loops that run them |
 //! | [`model`] | the model filesystem |
 //! | [`naive`] | the deliberately broken pre-fix policy |
@@ -40,6 +65,7 @@ mod schedule;
 mod world;
 
 pub use actors::POLL;
+pub use oracle::Progress;
 pub use os::SimOs;
 pub use runtime::{leftovers, Sim, Violation};
 pub use scenario::{
@@ -47,5 +73,6 @@ pub use scenario::{
     FALLBACK_STALL, LEASE, LOCK, VICTIM,
 };
 pub use schedule::{
-    explore, explore_free, run, run_seed, Action, Chooser, Explorer, FromBytes, Random,
+    explore, explore_free, run, run_seed, Action, Chooser, Explorer, FromBytes, Outcome, Random,
+    Recording,
 };

@@ -10,7 +10,9 @@
 //! - `O_EXCL` creation, `O_NOFOLLOW` opens (a symlink gives `ELOOP`, except
 //!   to an `O_PATH` pin, which holds the link itself), rename, unlink,
 //!   exchange of two names, or a filesystem that refuses the exchange.
-//! - Faults to inject: short writes, `EIO` and `ENOSPC`.
+//! - Faults to inject: short writes, `EIO` and `ENOSPC` from writes, and
+//!   (applied by `SimOs` before the model sees the call) any syscall but
+//!   `close` failing with one of [`SYSCALL_FAULTS`].
 //! - Windows rules, when [`Fs::windows`] is set: a descriptor records
 //!   whether it has delete access and whether it shares delete; a file open
 //!   without delete sharing cannot be renamed, deleted or opened with delete
@@ -95,7 +97,39 @@ pub struct Faults {
     /// The directory offers unnamed files (`O_TMPFILE`, then `linkat`);
     /// without them a marker is created by name and then written.
     pub unnamed: bool,
+    /// One syscall in this many fails before it is applied, with an error
+    /// drawn from [`SYSCALL_FAULTS`] (0: none). Every call of acquire,
+    /// release, takeover, recovery and heartbeat may fail so, except
+    /// `close`, which cannot.
+    pub syscall_one_in: u64,
 }
+
+impl Faults {
+    /// These faults with every injected failure switched off (failing
+    /// writes and syscalls); what the filesystem is (no exchange, unnamed
+    /// files, coarse times, short writes, fresh inodes) stays.
+    pub fn without_failures(self) -> Self {
+        Faults {
+            eio_one_in: 0,
+            syscall_one_in: 0,
+            ..self
+        }
+    }
+}
+
+/// The errors an injected syscall fault returns, with their Linux numbers
+/// (the core names only the ones it decides on): a full disk, no
+/// descriptor left in the process or in the system, a name too long, a
+/// failing disk, a signal, a permission refused.
+pub const SYSCALL_FAULTS: [(Errno, &str); 7] = [
+    (Errno::NOSPC, "ENOSPC"),
+    (Errno::from_raw(24), "EMFILE"),
+    (Errno::from_raw(23), "ENFILE"),
+    (Errno::from_raw(36), "ENAMETOOLONG"),
+    (Errno::IO, "EIO"),
+    (Errno::INTR, "EINTR"),
+    (Errno::ACCES, "EACCES"),
+];
 
 /// The model filesystem: one directory.
 #[derive(Clone, Debug, Default)]

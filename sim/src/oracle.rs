@@ -14,8 +14,17 @@
 //!   single name;
 //! - [`Oracle::displacement_needs_a_kill_or_pause`]: a holder leaves with its
 //!   marker at the lock path, unless a peer was killed or paused mid-break;
-//! - [`Oracle::release_reports_no_error`]: the model fails no removal, so a
-//!   release has nothing to report.
+//! - [`Oracle::release_leaves_no_record_of_its_own`]: a release that
+//!   returns `Ok` leaves no marker of its own at the lock path that still
+//!   names it;
+//! - [`Oracle::release_fails_only_under_faults`]: without injected syscall
+//!   faults the model fails no removal, so a release has nothing to report;
+//! - [`Oracle::progress`]: once the run is over, a fresh contender alone
+//!   takes the lock within a bound (never a wedge), unless the lock path
+//!   holds what the protocol must never evict ([`Oracle::progress_bound`]
+//!   names each exemption), and leaves the directory clean
+//!   ([`Oracle::directory_left_clean`]), reporting the files of the run
+//!   that no later takeover would remove ([`Oracle::leftover`]).
 //!
 //! And the bookkeeping those exemptions read: who holds which marker (from
 //! the `Enter`, `Leave` and `Killed` events), which markers each process
@@ -27,10 +36,14 @@
 //! release placeholder overslept ([`Oracle::placeholder_overslept`]).
 
 use crate::event::{Call, Event, Name, Target, What};
+use crate::model::Node;
 use crate::scenario::{Scenario, LEASE, LOCK, VICTIM};
 use crate::world::{name, World};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
+use swaplock_core::decide::{FileTime, MALFORMED_GRACE};
+use swaplock_core::names::{parse_derived, Derived};
+use swaplock_core::record::{classify, Classified, Content, Mode, Owner, Reader, RELEASED};
 use swaplock_core::soft::{self, Kind};
 
 /// How long a breaker waits for a nested breaker to undo its exchange
@@ -38,8 +51,27 @@ use swaplock_core::soft::{self, Kind};
 /// that long mid-break may leave a holder's marker displaced.
 const BREAKER_PATIENCE: Duration = Duration::from_secs(2);
 
+/// What the progress check made of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// Not judged: the run was cut short, broke an invariant, left the
+    /// timing assumption, or ran the naive policy (judged on safety only).
+    NotJudged,
+    /// The lock path holds what the protocol must never evict; the reason.
+    Exempt(&'static str),
+    /// A fresh contender took the lock in `attempts` of the `bound` it had.
+    Took {
+        /// Attempts it made.
+        attempts: u32,
+        /// Attempts it was allowed.
+        bound: u32,
+    },
+}
+
 /// The invariants' judge, and what it has learnt from the events so far.
 pub(crate) struct Oracle {
+    /// The kind of soft lock the contenders take.
+    kind: Kind,
     /// The lifetime, when markers are broken by age: a lifetime break
     /// takes a marker older than it, whoever holds it.
     lifetime: Option<Duration>,
@@ -57,14 +89,20 @@ pub(crate) struct Oracle {
     attempting: Vec<bool>,
     /// Per process: the inodes it created (its markers).
     own: Vec<BTreeSet<u64>>,
+    /// Per process: its attempts before it first entered, and whether it
+    /// entered.
+    attempts: Vec<(u32, bool)>,
+    /// Per fresh contender of the progress check: the attempts it had.
+    bounds: BTreeMap<usize, u32>,
     /// Per process: when its last syscall ran.
     last_step: Vec<u64>,
     /// When each marker was last created, written, touched or exchanged in
     /// while at the lock path: a lease is refreshed only there (a heartbeat
     /// that lands on a marker a peer already took aside refreshes nothing).
     refreshed: BTreeMap<u64, i128>,
-    /// Which inode is at the lock path, and since when.
-    at_lock: (Option<u64>, u64),
+    /// Which inode is at the lock path, with its mtime and ctime, and
+    /// since when: a contender's watch times a marker from its last change.
+    at_lock: (Option<(u64, FileTime, FileTime)>, u64),
     /// Whether a process went without a step for [`BREAKER_PATIENCE`] in
     /// the middle of an attempt or a release.
     paused: bool,
@@ -76,6 +114,11 @@ pub(crate) struct Oracle {
     pub(crate) violation: Option<String>,
     /// How many holders left with their marker displaced.
     pub(crate) displacements: u64,
+    /// What the progress check made of the run.
+    pub(crate) progress: Progress,
+    /// Files the run left that no later takeover would remove, each as
+    /// `name: content`.
+    pub(crate) accumulating: Vec<String>,
 }
 
 impl Oracle {
@@ -83,6 +126,7 @@ impl Oracle {
     pub(crate) fn new(scenario: &Scenario, world: &World) -> Self {
         let n = world.procs.len();
         Oracle {
+            kind: scenario.kind,
             lifetime: scenario.lifetime,
             lease: (scenario.kind == Kind::Lease).then_some(LEASE),
             victim: world.fs.ino(VICTIM),
@@ -90,6 +134,8 @@ impl Oracle {
             compromised: vec![false; n],
             attempting: vec![false; n],
             own: vec![BTreeSet::new(); n],
+            attempts: vec![(0, false); n],
+            bounds: BTreeMap::new(),
             last_step: vec![world.time; n],
             refreshed: BTreeMap::new(),
             at_lock: (None, 0),
@@ -97,7 +143,21 @@ impl Oracle {
             overslept: None,
             violation: None,
             displacements: 0,
+            progress: Progress::NotJudged,
+            accumulating: Vec::new(),
         }
+    }
+
+    /// Starts judging a process added to the world after the start: the
+    /// progress check's fresh contender, with `bound` attempts.
+    pub(crate) fn admit(&mut self, w: &World, bound: u32) {
+        self.bounds.insert(self.holds.len(), bound);
+        self.holds.push(None);
+        self.compromised.push(false);
+        self.attempting.push(false);
+        self.own.push(BTreeSet::new());
+        self.attempts.push((0, false));
+        self.last_step.push(w.time);
     }
 
     /// After a step that leaves its process suspended before its next
@@ -128,17 +188,28 @@ impl Oracle {
                     self.call(w, who, call);
                 }
             }
-            What::Attempting(on) => self.attempting[who] = on,
+            What::Attempting(on) => {
+                self.attempting[who] = on;
+                if on && !self.attempts[who].1 {
+                    self.attempts[who].0 += 1;
+                }
+            }
             What::Enter(ino) => {
                 // Checked as it enters: it may leave within the same step.
                 self.holds[who] = Some(ino);
+                self.attempts[who].1 = true;
                 self.check_state(w);
             }
             What::Leave => {
                 self.displacement_needs_a_kill_or_pause(w, who);
                 self.holds[who] = None;
             }
-            What::ReleaseFailed(e) => self.release_reports_no_error(who, e),
+            What::Released { ino, error: None } => {
+                self.release_leaves_no_record_of_its_own(w, who, ino);
+            }
+            What::Released { error: Some(e), .. } => {
+                self.release_fails_only_under_faults(w, who, e);
+            }
             What::Killed => self.holds[who] = None,
         }
     }
@@ -323,7 +394,9 @@ impl Oracle {
     /// waits under a break name for the next contender's recovery), or
     /// paused mid-break past [`BREAKER_PATIENCE`] (a breaker may give up its
     /// exchange-back after 2 s while a killed or paused one blocks a ring:
-    /// invariant I16). Such a displacement is counted and traced; mutual
+    /// invariant I16), or once syscalls may fail (a breaker whose exchange
+    /// or check fails mid-break leaves what it took under its break name,
+    /// as a killed one does). Such a displacement is counted and traced; mutual
     /// exclusion holds throughout, and is checked after every step.
     fn displacement_needs_a_kill_or_pause(&mut self, w: &mut World, me: usize) {
         let ours = self.holds[me];
@@ -331,7 +404,10 @@ impl Oracle {
         let peer_busy =
             (0..self.holds.len()).any(|i| i != me && w.procs[i].alive && self.attempting[i]);
         if at_path != ours && !peer_busy && self.lifetime.is_none() && !self.compromised[me] {
-            if w.procs.iter().all(|p| p.alive) && !self.paused {
+            // A breaker whose syscall failed mid-break abandons as a killed
+            // one would be stopped: injected syscall faults count as kills.
+            let killed = !w.procs.iter().all(|p| p.alive) || w.fs.faults.syscall_one_in > 0;
+            if !killed && !self.paused {
                 self.fail(format!(
                     "p{me} leaves with its marker {ours:?} off the lock path ({at_path:?} is there), though nobody was killed or paused"
                 ));
@@ -346,10 +422,42 @@ impl Oracle {
         }
     }
 
-    /// The model fails no removal, so a release has nothing to report: an
-    /// error means it gave up on a removal it could have made.
-    fn release_reports_no_error(&mut self, me: usize, e: soft::Error) {
-        self.fail(format!("p{me}'s release failed: {e}"));
+    /// A release that returned `Ok` (of the marker of inode `ino`) left no
+    /// marker of its own at the lock path that still names it: its caller
+    /// believes the lock free, and a record naming a live process would
+    /// keep every contender out until it exits. Its file may still be
+    /// there with the released record or as a placeholder's content (a
+    /// peer's check held it aside and put it back): those age out.
+    /// Checked as the release returns, before any peer runs.
+    fn release_leaves_no_record_of_its_own(&mut self, w: &World, me: usize, ino: u64) {
+        let Some(at_path) = w.fs.ino(LOCK).filter(|i| self.own[me].contains(i)) else {
+            return;
+        };
+        let names_me = match w.fs.content(LOCK) {
+            Some(bytes) => owner_of(bytes).is_some_and(|(pid, host)| {
+                pid == w.procs[me].pid.get() && host == w.hosts[w.procs[me].host]
+            }),
+            None => false,
+        };
+        if names_me {
+            self.fail(format!(
+                "p{me}'s release of inode {ino} returned Ok, but its marker (inode {at_path}) at the lock path still names it: {}",
+                describe_lock(w)
+            ));
+        }
+    }
+
+    /// Without injected syscall faults the model fails no removal, so a
+    /// release has nothing to report: an error means it gave up on a
+    /// removal it could have made. With faults, a release may fail; its
+    /// marker then names its process, and the progress check shows that
+    /// the next contender breaks it once that process is gone.
+    fn release_fails_only_under_faults(&mut self, w: &World, me: usize, e: soft::Error) {
+        if w.fs.faults.syscall_one_in == 0 {
+            self.fail(format!(
+                "p{me}'s release failed: {e}, though no syscall fault was injected"
+            ));
+        }
     }
 
     /// Notes that process `me` refreshed the marker now at the lock path,
@@ -413,37 +521,253 @@ impl Oracle {
     }
 
     /// Soft locks assume a release finishes well within the malformed grace
-    /// period: a peer may then evict its placeholder (it reads as
-    /// malformed) and publish its own marker, which the paused releaser's
-    /// by-name unlink would remove, as no POSIX call unlinks a name only if
-    /// it still links a given inode. With a lifetime, the same holds once
-    /// the placeholder is older than the lifetime by its mtime (it is
-    /// written before it is exchanged in): a lifetime break takes any
-    /// marker that old. The first placeholder found at the lock path past
-    /// either takes the run outside the protocol's timing assumption, and
-    /// from then on it is not judged.
+    /// period: a peer may evict its marker, once marked released, or its
+    /// placeholder (both read as malformed) and publish its own marker,
+    /// which the paused releaser's by-name unlink would remove, as no POSIX
+    /// call unlinks a name only if it still links a given inode. With a
+    /// lifetime, the same holds once the placeholder is older than the
+    /// lifetime by its mtime (it is written before it is exchanged in): a
+    /// lifetime break takes any marker that old. The first such file of a
+    /// live process (a released marker: one in its release) found at the
+    /// lock path past either, unchanged, takes the run outside the
+    /// protocol's timing assumption, and from then on it is not judged.
     fn placeholder_overslept(&mut self, w: &mut World) {
-        let here = w.fs.ino(LOCK);
+        let here = w.fs.ino(LOCK).map(|ino| {
+            let i = &w.fs.inodes[&ino];
+            (ino, i.mtime, i.ctime)
+        });
         if here != self.at_lock.0 {
             self.at_lock = (here, w.time);
         }
-        let Some(ino) = here.filter(|_| self.overslept.is_none()) else {
+        let Some((ino, mtime, _)) = here.filter(|_| self.overslept.is_none()) else {
             return;
         };
-        let placeholder =
-            w.fs.content(LOCK)
-                .is_some_and(|c| c.starts_with(b"filelock/break\n"));
-        let grace = swaplock_core::decide::MALFORMED_GRACE.as_nanos() as u64;
-        let owner = (0..self.own.len()).find(|&i| w.procs[i].alive && self.own[i].contains(&ino));
-        let lifetime_passed = self.lifetime.is_some_and(|l| {
-            let mtime = w.fs.inodes[&ino].mtime.as_nanos();
-            w.fs.clock - mtime >= l.as_nanos() as i128
+        let content = w.fs.content(LOCK).unwrap_or_default();
+        let placeholder = content.starts_with(b"filelock/break\n");
+        let released = content.starts_with(RELEASED);
+        if !placeholder && !released {
+            return;
+        }
+        let owner = (0..self.own.len()).find(|&i| {
+            w.procs[i].alive && self.own[i].contains(&ino) && (placeholder || self.attempting[i])
         });
-        if let (true, Some(owner)) = (placeholder, owner) {
-            if w.time - self.at_lock.1 >= grace || lifetime_passed {
-                self.overslept = Some(owner);
-                w.note(owner, format_args!("OVERSLEPT: its placeholder stayed at the lock path past the grace period or the lifetime"));
+        let Some(owner) = owner else { return };
+        let grace = MALFORMED_GRACE.as_nanos() as u64;
+        let lifetime_passed = self
+            .lifetime
+            .is_some_and(|l| w.fs.clock - mtime.as_nanos() >= l.as_nanos() as i128);
+        if w.time - self.at_lock.1 >= grace || lifetime_passed {
+            self.overslept = Some(owner);
+            w.note(owner, format_args!("OVERSLEPT: its placeholder or released marker stayed at the lock path past the grace period or the lifetime"));
+        }
+    }
+
+    /// How many attempts a fresh contender, alone once the run is over,
+    /// may need to take the lock, or why the lock path holds what the
+    /// protocol must never evict (the check is then exempt). The wait is
+    /// the longest that applies, plus [`PROGRESS_SLACK`] polls: nothing at
+    /// the path, or a record whose owner is gone, is taken at once; a
+    /// malformed marker once seen unchanged for the 2 s grace period
+    /// (I9); with a lifetime, anything once older than the lifetime
+    /// (7.12), which also ends every exemption but the missing exchange.
+    /// A lease record of a gone holder is stale like any other, and a
+    /// live lease holder would lose it after the lease; none is left live.
+    pub(crate) fn progress_bound(&self, w: &World) -> Result<u32, &'static str> {
+        let Some(ino) = w.fs.ino(LOCK) else {
+            return Ok(attempts_within(Duration::ZERO));
+        };
+        let windows = w.fs.windows;
+        if w.fs.faults.no_exchange && !windows {
+            // I11: without an exchange nothing moves a marker, stale or
+            // malformed; the remedy is an operator's forced break.
+            return Err("no exchange: a marker stays until a forced break (I11)");
+        }
+        let content = match &w.fs.inodes[&ino].node {
+            Node::File(bytes) => Content::Bytes(bytes),
+            Node::Symlink(_) => Content::NotRegular,
+        };
+        let wait = match classify(content, self.kind.reader()) {
+            // I10: an empty marker names no owner (an old filelock holder
+            // records nothing, or a writer is between create and write).
+            Classified::Recordless => Err("an empty marker (I10, recordless)"),
+            // I10: a strict lock's sentinel is held for ever.
+            Classified::Sentinel => Err("the strict sentinel (I10)"),
+            // I10: a contract this version does not know.
+            Classified::V2(r) if matches!(r.mode, Mode::Unknown(_)) => {
+                Err("a protocol 2 mode this version does not know (I10)")
+            }
+            // I9: evicted once seen unchanged for the grace period.
+            Classified::Malformed(_) => Ok(MALFORMED_GRACE),
+            Classified::V1(r) => self.owner_wait(w, &r.owner()),
+            Classified::V2(r) => self.owner_wait(w, &r.owner()),
+        };
+        let lifetime = self.lifetime.filter(|_| self.kind != Kind::Lease);
+        let wait = match (wait, lifetime) {
+            // 7.12: a lifetime break takes anything that old, whatever it
+            // holds; a host whose wall clock runs behind sees it later.
+            (wait, Some(lifetime)) => {
+                let behind = w.wall_offsets.iter().map(|o| o.unsigned_abs()).max();
+                let lifetime = lifetime + Duration::from_nanos(behind.unwrap_or(0) as u64);
+                Ok(wait.map_or(lifetime, |d| d.min(lifetime)))
+            }
+            (wait, None) => wait,
+        };
+        wait.map(attempts_within)
+    }
+
+    /// How long a fresh contender waits for a record's owner: nothing if
+    /// it is gone (it is judged stale at once), an exemption if it is on a
+    /// host the fresh contender is not on or alive.
+    fn owner_wait(&self, w: &World, owner: &Owner<'_>) -> Result<Duration, &'static str> {
+        let Some(host) = w.hosts.iter().position(|h| *h == owner.host) else {
+            // I8: another host's PIDs are never probed; the fresh contender
+            // runs on the record's host when the scenario has it.
+            return Err("a record of a host the fresh contender is not on (I8)");
+        };
+        let alive = w
+            .procs
+            .iter()
+            .any(|p| p.alive && p.pid == owner.pid && p.host == host);
+        if alive {
+            // I8: a live holder keeps the lock. None is left once the run
+            // is over: every process has finished or died.
+            return Err("a live holder (I8)");
+        }
+        Ok(Duration::ZERO)
+    }
+
+    /// Never a wedge: whether the fresh contender `fresh` took the lock
+    /// within its bound; if so, the directory is judged
+    /// ([`Oracle::directory_left_clean`]). If not, the caller either starts
+    /// another on the host the lock path names now, or calls
+    /// [`Oracle::wedge`].
+    pub(crate) fn progress(&mut self, w: &mut World, fresh: usize) -> bool {
+        let (attempts, entered) = self.attempts[fresh];
+        if !entered {
+            return false;
+        }
+        let bound = self.bounds.get(&fresh).copied().unwrap_or(0);
+        self.progress = Progress::Took { attempts, bound };
+        self.directory_left_clean(w, fresh);
+        true
+    }
+
+    /// A wedge: the fresh contender `fresh` could not take the lock within
+    /// its bound, though the lock path held nothing the protocol must
+    /// never evict when the run ended; `put_back` says what a fresh
+    /// contender's recovery put there since, which nobody evicts.
+    pub(crate) fn wedge(&mut self, w: &mut World, fresh: usize, put_back: Option<&str>) {
+        let bound = self.bounds.get(&fresh).copied().unwrap_or(0);
+        let ino =
+            w.fs.ino(LOCK)
+                .map_or(String::new(), |i| format!(" (inode {i})"));
+        let since = put_back.map_or(String::new(), |why| {
+            format!(", {why}, which a fresh contender's recovery put there")
+        });
+        self.fail(format!(
+            "wedge: a fresh contender could not take the lock within {bound} attempts; the lock path holds {}{ino}{since}",
+            describe_lock(w)
+        ));
+    }
+
+    /// Once the fresh contender `fresh` has released, the lock path is
+    /// empty and no name of its own is left (it ran alone, without faults).
+    /// Names the run left are classified by [`Oracle::leftover`]: those
+    /// that no later takeover removes are reported, not failed, since
+    /// they keep nobody out (a wedge fails above).
+    fn directory_left_clean(&mut self, w: &World, fresh: usize) {
+        if w.fs.ino(LOCK).is_some() {
+            self.fail(format!(
+                "the fresh contender released and left {} at the lock path",
+                describe_lock(w)
+            ));
+            return;
+        }
+        let pid = w.procs[fresh].pid.get();
+        for n in w.fs.names.keys() {
+            let by_fresh = match parse_derived(LOCK, n) {
+                Some(Derived::Break { breaker, .. }) => breaker.to_u64() == Some(u64::from(pid)),
+                Some(Derived::Restore { recoverer, .. }) => recoverer.get() == pid,
+                None => false,
+            };
+            if by_fresh {
+                self.fail(format!("the fresh contender left {}", name(n)));
+                return;
+            }
+            if let Some(kept) = self.leftover(w, n) {
+                self.accumulating.push(kept);
             }
         }
+    }
+
+    /// A name the run left beside the lock path, if no later takeover would
+    /// remove it: `name: what it holds`. By design, and so not reported:
+    /// - names that are not the protocol's (the scenario's own files: the
+    ///   victim, a planter's symlink);
+    /// - a dead recoverer's restore name: every later recovery takes it
+    ///   up as a candidate (7.11 step 1);
+    /// - a dead breaker's own record under its own break name: a later
+    ///   recovery on its host sweeps it (7.11 step 8).
+    ///
+    /// Anything else under a break name (a placeholder, an empty file, the
+    /// released record, another process's record) is looked at only by a
+    /// recovery of that breaker's names, which runs only when the lock path
+    /// holds a record naming that breaker: once the breaker is gone, never.
+    fn leftover(&self, w: &World, n: &[u8]) -> Option<String> {
+        let breaker = match parse_derived(LOCK, n)? {
+            Derived::Restore { .. } => return None,
+            Derived::Break { breaker, .. } => breaker.to_u64()?,
+        };
+        let content = w.fs.content(n);
+        let own = content
+            .and_then(owner_of)
+            .is_some_and(|(pid, host)| u64::from(pid) == breaker && w.hosts.contains(&host));
+        if own {
+            return None;
+        }
+        Some(format!("{}: {}", name(n), describe(w, n)))
+    }
+}
+
+/// Polls a fresh contender may need beyond the wait that applies: its
+/// first attempt, a recovery or a takeover that loses a round, slack.
+const PROGRESS_SLACK: u32 = 5;
+
+/// The pause between a fresh contender's attempts: coarser than a
+/// scenario contender's [`POLL`](crate::POLL), so that waiting out the
+/// grace period or a lifetime takes few steps; the bound counts in it.
+pub(crate) const FRESH_POLL: Duration = Duration::from_millis(500);
+
+/// The attempts, [`FRESH_POLL`] apart, that cover `wait`, plus
+/// [`PROGRESS_SLACK`].
+fn attempts_within(wait: Duration) -> u32 {
+    let polls = wait.as_nanos().div_ceil(FRESH_POLL.as_nanos());
+    u32::try_from(polls).unwrap_or(u32::MAX - PROGRESS_SLACK) + PROGRESS_SLACK
+}
+
+/// The owner (PID, host) a record names, read as a protocol 2 reader
+/// reads (which falls back to protocol 1).
+pub(crate) fn owner_of(bytes: &[u8]) -> Option<(u32, &str)> {
+    match classify(Content::Bytes(bytes), Reader::Protocol2) {
+        Classified::V1(r) => Some((r.pid.get(), r.host)),
+        Classified::V2(r) => Some((r.pid.get(), r.host)),
+        _ => None,
+    }
+}
+
+/// What the lock path holds, for a message.
+fn describe_lock(w: &World) -> String {
+    describe(w, LOCK)
+}
+
+/// What a name holds, for a message: nothing, a symlink, or a file's
+/// bytes.
+fn describe(w: &World, n: &[u8]) -> String {
+    let Some(ino) = w.fs.ino(n) else {
+        return "nothing".to_owned();
+    };
+    match &w.fs.inodes[&ino].node {
+        Node::File(bytes) => format!("{:?}", String::from_utf8_lossy(bytes)),
+        Node::Symlink(target) => format!("a symlink to {}", name(target)),
     }
 }

@@ -3,11 +3,13 @@
 //! suspends to the scheduler, applies the operation to the model
 //! filesystem, traces it, and records an [`Event`](crate::event::Event)
 //! of what it acted on and what it returned; inputs (liveness probes,
-//! clocks, tokens, claims) answer from the world at once. Nothing here
-//! judges: the oracle reads the events.
+//! clocks, tokens, claims) answer from the world at once. When the
+//! scenario injects syscall faults, any call but `close` may instead fail
+//! before it is applied, with an error the world's random source draws.
+//! Nothing here judges: the oracle reads the events.
 
 use crate::event::{Call, Name, Target, What};
-use crate::model::Node;
+use crate::model::{Node, SYSCALL_FAULTS};
 use crate::world::{name, World};
 use corosensei::Yielder;
 use std::cell::RefCell;
@@ -53,9 +55,15 @@ impl Status for Errno {
     }
 }
 
-impl Status for Names {
-    fn status(&self) -> Result<(), Errno> {
-        Ok(())
+/// A syscall's answer that can be a failure: what an injected fault
+/// returns instead of applying the call.
+trait Fallible {
+    fn failed(e: Errno) -> Self;
+}
+
+impl<T> Fallible for Result<T, Errno> {
+    fn failed(e: Errno) -> Self {
+        Err(e)
     }
 }
 
@@ -71,14 +79,49 @@ impl<'y> SimOs<'y> {
         what: std::fmt::Arguments<'_>,
         op: impl FnOnce(&mut World, usize) -> (T, Call),
     ) -> T {
+        self.apply(what, None, op)
+    }
+
+    /// A syscall that may fail before it is applied, when the scenario
+    /// injects syscall faults ([`Faults::syscall_one_in`]).
+    fn fallible<T: std::fmt::Debug + Status + Fallible>(
+        &mut self,
+        what: std::fmt::Arguments<'_>,
+        op: impl FnOnce(&mut World, usize) -> (T, Call),
+    ) -> T {
+        self.apply(what, Some(T::failed), op)
+    }
+
+    /// Suspends until scheduled, lets a step of time pass, then applies
+    /// `op`, or, when `fail` is given and the world injects a fault, answers
+    /// `fail(errno)` without applying anything; traces and records it.
+    fn apply<T: std::fmt::Debug + Status>(
+        &mut self,
+        what: std::fmt::Arguments<'_>,
+        fail: Option<fn(Errno) -> T>,
+        op: impl FnOnce(&mut World, usize) -> (T, Call),
+    ) -> T {
         self.yielder.suspend(());
         let mut w = self.world.borrow_mut();
         let me = self.me;
         w.time += STEP;
         w.fs.clock += i128::from(STEP);
         let at = w.time;
-        let (result, call) = op(&mut w, me);
-        w.note(me, format_args!("{what} -> {result:?}"));
+        let injected = fail.and_then(|fail| w.syscall_fault().map(|e| (fail(e), e)));
+        let (result, call) = match injected {
+            Some((result, e)) => {
+                w.note(
+                    me,
+                    format_args!("{what} -> {result:?} (injected {})", fault_name(e)),
+                );
+                (result, Call::Other)
+            }
+            None => {
+                let (result, call) = op(&mut w, me);
+                w.note(me, format_args!("{what} -> {result:?}"));
+                (result, call)
+            }
+        };
         w.events.push(crate::event::Event {
             who: me,
             at,
@@ -137,9 +180,17 @@ impl<'y> SimOs<'y> {
         self.ghost(What::Leave, format_args!("leaves the critical section"));
     }
 
-    /// The ghost step of a release that reported `e`.
-    pub(crate) fn release_failed(&mut self, e: soft::Error) {
-        self.ghost(What::ReleaseFailed(e), format_args!("release failed: {e}"));
+    /// The ghost step of a release of the marker of inode `ino` that
+    /// returned `result`.
+    pub(crate) fn released(&mut self, ino: u64, result: Result<(), soft::Error>) {
+        let error = result.err();
+        match error {
+            Some(e) => self.ghost(
+                What::Released { ino, error },
+                format_args!("release failed: {e}"),
+            ),
+            None => self.ghost(What::Released { ino, error }, format_args!("released")),
+        }
     }
 
     /// A step that does nothing but let others run (time in the critical
@@ -175,7 +226,29 @@ impl<'y> SimOs<'y> {
     }
 }
 
+/// How a trace names an injected fault.
+fn fault_name(e: Errno) -> &'static str {
+    SYSCALL_FAULTS
+        .iter()
+        .find(|f| f.0 == e)
+        .map_or("fault", |f| f.1)
+}
+
 impl World {
+    /// Draws whether the syscall about to run fails, and with which error
+    /// ([`Faults::syscall_one_in`], [`SYSCALL_FAULTS`]), from the world's
+    /// random source: a seed replays the same faults.
+    fn syscall_fault(&mut self) -> Option<Errno> {
+        let one_in = self.fs.faults.syscall_one_in;
+        if one_in == 0 {
+            return None;
+        }
+        let draw = self.next_random();
+        let pick = (draw / one_in) as usize % SYSCALL_FAULTS.len();
+        draw.is_multiple_of(one_in)
+            .then_some(SYSCALL_FAULTS[pick].0)
+    }
+
     /// The file `n` links, as an operation on it would find it.
     fn target(&self, n: &[u8]) -> Option<Target> {
         let ino = self.fs.ino(n)?;
@@ -211,7 +284,7 @@ impl Dir for SimOs<'_> {
     type File = u32;
 
     fn create_new(&mut self, n: &[u8], _mode: u32, _truncate: bool) -> Result<u32, Errno> {
-        self.syscall(format_args!("create {}", name(n)), |w, me| {
+        self.fallible(format_args!("create {}", name(n)), |w, me| {
             let fd = w.fs.create_new(n);
             if let Ok(fd) = fd {
                 w.procs[me].fds.insert(fd);
@@ -230,7 +303,7 @@ impl Dir for SimOs<'_> {
             // once, making no syscall (as on macOS).
             return Err(Errno::OPNOTSUPP);
         }
-        self.syscall(format_args!("create unnamed"), |w, me| {
+        self.fallible(format_args!("create unnamed"), |w, me| {
             let fd = w.fs.create_unnamed();
             if let Ok(fd) = fd {
                 w.procs[me].fds.insert(fd);
@@ -240,13 +313,13 @@ impl Dir for SimOs<'_> {
         })
     }
     fn link_unnamed(&mut self, f: &u32, n: &[u8]) -> Result<(), Errno> {
-        self.syscall(format_args!("link fd {f} as {}", name(n)), |w, _| {
+        self.fallible(format_args!("link fd {f} as {}", name(n)), |w, _| {
             let call = Call::Link { name: Name::new(n) };
             (w.fs.link_fd(*f, n), call)
         })
     }
     fn open_read(&mut self, n: &[u8]) -> Result<u32, Errno> {
-        self.syscall(format_args!("open_read {}", name(n)), |w, me| {
+        self.fallible(format_args!("open_read {}", name(n)), |w, me| {
             let fd = w.fs.open_read(n);
             if let Ok(fd) = fd {
                 w.procs[me].fds.insert(fd);
@@ -255,7 +328,7 @@ impl Dir for SimOs<'_> {
         })
     }
     fn pin(&mut self, n: &[u8]) -> Result<u32, Errno> {
-        self.syscall(format_args!("pin {}", name(n)), |w, me| {
+        self.fallible(format_args!("pin {}", name(n)), |w, me| {
             let fd = w.fs.pin(n);
             if let Ok(fd) = fd {
                 w.procs[me].fds.insert(fd);
@@ -264,40 +337,40 @@ impl Dir for SimOs<'_> {
         })
     }
     fn write(&mut self, f: &u32, buf: &[u8]) -> Result<usize, Errno> {
-        self.syscall(format_args!("write fd {f} {:?}", name(buf)), |w, _| {
+        self.fallible(format_args!("write fd {f} {:?}", name(buf)), |w, _| {
             let ino = w.fd_ino(*f);
             (w.fs.write(*f, buf), Call::Write { ino })
         })
     }
     fn write_at(&mut self, f: &u32, buf: &[u8], off: u64) -> Result<usize, Errno> {
-        self.syscall(
+        self.fallible(
             format_args!("pwrite fd {f} {:?} at {off}", name(buf)),
             |w, _| (w.fs.write_at(*f, buf, off as usize), Call::Other),
         )
     }
     fn truncate(&mut self, f: &u32, len: u64) -> Result<(), Errno> {
-        self.syscall(format_args!("ftruncate fd {f} {len}"), |w, _| {
+        self.fallible(format_args!("ftruncate fd {f} {len}"), |w, _| {
             (w.fs.truncate(*f, len as usize), Call::Other)
         })
     }
     fn chmod(&mut self, f: &u32, _mode: u32) -> Result<(), Errno> {
-        self.syscall(format_args!("fchmod fd {f}"), |w, _| {
+        self.fallible(format_args!("fchmod fd {f}"), |w, _| {
             (w.fs.fstat(*f).map(|_| ()), Call::Other)
         })
     }
     fn touch(&mut self, f: &u32) -> Result<(), Errno> {
-        self.syscall(format_args!("futimens fd {f}"), |w, _| {
+        self.fallible(format_args!("futimens fd {f}"), |w, _| {
             let ino = w.fd_ino(*f);
             (w.fs.touch(*f), Call::Touch { ino })
         })
     }
     fn read(&mut self, f: &u32, buf: &mut [u8]) -> Result<usize, Errno> {
-        self.syscall(format_args!("read fd {f}"), |w, _| {
+        self.fallible(format_args!("read fd {f}"), |w, _| {
             (w.fs.read(*f, buf), Call::Other)
         })
     }
     fn fstat(&mut self, f: &u32) -> Result<Stat, Errno> {
-        self.syscall(format_args!("fstat fd {f}"), |w, _| {
+        self.fallible(format_args!("fstat fd {f}"), |w, _| {
             (w.fs.fstat(*f), Call::Other)
         })
     }
@@ -309,12 +382,12 @@ impl Dir for SimOs<'_> {
         })
     }
     fn lstat(&mut self, n: &[u8]) -> Result<Stat, Errno> {
-        self.syscall(format_args!("lstat {}", name(n)), |w, _| {
+        self.fallible(format_args!("lstat {}", name(n)), |w, _| {
             (w.fs.lstat(n), Call::Other)
         })
     }
     fn exchange(&mut self, a: &[u8], b: &[u8]) -> Result<(), Errno> {
-        self.syscall(format_args!("exchange {} {}", name(a), name(b)), |w, _| {
+        self.fallible(format_args!("exchange {} {}", name(a), name(b)), |w, _| {
             let call = Call::Exchange {
                 a: Name::new(a),
                 a_file: w.target(a),
@@ -325,7 +398,7 @@ impl Dir for SimOs<'_> {
         })
     }
     fn rename(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno> {
-        self.syscall(
+        self.fallible(
             format_args!("rename {} {}", name(from), name(to)),
             |w, _| {
                 let call = Call::Rename {
@@ -337,7 +410,7 @@ impl Dir for SimOs<'_> {
         )
     }
     fn unlink(&mut self, n: &[u8]) -> Result<(), Errno> {
-        self.syscall(format_args!("unlink {}", name(n)), |w, _| {
+        self.fallible(format_args!("unlink {}", name(n)), |w, _| {
             let call = Call::Unlink {
                 name: Name::new(n),
                 removed: w.target(n),
@@ -346,9 +419,9 @@ impl Dir for SimOs<'_> {
         })
     }
     fn list(&mut self, visit: &mut dyn FnMut(&[u8])) -> Result<(), Errno> {
-        let names = self.syscall(format_args!("list"), |w, _| {
-            (Names(w.fs.names.keys().cloned().collect()), Call::Other)
-        });
+        let names = self.fallible(format_args!("list"), |w, _| {
+            (Ok(Names(w.fs.names.keys().cloned().collect())), Call::Other)
+        })?;
         for n in &names.0 {
             visit(n);
         }
@@ -434,7 +507,7 @@ impl Entropy for SimOs<'_> {
 
 impl Handles<u32> for SimOs<'_> {
     fn rename_file(&mut self, f: &u32, to: &[u8]) -> Result<(), Errno> {
-        self.syscall(format_args!("rename fd {f} to {}", name(to)), |w, _| {
+        self.fallible(format_args!("rename fd {f} to {}", name(to)), |w, _| {
             let call = Call::RenameFile {
                 moved: w.handle_target(*f),
             };
@@ -442,7 +515,7 @@ impl Handles<u32> for SimOs<'_> {
         })
     }
     fn remove_file(&mut self, f: &u32) -> Result<(), Errno> {
-        self.syscall(format_args!("delete fd {f}"), |w, _| {
+        self.fallible(format_args!("delete fd {f}"), |w, _| {
             let call = Call::RemoveFile {
                 removed: w.handle_target(*f),
             };

@@ -1,18 +1,22 @@
 //! Running a scenario: each simulated process on its own coroutine (over
 //! stacks reused across runs), stepped one syscall at a time or killed,
-//! with the oracle's check after every step ([`Sim`]).
+//! with the oracle's check after every step ([`Sim`]), and, once the run
+//! is over, the progress check's fresh contender ([`Sim::check_progress`]).
 
 use crate::actors;
 use crate::event::What;
 use crate::model::Fs;
-use crate::oracle::Oracle;
+use crate::oracle::{Oracle, Progress, FRESH_POLL};
 use crate::os::SimOs;
-use crate::scenario::{Scenario, LOCK};
+use crate::scenario::{Policy, Process, Scenario, LOCK};
 use crate::world::{name, World};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::time::Duration;
+use swaplock_core::soft::Kind;
+use swaplock_core::Pid;
 
 /// A protocol violation, with the schedule that produced it.
 #[derive(Clone, Debug)]
@@ -36,7 +40,34 @@ pub struct Sim {
     world: Rc<RefCell<World>>,
     oracle: Oracle,
     coroutines: Vec<Option<Co>>,
+    /// The scenario's kind of lock and lifetime, for the fresh contender.
+    kind: Kind,
+    lifetime: Option<Duration>,
+    /// Whether a process runs the naive policy: such runs are judged on
+    /// safety only.
+    naive: bool,
 }
+
+/// The PID the progress check's fresh contender starts from (the first
+/// one no process has had, on any host, and not named at the lock path).
+const FRESH_PID: u32 = 4242;
+
+/// At most this many fresh contenders follow one another (see
+/// [`Sim::check_progress`]).
+const PROGRESS_ROUNDS: usize = 4;
+
+/// What the lock path holds: its inode and content (a symlink has none).
+type LockState = Option<(u64, Option<Vec<u8>>)>;
+
+/// What the lock path holds now.
+fn lock_state(w: &World) -> LockState {
+    w.fs.ino(LOCK)
+        .map(|ino| (ino, w.fs.content(LOCK).map(<[u8]>::to_vec)))
+}
+
+/// At most this many steps for the fresh contender: far more than its
+/// bounded attempts take alone; a run past it is a wedge.
+const FRESH_STEPS: u64 = 200_000;
 
 /// The stack each simulated process runs on.
 const STACK: usize = 256 * 1024;
@@ -68,29 +99,148 @@ impl Sim {
         let world = World::new(scenario, seed, tracing);
         let oracle = Oracle::new(scenario, &world);
         let world = Rc::new(RefCell::new(world));
+        let (kind, lifetime) = (scenario.kind, scenario.lifetime);
         let coroutines = scenario
             .processes
             .iter()
             .enumerate()
-            .map(|(me, spec)| {
-                let world = Rc::clone(&world);
-                let spec = spec.clone();
-                let (kind, lifetime) = (scenario.kind, scenario.lifetime);
-                let stack = take_stack();
-                Some(Coroutine::with_stack(
-                    stack,
-                    move |yielder: &Yielder<(), ()>, ()| {
-                        let mut os = SimOs::new(world, me, yielder);
-                        actors::live(&mut os, &spec, kind, lifetime);
-                    },
-                ))
-            })
+            .map(|(me, spec)| Some(coroutine(&world, me, spec.clone(), kind, lifetime)))
             .collect();
         Sim {
             world,
             oracle,
             coroutines,
+            kind,
+            lifetime,
+            naive: scenario
+                .processes
+                .iter()
+                .any(|p| matches!(p.policy, Policy::Naive(_))),
         }
+    }
+
+    /// The progress check, once the run is over (no process can step): every
+    /// process has exited, and a fresh contender of our policy, with a new
+    /// PID, on the host the record at the lock path names (if it is one of
+    /// the scenario's hosts, else the first), with injected failures
+    /// switched off, runs alone. It must take the lock within the bound the
+    /// oracle sets ([`Oracle::progress_bound`]), unless the lock path holds
+    /// what the protocol must never evict, and then leave the directory
+    /// clean. Runs that broke an invariant or left the timing assumption,
+    /// and runs of the naive policy, are not judged.
+    ///
+    /// A takeover's recovery may put back at the lock path a file that
+    /// may be live, which the bound did not foresee: a placeholder (it ages
+    /// out), or the record of another host under a break name whose PID it
+    /// shares with the dead writer (break names carry no host), which only
+    /// that host can judge (I8). So a fresh contender that changed what the
+    /// lock path holds without taking the lock is followed by another, on
+    /// the host the path names now, with the bound for what it holds, up to
+    /// [`PROGRESS_ROUNDS`] in all. A round that changed nothing is a wedge,
+    /// and so is a file the protocol never evicts that a recovery put back:
+    /// only what a run left there is exempt.
+    pub fn check_progress(&mut self) {
+        if !self.runnable().is_empty()
+            || self.naive
+            || self.oracle.violation.is_some()
+            || self.oracle.overslept.is_some()
+        {
+            return;
+        }
+        {
+            let mut w = self.world.borrow_mut();
+            for who in 0..w.procs.len() {
+                if w.procs[who].alive {
+                    w.exit(who);
+                    w.note(who, format_args!("exits"));
+                }
+            }
+            w.fs.faults = w.fs.faults.without_failures();
+        }
+        let mut last: Option<(usize, LockState)> = None;
+        for round in 0..=PROGRESS_ROUNDS {
+            let mut w = self.world.borrow_mut();
+            let state = lock_state(&w);
+            if let Some((fresh, before)) = &last {
+                if *before == state || round == PROGRESS_ROUNDS {
+                    self.oracle.wedge(&mut w, *fresh, None);
+                    return;
+                }
+            }
+            let bound = match (self.oracle.progress_bound(&w), &last) {
+                (Ok(bound), _) => bound,
+                (Err(why), None) => {
+                    self.oracle.progress = Progress::Exempt(why);
+                    return;
+                }
+                (Err(why), Some((fresh, _))) => {
+                    self.oracle.wedge(&mut w, *fresh, Some(why));
+                    return;
+                }
+            };
+            let named = w.fs.content(LOCK).and_then(crate::oracle::owner_of);
+            let host = named
+                .and_then(|(_, host)| w.hosts.iter().position(|h| *h == host))
+                .unwrap_or(0);
+            let pid = (FRESH_PID..)
+                .find(|&pid| {
+                    !w.procs.iter().any(|p| p.pid.get() == pid)
+                        && named.is_none_or(|(p, _)| p != pid)
+                })
+                .and_then(Pid::new)
+                .expect("a free PID");
+            let fresh = w.spawn(pid, host);
+            w.note(
+                fresh,
+                format_args!("PROGRESS: a fresh contender, alone, with {bound} attempts"),
+            );
+            self.oracle.admit(&w, bound);
+            drop(w);
+            let spec = Process {
+                host,
+                pid: pid.get(),
+                attempts: bound,
+                hold_steps: 2,
+                policy: Policy::Ours,
+                enosys_fallback: false,
+                poll: FRESH_POLL,
+            };
+            self.coroutines.push(Some(coroutine(
+                &self.world,
+                fresh,
+                spec,
+                self.kind,
+                self.lifetime,
+            )));
+            let mut steps = 0;
+            while self.coroutines[fresh].is_some()
+                && steps < FRESH_STEPS
+                && self.oracle.violation.is_none()
+            {
+                self.step(fresh);
+                steps += 1;
+            }
+            if self.oracle.violation.is_some() {
+                return;
+            }
+            let mut w = self.world.borrow_mut();
+            w.exit(fresh);
+            if self.oracle.progress(&mut w, fresh) {
+                return;
+            }
+            last = Some((fresh, state));
+        }
+    }
+
+    /// What the progress check made of the run.
+    pub fn progress(&self) -> Progress {
+        self.oracle.progress
+    }
+
+    /// Files the run left that no later takeover would remove (reported by
+    /// the progress check; they keep nobody out), as `name: content`.
+    pub fn accumulating(&self) -> &[String] {
+        &self.oracle.accumulating
     }
 
     /// The processes that can still take a step.
@@ -127,11 +277,7 @@ impl Sim {
             return_stack(co);
         }
         let mut w = self.world.borrow_mut();
-        let fds: Vec<u32> = std::mem::take(&mut w.procs[i].fds).into_iter().collect();
-        for fd in fds {
-            w.fs.close(fd);
-        }
-        w.procs[i].alive = false;
+        w.exit(i);
         w.record(i, What::Killed);
         w.note(i, format_args!("is KILLED"));
     }
@@ -168,6 +314,21 @@ impl Sim {
     pub fn fs(&self) -> std::cell::Ref<'_, Fs> {
         std::cell::Ref::map(self.world.borrow(), |w| &w.fs)
     }
+}
+
+/// The coroutine of process `me` of `world`, living as `spec` says.
+fn coroutine(
+    world: &Rc<RefCell<World>>,
+    me: usize,
+    spec: Process,
+    kind: Kind,
+    lifetime: Option<Duration>,
+) -> Co {
+    let world = Rc::clone(world);
+    Coroutine::with_stack(take_stack(), move |yielder: &Yielder<(), ()>, ()| {
+        let mut os = SimOs::new(world, me, yielder);
+        actors::live(&mut os, &spec, kind, lifetime);
+    })
 }
 
 impl Drop for Sim {

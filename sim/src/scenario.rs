@@ -50,6 +50,9 @@ pub struct Process {
     /// stalls for [`FALLBACK_STALL`], removes the file it created, and
     /// falls back to a soft lock (PROTOCOL 7.17).
     pub enosys_fallback: bool,
+    /// The pause between its attempts: [`POLL`](crate::POLL) for a
+    /// scenario's contenders.
+    pub poll: Duration,
 }
 
 /// How long a [`Process::enosys_fallback`] process stalls between creating
@@ -114,6 +117,7 @@ pub fn contenders(sc: &mut Scenario, policy: Policy, hosts_pids: &[(usize, u32)]
             hold_steps: 2,
             policy,
             enosys_fallback: false,
+            poll: crate::POLL,
         });
     }
 }
@@ -248,6 +252,53 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         sc,
         50,
     ));
+
+    // Syscall faults (any call but close may fail, PROTOCOL 7): never two
+    // holders, never a wedge, and a release that cannot remove its marker
+    // says so. New scenarios go last: the fuzz target's first byte and the
+    // kept findings index this list.
+    let mut sc = Scenario::new(Kind::Marker);
+    sc.files.push((LOCK.to_vec(), DEAD_V2.to_vec()));
+    sc.faults = Faults {
+        unnamed: true,
+        syscall_one_in: 20,
+        ..Faults::default()
+    };
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 8);
+    all.push((
+        "marker: unnamed files, a dead holder's marker, failing syscalls",
+        sc,
+        40,
+    ));
+
+    let mut sc = Scenario::new(Kind::Lease);
+    two_hosts(&mut sc);
+    sc.faults = Faults {
+        syscall_one_in: 25,
+        ..Faults::default()
+    };
+    contenders(&mut sc, policy, &[(0, 101), (1, 102), (0, 103)], 30);
+    all.push(("lease: two hosts, failing syscalls", sc, 50));
+
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+    sc.lifetime = Some(Duration::from_secs(10));
+    sc.initial_age = 20_000_000_000;
+    sc.faults = Faults {
+        syscall_one_in: 20,
+        ..Faults::default()
+    };
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 8);
+    all.push(("soft: lifetime breaks, failing syscalls", sc, 40));
+
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+    sc.faults = Faults {
+        syscall_one_in: 20,
+        ..Faults::default()
+    };
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 8);
+    all.push(("soft: a dead holder's marker, failing syscalls", sc, 40));
     all
 }
 
@@ -265,6 +316,7 @@ pub fn enosys_fallback_race(policy: Policy) -> Scenario {
         hold_steps: 2,
         policy,
         enosys_fallback: true,
+        poll: crate::POLL,
     });
     contenders(&mut sc, policy, &[(0, 102), (0, 103)], 80);
     for p in &mut sc.processes[1..] {
@@ -294,6 +346,7 @@ pub fn windows_symlink_race(policy: Policy) -> Scenario {
         hold_steps: 0,
         policy: Policy::Planter,
         enosys_fallback: false,
+        poll: crate::POLL,
     });
     sc
 }

@@ -1,8 +1,10 @@
 //! Who runs next: the [`Chooser`]s (a seeded [`Random`] one, the
 //! exhaustive [`Explorer`], a fuzzer's [`FromBytes`]) and the loops that
 //! run a scenario under them ([`run`], [`run_seed`], [`explore`],
-//! [`explore_free`]).
+//! [`explore_free`]). Every loop ends a run that is over with the progress
+//! check ([`Sim::check_progress`]).
 
+use crate::oracle::Progress;
 use crate::runtime::{Sim, Violation};
 use crate::scenario::Scenario;
 use crate::world::SplitMix64;
@@ -73,7 +75,8 @@ impl Chooser for Random {
 }
 
 /// Runs `scenario` to the end under `chooser`, stopping at the first
-/// violation; `max_steps` bounds a run.
+/// violation; `max_steps` bounds a run. A run that ends with no process
+/// left to step and no violation then has its progress checked.
 pub fn run(
     scenario: &Scenario,
     seed: u64,
@@ -94,7 +97,21 @@ pub fn run(
         }
         steps += 1;
     }
+    sim.check_progress();
     sim
+}
+
+/// What a run that found no violation did.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// Steps run.
+    pub steps: u64,
+    /// Critical sections entered.
+    pub acquisitions: u64,
+    /// What the progress check made of it.
+    pub progress: Progress,
+    /// Files it left that no later takeover would remove.
+    pub accumulating: Vec<String>,
 }
 
 /// Runs `scenario` under the random schedule of `seed`; on a violation,
@@ -104,7 +121,7 @@ pub fn run_seed(
     seed: u64,
     crash_one_in: u64,
     max_crashes: u32,
-) -> Result<(u64, u64), Violation> {
+) -> Result<Outcome, Violation> {
     let sim = run(
         scenario,
         seed,
@@ -113,7 +130,13 @@ pub fn run_seed(
         20_000,
     );
     if sim.violation().is_none() {
-        return Ok(sim.figures());
+        let (steps, acquisitions) = sim.figures();
+        return Ok(Outcome {
+            steps,
+            acquisitions,
+            progress: sim.progress(),
+            accumulating: sim.accumulating().to_vec(),
+        });
     }
     let traced = run(
         scenario,
@@ -270,6 +293,47 @@ pub fn explore_free(
         prefix = chooser.next_prefix();
     }
     Ok((schedules, nodes))
+}
+
+/// A chooser that runs another and writes its decisions down as bytes
+/// [`FromBytes`] replays, so a random schedule can be kept as a finding.
+/// A kill is kept only if [`FromBytes`] would kill the same process
+/// (`0xff` picks `runnable[255 % len]`); otherwise the bytes are lost.
+pub struct Recording<C> {
+    inner: C,
+    /// The decisions so far, or `None` once one cannot be written.
+    pub bytes: Option<Vec<u8>>,
+}
+
+impl<C: Chooser> Recording<C> {
+    /// Records the decisions of `inner`.
+    pub fn new(inner: C) -> Self {
+        Recording {
+            inner,
+            bytes: Some(Vec::new()),
+        }
+    }
+}
+
+impl<C: Chooser> Chooser for Recording<C> {
+    fn pick(&mut self, options: usize) -> usize {
+        self.inner.pick(options)
+    }
+    fn crash(&mut self) -> bool {
+        self.inner.crash()
+    }
+    fn choose(&mut self, runnable: &[usize]) -> Action {
+        let action = self.inner.choose(runnable);
+        let byte = match action {
+            Action::Step(i) => runnable.iter().position(|&r| r == i).map(|p| p as u8),
+            Action::Crash(i) => (runnable[255 % runnable.len()] == i).then_some(0xff),
+        };
+        match (byte, self.bytes.as_mut()) {
+            (Some(b), Some(bytes)) => bytes.push(b),
+            _ => self.bytes = None,
+        }
+        action
+    }
 }
 
 /// A chooser that reads its decisions from bytes (a fuzzer's input): each

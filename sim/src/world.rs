@@ -83,21 +83,39 @@ impl World {
             acquisitions: 0,
         };
         for p in &scenario.processes {
-            let start = world.new_token();
-            world.procs.push(Proc {
-                pid: Pid::new(p.pid).expect("scenario PIDs are in range"),
-                host: p.host,
-                alive: true,
-                start,
-                fds: BTreeSet::new(),
-                claims: BTreeSet::new(),
-            });
+            world.spawn(Pid::new(p.pid).expect("scenario PIDs are in range"), p.host);
         }
         world
     }
 
     pub(crate) fn next_random(&mut self) -> u64 {
         self.rng.next()
+    }
+
+    /// Adds a process, started now, on `host` as `pid`; returns its index.
+    pub(crate) fn spawn(&mut self, pid: Pid, host: usize) -> usize {
+        let start = self.new_token();
+        self.procs.push(Proc {
+            pid,
+            host,
+            alive: true,
+            start,
+            fds: BTreeSet::new(),
+            claims: BTreeSet::new(),
+        });
+        self.procs.len() - 1
+    }
+
+    /// Process `who` has exited (or been killed): the kernel closes its
+    /// descriptors, and its PID is free.
+    pub(crate) fn exit(&mut self, who: usize) {
+        let fds: Vec<u32> = std::mem::take(&mut self.procs[who].fds)
+            .into_iter()
+            .collect();
+        for fd in fds {
+            self.fs.close(fd);
+        }
+        self.procs[who].alive = false;
     }
 
     fn new_token(&mut self) -> StartToken {
