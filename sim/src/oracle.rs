@@ -26,7 +26,7 @@
 //! a process paused mid-attempt ([`Oracle::pause_noted`]), and whether a
 //! release placeholder overslept ([`Oracle::placeholder_overslept`]).
 
-use crate::event::{Call, Event, Name, Target, What};
+use crate::event::{Call, Event, Log, Name, Target, What};
 use crate::scenario::{Scenario, LEASE, LOCK, VICTIM};
 use crate::world::{name, World};
 use std::collections::{BTreeMap, BTreeSet};
@@ -111,50 +111,53 @@ impl Oracle {
     /// cleared, keeping its capacity. After a process's last step only its
     /// events are read: the next step's check sees the state it left.
     pub(crate) fn read_events(&mut self, w: &mut World) {
-        let mut events = std::mem::take(&mut w.events);
-        for e in &events {
-            self.event(w, e);
+        let mut log = std::mem::take(&mut w.log);
+        for e in &log.events {
+            self.event(w, &log, e);
         }
-        events.clear();
-        w.events = events;
+        log.clear();
+        w.log = log;
     }
 
-    fn event(&mut self, w: &mut World, e: &Event) {
+    fn event(&mut self, w: &mut World, log: &Log, e: &Event) {
         let who = e.who;
-        match e.what {
+        match &e.what {
             What::Call(call, result) => {
                 self.pause_noted(w, who, e.at);
                 if result.is_ok() {
-                    self.call(w, who, call);
+                    self.call(w, log, who, call);
                 }
             }
-            What::Attempting(on) => self.attempting[who] = on,
+            What::Attempting(on) => self.attempting[who] = *on,
             What::Enter(ino) => {
                 // Checked as it enters: it may leave within the same step.
-                self.holds[who] = Some(ino);
+                self.holds[who] = Some(*ino);
                 self.check_state(w);
             }
             What::Leave => {
                 self.displacement_needs_a_kill_or_pause(w, who);
                 self.holds[who] = None;
             }
-            What::ReleaseFailed(e) => self.release_reports_no_error(who, e),
+            What::ReleaseFailed(e) => self.release_reports_no_error(who, *e),
             What::Killed => self.holds[who] = None,
         }
     }
 
     /// A call that succeeded.
-    fn call(&mut self, w: &mut World, who: usize, call: Call) {
+    fn call(&mut self, w: &mut World, log: &Log, who: usize, call: &Call) {
+        let is_lock = |n: &Name| log.bytes(*n) == LOCK;
         match call {
             Call::Create { name, ino } => {
                 if let Some(ino) = ino {
-                    self.own[who].insert(ino);
+                    self.own[who].insert(*ino);
                 }
-                if name == LOCK {
+                if is_lock(name) {
                     self.lease_refreshed(w, who);
                 }
             }
-            Call::Write { ino } | Call::Touch { ino } if ino.is_some() && ino == w.fs.ino(LOCK) => {
+            Call::Write { ino } | Call::Touch { ino }
+                if ino.is_some() && *ino == w.fs.ino(LOCK) =>
+            {
                 self.lease_refreshed(w, who);
             }
             Call::Exchange {
@@ -162,27 +165,27 @@ impl Oracle {
                 a_file,
                 b,
                 b_file,
-            } if a == LOCK || b == LOCK => {
-                let moved_off = if a == LOCK { a_file } else { b_file };
+            } if is_lock(a) || is_lock(b) => {
+                let moved_off = if is_lock(a) { *a_file } else { *b_file };
                 self.lifetime_break(w, who, moved_off);
                 // Our marker exchanged into the lock path starts its lease.
                 self.lease_refreshed(w, who);
             }
-            Call::Rename { from, moved } if from == LOCK => {
-                self.no_live_marker_removed(w, who, from, moved, "renames");
+            Call::Rename { from, moved } if is_lock(from) => {
+                self.no_live_marker_removed(w, who, LOCK, *moved, "renames");
             }
             Call::Unlink { name, removed } => {
-                self.no_live_marker_removed(w, who, name, removed, "unlinks");
+                self.no_live_marker_removed(w, who, log.bytes(*name), *removed, "unlinks");
             }
             Call::RenameFile {
                 moved: Some((from, moved)),
-            } if from == LOCK => {
-                self.no_live_marker_removed(w, who, from, Some(moved), "renames");
+            } if is_lock(from) => {
+                self.no_live_marker_removed(w, who, LOCK, Some(*moved), "renames");
             }
             Call::RemoveFile {
                 removed: Some((n, removed)),
             } => {
-                self.no_live_marker_removed(w, who, n, Some(removed), "deletes");
+                self.no_live_marker_removed(w, who, log.bytes(*n), Some(*removed), "deletes");
             }
             _ => {}
         }
@@ -213,7 +216,7 @@ impl Oracle {
         &mut self,
         w: &mut World,
         me: usize,
-        n: Name,
+        n: &[u8],
         target: Option<Target>,
         verb: &str,
     ) {
@@ -230,7 +233,7 @@ impl Oracle {
         }
         self.fail(format!(
             "p{me} {verb} {} (inode {ino}), the marker of live holder p{h}",
-            name(n.as_bytes())
+            name(n)
         ));
     }
 
