@@ -4,56 +4,53 @@
 //! ended, its critical section entered or left, a release and what it
 //! returned, a kill).
 //!
-//! Events are small `Copy` values with names kept inline, in a log the
-//! oracle clears after each look, so recording them allocates nothing. An
+//! Events are small `Copy` values, their names kept in the [`Log`]'s
+//! bytes, which the oracle clears after each look, so recording them
+//! allocates nothing once a run has warmed up. An
 //! event records only what some invariant reads; a call no invariant reads
 //! is [`Call::Other`].
 
-use std::fmt;
 use swaplock_core::decide::FileTime;
 use swaplock_core::soft;
 use swaplock_core::Errno;
 
-/// A name in the model directory, kept inline.
-#[derive(Clone, Copy)]
+/// A name an event acted on: its place in the [`Log`]'s name bytes.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Name {
-    len: u8,
-    bytes: [u8; Name::CAP],
+    start: u32,
+    len: u32,
 }
 
-impl Name {
-    /// Every name the simulator makes fits: the longest is a restore name,
-    /// the lock's name, `.restore.`, a PID and a 32-digit token.
-    const CAP: usize = 64;
+/// The events since the oracle's last look, and the bytes of the names
+/// they acted on. Both are cleared after each look and keep their
+/// capacity, so recording allocates nothing once a run has warmed up, and
+/// an event stays a few words long however long its names.
+#[derive(Default)]
+pub(crate) struct Log {
+    pub(crate) events: Vec<Event>,
+    names: Vec<u8>,
+}
 
-    pub(crate) fn new(n: &[u8]) -> Self {
-        debug_assert!(
-            n.len() <= Self::CAP,
-            "a name longer than any the simulator makes"
-        );
-        let len = n.len().min(Self::CAP);
-        let mut bytes = [0; Self::CAP];
-        bytes[..len].copy_from_slice(&n[..len]);
+impl Log {
+    /// Keeps the bytes of name `n`, for an event to refer to.
+    pub(crate) fn name(&mut self, n: &[u8]) -> Name {
+        let start = self.names.len() as u32;
+        self.names.extend_from_slice(n);
         Name {
-            len: len as u8,
-            bytes,
+            start,
+            len: n.len() as u32,
         }
     }
 
-    pub(crate) fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..usize::from(self.len)]
+    /// The bytes of a name an event refers to.
+    pub(crate) fn bytes(&self, n: Name) -> &[u8] {
+        &self.names[n.start as usize..(n.start + n.len) as usize]
     }
-}
 
-impl PartialEq<&[u8]> for Name {
-    fn eq(&self, other: &&[u8]) -> bool {
-        self.as_bytes() == *other
-    }
-}
-
-impl fmt::Debug for Name {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&String::from_utf8_lossy(self.as_bytes()))
+    /// Forgets every event and name, keeping the capacity.
+    pub(crate) fn clear(&mut self) {
+        self.events.clear();
+        self.names.clear();
     }
 }
 

@@ -35,7 +35,7 @@
 //! a process paused mid-attempt ([`Oracle::pause_noted`]), and whether a
 //! release placeholder overslept ([`Oracle::placeholder_overslept`]).
 
-use crate::event::{Call, Event, Name, Target, What};
+use crate::event::{Call, Event, Log, Name, Target, What};
 use crate::model::Node;
 use crate::scenario::{Scenario, LEASE, LOCK, VICTIM};
 use crate::world::{name, World};
@@ -171,32 +171,32 @@ impl Oracle {
     /// cleared, keeping its capacity. After a process's last step only its
     /// events are read: the next step's check sees the state it left.
     pub(crate) fn read_events(&mut self, w: &mut World) {
-        let mut events = std::mem::take(&mut w.events);
-        for e in &events {
-            self.event(w, e);
+        let mut log = std::mem::take(&mut w.log);
+        for e in &log.events {
+            self.event(w, &log, e);
         }
-        events.clear();
-        w.events = events;
+        log.clear();
+        w.log = log;
     }
 
-    fn event(&mut self, w: &mut World, e: &Event) {
+    fn event(&mut self, w: &mut World, log: &Log, e: &Event) {
         let who = e.who;
-        match e.what {
+        match &e.what {
             What::Call(call, result) => {
                 self.pause_noted(w, who, e.at);
                 if result.is_ok() {
-                    self.call(w, who, call);
+                    self.call(w, log, who, call);
                 }
             }
             What::Attempting(on) => {
-                self.attempting[who] = on;
-                if on && !self.attempts[who].1 {
+                self.attempting[who] = *on;
+                if *on && !self.attempts[who].1 {
                     self.attempts[who].0 += 1;
                 }
             }
             What::Enter(ino) => {
                 // Checked as it enters: it may leave within the same step.
-                self.holds[who] = Some(ino);
+                self.holds[who] = Some(*ino);
                 self.attempts[who].1 = true;
                 self.check_state(w);
             }
@@ -205,32 +205,35 @@ impl Oracle {
                 self.holds[who] = None;
             }
             What::Released { ino, error: None } => {
-                self.release_leaves_no_record_of_its_own(w, who, ino);
+                self.release_leaves_no_record_of_its_own(w, who, *ino);
             }
             What::Released { error: Some(e), .. } => {
-                self.release_fails_only_under_faults(w, who, e);
+                self.release_fails_only_under_faults(w, who, *e);
             }
             What::Killed => self.holds[who] = None,
         }
     }
 
     /// A call that succeeded.
-    fn call(&mut self, w: &mut World, who: usize, call: Call) {
+    fn call(&mut self, w: &mut World, log: &Log, who: usize, call: &Call) {
+        let is_lock = |n: &Name| log.bytes(*n) == LOCK;
         match call {
             Call::Create { name, ino } => {
                 if let Some(ino) = ino {
-                    self.own[who].insert(ino);
+                    self.own[who].insert(*ino);
                 }
-                if name == LOCK {
+                if is_lock(name) {
                     self.lease_refreshed(w, who);
                 }
             }
             Call::CreateUnnamed { ino: Some(ino) } => {
-                self.own[who].insert(ino);
+                self.own[who].insert(*ino);
             }
             // Our complete marker linked at the lock path starts its lease.
-            Call::Link { name } if name == LOCK => self.lease_refreshed(w, who),
-            Call::Write { ino } | Call::Touch { ino } if ino.is_some() && ino == w.fs.ino(LOCK) => {
+            Call::Link { name } if is_lock(name) => self.lease_refreshed(w, who),
+            Call::Write { ino } | Call::Touch { ino }
+                if ino.is_some() && *ino == w.fs.ino(LOCK) =>
+            {
                 self.lease_refreshed(w, who);
             }
             Call::Exchange {
@@ -238,27 +241,27 @@ impl Oracle {
                 a_file,
                 b,
                 b_file,
-            } if a == LOCK || b == LOCK => {
-                let moved_off = if a == LOCK { a_file } else { b_file };
+            } if is_lock(a) || is_lock(b) => {
+                let moved_off = if is_lock(a) { *a_file } else { *b_file };
                 self.lifetime_break(w, who, moved_off);
                 // Our marker exchanged into the lock path starts its lease.
                 self.lease_refreshed(w, who);
             }
-            Call::Rename { from, moved } if from == LOCK => {
-                self.no_live_marker_removed(w, who, from, moved, "renames");
+            Call::Rename { from, moved } if is_lock(from) => {
+                self.no_live_marker_removed(w, who, LOCK, *moved, "renames");
             }
             Call::Unlink { name, removed } => {
-                self.no_live_marker_removed(w, who, name, removed, "unlinks");
+                self.no_live_marker_removed(w, who, log.bytes(*name), *removed, "unlinks");
             }
             Call::RenameFile {
                 moved: Some((from, moved)),
-            } if from == LOCK => {
-                self.no_live_marker_removed(w, who, from, Some(moved), "renames");
+            } if is_lock(from) => {
+                self.no_live_marker_removed(w, who, LOCK, Some(*moved), "renames");
             }
             Call::RemoveFile {
                 removed: Some((n, removed)),
             } => {
-                self.no_live_marker_removed(w, who, n, Some(removed), "deletes");
+                self.no_live_marker_removed(w, who, log.bytes(*n), Some(*removed), "deletes");
             }
             _ => {}
         }
@@ -289,7 +292,7 @@ impl Oracle {
         &mut self,
         w: &mut World,
         me: usize,
-        n: Name,
+        n: &[u8],
         target: Option<Target>,
         verb: &str,
     ) {
@@ -306,7 +309,7 @@ impl Oracle {
         }
         self.fail(format!(
             "p{me} {verb} {} (inode {ino}), the marker of live holder p{h}",
-            name(n.as_bytes())
+            name(n)
         ));
     }
 

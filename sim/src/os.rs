@@ -8,7 +8,7 @@
 //! before it is applied, with an error the world's random source draws.
 //! Nothing here judges: the oracle reads the events.
 
-use crate::event::{Call, Name, Target, What};
+use crate::event::{Call, Event, Name, Target, What};
 use crate::model::{Node, SYSCALL_FAULTS};
 use crate::world::{name, World};
 use corosensei::Yielder;
@@ -122,7 +122,7 @@ impl<'y> SimOs<'y> {
                 (result, call)
             }
         };
-        w.events.push(crate::event::Event {
+        w.log.events.push(Event {
             who: me,
             at,
             what: What::Call(call, result.status()),
@@ -257,10 +257,11 @@ impl World {
     }
 
     /// The name linking the file that descriptor `fd` holds, and that file.
-    fn handle_target(&self, fd: u32) -> Option<(Name, Target)> {
+    fn handle_target(&mut self, fd: u32) -> Option<(Name, Target)> {
         let ino = self.fs.descs.get(&fd)?.ino;
         let (n, _) = self.fs.names.iter().find(|(_, &i)| i == ino)?;
-        Some((Name::new(n), self.target(n)?))
+        let target = self.target(n)?;
+        Some((self.log.name(n), target))
     }
 
     /// The inode descriptor `fd` holds.
@@ -291,7 +292,7 @@ impl Dir for SimOs<'_> {
             }
             let ino = fd.as_ref().ok().and_then(|&fd| w.fd_ino(fd));
             let call = Call::Create {
-                name: Name::new(n),
+                name: w.log.name(n),
                 ino,
             };
             (fd, call)
@@ -314,7 +315,9 @@ impl Dir for SimOs<'_> {
     }
     fn link_unnamed(&mut self, f: &u32, n: &[u8]) -> Result<(), Errno> {
         self.fallible(format_args!("link fd {f} as {}", name(n)), |w, _| {
-            let call = Call::Link { name: Name::new(n) };
+            let call = Call::Link {
+                name: w.log.name(n),
+            };
             (w.fs.link_fd(*f, n), call)
         })
     }
@@ -389,9 +392,9 @@ impl Dir for SimOs<'_> {
     fn exchange(&mut self, a: &[u8], b: &[u8]) -> Result<(), Errno> {
         self.fallible(format_args!("exchange {} {}", name(a), name(b)), |w, _| {
             let call = Call::Exchange {
-                a: Name::new(a),
+                a: w.log.name(a),
                 a_file: w.target(a),
-                b: Name::new(b),
+                b: w.log.name(b),
                 b_file: w.target(b),
             };
             (w.fs.exchange(a, b), call)
@@ -402,7 +405,7 @@ impl Dir for SimOs<'_> {
             format_args!("rename {} {}", name(from), name(to)),
             |w, _| {
                 let call = Call::Rename {
-                    from: Name::new(from),
+                    from: w.log.name(from),
                     moved: w.target(from),
                 };
                 (w.fs.rename(from, to), call)
@@ -412,7 +415,7 @@ impl Dir for SimOs<'_> {
     fn unlink(&mut self, n: &[u8]) -> Result<(), Errno> {
         self.fallible(format_args!("unlink {}", name(n)), |w, _| {
             let call = Call::Unlink {
-                name: Name::new(n),
+                name: w.log.name(n),
                 removed: w.target(n),
             };
             (w.fs.unlink(n), call)

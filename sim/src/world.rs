@@ -4,7 +4,7 @@
 //! readable trace, and the log of [`Event`]s since the oracle last read
 //! it. The world judges nothing; the oracle does.
 
-use crate::event::{Event, What};
+use crate::event::{Event, Log, What};
 use crate::model::{Fs, Node};
 use crate::scenario::Scenario;
 use std::collections::BTreeSet;
@@ -41,7 +41,7 @@ pub(crate) struct World {
     pub(crate) trace: String,
     tracing: bool,
     /// What the processes did since the oracle last looked.
-    pub(crate) events: Vec<Event>,
+    pub(crate) log: Log,
     /// Steps run.
     pub(crate) steps: u64,
     /// How many times a process entered its critical section.
@@ -78,7 +78,7 @@ impl World {
             rng: SplitMix64::new(seed),
             trace: String::new(),
             tracing,
-            events: Vec::new(),
+            log: Log::default(),
             steps: 0,
             acquisitions: 0,
         };
@@ -140,7 +140,7 @@ impl World {
     /// Records that process `who` did `what`, now.
     pub(crate) fn record(&mut self, who: usize, what: What) {
         let at = self.time;
-        self.events.push(crate::event::Event { who, at, what });
+        self.log.events.push(Event { who, at, what });
     }
 }
 
