@@ -267,3 +267,53 @@ fn a_contender_killed_at_its_record_write_leaves_no_marker() {
         assert!(out.status.success(), "{kind}: {out:?}");
     }
 }
+
+/// A breaker killed between creating its file and writing its record used
+/// to leave that file empty under its break name, where a recovery takes it
+/// for a live recordless holder's marker and may put it at the lock path,
+/// where nobody evicts it. A break name now only ever holds a complete
+/// file (linked from an unnamed file here), so the kill leaves nothing.
+#[test]
+fn a_breaker_killed_at_its_record_write_leaves_no_empty_break_file() {
+    if std::env::var_os("SWAPLOCK_TEST_RUNNER").is_some() {
+        eprintln!("skipped under an emulator: strace cannot stop the emulated breaker");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let host = swaplock_linux::soft::host_name();
+    let dead = {
+        let mut child = Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    };
+    std::fs::write(&path, format!("{dead}\n{host}\n")).unwrap();
+    // The breaker's second write(2) is its record's for the takeover (the
+    // first, into an unnamed file, found the lock path taken).
+    let status = Command::new("strace")
+        .args([
+            "-f",
+            "-o",
+            "/dev/null",
+            "-e",
+            "inject=write:signal=KILL:when=2",
+        ])
+        .arg(env!("CARGO_BIN_EXE_swaplock"))
+        .args(["break", "--kind", "soft"])
+        .arg(&path)
+        .status()
+        .expect("strace (Debian strace) runs the breaker");
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
+    assert_eq!(
+        entries(dir.path()),
+        ["a.lock"],
+        "the killed breaker left a file"
+    );
+    SoftLock::soft(&path).try_lock().unwrap().release().unwrap();
+    assert!(
+        entries(dir.path()).is_empty(),
+        "left {:?}",
+        entries(dir.path())
+    );
+}

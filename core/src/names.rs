@@ -100,6 +100,8 @@ pub fn format_u64(mut value: u64, buf: &mut [u8]) -> &[u8] {
 
 const BREAK: &[u8] = b".break.";
 const RESTORE: &[u8] = b".restore.";
+/// As long as [`BREAK`], so a write name fits wherever a break name does.
+const WRITE: &[u8] = b".write.";
 
 fn build(lock_base: &[u8], infix: &[u8], pid: &[u8], token: &Token) -> Result<Name, NameTooLong> {
     let mut name = Name::new();
@@ -128,6 +130,20 @@ pub fn pid_break_name(lock_base: &[u8], breaker: Pid, token: &Token) -> Result<N
         lock_base,
         BREAK,
         format_u64(u64::from(breaker.get()), &mut digits),
+        token,
+    )
+}
+
+/// `<lock_base>.write.<pid>.<token>`: where a breaker writes its complete
+/// marker before renaming it to its break name, on a filesystem without
+/// unnamed files. No reader or recovery takes this name for anything: a
+/// breaker killed mid-write leaves a file nobody ever publishes.
+pub fn write_name(lock_base: &[u8], writer: Pid, token: &Token) -> Result<Name, NameTooLong> {
+    let mut digits = [0u8; 10];
+    build(
+        lock_base,
+        WRITE,
+        format_u64(u64::from(writer.get()), &mut digits),
         token,
     )
 }

@@ -25,28 +25,14 @@ fn total_schedules() -> u64 {
         .unwrap_or(1_000_000)
 }
 
-/// The wedge the progress oracle still finds, not fixed yet (PROTOCOL
-/// 13.3, "Open"): a process takes over a file at the lock path that names
-/// it (its own placeholder or record, left there by a release that failed
-/// under injected faults, once it ages out or expires) and is killed
-/// between creating its file under its own break name and writing it;
-/// once it is gone, the next
-/// contender's recovery takes the empty file for a live recordless
-/// holder's marker (I10) and puts it at the lock path, where nobody evicts
-/// it. Kept schedule: `sim/findings/open/`.
-const OPEN_WEDGE: &str =
-    "an empty marker (I10, recordless), which a fresh contender's recovery put there";
-
 /// Runs `per` random schedules of each scenario `pick` selects (seeds
 /// apart per scenario, by its index in the catalogue), failing on any
-/// violation but, when `tolerate_open` is set, the [`OPEN_WEDGE`], which
-/// it counts. Prints, per scenario, the progress check's verdicts and the
-/// runs that left files no later takeover removes. Returns the open
-/// wedges seen.
-fn random_runs(pick: impl Fn(&Scenario) -> bool, per: u64, tolerate_open: bool) -> u64 {
+/// violation. Prints, per scenario, the progress check's verdicts and the
+/// runs that left files no later takeover removes.
+fn random_runs(pick: impl Fn(&Scenario) -> bool, per: u64) {
     let list = scenarios(Policy::Ours);
     let started = std::time::Instant::now();
-    let (mut schedules, mut steps, mut acquisitions, mut open) = (0u64, 0u64, 0u64, 0u64);
+    let (mut schedules, mut steps, mut acquisitions) = (0u64, 0u64, 0u64);
     for (i, (what, sc, crash_one_in)) in list.iter().enumerate() {
         if !pick(sc) {
             continue;
@@ -54,7 +40,7 @@ fn random_runs(pick: impl Fn(&Scenario) -> bool, per: u64, tolerate_open: bool) 
         let mut local = 0;
         // The progress check's verdicts, and the runs that left files no
         // later takeover removes (reported, not failed), with a first seed.
-        let (mut took, mut unjudged, mut wedged) = (0u64, 0u64, None);
+        let (mut took, mut unjudged) = (0u64, 0u64);
         let mut exempt: BTreeMap<&str, u64> = BTreeMap::new();
         let mut accumulating: Option<(u64, u64, String)> = None;
         for seed in (i as u64) << 40..((i as u64) << 40) + per {
@@ -73,10 +59,6 @@ fn random_runs(pick: impl Fn(&Scenario) -> bool, per: u64, tolerate_open: bool) 
                         entry.0 += 1;
                     }
                 }
-                Err(v) if tolerate_open && v.what.contains(OPEN_WEDGE) => {
-                    open += 1;
-                    wedged.get_or_insert(seed);
-                }
                 Err(v) => panic!("{what}: {v}"),
             }
             schedules += 1;
@@ -92,18 +74,11 @@ fn random_runs(pick: impl Fn(&Scenario) -> bool, per: u64, tolerate_open: bool) 
                 "  {what}: {runs} runs left files no later takeover removes (first: seed {seed}: {first})"
             );
         }
-        if let Some(seed) = wedged {
-            eprintln!(
-                "  {what}: OPEN WEDGE (not fixed, see OPEN_WEDGE) in some runs, first seed {seed}"
-            );
-        }
     }
     eprintln!(
-        "random: {schedules} schedules, {steps} steps, {acquisitions} critical sections, no violation{}, {:.1?}",
-        if open > 0 { format!(" but {open} open wedges") } else { String::new() },
+        "random: {schedules} schedules, {steps} steps, {acquisitions} critical sections, no violation, {:.1?}",
         started.elapsed()
     );
-    open
 }
 
 #[test]
@@ -113,7 +88,7 @@ fn random_schedules_find_no_violation() {
         .iter()
         .filter(|s| plain(&s.1))
         .count() as u64;
-    random_runs(plain, total_schedules() / count, false);
+    random_runs(plain, total_schedules() / count);
 }
 
 fn fault_schedules() -> u64 {
@@ -124,30 +99,15 @@ fn fault_schedules() -> u64 {
 }
 
 /// Failing syscalls: never two holders, a release that cannot remove its
-/// marker says so, and never a wedge but the open one, which is counted
-/// and printed (its strict twin below is ignored until it is fixed).
+/// marker says so, and never a wedge.
 #[test]
-fn random_schedules_with_failing_syscalls_find_no_violation_but_the_open_wedge() {
-    let faults = |sc: &Scenario| sc.faults.syscall_one_in > 0;
-    let count = scenarios(Policy::Ours)
-        .iter()
-        .filter(|s| faults(&s.1))
-        .count() as u64;
-    let open = random_runs(faults, fault_schedules() / count, true);
-    if open > 0 {
-        eprintln!("OPEN WEDGE: {open} runs with failing syscalls ended wedged: {OPEN_WEDGE}");
-    }
-}
-
-#[test]
-#[ignore = "open wedge: recovery restores an empty file a breaker killed before its write left under its break name (see OPEN_WEDGE)"]
 fn random_schedules_with_failing_syscalls_never_wedge() {
     let faults = |sc: &Scenario| sc.faults.syscall_one_in > 0;
     let count = scenarios(Policy::Ours)
         .iter()
         .filter(|s| faults(&s.1))
         .count() as u64;
-    random_runs(faults, fault_schedules() / count, false);
+    random_runs(faults, fault_schedules() / count);
 }
 
 #[test]
