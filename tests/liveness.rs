@@ -6,6 +6,8 @@
 
 #![cfg(any(target_os = "linux", target_os = "android"))]
 
+mod common;
+
 use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -132,7 +134,7 @@ fn a_holder_out_of_descriptors_still_releases() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("jobs.lock");
     for kind in ["soft", "marker", "lease"] {
-        let mut run = Command::new(env!("CARGO_BIN_EXE_swaplock"))
+        let mut run = common::command(&common::swaplock(), "swaplock")
             .args(["run", "--kind", kind])
             .arg(&path)
             .args(["sh", "-c", "echo ready; read line"])
@@ -258,7 +260,7 @@ fn a_contender_killed_at_its_record_write_leaves_no_marker() {
             "{kind}: left {:?}",
             entries(dir.path())
         );
-        let out = Command::new(env!("CARGO_BIN_EXE_swaplock"))
+        let out = common::command(&common::swaplock(), "swaplock")
             .args(["run", "--kind", kind, "--fail"])
             .arg(&path)
             .arg("true")
