@@ -291,6 +291,17 @@ impl Sim {
         })
     }
 
+    /// The trace so far (empty unless the simulation traces), one step a
+    /// line: what a directed schedule steers by.
+    pub fn trace(&self) -> String {
+        self.world.borrow().trace.clone()
+    }
+
+    /// Whether process `i` has finished or died.
+    pub fn done(&self, i: usize) -> bool {
+        self.coroutines[i].is_none()
+    }
+
     /// Steps run and critical sections entered.
     pub fn figures(&self) -> (u64, u64) {
         let w = self.world.borrow();

@@ -13,7 +13,7 @@ use swaplock_core::soft::Kind;
 use swaplock_sim::model::Faults;
 use swaplock_sim::{
     contenders, enosys_fallback_race, explore, explore_free, naive, run_seed, scenarios,
-    windows_symlink_race, Policy, Progress, Scenario, Violation, LOCK,
+    windows_symlink_race, Policy, Progress, Scenario, Sim, Violation, LOCK,
 };
 
 const DEAD: &[u8] = b"999\nh1\n";
@@ -356,4 +356,53 @@ fn race_the_enosys_fallback_unlinks_a_peers_marker() {
         "the naive policy failed otherwise: {}",
         found.what
     );
+}
+
+/// Steps process `p` until the last line it traced contains `what`.
+fn step_until(sim: &mut Sim, p: usize, what: &str, max: usize) {
+    let tag = format!(" p{p} ");
+    for _ in 0..max {
+        sim.step(p);
+        let trace = sim.trace();
+        let last = trace.lines().rev().find(|l| l.contains(&tag)).unwrap_or("");
+        if last.contains(what) {
+            return;
+        }
+        assert!(!sim.done(p), "p{p} finished before {what}");
+    }
+    panic!("p{p} never reached {what}");
+}
+
+/// A directed schedule beyond the random search's reach: three breakers
+/// judge one dead marker; H takes it over and holds; B's exchange takes
+/// H's live marker under B's break name; N's exchange takes B's file under
+/// N's; N is killed. B's exchange-back gives up after 2 s and lets go of its
+/// file, now under N's name. Whatever B writes into it must still lead a
+/// recovery to B's break name, where H's marker waits: the released record
+/// names nobody, so the recovery of N's names deleted it, cleared the way,
+/// and B entered beside H. B's placeholder names B.
+#[test]
+fn an_abandoned_breakers_file_still_leads_recovery_to_what_it_took() {
+    let all = scenarios(Policy::Ours);
+    let (_, sc, _) = &all[0];
+    let mut sim = Sim::new(sc, 1, true);
+    let (h, b, n) = (0, 1, 2);
+    // Each publishes its break file and reaches the check before its
+    // exchange (7.8 step 5).
+    for p in [h, b, n] {
+        step_until(&mut sim, p, "rename", 400);
+        step_until(&mut sim, p, "lstat a.lock", 10);
+    }
+    step_until(&mut sim, h, "exchange", 5);
+    step_until(&mut sim, h, "ENTERS", 20);
+    step_until(&mut sim, b, "exchange", 5);
+    step_until(&mut sim, n, "exchange", 5);
+    sim.crash(n);
+    for _ in 0..200_000 {
+        if sim.done(b) || sim.violation().is_some() {
+            break;
+        }
+        sim.step(b);
+    }
+    assert!(sim.violation().is_none(), "{}", sim.violation().unwrap());
 }

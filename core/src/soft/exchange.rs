@@ -25,7 +25,7 @@ use super::takeover::Takeover;
 use crate::decide::FileId;
 use crate::errno::Errno;
 use crate::names::{pid_break_name, write_name, Token};
-use crate::record::RELEASED;
+use crate::record::{Record, RELEASED};
 use core::time::Duration;
 
 /// The exchange takeover of the judged marker `judged`, whose writer (or
@@ -155,9 +155,12 @@ enum PutBack {
 /// recovery of its names) may later return it to the lock path. It holds
 /// our complete record, which names this live process: published there, it
 /// would keep every contender out until we exit. So before letting go of
-/// it we overwrite it with the released record (as a displaced holder
-/// does, invariant I17), which a contender reads as malformed and evicts
-/// after the grace period. A file we never exchanged is marked so too
+/// it we overwrite it with our placeholder, which a contender reads as
+/// malformed and evicts after the grace period. Not the released record:
+/// what we took (a live holder's marker, if a nested breaker took our file
+/// and was killed) may still wait under our break name, and only a record
+/// naming us leads a recovery there; the placeholder names us as a breaker,
+/// never as a holder. A file we never exchanged is marked released
 /// whenever it may still be linked under our break name: left empty or
 /// half-written there, a recovery of our names would take it for a live
 /// recordless holder's marker and publish it at the lock path.
@@ -190,7 +193,14 @@ fn abandon<O: Os + ?Sized>(
             && !os.fstat(&file).is_ok_and(|st| st.nlink == 0)
             && !os.lstat(cfg.lock).is_ok_and(|st| st.same_file(&own))
         {
-            let _ = mark_released(os, &file);
+            if never_exchanged {
+                let _ = mark_released(os, &file);
+            } else {
+                // What we took may wait under our break name (a live
+                // holder's marker): the mark must still lead a recovery
+                // there, so it names us, as a placeholder does.
+                let _ = mark_placeholder(os, cfg, &file);
+            }
         }
     } else if never_exchanged {
         let _ = mark_released(os, &file);
@@ -203,6 +213,23 @@ fn abandon<O: Os + ?Sized>(
 pub(super) fn mark_released<O: Os + ?Sized>(os: &mut O, file: &O::File) -> Result<(), Errno> {
     os.write_at(file, RELEASED, 0)
         .and_then(|_| os.truncate(file, RELEASED.len() as u64))
+}
+
+/// Overwrites our own open file with our placeholder (PROTOCOL 2.4),
+/// `filelock/break\n<our pid>\n`: no record naming us as a holder, yet it
+/// names us, so whoever evicts it at the lock path (malformed, after the
+/// grace period) recovers our break names, where a marker we took may wait.
+fn mark_placeholder<O: Os + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    file: &O::File,
+) -> Result<(), Errno> {
+    let mut buf = [0u8; 40];
+    let n = Record::Placeholder(cfg.pid)
+        .encode(&mut buf)
+        .map_err(|_| Errno::INVAL)?;
+    os.write_at(file, &buf[..n], 0)
+        .and_then(|_| os.truncate(file, n as u64))
 }
 
 /// Unlinks `name` if it names the open file whose stat is `own` (I7: the
