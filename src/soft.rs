@@ -64,7 +64,7 @@ use swaplock_core::names::{Name, MAX_LOCK_NAME, NAME_MAX};
 use swaplock_core::record::{classify, Classified, Content, Mode, Reader, READ_LIMIT};
 use swaplock_core::soft::{
     self as protocol, Attempt, Clock, CompromiseWatch, Config, Contender, Held, Holder, LeaseTerms,
-    Standing,
+    Refresh, Standing,
 };
 pub use swaplock_core::soft::{Compromise, Kind};
 use swaplock_core::start::StartToken;
@@ -783,6 +783,48 @@ impl SoftLockGuard {
         self.heartbeat
             .as_ref()
             .and_then(|h| *h.compromise.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Whether the lease is lost now, looking again rather than waiting for
+    /// the heartbeat: what the heartbeat found, or the lock path no longer
+    /// showing our marker at two looks a moment apart (one miss may be a
+    /// peer's check holding it aside for an instant, I19). For a holder
+    /// about to release, which must know whether its work ran under the
+    /// lock: a holder stopped longer than its lease learns it here even
+    /// when the heartbeat, stopped with it, has not yet run again. `None`
+    /// for a lock that is not a lease, or when nothing can be told.
+    ///
+    /// ```no_run
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let guard = SoftLock::lease("/mnt/nfs/jobs/nightly.lock").lock()?;
+    /// // ... work ...
+    /// if let Some(why) = guard.lease_lost() {
+    ///     eprintln!("the work may have overlapped another holder: {why:?}");
+    /// }
+    /// guard.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn lease_lost(&self) -> Option<Compromise> {
+        if let Some(c) = self.compromise() {
+            return Some(c);
+        }
+        let (terms, held) = (self.lease?, self.held.as_ref()?);
+        let cfg = self.me.config(&self.lock, Some(terms));
+        let mut sys = SoftOs::on(&self.dir);
+        let mut missed = None;
+        for look in 0..2 {
+            missed = match protocol::refresh(&mut sys, &cfg, held) {
+                Refresh::MarkerMissing => Some(Compromise::MarkerMissing),
+                Refresh::OwnerChanged => Some(Compromise::OwnerChanged),
+                Refresh::Ok | Refresh::Transient(_) => return None,
+            };
+            if look == 0 {
+                sys.sleep(Duration::from_millis(1));
+            }
+        }
+        missed
     }
 
     /// Releases the lock, reporting a failure to remove the marker.

@@ -575,3 +575,71 @@ fn break_refuses_a_live_holder_and_says_it_is_alive() {
         out.stderr
     );
 }
+
+/// The state letter of process `pid` (`/proc/PID/stat`): `T` when stopped.
+fn state(pid: libc::pid_t) -> char {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The state follows the command name, which ends with the last ')'.
+    stat.rsplit(')')
+        .next()
+        .and_then(|rest| rest.trim_start().chars().next())
+        .unwrap_or('?')
+}
+
+/// Waits, without sleeping, until `pid` is in a state `want` says yes to,
+/// or [`SAFETY`] passes.
+fn until_state(pid: libc::pid_t, want: impl Fn(char) -> bool) -> char {
+    let start = std::time::Instant::now();
+    loop {
+        let now = state(pid);
+        if want(now) || start.elapsed() > SAFETY {
+            return now;
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// A supervisor stopped alone (SIGTSTP sent to it, not to its command's
+/// group) would leave its command running while a lease expires: the
+/// command's group stops with it, and goes on with it.
+#[test]
+fn a_stop_sent_to_the_supervisor_stops_its_command_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let mut cmd = swaplock_command(&[
+        "run",
+        "--kind",
+        "marker",
+        s(&path),
+        "sh",
+        "-c",
+        "echo $$; exec sleep 1000",
+    ]);
+    cmd.stderr(Stdio::null());
+    let (supervisor, line) = spawn_announcing(cmd);
+    let command: libc::pid_t = line.parse().unwrap();
+    let _guard = KillOnDrop(command);
+    let pid = supervisor.id() as libc::pid_t;
+    // SAFETY: signalling the supervisor this test started.
+    unsafe { libc::kill(pid, libc::SIGTSTP) };
+    assert_eq!(
+        until_state(pid, |c| c == 'T'),
+        'T',
+        "the supervisor did not stop"
+    );
+    // The group's SIGSTOP went out before the supervisor stopped itself;
+    // the command acts on it as soon as it is scheduled.
+    assert_eq!(
+        until_state(command, |c| c == 'T'),
+        'T',
+        "the command ran on while its supervisor was stopped"
+    );
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    assert_ne!(
+        until_state(command, |c| c != 'T'),
+        'T',
+        "the command did not go on"
+    );
+    end(supervisor);
+}

@@ -287,6 +287,10 @@ on macOS the command runs on too).";
     const GRACE: Duration = Duration::from_secs(2);
     /// The signals the supervisor passes on to the command's group.
     const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+    /// Stop signals the supervisor takes (those not inherited as ignored):
+    /// stopped alone, it would leave its command running while a lease
+    /// expires, so the command's group is stopped with it.
+    const STOPS: [libc::c_int; 3] = [libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU];
     /// The event the lease heartbeat sends when the lease is lost (no
     /// signal has number 0).
     const LEASE_EVENT: u8 = 0;
@@ -526,6 +530,8 @@ on macOS the command runs on too).";
     trait Held {
         /// Why the lease was lost, if it was.
         fn compromise(&self) -> Option<Compromise>;
+        /// Whether the lease is lost now, looking again (before a release).
+        fn lease_lost(&self) -> Option<Compromise>;
         /// Releases the lock.
         fn release(self) -> std::io::Result<()>;
     }
@@ -533,6 +539,9 @@ on macOS the command runs on too).";
     impl Held for SoftLockGuard {
         fn compromise(&self) -> Option<Compromise> {
             SoftLockGuard::compromise(self)
+        }
+        fn lease_lost(&self) -> Option<Compromise> {
+            SoftLockGuard::lease_lost(self)
         }
         fn release(self) -> std::io::Result<()> {
             SoftLockGuard::release(self)
@@ -542,6 +551,9 @@ on macOS the command runs on too).";
     /// The `flock` fallback's lock, a soft marker: no lease.
     impl Held for FileLockGuard {
         fn compromise(&self) -> Option<Compromise> {
+            None
+        }
+        fn lease_lost(&self) -> Option<Compromise> {
             None
         }
         fn release(self) -> std::io::Result<()> {
@@ -572,6 +584,10 @@ on macOS the command runs on too).";
         let compromise = || held.compromise();
         let mut ignored = [false; FORWARDED.len()];
         for (signal, ignored) in FORWARDED.iter().zip(&mut ignored) {
+            *ignored = catch(*signal, true);
+        }
+        let mut stops_ignored = [false; STOPS.len()];
+        for (signal, ignored) in STOPS.iter().zip(&mut stops_ignored) {
             *ignored = catch(*signal, true);
         }
         // An inherited SIG_IGN would have the kernel reap the command, and
@@ -608,7 +624,11 @@ on macOS the command runs on too).";
                 }
                 #[cfg(not(any(target_os = "linux", target_os = "android")))]
                 let _ = supervisor;
-                for (&signal, &ignored) in FORWARDED.iter().zip(&ignored) {
+                for (&signal, &ignored) in FORWARDED
+                    .iter()
+                    .zip(&ignored)
+                    .chain(STOPS.iter().zip(&stops_ignored))
+                {
                     if !ignored {
                         libc::signal(signal, libc::SIG_DFL);
                     }
@@ -644,8 +664,10 @@ on macOS the command runs on too).";
         // The child leads its own group: its PID is the group's ID.
         let pgid = child.id() as libc::pid_t;
         let outcome = watch(events, pgid, terminal.as_ref(), &compromise);
+        // A supervisor stopped longer than its lease (SIGSTOP cannot be
+        // caught) finds out here, before its heartbeat runs again.
         let lost_late = if outcome.lost.is_none() {
-            compromise()
+            held.lease_lost()
         } else {
             None
         };
@@ -748,6 +770,15 @@ on macOS the command runs on too).";
                         }
                     }
                     libc::SIGCHLD => {}
+                    libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU => {
+                        // Stopped alone, this process would leave its
+                        // command running while the lease expires: the
+                        // command's group stops first, and goes on with it.
+                        signal_group(pgid, libc::SIGSTOP);
+                        // SAFETY: stopping this process; it resumes on SIGCONT.
+                        unsafe { libc::kill(libc::getpid(), libc::SIGSTOP) };
+                        signal_group(pgid, libc::SIGCONT);
+                    }
                     signal => signal_group(pgid, signal),
                 }
             }
@@ -768,11 +799,15 @@ on macOS the command runs on too).";
         if !group_alive(pgid) {
             return;
         }
-        signal_group(pgid, libc::SIGTERM);
+        // A lost lease may already be another process's: no grace, which
+        // could outlast the lease itself (a short lease expires within a
+        // third of its duration of the loss being reported).
+        let mut killed = outcome.lost.is_some();
+        let first = if killed { libc::SIGKILL } else { libc::SIGTERM };
+        signal_group(pgid, first);
         // SIGCONT too: a stopped process acts on SIGTERM only once continued.
         signal_group(pgid, libc::SIGCONT);
         let start = std::time::Instant::now();
-        let mut killed = false;
         loop {
             loop {
                 let mut status = 0;
