@@ -809,6 +809,24 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_mode_is_never_spelled_as_a_known_one() {
+        let unknown = |name| {
+            Record::V2(V2Record {
+                pid: Pid::new(1).unwrap(),
+                host: "vm",
+                mode: Mode::Unknown(name),
+                token: None,
+                duration: None,
+                start: None,
+            })
+            .validate()
+        };
+        assert_eq!(unknown("exclusive"), Err(Invalid::AmbiguousMode));
+        assert_eq!(unknown("lease"), Err(Invalid::AmbiguousMode));
+        assert_eq!(unknown("shared"), Ok(()));
+    }
+
+    #[test]
     fn a_lease_is_encoded_only_with_a_positive_duration() {
         let lease = |duration| {
             Record::V2(V2Record {
