@@ -394,6 +394,127 @@ mod tests {
     }
 
     #[test]
+    fn a_file_time_adds_its_nanoseconds_to_its_seconds() {
+        assert_eq!(FileTime { sec: 2, nsec: 5 }.as_nanos(), 2_000_000_005);
+        assert_eq!(FileTime { sec: -1, nsec: 5 }.as_nanos(), -999_999_995);
+        let t = |sec, nsec| FileTime { sec, nsec };
+        assert!(lifetime_expired(t(10, 1), t(5, 1), Duration::from_secs(5)));
+        assert!(!lifetime_expired(t(10, 0), t(5, 1), Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn a_kill_probe_proves_a_death_only_by_esrch() {
+        assert_eq!(Liveness::from_kill(Ok(())), Liveness::Alive);
+        assert_eq!(Liveness::from_kill(Err(Errno::PERM)), Liveness::Alive);
+        assert_eq!(Liveness::from_kill(Err(Errno::SRCH)), Liveness::Dead);
+        for e in [Errno::INVAL, Errno::ACCES, Errno::from_raw(9999)] {
+            assert_eq!(Liveness::from_kill(Err(e)), Liveness::Unknown(e));
+        }
+    }
+
+    #[test]
+    fn the_current_start_is_needed_exactly_when_the_verdict_reads_it() {
+        let here = "vm";
+        let current = Some(StartToken::linux(0, 7));
+        for host in [here, "other"] {
+            for probe in [
+                Liveness::Alive,
+                Liveness::Dead,
+                Liveness::Unknown(Errno::INVAL),
+            ] {
+                for start in [None, Some("8")] {
+                    let o = owner(host, start);
+                    let needed = needs_current_start(&o, here, probe);
+                    let expected = host == here && probe == Liveness::Alive && start.is_some();
+                    assert_eq!(needed, expected, "{host} {probe:?} {start:?}");
+                    if !needed {
+                        assert_eq!(
+                            judge_owner(&o, here, probe, current),
+                            judge_owner(&o, here, probe, None),
+                            "{host} {probe:?} {start:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_owner_is_current_only_with_our_pid_our_host_and_exactly_our_start() {
+        let here = "vm";
+        let me = Pid::new(42).unwrap();
+        let other = Pid::new(43).unwrap();
+        let mine = Some(StartToken::linux(0, 7));
+        assert!(owner_is_current(&owner(here, None), me, here, mine));
+        assert!(owner_is_current(&owner(here, None), me, here, None));
+        assert!(owner_is_current(&owner(here, Some("7")), me, here, mine));
+        assert!(!owner_is_current(&owner(here, Some("8")), me, here, mine));
+        assert!(
+            !owner_is_current(&owner(here, Some("7")), me, here, None),
+            "a recorded start we cannot read is not ours"
+        );
+        assert!(
+            !owner_is_current(
+                &owner(here, Some("7")),
+                me,
+                here,
+                Some(StartToken::linux(5, 7))
+            ),
+            "compared exactly, not as same_start does"
+        );
+        assert!(!owner_is_current(&owner(here, None), other, here, mine));
+        assert!(!owner_is_current(&owner("other", None), me, here, mine));
+        assert!(!owner_is_current(&owner("other", None), other, here, mine));
+    }
+
+    #[test]
+    fn the_elsewhere_scan_applies_to_a_token_of_this_boot_or_of_no_boot() {
+        let mut buf = [0u8; crate::start::START_DIGITS_MAX];
+        let boot_7 = StartToken::linux(7, 3).to_decimal(&mut buf);
+        let no_boot = Decimal::parse(b"3").unwrap();
+        assert!(!elsewhere_scan_applies(None, 7));
+        assert!(
+            elsewhere_scan_applies(Some(boot_7), 0),
+            "a reader without a boot id cannot rule it out"
+        );
+        assert!(elsewhere_scan_applies(Some(boot_7), 7));
+        assert!(!elsewhere_scan_applies(Some(boot_7), 8), "another boot");
+        assert!(elsewhere_scan_applies(Some(no_boot), 8));
+    }
+
+    #[test]
+    fn a_reset_watch_counts_again_from_its_next_look() {
+        let key = WatchKey {
+            mtime: FileTime { sec: 1, nsec: 0 },
+            ino: 5,
+            ctime: FileTime { sec: 1, nsec: 0 },
+        };
+        let mut w = UnchangedWatch::new();
+        assert_eq!(w.observe(key, Instant(0)), Duration::ZERO);
+        assert_eq!(w.observe(key, Instant(5)), Duration::from_nanos(5));
+        w.reset();
+        assert_eq!(w, UnchangedWatch::new());
+        assert_eq!(w.observe(key, Instant(10)), Duration::ZERO);
+        assert_eq!(w.observe(key, Instant(12)), Duration::from_nanos(2));
+    }
+
+    #[test]
+    fn with_lock_ex_grants_read_and_write_to_each_class_the_umask_lets_write() {
+        for (umask, mode) in [
+            (0o000, 0o666),
+            (0o002, 0o660),
+            (0o004, 0o662),
+            (0o020, 0o606),
+            (0o022, 0o600),
+            (0o066, 0o600),
+            (0o077, 0o600),
+            (0o777, 0o000),
+        ] {
+            assert_eq!(with_lock_ex_mode(umask), mode, "umask {umask:o}");
+        }
+    }
+
+    #[test]
     fn watch_restarts_on_any_change() {
         let key = WatchKey {
             mtime: FileTime { sec: 1, nsec: 0 },

@@ -88,3 +88,17 @@ impl fmt::Display for Decimal<'_> {
         f.write_str(self.0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::format;
+
+    #[test]
+    fn a_decimal_prints_its_canonical_digits() {
+        let d = Decimal::parse(b"007").unwrap();
+        assert_eq!(format!("{d}"), "7");
+        assert_eq!(format!("{d:?}"), "7");
+    }
+}

@@ -89,17 +89,6 @@ impl Errno {
     pub const fn raw(self) -> i32 {
         self.0
     }
-
-    /// Whether a failed exchange of two names means "this filesystem or
-    /// platform cannot exchange" rather than a real error: `EINVAL`,
-    /// `ENOSYS`, `EXDEV`, `ENOTSUP` or `EOPNOTSUPP` (PROTOCOL 6).
-    pub fn is_exchange_refusal(self) -> bool {
-        self == Self::INVAL
-            || self == Self::NOSYS
-            || self == Self::XDEV
-            || self == Self::NOTSUP
-            || self == Self::OPNOTSUPP
-    }
 }
 
 impl fmt::Debug for Errno {
@@ -117,5 +106,28 @@ impl fmt::Display for Errno {
             Some(name) => f.write_str(name),
             None => write!(f, "errno {}", self.0),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::format;
+
+    #[test]
+    fn a_raw_value_comes_back_as_it_went_in() {
+        for raw in [0, 2, -1, 9999, i32::MIN] {
+            assert_eq!(Errno::from_raw(raw).raw(), raw);
+        }
+        assert_eq!(Errno::NOENT.raw(), 2);
+    }
+
+    #[test]
+    fn a_known_error_prints_its_name_and_an_unknown_one_its_number() {
+        assert_eq!(format!("{}", Errno::NOENT), "ENOENT");
+        assert_eq!(format!("{:?}", Errno::NOENT), "Errno(ENOENT)");
+        assert_eq!(format!("{}", Errno::from_raw(9999)), "errno 9999");
+        assert_eq!(format!("{:?}", Errno::from_raw(9999)), "Errno(9999)");
     }
 }

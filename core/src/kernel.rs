@@ -288,6 +288,12 @@ mod tests {
         busy_for: Duration,
         /// What the lock call answers once the lock is free.
         free: Result<(), Errno>,
+        /// What an exclusive open answers (`EEXIST`: the file is there).
+        exclusive_open: Result<(), Errno>,
+        /// How many lock calls answer `EINTR` first.
+        interrupts: u32,
+        /// Calls so far; an attempt that never ends fails the test.
+        calls: u32,
         pauses: [Duration; 16],
         slept: usize,
         attempts: u32,
@@ -300,6 +306,9 @@ mod tests {
                 now: Duration::ZERO,
                 busy_for,
                 free: Ok(()),
+                exclusive_open: Ok(()),
+                interrupts: 0,
+                calls: 0,
                 pauses: [Duration::ZERO; 16],
                 slept: 0,
                 attempts: 0,
@@ -310,13 +319,29 @@ mod tests {
 
     const ID: FileId = FileId { dev: 1, ino: 2 };
 
+    impl Fake {
+        fn call(&mut self) {
+            self.calls += 1;
+            assert!(self.calls < 1000, "the attempt never ends");
+        }
+    }
+
     impl KernelOs for Fake {
         type File = FileId;
-        fn open(&mut self, _exclusive: bool) -> Result<FileId, Errno> {
+        fn open(&mut self, exclusive: bool) -> Result<FileId, Errno> {
+            self.call();
             self.attempts += 1;
-            Ok(ID)
+            match exclusive {
+                true => self.exclusive_open.map(|()| ID),
+                false => Ok(ID),
+            }
         }
         fn lock(&mut self, _file: &FileId, _wait: bool) -> Result<(), Errno> {
+            self.call();
+            if self.interrupts > 0 {
+                self.interrupts -= 1;
+                return Err(Errno::INTR);
+            }
             match self.now < self.busy_for {
                 true => Err(Errno::AGAIN),
                 false => self.free,
@@ -399,6 +424,40 @@ mod tests {
         // beside an empty file nobody knows who created.
         let out = acquire(&mut os, false, false, &mut Deadline::once());
         assert!(matches!(out, Err((Step::Lock, e)) if e == Errno::NOSYS));
+    }
+
+    #[test]
+    fn a_fallback_attempt_opens_a_file_already_there_as_not_created() {
+        let mut os = Fake::new(Duration::ZERO);
+        os.free = Err(Errno::NOSYS);
+        os.exclusive_open = Err(Errno::EXIST);
+        let out = attempt(&mut os, false, true);
+        assert!(matches!(
+            out,
+            Ok(Outcome::Unsupported { created: false, .. })
+        ));
+    }
+
+    #[test]
+    fn a_fallback_attempt_reports_any_other_error_of_its_exclusive_open() {
+        let mut os = Fake::new(Duration::ZERO);
+        os.exclusive_open = Err(Errno::ACCES);
+        let out = attempt(&mut os, false, true);
+        assert!(matches!(out, Err((Step::Open, e)) if e == Errno::ACCES));
+        assert_eq!(os.attempts, 1, "no second open");
+    }
+
+    #[test]
+    fn an_interrupted_lock_call_is_made_again() {
+        let mut os = Fake::new(Duration::ZERO);
+        os.interrupts = 2;
+        let out = attempt(&mut os, true, false);
+        assert!(matches!(out, Ok(Outcome::Held(id, _)) if id == ID));
+        assert_eq!(
+            (os.interrupts, os.attempts),
+            (0, 1),
+            "on the same open file"
+        );
     }
 
     #[test]

@@ -213,7 +213,9 @@ pub fn parse_derived<'a>(lock_base: &[u8], entry: &'a [u8]) -> Option<Derived<'a
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
     use super::*;
+    use std::format;
 
     const HEX: &str = "0123456789abcdef0123456789abcdef";
 
@@ -285,6 +287,43 @@ mod tests {
             s.push_str(p).unwrap();
         }
         s
+    }
+
+    #[test]
+    fn a_lock_name_of_max_lock_name_bytes_leaves_room_for_every_derived_name() {
+        let token = Token([0xab; 16]);
+        let widest = Pid::new(Pid::MAX).unwrap();
+        let longest = [b'a'; MAX_LOCK_NAME + 1];
+        let name = restore_name(&longest[..MAX_LOCK_NAME], widest, &token).unwrap();
+        assert_eq!(name.len(), NAME_MAX, "the restore name is the longest");
+        let name = pid_break_name(&longest[..MAX_LOCK_NAME], widest, &token).unwrap();
+        assert!(name.len() < NAME_MAX);
+        assert_eq!(restore_name(&longest, widest, &token), Err(NameTooLong));
+    }
+
+    #[test]
+    fn a_break_name_spells_the_breaker_pid_in_decimal() {
+        let token = Token::parse_hex(HEX.as_bytes()).unwrap();
+        let pid = Pid::new(15856).unwrap();
+        let name = pid_break_name(b"l.lock", pid, &token).unwrap();
+        assert_eq!(
+            name.as_slice(),
+            alloc_fmt(&["l.lock.break.15856.", HEX]).as_bytes()
+        );
+        let digits = Decimal::parse(b"15856").unwrap();
+        assert_eq!(break_name(b"l.lock", digits, &token), Ok(name));
+        let long = [b'a'; 250];
+        assert_eq!(pid_break_name(&long, pid, &token), Err(NameTooLong));
+    }
+
+    #[test]
+    fn a_token_and_a_too_long_name_print_as_text() {
+        let token = Token::parse_hex(HEX.as_bytes()).unwrap();
+        assert_eq!(format!("{token:?}"), HEX);
+        assert_eq!(
+            format!("{NameTooLong}"),
+            "derived file name longer than 255 bytes"
+        );
     }
 
     #[test]

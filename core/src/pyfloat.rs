@@ -175,6 +175,8 @@ mod tests {
             (5e-324, "5e-324"),
             (1.7976931348623157e308, "1.7976931348623157e+308"),
             (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (f64::NAN, "nan"),
         ] {
             assert_eq!(repr(value).as_str(), text, "{value:e}");
         }

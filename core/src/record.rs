@@ -615,7 +615,9 @@ impl Record<'_> {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
     use super::*;
+    use std::format;
 
     fn v1(text: &str) -> Result<(u32, &str, Option<&str>), Malformed> {
         V1Record::parse(text).map(|r| (r.pid.get(), r.host, r.start.map(|s| s.as_str())))
@@ -771,6 +773,115 @@ mod tests {
         let v2 = b"filelock/2\npid=1\nhost=vm\nmode=exclusive\n";
         assert!(matches!(c(v2, Reader::Protocol1), Classified::Malformed(_)));
         assert!(matches!(c(v2, Reader::Protocol2), Classified::V2(_)));
+    }
+
+    #[test]
+    fn a_protocol2_reader_says_why_a_protocol2_text_is_malformed() {
+        let no_mode = b"filelock/2\npid=1\nhost=vm\n";
+        assert_eq!(
+            classify(Content::Bytes(no_mode), Reader::Protocol2),
+            Classified::Malformed(Malformed::MissingMode)
+        );
+        assert_eq!(
+            classify(Content::Bytes(no_mode), Reader::Protocol1),
+            Classified::Malformed(Malformed::BadPid)
+        );
+    }
+
+    #[test]
+    fn a_duration_is_encoded_only_if_finite_and_not_negative() {
+        let exclusive = |duration| {
+            Record::V2(V2Record {
+                pid: Pid::new(1).unwrap(),
+                host: "vm",
+                mode: Mode::Exclusive,
+                token: None,
+                duration: Some(duration),
+                start: None,
+            })
+            .validate()
+        };
+        assert_eq!(exclusive(0.0), Ok(()));
+        assert_eq!(exclusive(30.0), Ok(()));
+        for bad in [-1.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
+            assert_eq!(exclusive(bad), Err(Invalid::Duration), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_mode_is_never_spelled_as_a_known_one() {
+        let unknown = |name| {
+            Record::V2(V2Record {
+                pid: Pid::new(1).unwrap(),
+                host: "vm",
+                mode: Mode::Unknown(name),
+                token: None,
+                duration: None,
+                start: None,
+            })
+            .validate()
+        };
+        assert_eq!(unknown("exclusive"), Err(Invalid::AmbiguousMode));
+        assert_eq!(unknown("lease"), Err(Invalid::AmbiguousMode));
+        assert_eq!(unknown("shared"), Ok(()));
+    }
+
+    #[test]
+    fn a_lease_is_encoded_only_with_a_positive_duration() {
+        let lease = |duration| {
+            Record::V2(V2Record {
+                pid: Pid::new(1).unwrap(),
+                host: "vm",
+                mode: Mode::Lease,
+                token: Some("t"),
+                duration: Some(duration),
+                start: None,
+            })
+            .validate()
+        };
+        assert_eq!(lease(f64::MIN_POSITIVE), Ok(()));
+        assert_eq!(lease(0.0), Err(Invalid::Duration));
+    }
+
+    #[test]
+    fn encoding_accepts_exactly_the_1024_bytes_a_reader_reads() {
+        let hosts = [b'a'; MAX_RECORD_LEN];
+        let record = |host_len| {
+            Record::V1(V1Record {
+                pid: Pid::new(1).unwrap(),
+                // ASCII letters only.
+                host: core::str::from_utf8(&hosts[..host_len]).unwrap(),
+                start: None,
+            })
+        };
+        // "1\n" + host + "\n"
+        let longest = record(MAX_RECORD_LEN - 3);
+        assert_eq!(longest.encoded_len(), MAX_RECORD_LEN);
+        let mut buf = [0u8; READ_LIMIT];
+        let len = longest.encode(&mut buf).unwrap();
+        assert!(matches!(
+            classify(Content::Bytes(&buf[..len]), Reader::Protocol1),
+            Classified::V1(_)
+        ));
+        assert_eq!(record(MAX_RECORD_LEN - 2).validate(), Err(Invalid::TooLong));
+    }
+
+    #[test]
+    fn errors_print_as_text() {
+        assert_eq!(format!("{}", Malformed::MissingMode), "no mode");
+        assert_eq!(
+            format!("{}", Invalid::TooLong),
+            "the record is longer than 1024 bytes"
+        );
+        let e: EncodeError<()> = EncodeError::Invalid(Invalid::LeaseToken);
+        assert_eq!(
+            format!("{e}"),
+            "record not encodable: a lease needs a non-empty token"
+        );
+        let e: EncodeError<()> = EncodeError::BufferTooSmall(18);
+        assert_eq!(format!("{e}"), "buffer too small: record needs 18 bytes");
+        let e: EncodeError<()> = EncodeError::Write(());
+        assert_eq!(format!("{e}"), "write failed: ()");
     }
 
     #[test]

@@ -166,7 +166,9 @@ pub fn timens_offsets_unshifted(text: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
     use super::*;
+    use std::format;
 
     #[test]
     fn darwin_token_is_microseconds_of_p_starttime() {
@@ -195,6 +197,16 @@ mod tests {
         );
         assert_eq!(parse_boot_id(b"not hex"), 0);
         assert_eq!(parse_boot_id(b""), 0);
+        assert_eq!(format!("{token}"), token.to_decimal(&mut buf).as_str());
+    }
+
+    #[test]
+    fn a_boot_id_has_at_most_32_hex_digits() {
+        let at_most = b"ffffffff-ffff-ffff-ffff-ffffffffffff";
+        assert_eq!(parse_boot_id(at_most), u128::MAX);
+        let one_more = b"1ffffffff-ffff-ffff-ffff-ffffffffffff";
+        assert_eq!(parse_boot_id(one_more), 0);
+        assert_eq!(parse_boot_id(b"-"), 0);
     }
 
     #[test]
@@ -242,5 +254,12 @@ mod tests {
         assert!(timens_offsets_unshifted(b"7 0 0\n"));
         assert!(!timens_offsets_unshifted(b"boottime 100 0\n"));
         assert!(!timens_offsets_unshifted(b""));
+        assert!(timens_offsets_unshifted(b"boottime 0 0\n"));
+        assert!(
+            !timens_offsets_unshifted(b"monotonic 0 0\nboottime 5 0\n"),
+            "only the boottime line counts"
+        );
+        assert!(!timens_offsets_unshifted(b"boottime\n"));
+        assert!(!timens_offsets_unshifted(b"boottime 0 0 0\n"));
     }
 }
