@@ -61,7 +61,7 @@ use std::time::Duration;
 use swaplock_core::decide::{FileId, HeldBecause};
 use swaplock_core::host::HostName;
 use swaplock_core::names::{Name, MAX_LOCK_NAME, NAME_MAX};
-use swaplock_core::record::{classify, Classified, Content, Mode, Reader, READ_LIMIT};
+use swaplock_core::record::{classify, Classified, Content, Mode, READ_LIMIT};
 use swaplock_core::soft::{
     self as protocol, Attempt, Clock, CompromiseWatch, Config, Contender, Held, Holder, LeaseTerms,
     Refresh, Standing,
@@ -446,9 +446,10 @@ impl SoftLock {
         }
     }
 
-    /// Who holds the lock now, as the marker says; `None` when there is no
-    /// marker.
-    pub fn owner(&self) -> io::Result<Option<OwnerInfo>> {
+    /// Reads the marker as a reader does (at most [`READ_LIMIT`] bytes, not
+    /// following a symlink): its bytes, whether it is a regular file, and
+    /// its age by mtime; `None` when there is no marker.
+    fn read_marker(&self) -> io::Result<Option<MarkerRead>> {
         let meta = match std::fs::symlink_metadata(&self.path) {
             Ok(m) => m,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -463,18 +464,21 @@ impl SoftLock {
                 .read_to_end(&mut bytes)
                 .map_err(|e| LockError::io(&self.path, Step::Open, e.kind(), e))?;
         }
-        let content = if meta.is_file() {
-            Content::Bytes(&bytes)
-        } else {
-            Content::NotRegular
+        Ok(Some(MarkerRead {
+            bytes,
+            regular: meta.is_file(),
+            age: meta.modified().ok().and_then(|m| m.elapsed().ok()),
+        }))
+    }
+
+    /// Who holds the lock now, as the marker says; `None` when there is no
+    /// marker.
+    pub fn owner(&self) -> io::Result<Option<OwnerInfo>> {
+        let Some(read) = self.read_marker()? else {
+            return Ok(None);
         };
-        let age = meta.modified().ok().and_then(|m| m.elapsed().ok());
-        let reader = if self.kind == Kind::Soft {
-            Reader::Protocol1
-        } else {
-            Reader::Protocol2
-        };
-        Ok(Some(OwnerInfo::from(classify(content, reader), age)))
+        let classified = classify(read.content(), self.kind.reader());
+        Ok(Some(OwnerInfo::from(classified, read.age)))
     }
 
     /// Who holds the lock now, as the marker says, and how a contender of
@@ -501,31 +505,11 @@ impl SoftLock {
     ///
     /// [`standing`]: swaplock_core::soft::standing
     pub fn status(&self) -> io::Result<Option<(OwnerInfo, swaplock_core::soft::Standing)>> {
-        let meta = match std::fs::symlink_metadata(&self.path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(LockError::io(&self.path, Step::Stat, e.kind(), e)),
+        let Some(read) = self.read_marker()? else {
+            return Ok(None);
         };
-        let mut bytes = Vec::with_capacity(READ_LIMIT);
-        if meta.is_file() {
-            use std::io::Read;
-            let file = std::fs::File::open(&self.path)
-                .map_err(|e| LockError::io(&self.path, Step::Open, e.kind(), e))?;
-            file.take(READ_LIMIT as u64)
-                .read_to_end(&mut bytes)
-                .map_err(|e| LockError::io(&self.path, Step::Open, e.kind(), e))?;
-        }
-        let content = if meta.is_file() {
-            Content::Bytes(&bytes)
-        } else {
-            Content::NotRegular
-        };
-        let age = meta.modified().ok().and_then(|m| m.elapsed().ok());
-        let reader = if self.kind == Kind::Soft {
-            Reader::Protocol1
-        } else {
-            Reader::Protocol2
-        };
+        let (content, age) = (read.content(), read.age);
+        let reader = self.kind.reader();
         // The judgement probes processes only; the directory is opened
         // because the adapter answers for a directory, and never created.
         let dir = os::open_dir(&self.dir).map_err(|e| self.err(Step::Open, e))?;
@@ -534,6 +518,25 @@ impl SoftLock {
         let standing = swaplock_core::soft::standing(&mut SoftOs::on(&dir), &cfg, content);
         let owner = OwnerInfo::from(classify(content, reader), age);
         Ok(Some((owner, standing)))
+    }
+}
+
+/// A marker as [`SoftLock::owner`] and [`SoftLock::status`] read it.
+struct MarkerRead {
+    bytes: Vec<u8>,
+    regular: bool,
+    /// The time since its mtime.
+    age: Option<Duration>,
+}
+
+impl MarkerRead {
+    /// Its bytes as the core reads them.
+    fn content(&self) -> Content<'_> {
+        if self.regular {
+            Content::Bytes(&self.bytes)
+        } else {
+            Content::NotRegular
+        }
     }
 }
 
