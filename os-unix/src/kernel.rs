@@ -296,12 +296,7 @@ impl swaplock_core::wait::Clock for UnixKernel<'_> {
     /// # References
     /// - [`clock_gettime(2)`](https://man7.org/linux/man-pages/man2/clock_gettime.2.html)
     fn wall(&mut self) -> FileTime {
-        let t = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
-        // tv_nsec is in 0..1_000_000_000.
-        FileTime {
-            sec: t.tv_sec,
-            nsec: t.tv_nsec as u32,
-        }
+        crate::soft::wall_now()
     }
 
     /// `nanosleep` — pause this thread.

@@ -320,11 +320,7 @@ impl<P: Platform> Clock for UnixOs<'_, P> {
 
     /// `clock_gettime(CLOCK_REALTIME)`.
     fn wall(&mut self) -> FileTime {
-        let t = rustix::time::clock_gettime(ClockId::Realtime);
-        FileTime {
-            sec: t.tv_sec,
-            nsec: t.tv_nsec as u32,
-        }
+        wall_now()
     }
 
     /// `nanosleep`.
@@ -394,6 +390,19 @@ pub fn monotonic_now() -> Instant {
             .saturating_mul(1_000_000_000)
             .saturating_add(t.tv_nsec as u64),
     )
+}
+
+/// `clock_gettime(CLOCK_REALTIME)` — the wall clock, as file times are.
+///
+/// # References
+/// - [`clock_gettime(2)`](https://man7.org/linux/man-pages/man2/clock_gettime.2.html)
+pub fn wall_now() -> FileTime {
+    let t = rustix::time::clock_gettime(ClockId::Realtime);
+    // tv_nsec is in 0..1_000_000_000.
+    FileTime {
+        sec: t.tv_sec,
+        nsec: t.tv_nsec as u32,
+    }
 }
 
 /// This process's PID.

@@ -2,7 +2,7 @@
 //! on byte 0, and the identity of a handle and of a path.
 
 use std::os::windows::io::{AsHandle, AsRawHandle, FromRawHandle, OwnedHandle};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use swaplock_core::decide::{FileId, FileTime, Instant};
 use swaplock_core::Errno;
 use windows_sys::Win32::Foundation::{
@@ -284,13 +284,7 @@ impl swaplock_core::wait::Clock for WindowsKernel<'_> {
     /// # References
     /// - [`GetSystemTimePreciseAsFileTime`](https://learn.microsoft.com/en-us/windows/win32/api/sysinfoapi/nf-sysinfoapi-getsystemtimepreciseasfiletime)
     fn wall(&mut self) -> FileTime {
-        let since = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or(Duration::ZERO);
-        FileTime {
-            sec: i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
-            nsec: since.subsec_nanos(),
-        }
+        crate::soft::wall_now()
     }
 
     /// `Sleep` — pause this thread.

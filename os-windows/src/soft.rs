@@ -500,13 +500,7 @@ impl Clock for WindowsOs<'_> {
     }
 
     fn wall(&mut self) -> FileTime {
-        let since = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or(Duration::ZERO);
-        FileTime {
-            sec: i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
-            nsec: since.subsec_nanos(),
-        }
+        wall_now()
     }
 
     fn sleep(&mut self, duration: Duration) {
@@ -644,6 +638,21 @@ pub fn random_token() -> Token {
     };
     assert!(status >= 0, "BCryptGenRandom failed: {status:#x}");
     Token(t)
+}
+
+/// `GetSystemTimePreciseAsFileTime` (through std's `SystemTime`): the wall
+/// clock, as file times are, as time since the Unix epoch.
+///
+/// # References
+/// - [`GetSystemTimePreciseAsFileTime`](https://learn.microsoft.com/en-us/windows/win32/api/sysinfoapi/nf-sysinfoapi-getsystemtimepreciseasfiletime)
+pub fn wall_now() -> FileTime {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO);
+    FileTime {
+        sec: i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
+        nsec: since.subsec_nanos(),
+    }
 }
 
 /// A monotonic clock reading: time since this process first asked.
