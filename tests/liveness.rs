@@ -190,12 +190,7 @@ fn a_breaker_killed_before_its_exchange_leaves_nothing_for_good() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lock");
     let host = swaplock_linux::soft::host_name();
-    let dead = {
-        let mut child = Command::new("true").spawn().unwrap();
-        let pid = child.id();
-        child.wait().unwrap();
-        pid
-    };
+    let dead = common::dead_pid();
     std::fs::write(&path, format!("{dead}\n{host}\n")).unwrap();
     // `swaplock break` takes the stale marker over; SIGKILL on entry to its
     // exchange (renameat2) kills it with its break file written.
@@ -284,12 +279,7 @@ fn a_breaker_killed_at_its_record_write_leaves_no_empty_break_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lock");
     let host = swaplock_linux::soft::host_name();
-    let dead = {
-        let mut child = Command::new("true").spawn().unwrap();
-        let pid = child.id();
-        child.wait().unwrap();
-        pid
-    };
+    let dead = common::dead_pid();
     std::fs::write(&path, format!("{dead}\n{host}\n")).unwrap();
     // The breaker's second write(2) is its record's for the takeover (the
     // first, into an unnamed file, found the lock path taken).

@@ -57,13 +57,6 @@ fn kill(holder: Holder) {
 }
 
 /// A process that is surely dead: spawned, exited and reaped.
-fn dead_pid() -> u32 {
-    let mut child = Command::new("true").spawn().unwrap();
-    let pid = child.id();
-    child.wait().unwrap();
-    pid
-}
-
 fn host() -> String {
     peer(&["identity", "1"])["host"]
         .as_str()
@@ -450,7 +443,7 @@ fn a_killed_breakers_stranded_marker_is_put_back() {
     let path = dir.path().join("a.lock");
     let (holder, _) = python_holder("soft", &path, &[]);
     let ino = std::fs::metadata(&path).unwrap().ino();
-    let dead = dead_pid();
+    let dead = common::dead_pid();
     strand(&path, dead, format!("filelock/break\n{dead}\n").as_bytes());
     let lock = SoftLock::soft(&path).poll_interval(Duration::from_millis(20));
     let err = lock.lock_timeout(Duration::from_millis(2600)).unwrap_err();
@@ -474,7 +467,7 @@ fn a_killed_breakers_stranded_marker_is_put_back() {
     // A complete dead-breaker record at the path: restored on the first attempt.
     let (holder, _) = python_holder("marker", &path, &[]);
     let ino = std::fs::metadata(&path).unwrap().ino();
-    let dead = dead_pid();
+    let dead = common::dead_pid();
     strand(
         &path,
         dead,
@@ -487,9 +480,9 @@ fn a_killed_breakers_stranded_marker_is_put_back() {
     drop(holder);
 
     // A dead stranded holder: its record is deleted and the contender acquires.
-    let dead_holder = dead_pid();
+    let dead_holder = common::dead_pid();
     write_marker(&path, format!("{dead_holder}\n{host}\n").as_bytes());
-    let dead = dead_pid();
+    let dead = common::dead_pid();
     strand(&path, dead, format!("{dead}\n{host}\n").as_bytes());
     let guard = SoftLock::soft(&path)
         .try_lock()
@@ -502,7 +495,7 @@ fn a_killed_breakers_stranded_marker_is_put_back() {
         .stdin(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let dead = dead_pid();
+    let dead = common::dead_pid();
     write_marker(&path, format!("{dead}\n{host}\n").as_bytes());
     let claim = PathBuf::from(format!(
         "{}.restore.{}.{}",
@@ -643,44 +636,9 @@ fn a_lease_contender_never_expires_an_exclusive_holder() {
         .unwrap();
 }
 
-/// A bindfs (FUSE) mount, which answers `renameat2(RENAME_EXCHANGE)` with
-/// `EINVAL`, as NFS and SMB refuse it; unmounted on drop.
-struct NoExchangeMount {
-    mount: tempfile::TempDir,
-    _source: tempfile::TempDir,
-}
-
-impl NoExchangeMount {
-    fn new() -> Self {
-        let source = tempfile::tempdir().unwrap();
-        let mount = tempfile::tempdir().unwrap();
-        let status = Command::new("bindfs")
-            .arg(source.path())
-            .arg(mount.path())
-            .status();
-        assert!(
-            status.is_ok_and(|s| s.success()),
-            "bindfs failed: run scripts/setup (it installs bindfs) as root, with /dev/fuse"
-        );
-        NoExchangeMount {
-            mount,
-            _source: source,
-        }
-    }
-}
-
-impl Drop for NoExchangeMount {
-    fn drop(&mut self) {
-        let _ = Command::new("fusermount")
-            .arg("-u")
-            .arg(self.mount.path())
-            .status();
-    }
-}
-
 #[test]
 fn without_an_exchange_neither_side_breaks_a_dead_holder() {
-    let fs = NoExchangeMount::new();
+    let fs = common::NoExchangeMount::new();
     let path = fs.mount.path().join("a.lock");
     for (name, kind) in [("soft", Kind::Soft), ("marker", Kind::Marker)] {
         let (holder, _) = python_holder(name, &path, &[]);

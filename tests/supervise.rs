@@ -474,44 +474,9 @@ fn a_lease_duration_mismatch_names_the_lease_option() {
     );
 }
 
-/// A bindfs (FUSE) mount, which answers `renameat2(RENAME_EXCHANGE)` with
-/// `EINVAL`, as NFS and SMB refuse it; unmounted on drop.
-struct NoExchangeMount {
-    mount: tempfile::TempDir,
-    _source: tempfile::TempDir,
-}
-
-impl NoExchangeMount {
-    fn new() -> Self {
-        let source = tempfile::tempdir().unwrap();
-        let mount = tempfile::tempdir().unwrap();
-        let status = Command::new("bindfs")
-            .arg(source.path())
-            .arg(mount.path())
-            .status();
-        assert!(
-            status.is_ok_and(|s| s.success()),
-            "bindfs failed: run scripts/setup (it installs bindfs) as root, with /dev/fuse"
-        );
-        NoExchangeMount {
-            mount,
-            _source: source,
-        }
-    }
-}
-
-impl Drop for NoExchangeMount {
-    fn drop(&mut self) {
-        let _ = Command::new("fusermount")
-            .arg("-u")
-            .arg(self.mount.path())
-            .status();
-    }
-}
-
 #[test]
 fn a_stale_marker_that_cannot_be_exchanged_is_explained_with_the_remedy() {
-    let fs = NoExchangeMount::new();
+    let fs = common::NoExchangeMount::new();
     let path = fs.mount.path().join("a.lock");
     for kind in ["soft", "marker"] {
         // A holder killed outright leaves its marker, naming a dead PID.

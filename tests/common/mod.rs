@@ -166,3 +166,46 @@ pub fn peer(args: &[&str]) -> serde_json::Value {
 pub fn swaplock() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_swaplock"))
 }
+
+/// The PID of a process that has exited: a record naming it is stale.
+pub fn dead_pid() -> u32 {
+    let mut child = Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+/// A bindfs (FUSE) mount, which answers `renameat2(RENAME_EXCHANGE)` with
+/// `EINVAL`, as NFS and SMB refuse it; unmounted on drop.
+pub struct NoExchangeMount {
+    pub mount: tempfile::TempDir,
+    _source: tempfile::TempDir,
+}
+
+impl NoExchangeMount {
+    pub fn new() -> Self {
+        let source = tempfile::tempdir().unwrap();
+        let mount = tempfile::tempdir().unwrap();
+        let status = Command::new("bindfs")
+            .arg(source.path())
+            .arg(mount.path())
+            .status();
+        assert!(
+            status.is_ok_and(|s| s.success()),
+            "bindfs failed: run scripts/setup (it installs bindfs) as root, with /dev/fuse"
+        );
+        NoExchangeMount {
+            mount,
+            _source: source,
+        }
+    }
+}
+
+impl Drop for NoExchangeMount {
+    fn drop(&mut self) {
+        let _ = Command::new("fusermount")
+            .arg("-u")
+            .arg(self.mount.path())
+            .status();
+    }
+}
