@@ -61,32 +61,6 @@ fn a_lock_name_too_long_for_its_derived_names_is_refused_before_anything_is_crea
     }
 }
 
-/// A tmpfs with few inodes, unmounted on drop.
-struct SmallTmpfs(tempfile::TempDir);
-
-impl SmallTmpfs {
-    fn new(inodes: u32) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o"])
-            .arg(format!("nr_inodes={inodes},size=1m"))
-            .arg("tmpfs")
-            .arg(dir.path())
-            .status();
-        assert!(
-            status.is_ok_and(|s| s.success()),
-            "mounting a tmpfs failed: these tests run as root (scripts/test)"
-        );
-        SmallTmpfs(dir)
-    }
-}
-
-impl Drop for SmallTmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.0.path()).status();
-    }
-}
-
 /// Creates files in `dir` until the filesystem has no inode left.
 fn exhaust_inodes(dir: &Path) -> usize {
     for n in 0.. {
@@ -104,7 +78,7 @@ fn exhaust_inodes(dir: &Path) -> usize {
 /// takes the lock.
 #[test]
 fn a_release_without_a_free_inode_still_removes_the_marker() {
-    let fs = SmallTmpfs::new(16);
+    let fs = common::Tmpfs::mount("nr_inodes=16,size=1m");
     let path = fs.0.path().join("jobs.lock");
     for kind in [
         swaplock::soft::Kind::Soft,
@@ -194,19 +168,16 @@ fn a_breaker_killed_before_its_exchange_leaves_nothing_for_good() {
     std::fs::write(&path, format!("{dead}\n{host}\n")).unwrap();
     // `swaplock break` takes the stale marker over; SIGKILL on entry to its
     // exchange (renameat2) kills it with its break file written.
-    let status = Command::new("strace")
-        .args([
-            "-f",
-            "-o",
-            "/dev/null",
-            "-e",
-            "inject=renameat2:signal=KILL",
-        ])
-        .arg(env!("CARGO_BIN_EXE_swaplock"))
-        .args(["break", "--kind", "soft"])
-        .arg(&path)
-        .status()
-        .expect("strace (Debian strace) runs the breaker");
+    let status = common::swaplock_killed_at(
+        "renameat2",
+        1,
+        &[
+            "break".as_ref(),
+            "--kind".as_ref(),
+            "soft".as_ref(),
+            path.as_os_str(),
+        ],
+    );
     // strace ends as its tracee did.
     assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
     let left = entries(dir.path());
@@ -235,20 +206,17 @@ fn a_contender_killed_at_its_record_write_leaves_no_marker() {
     let path = dir.path().join("a.lock");
     for kind in ["soft", "marker", "lease"] {
         // The first write(2) of `swaplock run` is its record's.
-        let status = Command::new("strace")
-            .args([
-                "-f",
-                "-o",
-                "/dev/null",
-                "-e",
-                "inject=write:signal=KILL:when=1",
-            ])
-            .arg(env!("CARGO_BIN_EXE_swaplock"))
-            .args(["run", "--kind", kind])
-            .arg(&path)
-            .arg("true")
-            .status()
-            .expect("strace (Debian strace) runs the contender");
+        let status = common::swaplock_killed_at(
+            "write",
+            1,
+            &[
+                "run".as_ref(),
+                "--kind".as_ref(),
+                kind.as_ref(),
+                path.as_os_str(),
+                "true".as_ref(),
+            ],
+        );
         assert_eq!(status.signal(), Some(libc::SIGKILL), "{kind}: {status}");
         assert!(
             entries(dir.path()).is_empty(),
@@ -283,19 +251,16 @@ fn a_breaker_killed_at_its_record_write_leaves_no_empty_break_file() {
     std::fs::write(&path, format!("{dead}\n{host}\n")).unwrap();
     // The breaker's second write(2) is its record's for the takeover (the
     // first, into an unnamed file, found the lock path taken).
-    let status = Command::new("strace")
-        .args([
-            "-f",
-            "-o",
-            "/dev/null",
-            "-e",
-            "inject=write:signal=KILL:when=2",
-        ])
-        .arg(env!("CARGO_BIN_EXE_swaplock"))
-        .args(["break", "--kind", "soft"])
-        .arg(&path)
-        .status()
-        .expect("strace (Debian strace) runs the breaker");
+    let status = common::swaplock_killed_at(
+        "write",
+        2,
+        &[
+            "break".as_ref(),
+            "--kind".as_ref(),
+            "soft".as_ref(),
+            path.as_os_str(),
+        ],
+    );
     assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
     assert_eq!(
         entries(dir.path()),

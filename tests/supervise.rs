@@ -368,33 +368,9 @@ fn a_failed_release_exits_74_and_says_it_could_not_release() {
     }
 }
 
-/// A tmpfs mounted read-only, unmounted on drop.
-struct ReadOnlyTmpfs(tempfile::TempDir);
-
-impl ReadOnlyTmpfs {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs"])
-            .arg(dir.path())
-            .status();
-        assert!(
-            status.is_ok_and(|s| s.success()),
-            "mounting a tmpfs failed: these tests run as root"
-        );
-        ReadOnlyTmpfs(dir)
-    }
-}
-
-impl Drop for ReadOnlyTmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.0.path()).status();
-    }
-}
-
 #[test]
 fn a_read_only_directory_is_an_error_that_names_the_path_and_the_errno() {
-    let fs = ReadOnlyTmpfs::new();
+    let fs = common::Tmpfs::mount("ro,size=1m");
     for path in [fs.0.path().join("a.lock"), fs.0.path().join("sub/a.lock")] {
         for kind in ["soft", "marker", "lease"] {
             // Even --quiet reports it: the lock is not busy, it cannot be made.

@@ -209,3 +209,46 @@ impl Drop for NoExchangeMount {
             .status();
     }
 }
+
+/// A tmpfs mounted with `options` (for example `nr_inodes=16,size=1m`, or
+/// `ro,size=1m`), unmounted on drop. The tests that mount run as root.
+pub struct Tmpfs(pub tempfile::TempDir);
+
+impl Tmpfs {
+    pub fn mount(options: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+            .arg(dir.path())
+            .status();
+        assert!(
+            status.is_ok_and(|s| s.success()),
+            "mounting a tmpfs failed: these tests run as root (scripts/test)"
+        );
+        Tmpfs(dir)
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).status();
+    }
+}
+
+/// Runs `swaplock ARGS...` under strace, which kills it with SIGKILL on
+/// entry to its `nth` call of `syscall` (a crash at a chosen point);
+/// returns strace's status, which ends as its tracee did. Emulated targets
+/// cannot be traced this way: callers skip under `SWAPLOCK_TEST_RUNNER`.
+pub fn swaplock_killed_at(
+    syscall: &str,
+    nth: u32,
+    args: &[&std::ffi::OsStr],
+) -> std::process::ExitStatus {
+    Command::new("strace")
+        .args(["-f", "-o", "/dev/null", "-e"])
+        .arg(format!("inject={syscall}:signal=KILL:when={nth}"))
+        .arg(swaplock())
+        .args(args)
+        .status()
+        .expect("strace (Debian strace) runs swaplock")
+}
