@@ -151,6 +151,14 @@ fn a_holder_out_of_descriptors_still_releases() {
     }
 }
 
+/// Writes at `path` a protocol 1 record of a process of this host that has
+/// exited: a marker the next contender takes over.
+fn write_stale_soft_marker(path: &Path) {
+    let host = swaplock_linux::soft::host_name();
+    let dead = common::dead_pid();
+    std::fs::write(path, format!("{dead}\n{host}\n")).unwrap();
+}
+
 /// A breaker killed between creating its break file (its complete record)
 /// and its exchange leaves that file under its break name. The next
 /// takeover sweeps it: nothing a dead process left stays forever.
@@ -163,9 +171,7 @@ fn a_breaker_killed_before_its_exchange_leaves_nothing_for_good() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lock");
-    let host = swaplock_linux::soft::host_name();
-    let dead = common::dead_pid();
-    std::fs::write(&path, format!("{dead}\n{host}\n")).unwrap();
+    write_stale_soft_marker(&path);
     // `swaplock break` takes the stale marker over; SIGKILL on entry to its
     // exchange (renameat2) kills it with its break file written.
     let status = common::swaplock_killed_at(
@@ -246,9 +252,7 @@ fn a_breaker_killed_at_its_record_write_leaves_no_empty_break_file() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lock");
-    let host = swaplock_linux::soft::host_name();
-    let dead = common::dead_pid();
-    std::fs::write(&path, format!("{dead}\n{host}\n")).unwrap();
+    write_stale_soft_marker(&path);
     // The breaker's second write(2) is its record's for the takeover (the
     // first, into an unnamed file, found the lock path taken).
     let status = common::swaplock_killed_at(
