@@ -18,13 +18,12 @@
 use super::acquire::Held;
 use super::config::{Config, Error};
 use super::judge::{Breaker, Judged};
-use super::marker::publish;
+use super::marker::{publish_aside, Aside};
 use super::os::{Dir, Os, Stat};
 use super::recovery::{Recovery, Stranded};
 use super::takeover::Takeover;
-use crate::decide::FileId;
 use crate::errno::Errno;
-use crate::names::{pid_break_name, write_name, Token};
+use crate::names::pid_break_name;
 use crate::record::{Record, RELEASED};
 use core::time::Duration;
 
@@ -54,7 +53,7 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
     }
     let token = os.token();
     let aside = pid_break_name(cfg.lock, cfg.pid, &token)?;
-    let Some((file, id)) = publish_aside(os, cfg, &aside, &token)? else {
+    let Some((file, id)) = publish_aside(os, cfg, &aside, &token, Aside::Record)? else {
         return Ok(Takeover::Busy);
     };
     // A peer acted during the scan or the write: leave everything as it is.
@@ -91,52 +90,6 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
         return Ok(Takeover::Busy);
     }
     Ok(Takeover::Took(Held { file, id }))
-}
-
-/// Gives our complete marker the break name `aside`, complete from its
-/// first instant there: written into an unnamed file and linked, or, where
-/// the directory has no unnamed files, written under our write name and
-/// renamed. A breaker killed before that leaves nothing under its break
-/// name, or only a write name that no recovery ever publishes; an empty
-/// file under the break name would read as a live recordless marker that a
-/// recovery puts back at the lock path, where nobody evicts it (I10).
-/// `None`: nothing was published (the caller's takeover is busy).
-fn publish_aside<O: Os + ?Sized>(
-    os: &mut O,
-    cfg: &Config<'_>,
-    aside: &[u8],
-    token: &Token,
-) -> Result<Option<(O::File, FileId)>, Error> {
-    if let Ok(file) = os.create_unnamed(cfg.marker_mode()) {
-        match publish(os, cfg, &file) {
-            Ok(id) if os.link_unnamed(&file, aside).is_ok() => return Ok(Some((file, id))),
-            // A failed write published nothing.
-            Err(_) => {
-                os.close(file);
-                return Ok(None);
-            }
-            // A directory that cannot link it: write it by name instead.
-            Ok(_) => os.close(file),
-        }
-    }
-    let writing = write_name(cfg.lock, cfg.pid, token)?;
-    let Ok(file) = os.create_new(&writing, cfg.marker_mode(), false) else {
-        return Ok(None);
-    };
-    let published = match publish(os, cfg, &file) {
-        Ok(id) if os.rename(&writing, aside).is_ok() => Some(id),
-        _ => None,
-    };
-    match published {
-        Some(id) => Ok(Some((file, id))),
-        None => {
-            if let Ok(own) = os.fstat(&file) {
-                unlink_if_same(os, &writing, &own);
-            }
-            os.close(file);
-            Ok(None)
-        }
-    }
 }
 
 /// Whether an abandoned takeover had exchanged, so that what it took must

@@ -1,11 +1,14 @@
 //! Reading and writing marker files: filelock's bounded read (PROTOCOL
-//! 3.1) and the publication of our complete record (invariant I2).
+//! 3.1), the publication of our complete record (invariant I2), and of
+//! complete files under our break names (invariant I14).
 
 use super::config::{own_record, Config, Error, Op};
+use super::exchange::unlink_if_same;
 use super::os::{Dir, NodeKind, Stat};
 use crate::decide::FileId;
 use crate::errno::Errno;
-use crate::record::{Content, MAX_RECORD_LEN, READ_LIMIT};
+use crate::names::{write_name, Token};
+use crate::record::{Content, Record, MAX_RECORD_LEN, READ_LIMIT};
 
 /// The content read from a marker, in a fixed buffer.
 pub(super) struct Read {
@@ -112,4 +115,87 @@ pub(super) fn publish<O: Dir + ?Sized>(
         errno,
     })?;
     Ok(id)
+}
+
+/// What a file published under one of our break names holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Aside {
+    /// Our complete record: a takeover's marker.
+    Record,
+    /// Our placeholder: a release's (PROTOCOL 7.10).
+    Placeholder,
+}
+
+/// Writes `what` into `file`. Returns the file's identity.
+fn fill<O: Dir + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    file: &O::File,
+    what: Aside,
+) -> Result<FileId, Error> {
+    if what == Aside::Record {
+        return publish(os, cfg, file);
+    }
+    let mut buf = [0u8; 40];
+    let written = Record::Placeholder(cfg.pid)
+        .encode(&mut buf)
+        .map_err(|_| Errno::INVAL)
+        .and_then(|n| write_all(os, file, &buf[..n]));
+    let op = Op::Write;
+    written.map_err(|errno| Error::Os { op, errno })?;
+    os.fstat(file).map(|st| st.id).map_err(|errno| Error::Os {
+        op: Op::Stat,
+        errno,
+    })
+}
+
+/// Gives `what` the break name `aside`, complete from its first instant
+/// there (invariant I14): written into an unnamed file and linked, or,
+/// where the directory has no unnamed files, written under our write name
+/// and renamed. A process killed or failing before that leaves nothing
+/// under its break name, or only a write name that no recovery ever
+/// publishes. An empty or half-written file under a break name would read
+/// as a live recordless marker that a recovery puts back at the lock
+/// path, where nobody evicts it (I10). `None`: nothing was published.
+pub(super) fn publish_aside<O: Dir + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    aside: &[u8],
+    token: &Token,
+    what: Aside,
+) -> Result<Option<(O::File, FileId)>, Error> {
+    let mode = match what {
+        Aside::Record => cfg.marker_mode(),
+        Aside::Placeholder => 0o600,
+    };
+    if let Ok(file) = os.create_unnamed(mode) {
+        match fill(os, cfg, &file, what) {
+            Ok(id) if os.link_unnamed(&file, aside).is_ok() => return Ok(Some((file, id))),
+            // A failed write published nothing.
+            Err(_) => {
+                os.close(file);
+                return Ok(None);
+            }
+            // A directory that cannot link it: write it by name instead.
+            Ok(_) => os.close(file),
+        }
+    }
+    let writing = write_name(cfg.lock, cfg.pid, token)?;
+    let Ok(file) = os.create_new(&writing, mode, false) else {
+        return Ok(None);
+    };
+    let published = match fill(os, cfg, &file, what) {
+        Ok(id) if os.rename(&writing, aside).is_ok() => Some(id),
+        _ => None,
+    };
+    match published {
+        Some(id) => Ok(Some((file, id))),
+        None => {
+            if let Ok(own) = os.fstat(&file) {
+                unlink_if_same(os, &writing, &own);
+            }
+            os.close(file);
+            Ok(None)
+        }
+    }
 }

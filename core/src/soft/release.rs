@@ -13,11 +13,10 @@ use super::acquire::Held;
 use super::config::{Config, Error, Op};
 use super::exchange::{exchange_back, mark_released, unlink_if_same};
 use super::judge::Judged;
-use super::marker::write_all;
+use super::marker::{publish_aside, Aside};
 use super::os::{Os, Semantics, Stat};
 use crate::errno::Errno;
 use crate::names::pid_break_name;
-use crate::record::Record;
 
 /// Removes our own file while it is open (PROTOCOL 7.3): mark it released,
 /// then swap it out through a placeholder, so that a peer's marker found
@@ -94,16 +93,10 @@ fn break_lock_file<O: Os + ?Sized>(
     let Ok(brk) = pid_break_name(cfg.lock, cfg.pid, &token) else {
         return Ok(());
     };
-    let Ok(file) = os.create_new(&brk, 0o600, false) else {
+    let Ok(Some((file, _))) = publish_aside(os, cfg, &brk, &token, Aside::Placeholder) else {
         return Ok(());
     };
-    let mut buf = [0u8; 40];
-    let exchanged = match Record::Placeholder(cfg.pid).encode(&mut buf) {
-        Ok(n) => write_all(os, &file, &buf[..n])
-            .and_then(|()| os.exchange(&brk, cfg.lock))
-            .is_ok(),
-        Err(_) => false,
-    };
+    let exchanged = os.exchange(&brk, cfg.lock).is_ok();
     if !exchanged {
         let _ = os.unlink(&brk);
         os.close(file);
