@@ -87,6 +87,10 @@ pub(crate) struct Oracle {
     compromised: Vec<bool>,
     /// Per process: whether it is in an attempt or a release.
     attempting: Vec<bool>,
+    /// The markers a lifetime break took: a contender paused past the
+    /// lifetime between its takeover and its entry enters with one, and
+    /// is compromised as a holder paused so would be.
+    broken_by_age: BTreeSet<u64>,
     /// Per process: the inodes it created (its markers).
     own: Vec<BTreeSet<u64>>,
     /// Per process: its attempts before it first entered, and whether it
@@ -133,6 +137,7 @@ impl Oracle {
             holds: vec![None; n],
             compromised: vec![false; n],
             attempting: vec![false; n],
+            broken_by_age: BTreeSet::new(),
             own: vec![BTreeSet::new(); n],
             attempts: vec![(0, false); n],
             bounds: BTreeMap::new(),
@@ -193,6 +198,10 @@ impl Oracle {
                 if *on && !self.attempts[who].1 {
                     self.attempts[who].0 += 1;
                 }
+            }
+            What::Enter(ino) if self.broken_by_age.contains(ino) => {
+                self.attempts[who].1 = true;
+                self.compromise(w, who, "entered with a marker broken past its lifetime");
             }
             What::Enter(ino) => {
                 // Checked as it enters: it may leave within the same step.
@@ -332,6 +341,7 @@ impl Oracle {
         if w.fs.clock - mtime.as_nanos() < lifetime.as_nanos() as i128 {
             return;
         }
+        self.broken_by_age.insert(ino);
         if let Some(h) = self.live_holder(w, me, ino) {
             self.compromise(w, h, "marker broken past its lifetime");
         }

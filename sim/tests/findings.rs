@@ -61,6 +61,21 @@
 //!   marker and put it at the lock path, where nobody evicts it. Fixed by
 //!   giving a break name only a complete file: linked from an unnamed file,
 //!   or written under a write name and renamed.
+//! - `a-release-placeholder-whose-write-fails-stays-empty-under-its-break-name.bin`
+//!   (the fuzzer, failing syscalls): a process removing its own marker
+//!   created its placeholder under its break name; the write failed, and
+//!   so did the unlink, leaving an empty file there. It later held the
+//!   lock again and was killed; a recovery of its names took the empty
+//!   file for a live recordless marker and put it at the lock path, where
+//!   nobody evicts it. Fixed by giving a placeholder its break name only
+//!   complete, as a takeover's record.
+//! - `a-contender-paused-past-the-lifetime-before-it-enters.bin` (the
+//!   fuzzer; an oracle fix): a contender paused past the lifetime between
+//!   its takeover and its entry; a peer broke its marker by age, as the
+//!   lifetime allows, and the oracle, which excused a holder so broken but
+//!   not a contender about to enter, called the entry a violation. A
+//!   lifetime break voids the guarantee of whoever owns the marker, and
+//!   the oracle now says so for both.
 
 use swaplock_sim::{run, scenarios, FromBytes, Policy};
 
