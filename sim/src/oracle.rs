@@ -351,10 +351,9 @@ impl Oracle {
     /// lost its lease, or its marker to a lifetime break, no longer
     /// counts).
     fn mutual_exclusion(&mut self, w: &World) {
-        let holders: Vec<usize> = (0..self.holds.len())
-            .filter(|&i| w.procs[i].alive && self.holds[i].is_some())
-            .collect();
-        if holders.len() > 1 {
+        let holding = |i: &usize| w.procs[*i].alive && self.holds[*i].is_some();
+        if (0..self.holds.len()).filter(holding).count() > 1 {
+            let holders: Vec<usize> = (0..self.holds.len()).filter(holding).collect();
             self.fail(format!(
                 "mutual exclusion: processes {holders:?} all hold the lock"
             ));
@@ -385,13 +384,9 @@ impl Oracle {
     /// contender ever judged, keeps its single name.
     fn victim_keeps_one_name(&mut self, w: &World) {
         let Some(ino) = self.victim else { return };
-        let names: Vec<String> =
-            w.fs.names
-                .iter()
-                .filter(|(_, &i)| i == ino)
-                .map(|(n, _)| name(n))
-                .collect();
-        if names.len() != 1 {
+        let linked = || w.fs.names.iter().filter(|(_, &i)| i == ino);
+        if linked().count() != 1 {
+            let names: Vec<String> = linked().map(|(n, _)| name(n).to_string()).collect();
             self.fail(format!(
                 "the victim file (inode {ino}), which no contender judged, is linked as {names:?}"
             ));

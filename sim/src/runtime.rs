@@ -140,7 +140,7 @@ impl Sim {
     /// and so is a file the protocol never evicts that a recovery put back:
     /// only what a run left there is exempt.
     pub fn check_progress(&mut self) {
-        if !self.runnable().is_empty()
+        if self.coroutines.iter().any(Option::is_some)
             || self.naive
             || self.oracle.violation.is_some()
             || self.oracle.overslept.is_some()
@@ -245,9 +245,16 @@ impl Sim {
 
     /// The processes that can still take a step.
     pub fn runnable(&self) -> Vec<usize> {
-        (0..self.coroutines.len())
-            .filter(|&i| self.coroutines[i].is_some())
-            .collect()
+        let mut out = Vec::new();
+        self.runnable_into(&mut out);
+        out
+    }
+
+    /// [`Sim::runnable`] into `out`, which it clears first: a schedule
+    /// asks before every step.
+    pub fn runnable_into(&self, out: &mut Vec<usize>) {
+        out.clear();
+        out.extend((0..self.coroutines.len()).filter(|&i| self.coroutines[i].is_some()));
     }
 
     /// Runs process `i` up to its next syscall (which then runs when it is
@@ -280,6 +287,11 @@ impl Sim {
         w.exit(i);
         w.record(i, What::Killed);
         w.note(i, format_args!("is KILLED"));
+    }
+
+    /// Whether a violation was found, without copying the trace.
+    pub fn failed(&self) -> bool {
+        self.oracle.violation.is_some()
     }
 
     /// The first violation, with the trace so far.
@@ -357,6 +369,6 @@ pub fn leftovers(sim: &Sim) -> Vec<String> {
         .names
         .keys()
         .filter(|n| n.as_slice() != LOCK)
-        .map(|n| name(n))
+        .map(|n| name(n).to_string())
         .collect()
 }

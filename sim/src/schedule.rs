@@ -86,9 +86,10 @@ pub fn run(
 ) -> Sim {
     let mut sim = Sim::new(scenario, seed, tracing);
     let mut steps = 0;
+    let mut runnable = Vec::new();
     loop {
-        let runnable = sim.runnable();
-        if runnable.is_empty() || steps >= max_steps || sim.violation().is_some() {
+        sim.runnable_into(&mut runnable);
+        if runnable.is_empty() || steps >= max_steps || sim.failed() {
             break;
         }
         match chooser.choose(&runnable) {

@@ -163,7 +163,25 @@ impl SplitMix64 {
     }
 }
 
-/// A name, for traces and messages.
-pub(crate) fn name(n: &[u8]) -> String {
-    String::from_utf8_lossy(n).into_owned()
+/// A name, for traces and messages. Formatted only when shown: every
+/// syscall passes its names to a trace line that is written only when
+/// the run traces.
+pub(crate) fn name(n: &[u8]) -> Shown<'_> {
+    Shown(n)
+}
+
+/// Bytes shown as (lossy) UTF-8; see [`name`].
+#[derive(Clone, Copy)]
+pub(crate) struct Shown<'a>(&'a [u8]);
+
+impl std::fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&String::from_utf8_lossy(self.0), f)
+    }
+}
+
+impl std::fmt::Debug for Shown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&String::from_utf8_lossy(self.0), f)
+    }
 }

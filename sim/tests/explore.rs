@@ -25,59 +25,143 @@ fn total_schedules() -> u64 {
         .unwrap_or(1_000_000)
 }
 
+/// What the random schedules of one scenario made of the progress check,
+/// and of the files runs left.
+#[derive(Default)]
+struct Tally {
+    critical_sections: u64,
+    took: u64,
+    unjudged: u64,
+    exempt: BTreeMap<&'static str, u64>,
+    /// Runs that left files no later takeover removes, with the first
+    /// seed and what it left.
+    accumulating: Option<(u64, u64, String)>,
+}
+
+impl Tally {
+    fn add(&mut self, seed: u64, outcome: &swaplock_sim::Outcome) {
+        self.critical_sections += outcome.acquisitions;
+        match outcome.progress {
+            Progress::Took { .. } => self.took += 1,
+            Progress::Exempt(why) => *self.exempt.entry(why).or_default() += 1,
+            Progress::NotJudged => self.unjudged += 1,
+        }
+        if let Some(first) = outcome.accumulating.first() {
+            let entry = self
+                .accumulating
+                .get_or_insert_with(|| (0, seed, first.clone()));
+            entry.0 += 1;
+            if seed < entry.1 {
+                (entry.1, entry.2) = (seed, first.clone());
+            }
+        }
+    }
+
+    fn merge(&mut self, other: Tally) {
+        self.critical_sections += other.critical_sections;
+        self.took += other.took;
+        self.unjudged += other.unjudged;
+        for (why, n) in other.exempt {
+            *self.exempt.entry(why).or_default() += n;
+        }
+        if let Some((runs, seed, first)) = other.accumulating {
+            let entry = self
+                .accumulating
+                .get_or_insert_with(|| (0, seed, first.clone()));
+            entry.0 += runs;
+            if seed < entry.1 {
+                (entry.1, entry.2) = (seed, first);
+            }
+        }
+    }
+}
+
+/// Seeds a worker takes at a time.
+const CHUNK: u64 = 500;
+
 /// Runs `per` random schedules of each scenario `pick` selects (seeds
 /// apart per scenario, by its index in the catalogue), failing on any
-/// violation. Prints, per scenario, the progress check's verdicts and the
-/// runs that left files no later takeover removes.
-fn random_runs(pick: impl Fn(&Scenario) -> bool, per: u64) {
+/// violation, on every core (schedules are independent and seeded, so the
+/// outcome is the same on any number). Prints, per scenario, the progress
+/// check's verdicts and the runs that left files no later takeover
+/// removes.
+fn random_runs(pick: impl Fn(&Scenario) -> bool + Sync, per: u64) {
     let list = scenarios(Policy::Ours);
+    let chosen: Vec<usize> = (0..list.len()).filter(|&i| pick(&list[i].1)).collect();
+    let chunks: Vec<(usize, u64)> = chosen
+        .iter()
+        .flat_map(|&i| (0..per.div_ceil(CHUNK)).map(move |c| (i, c * CHUNK)))
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let started = std::time::Instant::now();
+    let results: Vec<(u64, u64, BTreeMap<usize, Tally>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let list = scenarios(Policy::Ours);
+                    let (mut schedules, mut steps) = (0u64, 0u64);
+                    let mut tallies: BTreeMap<usize, Tally> = BTreeMap::new();
+                    loop {
+                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&(i, from)) = chunks.get(k) else {
+                            break;
+                        };
+                        let (what, sc, crash_one_in) = &list[i];
+                        let tally = tallies.entry(i).or_default();
+                        let base = (i as u64) << 40;
+                        for seed in base + from..base + per.min(from + CHUNK) {
+                            match run_seed(sc, seed, *crash_one_in, 2) {
+                                Ok(outcome) => {
+                                    steps += outcome.steps;
+                                    tally.add(seed, &outcome);
+                                }
+                                Err(v) => panic!("{what}: {v}"),
+                            }
+                            schedules += 1;
+                        }
+                    }
+                    (schedules, steps, tallies)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    let elapsed = started.elapsed();
     let (mut schedules, mut steps, mut acquisitions) = (0u64, 0u64, 0u64);
-    for (i, (what, sc, crash_one_in)) in list.iter().enumerate() {
-        if !pick(sc) {
-            continue;
+    let mut tallies: BTreeMap<usize, Tally> = BTreeMap::new();
+    for (n, s, t) in results {
+        schedules += n;
+        steps += s;
+        for (i, tally) in t {
+            tallies.entry(i).or_default().merge(tally);
         }
-        let mut local = 0;
-        // The progress check's verdicts, and the runs that left files no
-        // later takeover removes (reported, not failed), with a first seed.
-        let (mut took, mut unjudged) = (0u64, 0u64);
-        let mut exempt: BTreeMap<&str, u64> = BTreeMap::new();
-        let mut accumulating: Option<(u64, u64, String)> = None;
-        for seed in (i as u64) << 40..((i as u64) << 40) + per {
-            match run_seed(sc, seed, *crash_one_in, 2) {
-                Ok(outcome) => {
-                    steps += outcome.steps;
-                    acquisitions += outcome.acquisitions;
-                    local += outcome.acquisitions;
-                    match outcome.progress {
-                        Progress::Took { .. } => took += 1,
-                        Progress::Exempt(why) => *exempt.entry(why).or_default() += 1,
-                        Progress::NotJudged => unjudged += 1,
-                    }
-                    if let Some(first) = outcome.accumulating.first() {
-                        let entry = accumulating.get_or_insert_with(|| (0, seed, first.clone()));
-                        entry.0 += 1;
-                    }
-                }
-                Err(v) => panic!("{what}: {v}"),
-            }
-            schedules += 1;
-        }
+    }
+    for (i, tally) in &tallies {
+        let (what, sc, _) = &list[*i];
+        acquisitions += tally.critical_sections;
         if !sc.faults.no_exchange {
-            assert!(local > 0, "{what}: nobody ever took the lock");
+            assert!(
+                tally.critical_sections > 0,
+                "{what}: nobody ever took the lock"
+            );
         }
         eprintln!(
-            "  {what}: progress: {took} taken by a fresh contender, {unjudged} not judged, exempt: {exempt:?}"
+            "  {what}: progress: {} taken by a fresh contender, {} not judged, exempt: {:?}",
+            tally.took, tally.unjudged, tally.exempt
         );
-        if let Some((runs, seed, first)) = accumulating {
+        if let Some((runs, seed, first)) = &tally.accumulating {
             eprintln!(
                 "  {what}: {runs} runs left files no later takeover removes (first: seed {seed}: {first})"
             );
         }
     }
     eprintln!(
-        "random: {schedules} schedules, {steps} steps, {acquisitions} critical sections, no violation, {:.1?}",
-        started.elapsed()
+        "random: {schedules} schedules, {steps} steps, {acquisitions} critical sections, no violation, {elapsed:.1?} on {workers} threads ({:.2}M steps/s per thread)",
+        steps as f64 / elapsed.as_secs_f64() / workers as f64 / 1e6
     );
 }
 
