@@ -29,7 +29,8 @@
 //! record of a host the scenario lacks or a live holder (I8), and any
 //! marker on a filesystem without exchange (I11). When the contender's
 //! recovery changed the lock path without taking it, another follows with
-//! the new bound, up to four. Then the lock path must be empty and no name
+//! the new bound, while each removes a file, and up to four that remove
+//! none. Then the lock path must be empty and no name
 //! of the fresh contender's left; files of the run that no later takeover
 //! removes are reported ([`Sim::accumulating`]), not failed. PROTOCOL 13.3
 //! says the same at length.
@@ -52,10 +53,12 @@
 //! | `schedule` | the choosers and the loops that run them |
 //! | [`model`] | the model filesystem |
 //! | [`naive`] | the deliberately broken pre-fix policy |
+//! | [`mutants`] | the protocol-mutation run: each guard of the shipped protocol undone, and the searches that must notice |
 
 mod actors;
 mod event;
 pub mod model;
+pub mod mutants;
 pub mod naive;
 mod oracle;
 mod os;

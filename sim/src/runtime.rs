@@ -52,8 +52,8 @@ pub struct Sim {
 /// one no process has had, on any host, and not named at the lock path).
 const FRESH_PID: u32 = 4242;
 
-/// At most this many fresh contenders follow one another (see
-/// [`Sim::check_progress`]).
+/// At most this many fresh contenders follow one another without
+/// removing a file (see [`Sim::check_progress`]).
 const PROGRESS_ROUNDS: usize = 4;
 
 /// What the lock path holds: its inode and content (a symlink has none).
@@ -135,10 +135,14 @@ impl Sim {
     /// shares with the dead writer (break names carry no host), which only
     /// that host can judge (I8). So a fresh contender that changed what the
     /// lock path holds without taking the lock is followed by another, on
-    /// the host the path names now, with the bound for what it holds, up to
-    /// [`PROGRESS_ROUNDS`] in all. A round that changed nothing is a wedge,
-    /// and so is a file the protocol never evicts that a recovery put back:
-    /// only what a run left there is exempt.
+    /// the host the path names now, with the bound for what it holds. A
+    /// round that changed nothing is a wedge, and so is a file the protocol
+    /// never evicts that a recovery put back: only what a run left there is
+    /// exempt. Each recovery consumes a file a killed or failing breaker
+    /// stranded, so rounds go on while they remove files (a chain of
+    /// stranded placeholders, each aging out at the lock path in turn,
+    /// takes one round each), and at most [`PROGRESS_ROUNDS`] may remove
+    /// none: the check ends, as the directory's files are finite.
     pub fn check_progress(&mut self) {
         if self.coroutines.iter().any(Option::is_some)
             || self.naive
@@ -157,12 +161,17 @@ impl Sim {
             }
             w.fs.faults = w.fs.faults.without_failures();
         }
-        let mut last: Option<(usize, LockState)> = None;
-        for round in 0..=PROGRESS_ROUNDS {
+        let mut last: Option<(usize, LockState, usize)> = None;
+        let mut idle = 0;
+        loop {
             let mut w = self.world.borrow_mut();
             let state = lock_state(&w);
-            if let Some((fresh, before)) = &last {
-                if *before == state || round == PROGRESS_ROUNDS {
+            let files = w.fs.names.len();
+            if let Some((fresh, before, files_before)) = &last {
+                if files >= *files_before {
+                    idle += 1;
+                }
+                if *before == state || idle == PROGRESS_ROUNDS {
                     self.oracle.wedge(&mut w, *fresh, None);
                     return;
                 }
@@ -173,7 +182,7 @@ impl Sim {
                     self.oracle.progress = Progress::Exempt(why);
                     return;
                 }
-                (Err(why), Some((fresh, _))) => {
+                (Err(why), Some((fresh, ..))) => {
                     self.oracle.wedge(&mut w, *fresh, Some(why));
                     return;
                 }
@@ -228,7 +237,7 @@ impl Sim {
             if self.oracle.progress(&mut w, fresh) {
                 return;
             }
-            last = Some((fresh, state));
+            last = Some((fresh, state, files));
         }
     }
 
