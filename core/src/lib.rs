@@ -35,6 +35,7 @@ pub mod decimal;
 pub mod errno;
 pub mod host;
 pub mod kernel;
+pub mod mutant;
 pub mod names;
 pub mod pid;
 pub mod pyfloat;

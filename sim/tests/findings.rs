@@ -1,6 +1,9 @@
 //! Schedules found violating the protocol (by the fuzzer, by random
 //! schedules, or by the progress check), kept as regression tests: each
-//! one failed before its fix and must now run clean.
+//! one failed before its fix and must now run clean. A file's first byte
+//! is its scenario's index in the catalogue (kept below the catalogue's
+//! length, so that scenarios added at its end leave it alone), then one
+//! decision per byte.
 //!
 //! - `nested-breakers-capture-a-new-holders-marker.bin`: two breakers stuck
 //!   in exchange-back kept "feeding" exchanges of the lock path; one swapped
@@ -69,6 +72,21 @@
 //!   file for a live recordless marker and put it at the lock path, where
 //!   nobody evicts it. Fixed by giving a placeholder its break name only
 //!   complete, as a takeover's record.
+//! - `an-abandoned-takeover-leaves-its-record-at-the-lock-path.bin` (the
+//!   fuzzer, failing syscalls): a takeover whose check of the file it took
+//!   failed (`EINTR`) abandoned it, and its exchange-back failed too
+//!   (`fstat`, `EIO`): its complete record stayed at the lock path, naming
+//!   a live process that did not hold the lock, and its release of a later
+//!   hold returned `Ok` beside it. Fixed by overwriting an abandoned file
+//!   left at the lock path with our placeholder, which ages out and leads
+//!   a recovery to what we took.
+//! - `an-abandoned-record-at-the-lock-path-and-a-blind-recovery-let-two-hold.bin`
+//!   (the fuzzer, failing syscalls): the same abandoned record, with a live
+//!   holder's marker under the abandoning process's break name; once that
+//!   process was killed, a contender's recovery could not `lstat` the
+//!   break name (`EACCES`), skipped it, and took the lock beside the
+//!   holder. Fixed both by the placeholder above and by counting the lock
+//!   as held when recovery cannot look at a candidate.
 //! - `a-contender-paused-past-the-lifetime-before-it-enters.bin` (the
 //!   fuzzer; an oracle fix): a contender paused past the lifetime between
 //!   its takeover and its entry; a peer broke its marker by age, as the

@@ -17,6 +17,7 @@ use super::release::remove_own_file;
 use crate::decide::{FileId, Instant, UnchangedWatch, WatchKey};
 use crate::errno::Errno;
 use crate::host::HostName;
+use crate::mutant::{active, Mutant};
 use crate::names::MAX_LOCK_NAME;
 use crate::pid::Pid;
 use crate::wait::Patience;
@@ -188,7 +189,10 @@ pub(super) fn finish_create<O: Os + ?Sized>(
         // has its half-written marker evicted (invariant I9): it holds the
         // lock only if its marker, complete now, is still linked. Complete,
         // it names a live process and cannot be evicted any more.
-        Ok(_) if !os.fstat(&file).is_ok_and(|st| st.nlink > 0) => {
+        Ok(_)
+            if !os.fstat(&file).is_ok_and(|st| st.nlink > 0)
+                && !active(Mutant::NoLinkCountAfterCreate) =>
+        {
             os.close(file);
             Ok(Attempt::Busy(Holder::Unknown))
         }
@@ -196,6 +200,11 @@ pub(super) fn finish_create<O: Os + ?Sized>(
         Err(e) => {
             // Invariant I2: remove our file while it is open, never by name
             // after close, so a successor's marker is never taken for ours.
+            if active(Mutant::UnlinkAfterClose) {
+                os.close(file);
+                let _ = os.unlink(cfg.lock);
+                return Err(e);
+            }
             let _ = remove_own_file(os, cfg, &file);
             os.close(file);
             Err(e)

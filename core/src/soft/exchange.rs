@@ -23,6 +23,7 @@ use super::os::{Dir, Os, Stat};
 use super::recovery::{Recovery, Stranded};
 use super::takeover::Takeover;
 use crate::errno::Errno;
+use crate::mutant::{active, Mutant};
 use crate::names::pid_break_name;
 use crate::record::{Record, RELEASED};
 use core::time::Duration;
@@ -40,7 +41,7 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
         Ok(st) if judged.is(&st) => {}
         _ => return Ok(Takeover::Busy),
     }
-    if let Some(breaker) = breaker {
+    if let Some(breaker) = breaker.filter(|_| !active(Mutant::NoRecovery)) {
         let recovery = Recovery {
             os: &mut *os,
             cfg,
@@ -53,12 +54,19 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
     }
     let token = os.token();
     let aside = pid_break_name(cfg.lock, cfg.pid, &token)?;
-    let Some((file, id)) = publish_aside(os, cfg, &aside, &token, Aside::Record)? else {
-        return Ok(Takeover::Busy);
+    let (file, id) = match publish_aside(os, cfg, &aside, &token, Aside::Record)? {
+        Some((file, Some(id))) => (file, id),
+        Some((file, None)) => {
+            // A record's publication always says its identity.
+            abandon(os, cfg, file, &aside, PutBack::No);
+            return Ok(Takeover::Busy);
+        }
+        None => return Ok(Takeover::Busy),
     };
     // A peer acted during the scan or the write: leave everything as it is.
     match os.lstat(cfg.lock) {
         Ok(st) if judged.is(&st) => {}
+        _ if active(Mutant::NoRecheckBeforeExchange) => {}
         _ => {
             abandon(os, cfg, file, &aside, PutBack::No);
             return Ok(Takeover::Busy);
@@ -72,6 +80,7 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
     // Invariant I4: we hold the lock only if we took the judged file.
     match os.lstat(&aside) {
         Ok(taken) if judged.is(&taken) => {}
+        _ if active(Mutant::NoTakenCheck) => {}
         _ => {
             abandon(os, cfg, file, &aside, PutBack::Yes);
             return Ok(Takeover::Busy);
@@ -85,7 +94,7 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
     // a lease would find that a peer expired it, took it over and removed it
     // meanwhile. A peer's check may hold it aside for an instant, which keeps
     // it linked, so the link count, not the lock path, tells.
-    if !os.fstat(&file).is_ok_and(|st| st.nlink > 0) {
+    if !os.fstat(&file).is_ok_and(|st| st.nlink > 0) && !active(Mutant::NoLinkCountAfterTakeover) {
         os.close(file);
         return Ok(Takeover::Busy);
     }
@@ -125,6 +134,7 @@ fn abandon<O: Os + ?Sized>(
     put_back: PutBack,
 ) {
     let settled = match put_back {
+        PutBack::Yes if active(Mutant::NoPutBack) => true,
         PutBack::Yes => exchange_back(os, cfg.lock, aside, &file) == Settled::Yes,
         PutBack::No => true,
     };
@@ -138,24 +148,29 @@ fn abandon<O: Os + ?Sized>(
             unlink_if_same(os, cfg.lock, &own);
         }
         unlink_if_same(os, aside, &own);
-        // Still linked, and not at the lock path: under another breaker's
-        // name, or under ours if the unlink failed. (At the lock path it
-        // keeps our record: what we took waits under our break name, and
-        // recovery finds it there through that record once we exit.)
+        // Still linked: under another breaker's name, under ours if the
+        // unlink failed, or at the lock path, where an exchange-back that
+        // failed (a transient error, say) left it. Our record must not
+        // stay anywhere a recovery or a put-back may publish it, nor at
+        // the lock path: naming this live process, it would keep every
+        // contender out until we exit.
         if (!settled || never_exchanged)
+            && !active(Mutant::AbandonLeavesRecord)
             && !os.fstat(&file).is_ok_and(|st| st.nlink == 0)
-            && !os.lstat(cfg.lock).is_ok_and(|st| st.same_file(&own))
         {
-            if never_exchanged {
+            let at_lock = os.lstat(cfg.lock).is_ok_and(|st| st.same_file(&own));
+            if never_exchanged && !at_lock {
                 let _ = mark_released(os, &file);
             } else {
                 // What we took may wait under our break name (a live
                 // holder's marker): the mark must still lead a recovery
-                // there, so it names us, as a placeholder does.
+                // there, so it names us, as a placeholder does; at the
+                // lock path it ages out, and the contender that evicts it
+                // recovers our break names.
                 let _ = mark_placeholder(os, cfg, &file);
             }
         }
-    } else if never_exchanged {
+    } else if never_exchanged && !active(Mutant::AbandonLeavesRecord) {
         let _ = mark_released(os, &file);
     }
     os.close(file);

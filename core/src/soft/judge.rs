@@ -24,6 +24,7 @@ use crate::decide::{
 };
 use crate::errno::Errno;
 use crate::host::HostName;
+use crate::mutant::{active, Mutant};
 use crate::names::format_u64;
 use crate::pid::Pid;
 use crate::record::{
@@ -52,7 +53,8 @@ impl Judged {
     /// Whether `st` shows the judged file: the same inode number and the
     /// same mtime (invariant I6).
     pub(super) fn is(&self, st: &Stat) -> bool {
-        st.id.ino == self.stat.id.ino && st.mtime == self.stat.mtime
+        st.id.ino == self.stat.id.ino
+            && (st.mtime == self.stat.mtime || active(Mutant::InodeOnlyIdentity))
     }
 
     /// Whether `st` has the judged file's inode number.
@@ -139,6 +141,7 @@ fn standing_of<O: Processes + ?Sized>(
     classified: &Classified<'_>,
 ) -> Standing {
     match classified {
+        Classified::Recordless if active(Mutant::RecordlessEvicted) => Standing::Malformed,
         Classified::Sentinel | Classified::Recordless => Standing::Never,
         Classified::Malformed(_) => Standing::Malformed,
         // A contract this version does not know is never reclaimed.
@@ -155,11 +158,15 @@ pub(super) fn owner_standing<O: Processes + ?Sized>(
     cfg: &Config<'_>,
     owner: &Owner<'_>,
 ) -> Standing {
-    if owner.host != cfg.host {
+    let host = match active(Mutant::ForeignProbedLocally) {
+        true => owner.host,
+        false => cfg.host,
+    };
+    if owner.host != host {
         return Standing::Held(HeldBecause::OtherHost);
     }
     let probe = os.probe(owner.pid);
-    let current = if needs_current_start(owner, cfg.host, probe) {
+    let current = if needs_current_start(owner, host, probe) {
         os.start_token(owner.pid)
     } else {
         None
@@ -167,7 +174,7 @@ pub(super) fn owner_standing<O: Processes + ?Sized>(
     let stale = Standing::Stale {
         recycled: probe == Liveness::Alive,
     };
-    match judge_owner(owner, cfg.host, probe, current) {
+    match judge_owner(owner, host, probe, current) {
         Verdict::Held(why) => Standing::Held(why),
         Verdict::Stale => stale,
         Verdict::StaleUnlessRunsElsewhere => match owner.start {
@@ -230,7 +237,9 @@ pub(super) fn under_pin<O: Os + ?Sized, T>(
     let result = match read_marker(os, cfg.lock) {
         // A directory is nobody's marker: an error, never judged or moved.
         Ok(read) if read.stat.kind == NodeKind::Directory => Err(Error::IsDirectory),
-        Ok(read) if pinned.is_none_or(|ino| ino == read.stat.id.ino) => {
+        Ok(read)
+            if pinned.is_none_or(|ino| ino == read.stat.id.ino) || active(Mutant::NoPinCheck) =>
+        {
             let judged = Judged { stat: read.stat };
             judge(os, &read, &judged, pin.as_ref())
         }
@@ -258,7 +267,9 @@ fn judge_read<O: Os + ?Sized>(
         Standing::Never => return Ok(busy()),
         Standing::Malformed => {
             // Invariant I9: evict only after the grace period unchanged.
-            if contender.observe(judged.stat().watch_key(), os.now()) < MALFORMED_GRACE {
+            if contender.observe(judged.stat().watch_key(), os.now()) < MALFORMED_GRACE
+                && !active(Mutant::NoMalformedGrace)
+            {
                 return Ok(busy());
             }
             // A placeholder names a breaker that may have stranded a marker.

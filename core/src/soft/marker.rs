@@ -1,12 +1,14 @@
 //! Reading and writing marker files: filelock's bounded read (PROTOCOL
 //! 3.1), the publication of our complete record (invariant I2), and of
-//! complete files under our break names (invariant I14).
+//! complete files under our break names (PROTOCOL 7.8 step 3, 7.10 step
+//! 3.1; invariant I10 is why).
 
 use super::config::{own_record, Config, Error, Op};
 use super::exchange::unlink_if_same;
 use super::os::{Dir, NodeKind, Stat};
 use crate::decide::FileId;
 use crate::errno::Errno;
+use crate::mutant::{active, Mutant};
 use crate::names::{write_name, Token};
 use crate::record::{Content, Record, MAX_RECORD_LEN, READ_LIMIT};
 
@@ -117,6 +119,10 @@ pub(super) fn publish<O: Dir + ?Sized>(
     Ok(id)
 }
 
+/// A file published under a break name, open, with its identity for a
+/// record (a placeholder's is never needed).
+pub(super) type Published<F> = (F, Option<FileId>);
+
 /// What a file published under one of our break names holds.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Aside {
@@ -126,15 +132,16 @@ pub(super) enum Aside {
     Placeholder,
 }
 
-/// Writes `what` into `file`. Returns the file's identity.
+/// Writes `what` into `file`. Returns the identity of a record's file
+/// (a placeholder's is never needed).
 fn fill<O: Dir + ?Sized>(
     os: &mut O,
     cfg: &Config<'_>,
     file: &O::File,
     what: Aside,
-) -> Result<FileId, Error> {
+) -> Result<Option<FileId>, Error> {
     if what == Aside::Record {
-        return publish(os, cfg, file);
+        return publish(os, cfg, file).map(Some);
     }
     let mut buf = [0u8; 40];
     let written = Record::Placeholder(cfg.pid)
@@ -143,31 +150,36 @@ fn fill<O: Dir + ?Sized>(
         .and_then(|n| write_all(os, file, &buf[..n]));
     let op = Op::Write;
     written.map_err(|errno| Error::Os { op, errno })?;
-    os.fstat(file).map(|st| st.id).map_err(|errno| Error::Os {
-        op: Op::Stat,
-        errno,
-    })
+    Ok(None)
 }
 
 /// Gives `what` the break name `aside`, complete from its first instant
-/// there (invariant I14): written into an unnamed file and linked, or,
+/// there: written into an unnamed file and linked, or,
 /// where the directory has no unnamed files, written under our write name
 /// and renamed. A process killed or failing before that leaves nothing
 /// under its break name, or only a write name that no recovery ever
 /// publishes. An empty or half-written file under a break name would read
 /// as a live recordless marker that a recovery puts back at the lock
 /// path, where nobody evicts it (I10). `None`: nothing was published.
+/// With the file comes its identity, for a record.
 pub(super) fn publish_aside<O: Dir + ?Sized>(
     os: &mut O,
     cfg: &Config<'_>,
     aside: &[u8],
     token: &Token,
     what: Aside,
-) -> Result<Option<(O::File, FileId)>, Error> {
+) -> Result<Option<Published<O::File>>, Error> {
     let mode = match what {
         Aside::Record => cfg.marker_mode(),
         Aside::Placeholder => 0o600,
     };
+    let in_place = match what {
+        Aside::Record => active(Mutant::BreakFileWrittenInPlace),
+        Aside::Placeholder => active(Mutant::PlaceholderWrittenInPlace),
+    };
+    if in_place {
+        return Ok(written_in_place(os, cfg, aside, mode, what));
+    }
     if let Ok(file) = os.create_unnamed(mode) {
         match fill(os, cfg, &file, what) {
             Ok(id) if os.link_unnamed(&file, aside).is_ok() => return Ok(Some((file, id))),
@@ -196,6 +208,26 @@ pub(super) fn publish_aside<O: Dir + ?Sized>(
             }
             os.close(file);
             Ok(None)
+        }
+    }
+}
+
+/// filelock's way, kept as a protocol mutant: create the file under its
+/// break name, then write it there.
+fn written_in_place<O: Dir + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    aside: &[u8],
+    mode: u32,
+    what: Aside,
+) -> Option<Published<O::File>> {
+    let file = os.create_new(aside, mode, false).ok()?;
+    match fill(os, cfg, &file, what) {
+        Ok(id) => Some((file, id)),
+        Err(_) => {
+            let _ = os.unlink(aside);
+            os.close(file);
+            None
         }
     }
 }

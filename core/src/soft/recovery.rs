@@ -20,6 +20,8 @@ use super::config::{Config, Error};
 use super::judge::{is_stale, Judged};
 use super::marker::read_marker;
 use super::os::{NodeKind, Os};
+use crate::errno::Errno;
+use crate::mutant::{active, Mutant};
 use crate::names::{break_name, parse_derived, restore_name, Derived, Name};
 use crate::pid::Pid;
 use crate::record::{classify, parse_placeholder, Classified, Content, Mode, Owner};
@@ -130,13 +132,17 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
         }
         let mut candidates = heapless::Vec::new();
         for (name, recoverer) in found {
-            // Only regular files, without following symlinks, are candidates.
-            if !self
-                .os
-                .lstat(&name)
-                .is_ok_and(|st| st.kind == NodeKind::Regular)
-            {
-                continue;
+            // Only regular files, without following symlinks, are
+            // candidates. A name we cannot look at may hold a live holder's
+            // marker that the dead writer took aside: the lock counts as
+            // held, as for a failed listing (the schedule fuzzer found a
+            // takeover that went on past an `lstat` failing with `EACCES`
+            // while the marker of a holder sat under that name).
+            match self.os.lstat(&name) {
+                Ok(st) if st.kind == NodeKind::Regular => {}
+                Ok(_) => continue,
+                Err(e) if e == Errno::NOENT => continue,
+                Err(_) => return None,
             }
             let claim = match recoverer {
                 None => Claim::Rename,
@@ -287,6 +293,7 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
             // placeholder names no host, so its breaker cannot be probed: it
             // counts as live and goes back; if its breaker is gone, it ages out
             // at the lock path as any malformed marker does.
+            Classified::Malformed(_) if active(Mutant::RecoveryDeletesPlaceholders) => false,
             Classified::Malformed(_) => crate::record::decode(content)
                 .ok()
                 .and_then(parse_placeholder)

@@ -16,6 +16,7 @@ use super::judge::Judged;
 use super::marker::{publish_aside, Aside};
 use super::os::{Os, Semantics, Stat};
 use crate::errno::Errno;
+use crate::mutant::{active, Mutant};
 use crate::names::pid_break_name;
 
 /// Removes our own file while it is open (PROTOCOL 7.3): mark it released,
@@ -94,11 +95,20 @@ fn break_lock_file<O: Os + ?Sized>(
         return Ok(());
     };
     let Ok(Some((file, _))) = publish_aside(os, cfg, &brk, &token, Aside::Placeholder) else {
+        if active(Mutant::NoReleaseFallback) {
+            return Err(Errno::NOSPC);
+        }
         return Ok(());
     };
     let exchanged = os.exchange(&brk, cfg.lock).is_ok();
     if !exchanged {
-        let _ = os.unlink(&brk);
+        // Only if the break name still shows our placeholder (I7): an
+        // exchange that was done but reported failing (a FUSE server's
+        // EINTR) left a peer's marker there, which must stay for the
+        // recovery our placeholder at the lock path leads to.
+        if let Ok(ph) = os.fstat(&file) {
+            unlink_if_same(os, &brk, &ph);
+        }
         os.close(file);
         return Ok(());
     }
@@ -138,21 +148,20 @@ pub fn release<O: Os + ?Sized>(
         remove_own_file(os, cfg, &file).err()
     } else {
         // Our record turns into the released record before anything else,
-        // so that a kill at any later step leaves nothing that names us
-        // beside an empty file under our break name: the placeholder is
-        // created empty and then written, and a recovery of our names
-        // takes an empty file for a live holder's (I10) and would publish
-        // it at the lock path, where nobody ever evicts it. Released, our
-        // marker ages out after the grace period instead, with no recovery
-        // of our names.
+        // so that a kill at any later step leaves nothing that names us:
+        // released, our marker ages out after the grace period wherever it
+        // is, and no recovery of our names ever runs for it. (A marker
+        // still naming us would lead one to our break names, where a
+        // half-made file of ours could be taken for a live holder's.)
         // If the mark fails, the placeholder's window stays shut: our
         // marker, which names us, is unlinked by name instead, as where no
         // placeholder can be made (PROTOCOL 7.10 step 3.1).
-        let marked = mark_released(os, &file).is_ok();
+        let marked = active(Mutant::ReleaseWithoutMark) || mark_released(os, &file).is_ok();
         // Without our file's identity nothing can be removed safely: say
         // so, rather than report a release that left our marker in place.
         match os.fstat(&file) {
             Ok(own) => release_posix(os, cfg, &file, &own, marked).err(),
+            Err(_) if active(Mutant::ReleaseHidesFstatError) => None,
             Err(e) => Some(e),
         }
     };
@@ -197,7 +206,7 @@ fn release_posix<O: Os + ?Sized>(
             // takeover is legitimate (our lease expired) would then hold the
             // lock with no marker. Swapping ours out through a placeholder
             // puts any such marker back.
-            removal = match marked {
+            removal = match marked && !active(Mutant::ReleaseByUnlink) {
                 true => remove_own(os, cfg, own),
                 false => unlink_own(os, cfg, own),
             };

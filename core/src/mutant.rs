@@ -1,0 +1,180 @@
+//! Protocol mutants: each one undoes a single guard of the soft-lock
+//! protocol (an invariant check, a place where swaplock is stricter than
+//! filelock 4.2.11, a syscall order, a liveness fix), so the simulator can
+//! show that its searches notice the guard gone.
+//!
+//! Only builds with the `protocol-mutants` feature can switch mutants on
+//! (one, or a pair whose guards cover each other), and only for the
+//! current thread ([`select`]); without the feature
+//! [`active`] is a constant `false` that the compiler removes, and the
+//! shipped protocol is exactly the one the simulator proves.
+//!
+//! The catalogue, each with the guard it removes and where that guard is
+//! described, is [`Mutant::ALL`]; `docs/PROTOCOL.md` section 13.4 lists
+//! which search kills each.
+
+/// One guard of the protocol undone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Mutant {
+    /// Judge what was read even when it is not the pinned file (I5).
+    NoPinCheck,
+    /// Compare the judged file by inode only, not inode and mtime (I4,
+    /// the seed's inode-reuse race).
+    InodeOnlyIdentity,
+    /// Evict a malformed marker at first sight, without the grace period
+    /// (I9).
+    NoMalformedGrace,
+    /// Judge an empty marker like a malformed one (I10).
+    RecordlessEvicted,
+    /// Probe a record of another host on this one (I8).
+    ForeignProbedLocally,
+    /// Keep the lock after the exchange without checking that the file
+    /// taken is the judged one (I4).
+    NoTakenCheck,
+    /// Exchange without looking again that the lock path still shows the
+    /// judged file once our file is written (7.8 step 5).
+    NoRecheckBeforeExchange,
+    /// Hold after a takeover without checking that our marker is still
+    /// linked (7.8 step 8).
+    NoLinkCountAfterTakeover,
+    /// Take over a dead writer's record without recovering what it may
+    /// have stranded as a breaker (I14, 7.11).
+    NoRecovery,
+    /// Abandon a takeover without putting back what it took (7.9).
+    NoPutBack,
+    /// Create a takeover's file under its break name and then write it,
+    /// as filelock does (7.8 step 3).
+    BreakFileWrittenInPlace,
+    /// Create a release's placeholder under its break name and then write
+    /// it (7.10 step 3.1).
+    PlaceholderWrittenInPlace,
+    /// Abandon a takeover without first marking what may stay linked
+    /// under our break name (7.9 step 3).
+    AbandonLeavesRecord,
+    /// Hold a marker created by name without checking that it is still
+    /// linked once complete (I2, 7.2).
+    NoLinkCountAfterCreate,
+    /// Remove our own file by name after closing it, as filelock does (I7).
+    UnlinkAfterClose,
+    /// Release by `lstat` then `unlink`, as filelock does, instead of
+    /// through a placeholder (7.4, 7.10).
+    ReleaseByUnlink,
+    /// Release without first marking the marker released (7.3, 7.4).
+    ReleaseWithoutMark,
+    /// Report a release whose `fstat` of our marker failed as done (7.4).
+    ReleaseHidesFstatError,
+    /// Leave our marker in place when no placeholder can be made, instead
+    /// of falling back to unlinking it (7.10 step 3.1).
+    NoReleaseFallback,
+    /// Let recovery delete another live breaker's placeholder as malformed
+    /// (7.11).
+    RecoveryDeletesPlaceholders,
+}
+
+impl Mutant {
+    /// Every mutant, in catalogue order.
+    pub const ALL: &'static [Mutant] = &[
+        Mutant::NoPinCheck,
+        Mutant::InodeOnlyIdentity,
+        Mutant::NoMalformedGrace,
+        Mutant::RecordlessEvicted,
+        Mutant::ForeignProbedLocally,
+        Mutant::NoTakenCheck,
+        Mutant::NoRecheckBeforeExchange,
+        Mutant::NoLinkCountAfterTakeover,
+        Mutant::NoRecovery,
+        Mutant::NoPutBack,
+        Mutant::BreakFileWrittenInPlace,
+        Mutant::PlaceholderWrittenInPlace,
+        Mutant::AbandonLeavesRecord,
+        Mutant::NoLinkCountAfterCreate,
+        Mutant::UnlinkAfterClose,
+        Mutant::ReleaseByUnlink,
+        Mutant::ReleaseWithoutMark,
+        Mutant::ReleaseHidesFstatError,
+        Mutant::NoReleaseFallback,
+        Mutant::RecoveryDeletesPlaceholders,
+    ];
+
+    /// The mutant's name, as kept findings and reports spell it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Mutant::NoPinCheck => "no-pin-check",
+            Mutant::InodeOnlyIdentity => "inode-only-identity",
+            Mutant::NoMalformedGrace => "no-malformed-grace",
+            Mutant::RecordlessEvicted => "recordless-evicted",
+            Mutant::ForeignProbedLocally => "foreign-probed-locally",
+            Mutant::NoTakenCheck => "no-taken-check",
+            Mutant::NoRecheckBeforeExchange => "no-recheck-before-exchange",
+            Mutant::NoLinkCountAfterTakeover => "no-link-count-after-takeover",
+            Mutant::NoRecovery => "no-recovery",
+            Mutant::NoPutBack => "no-put-back",
+            Mutant::BreakFileWrittenInPlace => "break-file-written-in-place",
+            Mutant::PlaceholderWrittenInPlace => "placeholder-written-in-place",
+            Mutant::AbandonLeavesRecord => "abandon-leaves-record",
+            Mutant::NoLinkCountAfterCreate => "no-link-count-after-create",
+            Mutant::UnlinkAfterClose => "unlink-after-close",
+            Mutant::ReleaseByUnlink => "release-by-unlink",
+            Mutant::ReleaseWithoutMark => "release-without-mark",
+            Mutant::ReleaseHidesFstatError => "release-hides-fstat-error",
+            Mutant::NoReleaseFallback => "no-release-fallback",
+            Mutant::RecoveryDeletesPlaceholders => "recovery-deletes-placeholders",
+        }
+    }
+
+    /// This mutant's bit in a set of mutants.
+    #[cfg(feature = "protocol-mutants")]
+    fn bit(self) -> u64 {
+        let at = Mutant::ALL.iter().position(|&m| m == self).unwrap_or(63);
+        1 << at
+    }
+
+    /// The mutant named `name`.
+    pub fn named(name: &str) -> Option<Mutant> {
+        Mutant::ALL.iter().copied().find(|m| m.name() == name)
+    }
+}
+
+#[cfg(feature = "protocol-mutants")]
+mod switch {
+    extern crate std;
+    use super::Mutant;
+    use core::cell::Cell;
+
+    std::thread_local! {
+        /// The mutants switched on, one bit each by catalogue position.
+        static ON: Cell<u64> = const { Cell::new(0) };
+    }
+
+    pub(super) fn select(ms: &[Mutant]) {
+        ON.with(|on| on.set(ms.iter().fold(0, |bits, m| bits | m.bit())));
+    }
+
+    pub(super) fn active(m: Mutant) -> bool {
+        ON.with(|on| on.get() & m.bit() != 0)
+    }
+}
+
+/// Switches the mutants `ms` on for the current thread, and every other
+/// off (none: the shipped protocol). Only with the `protocol-mutants`
+/// feature.
+#[cfg(feature = "protocol-mutants")]
+pub fn select(ms: &[Mutant]) {
+    switch::select(ms);
+}
+
+/// Whether mutant `m` is switched on for the current thread: always
+/// `false` without the `protocol-mutants` feature.
+#[inline(always)]
+pub fn active(m: Mutant) -> bool {
+    #[cfg(feature = "protocol-mutants")]
+    {
+        switch::active(m)
+    }
+    #[cfg(not(feature = "protocol-mutants"))]
+    {
+        let _ = m;
+        false
+    }
+}
