@@ -67,6 +67,10 @@ pub enum Mutant {
     /// Leave our marker in place when no placeholder can be made, instead
     /// of falling back to unlinking it (7.10 step 3.1).
     NoReleaseFallback,
+    /// Unlink our marker by name without first touching it, so that a
+    /// peer's takeover of a marker whose lease passed can slip in between
+    /// the look and the unlink (7.3 step 4, 12.1 S1).
+    UnlinkWithoutTouch,
     /// Let recovery delete another live breaker's placeholder as malformed
     /// (7.11).
     RecoveryDeletesPlaceholders,
@@ -94,6 +98,7 @@ impl Mutant {
         Mutant::ReleaseWithoutMark,
         Mutant::ReleaseHidesFstatError,
         Mutant::NoReleaseFallback,
+        Mutant::UnlinkWithoutTouch,
         Mutant::RecoveryDeletesPlaceholders,
     ];
 
@@ -119,6 +124,7 @@ impl Mutant {
             Mutant::ReleaseWithoutMark => "release-without-mark",
             Mutant::ReleaseHidesFstatError => "release-hides-fstat-error",
             Mutant::NoReleaseFallback => "no-release-fallback",
+            Mutant::UnlinkWithoutTouch => "unlink-without-touch",
             Mutant::RecoveryDeletesPlaceholders => "recovery-deletes-placeholders",
         }
     }

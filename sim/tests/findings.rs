@@ -87,6 +87,13 @@
 //!   break name (`EACCES`), skipped it, and took the lock beside the
 //!   holder. Fixed both by the placeholder above and by counting the lock
 //!   as held when recovery cannot look at a candidate.
+//! - `a-release-paused-past-its-lease-unlinks-a-new-holders-marker.bin`
+//!   (the fuzzer, failing syscalls): a lease holder's release whose mark
+//!   failed (`EIO`) fell back to unlinking its marker by name; it had
+//!   stopped past its lease, a peer took its marker over and released,
+//!   and a third process published its marker between the release's
+//!   `lstat` and its `unlink`, which removed it. Fixed by touching our
+//!   marker before that look, which restarts its age for every peer.
 //! - `a-contender-paused-past-the-lifetime-before-it-enters.bin` (the
 //!   fuzzer; an oracle fix): a contender paused past the lifetime between
 //!   its takeover and its entry; a peer broke its marker by age, as the

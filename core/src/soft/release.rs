@@ -45,23 +45,61 @@ pub fn remove_own_file<O: Os + ?Sized>(
     let marked = mark_released(os, file).is_ok();
     let own = os.fstat(file)?;
     match marked {
-        true => remove_own(os, cfg, &own),
-        false => unlink_own(os, cfg, &own),
+        true => remove_own(os, cfg, file, &own),
+        false => unlink_own(os, cfg, file, &own),
     }
 }
 
 /// [`remove_own_file`] for our open file whose stat is `own`.
-fn remove_own<O: Os + ?Sized>(os: &mut O, cfg: &Config<'_>, own: &Stat) -> Result<(), Errno> {
+fn remove_own<O: Os + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    file: &O::File,
+    own: &Stat,
+) -> Result<(), Errno> {
     match break_lock_file(os, cfg, &Judged::open_file(*own)) {
         Err(e) if e != Errno::NOENT => return Err(e),
         _ => {}
     }
-    unlink_own(os, cfg, own)
+    unlink_own(os, cfg, file, own)
 }
 
-/// Unlinks the lock path if it still shows our open file, whose stat is
-/// `own` (PROTOCOL 7.3 step 4).
-fn unlink_own<O: Os + ?Sized>(os: &mut O, cfg: &Config<'_>, own: &Stat) -> Result<(), Errno> {
+/// Unlinks the lock path if it still shows our open file `file`, whose
+/// stat is `own` (PROTOCOL 7.3 step 4).
+///
+/// Between the look and the unlink, only a peer's legitimate takeover of
+/// our marker (its lease or lifetime passed: it went unchanged that long)
+/// can put another file at the lock path, which the unlink would then
+/// remove (12.1 S1). So once the path shows our file, we touch it first:
+/// that restarts its age for every peer, so none may take it over until
+/// the unlink is done (under the timing assumption, 13.1), and a peer that
+/// judged it before finds its mtime changed and backs off. Then we look
+/// again. If the touch fails, our marker stays and the caller reports the
+/// error: a marker naming us is stale once we exit, while a wrong unlink
+/// lets two processes hold the lock.
+fn unlink_own<O: Os + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    file: &O::File,
+    own: &Stat,
+) -> Result<(), Errno> {
+    if !os.lstat(cfg.lock).is_ok_and(|st| st.same_file(own)) {
+        return Ok(());
+    }
+    if !active(Mutant::UnlinkWithoutTouch) {
+        os.touch(file)?;
+        if !os.lstat(cfg.lock).is_ok_and(|st| st.same_file(own)) {
+            return Ok(());
+        }
+    }
+    match os.unlink(cfg.lock) {
+        Err(e) if e != Errno::NOENT => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// filelock's removal, kept as a protocol mutant: `lstat`, then `unlink`.
+fn unlink_seen<O: Os + ?Sized>(os: &mut O, cfg: &Config<'_>, own: &Stat) -> Result<(), Errno> {
     match os.lstat(cfg.lock) {
         Ok(st) if st.same_file(own) => match os.unlink(cfg.lock) {
             Err(e) if e != Errno::NOENT => Err(e),
@@ -206,9 +244,12 @@ fn release_posix<O: Os + ?Sized>(
             // takeover is legitimate (our lease expired) would then hold the
             // lock with no marker. Swapping ours out through a placeholder
             // puts any such marker back.
-            removal = match marked && !active(Mutant::ReleaseByUnlink) {
-                true => remove_own(os, cfg, own),
-                false => unlink_own(os, cfg, own),
+            removal = if active(Mutant::ReleaseByUnlink) {
+                unlink_seen(os, cfg, own)
+            } else if marked {
+                remove_own(os, cfg, file, own)
+            } else {
+                unlink_own(os, cfg, file, own)
             };
         }
         // Where our file is now: unlinked everywhere (done), at the lock
