@@ -19,6 +19,7 @@ fn main() {
             policy: Policy::Ours,
             enosys_fallback: false,
             poll: POLL,
+            hold_pause: std::time::Duration::ZERO,
         });
     }
     let t = std::time::Instant::now();

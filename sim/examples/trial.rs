@@ -22,6 +22,7 @@ fn main() {
             policy,
             enosys_fallback: false,
             poll: POLL,
+            hold_pause: std::time::Duration::ZERO,
         });
     }
     let t = std::time::Instant::now();

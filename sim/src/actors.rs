@@ -8,7 +8,7 @@
 use crate::model;
 use crate::naive;
 use crate::os::SimOs;
-use crate::scenario::{Policy, Process, FALLBACK_STALL, LEASE, LOCK, VICTIM};
+use crate::scenario::{Policy, Process, FALLBACK_STALL, LEASE, LOCK, RECORDLESS_HOLD, VICTIM};
 use crate::world::World;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -23,11 +23,32 @@ pub const POLL: Duration = Duration::from_millis(50);
 
 /// A process's life: a planter's, or a contender's.
 pub(crate) fn live(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Duration>) {
-    if spec.policy == Policy::Planter {
-        planter(os, spec.attempts);
-    } else {
-        contender(os, spec, kind, lifetime);
+    match spec.policy {
+        Policy::Planter => planter(os, spec.attempts),
+        Policy::Recordless => recordless(os),
+        _ => contender(os, spec, kind, lifetime),
     }
+}
+
+/// A [`Policy::Recordless`] holder's life: create the lock file
+/// exclusively, hold it empty for [`RECORDLESS_HOLD`], remove it while it
+/// is open (it names nobody, so no peer ever moves it), close.
+fn recordless(os: &mut SimOs<'_>) {
+    let Ok(file) = os.create_new(LOCK, 0o644, true) else {
+        return;
+    };
+    let Ok(own) = os.fstat(&file) else {
+        os.close(file);
+        return;
+    };
+    os.enter(own.id.ino);
+    // In poll-sized steps, so that contenders look at it meanwhile.
+    for _ in 0..RECORDLESS_HOLD.as_millis() / POLL.as_millis() {
+        os.sleep(POLL);
+    }
+    os.leave();
+    let _ = os.unlink(LOCK);
+    os.close(file);
 }
 
 /// The `flock` attempt on a filesystem without `flock`, and the removal of
@@ -155,7 +176,7 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
                 }
                 Ok(taken)
             }
-            Policy::Planter => Ok(None),
+            Policy::Planter | Policy::Recordless => Ok(None),
         };
         os.attempting(false);
         match outcome {
@@ -182,6 +203,10 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
             os.idle();
         }
     }
+    // Stopped: no heartbeat, in poll-sized steps so that peers run.
+    for _ in 0..spec.hold_pause.as_millis() / spec.poll.as_millis().max(1) {
+        os.sleep(spec.poll);
+    }
     os.leave();
     // A release exchanges too: a peer leaving meanwhile may find its
     // marker held aside for the length of our check.
@@ -192,7 +217,7 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
             os.released(ino, released);
         }
         Policy::Naive(flaws) => naive::release(os, &cfg, flaws, held),
-        Policy::Planter => {}
+        Policy::Planter | Policy::Recordless => {}
     }
     os.attempting(false);
 }

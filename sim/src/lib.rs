@@ -73,7 +73,7 @@ pub use os::SimOs;
 pub use runtime::{leftovers, Sim, Violation};
 pub use scenario::{
     contenders, enosys_fallback_race, scenarios, windows_symlink_race, Policy, Process, Scenario,
-    FALLBACK_STALL, LEASE, LOCK, VICTIM,
+    FALLBACK_STALL, LEASE, LOCK, RECORDLESS_HOLD, VICTIM,
 };
 pub use schedule::{
     explore, explore_free, run, run_seed, Action, Chooser, Explorer, FromBytes, Outcome, Random,

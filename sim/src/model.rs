@@ -102,6 +102,11 @@ pub struct Faults {
     /// release, takeover, recovery and heartbeat may fail so, except
     /// `close`, which cannot.
     pub syscall_one_in: u64,
+    /// From this long after the start (by the filesystem's clock) no new
+    /// inode can be made: creating a file, named or unnamed, or a symlink
+    /// fails with `ENOSPC` for good, as on a filesystem out of inodes.
+    /// Names of existing files can still be made, moved and removed.
+    pub full_after: Option<std::time::Duration>,
 }
 
 impl Faults {
@@ -112,6 +117,7 @@ impl Faults {
         Faults {
             eio_one_in: 0,
             syscall_one_in: 0,
+            full_after: None,
             ..self
         }
     }
@@ -147,6 +153,8 @@ pub struct Fs {
     generations: u64,
     /// The filesystem's clock, in nanoseconds since the epoch.
     pub clock: i128,
+    /// The clock's reading at the start.
+    start: i128,
     /// The granularity of file times, in nanoseconds (1: exact).
     pub granularity: i128,
     /// Injected faults.
@@ -164,6 +172,7 @@ impl Fs {
             next_ino: 11,
             granularity: granularity.max(1),
             clock,
+            start: clock,
             ..Default::default()
         }
     }
@@ -273,12 +282,22 @@ impl Fs {
         if self.names.contains_key(name) {
             return Err(Errno::EXIST);
         }
+        self.inode_left()?;
         let ino = self.alloc(node);
         if let Some(i) = self.inodes.get_mut(&ino) {
             i.nlink = 1;
         }
         self.names.insert(name.to_vec(), ino);
         Ok(ino)
+    }
+
+    /// `ENOSPC` once the filesystem is out of inodes
+    /// ([`Faults::full_after`]).
+    fn inode_left(&self) -> Result<(), Errno> {
+        match self.faults.full_after {
+            Some(after) if self.clock - self.start >= after.as_nanos() as i128 => Err(Errno::NOSPC),
+            _ => Ok(()),
+        }
     }
 
     /// `open(name, O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW)`.
@@ -293,6 +312,7 @@ impl Fs {
         if !self.faults.unnamed {
             return Err(Errno::OPNOTSUPP);
         }
+        self.inode_left()?;
         let ino = self.alloc(Node::File(Vec::new()));
         if let Some(i) = self.inodes.get_mut(&ino) {
             i.linkable = true;

@@ -213,6 +213,7 @@ impl Sim {
                 policy: Policy::Ours,
                 enosys_fallback: false,
                 poll: FRESH_POLL,
+                hold_pause: Duration::ZERO,
             };
             self.coroutines.push(Some(coroutine(
                 &self.world,

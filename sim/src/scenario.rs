@@ -22,7 +22,16 @@ pub enum Policy {
     /// directory and replaces every break name it sees with a symlink to
     /// [`VICTIM`].
     Planter,
+    /// Not a contender of ours: a holder that never writes its marker (an
+    /// older filelock, or any tool that creates an empty lock file). It
+    /// creates the lock file exclusively, holds it for [`RECORDLESS_HOLD`]
+    /// (past the malformed grace period) and removes it. An empty marker
+    /// names nobody and is never judged stale (I10).
+    Recordless,
 }
+
+/// How long a [`Policy::Recordless`] holder holds its empty marker.
+pub const RECORDLESS_HOLD: Duration = Duration::from_secs(3);
 
 /// The file a [`Policy::Planter`] points its symlinks at: no contender
 /// ever judges it, so none may ever give it another name.
@@ -53,6 +62,11 @@ pub struct Process {
     /// The pause between its attempts: [`POLL`](crate::POLL) for a
     /// scenario's contenders.
     pub poll: Duration,
+    /// How long it stays stopped in its critical section (say by
+    /// `SIGSTOP`), with no heartbeat, in poll-sized steps so that peers
+    /// run meanwhile: past a lease or a lifetime, peers take its marker
+    /// over as they may, and it then releases while they do.
+    pub hold_pause: Duration,
 }
 
 /// How long a [`Process::enosys_fallback`] process stalls between creating
@@ -118,6 +132,7 @@ pub fn contenders(sc: &mut Scenario, policy: Policy, hosts_pids: &[(usize, u32)]
             policy,
             enosys_fallback: false,
             poll: crate::POLL,
+            hold_pause: Duration::ZERO,
         });
     }
 }
@@ -299,6 +314,75 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
     };
     contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 8);
     all.push(("soft: a dead holder's marker, failing syscalls", sc, 40));
+
+    // A live holder whose marker stays empty for longer than the malformed
+    // grace period: never evicted (I10).
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.processes.push(Process {
+        host: 0,
+        pid: 100,
+        attempts: 1,
+        hold_steps: 0,
+        policy: Policy::Recordless,
+        enosys_fallback: false,
+        poll: crate::POLL,
+        hold_pause: Duration::ZERO,
+    });
+    contenders(&mut sc, policy, &[(0, 101), (0, 102)], 80);
+    all.push(("soft: a recordless holder, two contenders", sc, 0));
+
+    // The filesystem runs out of inodes while the lock is likely held: a
+    // release must still remove the marker (it needs no resource the
+    // hold did not have), and no release may fail.
+    for (kind, unnamed, name) in [
+        (Kind::Soft, false, "soft: out of inodes mid-run"),
+        (
+            Kind::Marker,
+            true,
+            "marker: unnamed files, out of inodes mid-run",
+        ),
+    ] {
+        let mut sc = Scenario::new(kind);
+        sc.faults = Faults {
+            unnamed,
+            full_after: Some(Duration::from_millis(30)),
+            ..Faults::default()
+        };
+        contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 8);
+        for p in &mut sc.processes {
+            p.hold_steps = 6;
+        }
+        all.push((name, sc, 0));
+    }
+
+    // Coarse file times: every file of the run has the same mtime, so a
+    // freed inode number handed out again is the same (inode, mtime)
+    // identity, and only the pin keeps a judged file's number from reuse.
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+    sc.granularity = 1_000_000_000;
+    contenders(
+        &mut sc,
+        policy,
+        &[(0, 101), (0, 102), (0, 103), (0, 104)],
+        8,
+    );
+    all.push((
+        "soft: a dead holder's marker, coarse times, four contenders",
+        sc,
+        25,
+    ));
+
+    // A lease holder stopped past its lease: peers take its marker over,
+    // as they may, and it releases while they do.
+    let mut sc = Scenario::new(Kind::Lease);
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 40);
+    sc.processes[0].hold_pause = LEASE + Duration::from_millis(50);
+    all.push((
+        "lease: a holder stopped past its lease, two contenders",
+        sc,
+        0,
+    ));
     all
 }
 
@@ -317,6 +401,7 @@ pub fn enosys_fallback_race(policy: Policy) -> Scenario {
         policy,
         enosys_fallback: true,
         poll: crate::POLL,
+        hold_pause: Duration::ZERO,
     });
     contenders(&mut sc, policy, &[(0, 102), (0, 103)], 80);
     for p in &mut sc.processes[1..] {
@@ -347,6 +432,7 @@ pub fn windows_symlink_race(policy: Policy) -> Scenario {
         policy: Policy::Planter,
         enosys_fallback: false,
         poll: crate::POLL,
+        hold_pause: Duration::ZERO,
     });
     sc
 }

@@ -1,0 +1,192 @@
+//! The protocol-mutation run: with one guard of the protocol undone (a
+//! [`Mutant`] of `swaplock-core`, or a pair whose guards cover each
+//! other), the searches must find a violation. [`catalogue`] lists what is
+//! mutated; [`replay_kept`] replays the kept schedules, which is what
+//! `cargo test` runs for every entry; [`hunt`] searches afresh (kept
+//! schedules, then random schedules of every scenario, then the fuzz
+//! corpus) and returns the first kill with a schedule that replays it.
+
+use crate::scenario::{scenarios, Policy};
+use crate::schedule::{run, FromBytes, Random, Recording};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+pub use swaplock_core::mutant::Mutant;
+
+/// What is mutated: one guard, or a pair whose guards cover each other
+/// (each alone is equivalent; PROTOCOL 13.4 says which covers which).
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    /// The guards undone together.
+    pub mutants: &'static [Mutant],
+}
+
+impl Entry {
+    /// The entry's name: its mutants' names joined by `+`.
+    pub fn name(&self) -> String {
+        let names: Vec<&str> = self.mutants.iter().map(|m| m.name()).collect();
+        names.join("+")
+    }
+}
+
+/// Pairs of guards that cover each other: alone, each mutant of a pair
+/// survives (the other guard holds); together they must be killed.
+pub const PAIRS: &[&[Mutant]] = &[
+    // Marked released first, our marker's mtime changes: a peer that
+    // judged it before backs off, so filelock's lstat-then-unlink can
+    // remove only a file whose takeover then fails.
+    &[Mutant::ReleaseByUnlink, Mutant::ReleaseWithoutMark],
+];
+
+/// Single mutants argued equivalent in PROTOCOL 13.4 (covered by the
+/// other guard of a pair in [`PAIRS`]).
+pub const EQUIVALENT: &[Mutant] = &[Mutant::ReleaseByUnlink];
+
+/// Mutants no search has killed yet, each with what its race needs
+/// (PROTOCOL 13.4). The kept-schedule test reports them and fails once
+/// one is killed, so that this list stays true.
+pub const OPEN: &[Mutant] = &[
+    Mutant::NoPinCheck,
+    Mutant::NoLinkCountAfterTakeover,
+    Mutant::UnlinkAfterClose,
+    Mutant::RecoveryDeletesPlaceholders,
+];
+
+/// Everything the mutation run mutates: every single mutant not argued
+/// equivalent, then the pairs.
+pub fn catalogue() -> Vec<Entry> {
+    let single = Mutant::ALL
+        .iter()
+        .filter(|m| !EQUIVALENT.contains(m))
+        .map(|m| Entry {
+            mutants: std::slice::from_ref(m),
+        });
+    single
+        .chain(PAIRS.iter().map(|&mutants| Entry { mutants }))
+        .collect()
+}
+
+/// Switches `entry`'s mutants on for this thread until the returned value
+/// is dropped.
+pub fn select(entry: &Entry) -> Selected {
+    swaplock_core::mutant::select(entry.mutants);
+    Selected(())
+}
+
+/// Mutants on for this thread; dropping it switches them off.
+pub struct Selected(());
+
+impl Drop for Selected {
+    fn drop(&mut self) {
+        swaplock_core::mutant::select(&[]);
+    }
+}
+
+/// The directories of kept schedules: the findings, and the schedules
+/// that killed mutants.
+pub fn kept_dirs() -> [PathBuf; 2] {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("findings");
+    [root.join("mutants"), root]
+}
+
+/// The schedule files of `dir`, sorted.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    out.retain(|p| p.is_file() && p.extension().is_some_and(|e| e == "bin"));
+    out.sort();
+    out
+}
+
+/// Runs one kept schedule (the scenario's index in the catalogue, then a
+/// decision per byte); the violation, if any.
+pub fn replay(data: &[u8]) -> Option<String> {
+    let (&which, schedule) = data.split_first()?;
+    let all = scenarios(Policy::Ours);
+    let (what, scenario, _) = &all[usize::from(which) % all.len()];
+    let sim = run(scenario, 1, &mut FromBytes::new(schedule), false, 20_000);
+    sim.failed().then(|| {
+        let traced = run(scenario, 1, &mut FromBytes::new(schedule), true, 20_000);
+        let v = traced.violation().map(|v| v.what).unwrap_or_default();
+        format!("{what}: {v}")
+    })
+}
+
+/// Replays every kept schedule of `dirs` under the mutants switched on;
+/// the first that finds a violation, with it.
+pub fn replay_kept(dirs: &[PathBuf]) -> Option<(PathBuf, String)> {
+    dirs.iter()
+        .flat_map(|d| files(d))
+        .find_map(|p| replay(&std::fs::read(&p).ok()?).map(|v| (p, v)))
+}
+
+/// A mutant found out.
+#[derive(Debug)]
+pub struct Kill {
+    /// The search that found it.
+    pub by: &'static str,
+    /// How long that took, from the start of the hunt.
+    pub after: Duration,
+    /// The violation.
+    pub what: String,
+    /// A schedule that replays it, unless it was a kept one already.
+    pub schedule: Option<Vec<u8>>,
+}
+
+/// Searches for a violation under the mutants switched on: the kept
+/// schedules (unless `fresh`); then up to `per_scenario` random schedules
+/// of each scenario, taken in turns; then every input of the fuzz corpus
+/// in `corpus`.
+pub fn hunt(per_scenario: u64, fresh: bool, corpus: Option<&Path>) -> Option<Kill> {
+    let started = Instant::now();
+    let kept = if fresh {
+        None
+    } else {
+        replay_kept(&kept_dirs())
+    };
+    if let Some((path, what)) = kept {
+        return Some(Kill {
+            by: "kept schedule",
+            after: started.elapsed(),
+            what: format!("{}: {what}", path.display()),
+            schedule: None,
+        });
+    }
+    let all = scenarios(Policy::Ours);
+    for n in 0..per_scenario {
+        for (i, (what, scenario, crash_one_in)) in all.iter().enumerate() {
+            let seed = ((i as u64) << 40) + n;
+            let mut chooser = Recording::new(Random::new(seed, *crash_one_in, 2));
+            let sim = run(scenario, seed, &mut chooser, false, 20_000);
+            if !sim.failed() {
+                continue;
+            }
+            // Kept only if the bytes replay the same violation.
+            let Some(bytes) = chooser.bytes else { continue };
+            let mut kept = vec![i as u8];
+            kept.extend_from_slice(&bytes);
+            if let Some(v) = replay(&kept) {
+                return Some(Kill {
+                    by: "random schedules",
+                    after: started.elapsed(),
+                    what: format!("{what} (seed {seed}): {v}"),
+                    schedule: Some(kept),
+                });
+            }
+        }
+    }
+    for path in corpus.map(files).unwrap_or_default() {
+        let Ok(data) = std::fs::read(&path) else {
+            continue;
+        };
+        if let Some(v) = replay(&data) {
+            return Some(Kill {
+                by: "fuzz corpus",
+                after: started.elapsed(),
+                what: v,
+                schedule: Some(data),
+            });
+        }
+    }
+    None
+}

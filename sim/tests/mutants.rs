@@ -1,0 +1,122 @@
+//! Protocol mutants: with any one guard of the shipped protocol undone
+//! (or a pair whose guards cover each other), a kept schedule finds a
+//! violation. The schedules live in `sim/findings/` (the findings, each of
+//! which killed its fix's mutant first) and `sim/findings/mutants/` (the
+//! kills the mutation run kept).
+//!
+//! The mutation run itself searches afresh and reports, per mutant, which
+//! search killed it and how fast:
+//!
+//! ```text
+//! cargo test -p swaplock-sim --release --test mutants -- --ignored --nocapture
+//! ```
+//!
+//! `SWAPLOCK_MUTANTS_KEEP=1` writes each new kill's schedule to
+//! `sim/findings/mutants/<mutant>.bin`; `SWAPLOCK_MUTANTS_RANDOM` sets the
+//! random schedules per scenario (default 2,000); `SWAPLOCK_MUTANTS_FRESH=1`
+//! ignores the kept schedules, to time the searches from nothing.
+
+use swaplock_sim::mutants::{
+    catalogue, hunt, kept_dirs, replay_kept, select, Mutant, EQUIVALENT, OPEN,
+};
+use swaplock_sim::{scenarios, Policy};
+
+#[test]
+fn every_protocol_mutant_is_killed_by_a_kept_schedule() {
+    let (mut survivors, mut killed_open) = (Vec::new(), Vec::new());
+    let mut killed = 0;
+    for entry in catalogue() {
+        let _on = select(&entry);
+        let open = entry.mutants.len() == 1 && OPEN.contains(&entry.mutants[0]);
+        match replay_kept(&kept_dirs()) {
+            Some((path, what)) => {
+                killed += 1;
+                eprintln!(
+                    "  {}: killed by {}: {what}",
+                    entry.name(),
+                    path.file_name().unwrap_or_default().to_string_lossy()
+                );
+                if open {
+                    killed_open.push(entry.name());
+                }
+            }
+            None if open => eprintln!("  {}: open (PROTOCOL 13.4)", entry.name()),
+            None => survivors.push(entry.name()),
+        }
+    }
+    eprintln!(
+        "{killed} of {} catalogue entries killed by kept schedules, {} open",
+        catalogue().len(),
+        OPEN.len()
+    );
+    assert!(
+        survivors.is_empty(),
+        "protocol mutants no kept schedule kills: {survivors:?}; run the mutation run (see this file's header) with SWAPLOCK_MUTANTS_KEEP=1"
+    );
+    assert!(
+        killed_open.is_empty(),
+        "now killed, so no longer open: {killed_open:?}; take them off OPEN in sim/src/mutants.rs and PROTOCOL 13.4"
+    );
+}
+
+/// The kept schedules pass with no mutant on: the kills are the mutants'.
+#[test]
+fn the_kept_schedules_pass_without_a_mutant() {
+    assert!(replay_kept(&kept_dirs()).is_none());
+}
+
+/// Every mutant is either in the catalogue alone or argued equivalent
+/// and part of a pair.
+#[test]
+fn the_catalogue_covers_every_mutant() {
+    let entries = catalogue();
+    for m in Mutant::ALL {
+        let alone = entries.iter().any(|e| e.mutants == [*m]);
+        let paired = entries
+            .iter()
+            .any(|e| e.mutants.len() > 1 && e.mutants.contains(m));
+        assert!(
+            alone || (EQUIVALENT.contains(m) && paired),
+            "{} is neither mutated alone nor argued equivalent within a pair",
+            m.name()
+        );
+    }
+}
+
+#[test]
+#[ignore = "the mutation run: minutes; see the header"]
+fn mutation_run() {
+    let per: u64 = std::env::var("SWAPLOCK_MUTANTS_RANDOM")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000);
+    let keep = std::env::var_os("SWAPLOCK_MUTANTS_KEEP").is_some();
+    let fresh = std::env::var_os("SWAPLOCK_MUTANTS_FRESH").is_some();
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/seeds/schedule");
+    // The first byte of a kept schedule indexes this many scenarios.
+    eprintln!("scenarios: {}", scenarios(Policy::Ours).len());
+    let mut survivors = Vec::new();
+    for entry in catalogue() {
+        let _on = select(&entry);
+        match hunt(per, fresh, Some(&corpus)) {
+            Some(kill) => {
+                eprintln!(
+                    "{}: killed by {} after {:.2?}: {}",
+                    entry.name(),
+                    kill.by,
+                    kill.after,
+                    kill.what.lines().next().unwrap_or_default()
+                );
+                if let (true, Some(schedule)) = (keep, kill.schedule) {
+                    let path = kept_dirs()[0].join(format!("{}.bin", entry.name()));
+                    std::fs::write(&path, schedule).unwrap();
+                }
+            }
+            None => {
+                eprintln!("{}: SURVIVED", entry.name());
+                survivors.push(entry.name());
+            }
+        }
+    }
+    assert!(survivors.is_empty(), "survivors: {survivors:?}");
+}
