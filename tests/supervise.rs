@@ -83,11 +83,21 @@ fn run_to_end(args: &[&str]) -> Finished {
 /// Sets `signals` to be ignored in a command's process before it execs,
 /// as a parent that ignores them (`nohup`, a daemon) leaves them.
 fn ignoring(cmd: &mut Command, signals: &'static [libc::c_int]) {
+    disposing(cmd, signals, libc::SIG_IGN);
+}
+
+/// Starts `cmd` with `signals` at their default disposition, whatever the
+/// test itself inherited (a run under `nohup` ignores SIGHUP).
+fn defaulting(cmd: &mut Command, signals: &'static [libc::c_int]) {
+    disposing(cmd, signals, libc::SIG_DFL);
+}
+
+fn disposing(cmd: &mut Command, signals: &'static [libc::c_int], how: libc::sighandler_t) {
     // SAFETY: signal(2) is async-signal-safe; the closure allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
             for &signal in signals {
-                if libc::signal(signal, libc::SIG_IGN) == libc::SIG_ERR {
+                if libc::signal(signal, how) == libc::SIG_ERR {
                     return Err(std::io::Error::last_os_error());
                 }
             }
@@ -197,7 +207,7 @@ fn signals_inherited_as_ignored_stay_ignored_in_the_command() {
             );
         }
         // Signals that were not ignored are not ignored in the command.
-        let out = swaplock_command(&[
+        let mut cmd = swaplock_command(&[
             "run",
             "--kind",
             kind,
@@ -205,9 +215,9 @@ fn signals_inherited_as_ignored_stay_ignored_in_the_command() {
             "grep",
             "SigIgn",
             "/proc/self/status",
-        ])
-        .output()
-        .unwrap();
+        ]);
+        defaulting(&mut cmd, &[libc::SIGHUP, libc::SIGINT, libc::SIGTERM]);
+        let out = cmd.output().unwrap();
         let mask = ignored_mask(&String::from_utf8_lossy(&out.stdout));
         assert_eq!(
             mask & (bit(libc::SIGHUP) | bit(libc::SIGTERM)),
