@@ -18,14 +18,14 @@
 use super::acquire::Held;
 use super::config::{Config, Error};
 use super::judge::{Breaker, Judged};
-use super::marker::{publish_aside, Aside};
+use super::marker::{encode_placeholder, publish, publish_aside};
 use super::os::{Dir, Os, Stat};
 use super::recovery::{Recovery, Stranded};
 use super::takeover::Takeover;
 use crate::errno::Errno;
 use crate::mutant::{active, Mutant};
 use crate::names::pid_break_name;
-use crate::record::{Record, RELEASED};
+use crate::record::RELEASED;
 use core::time::Duration;
 
 /// The exchange takeover of the judged marker `judged`, whose writer (or
@@ -54,14 +54,17 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
     }
     let token = os.token();
     let aside = pid_break_name(cfg.lock, cfg.pid, &token)?;
-    let (file, id) = match publish_aside(os, cfg, &aside, &token, Aside::Record)? {
-        Some((file, Some(id))) => (file, id),
-        Some((file, None)) => {
-            // A record's publication always says its identity.
-            abandon(os, cfg, file, &aside, PutBack::No);
-            return Ok(Takeover::Busy);
-        }
-        None => return Ok(Takeover::Busy),
+    let published = publish_aside(
+        os,
+        cfg,
+        &aside,
+        &token,
+        cfg.marker_mode(),
+        Mutant::BreakFileWrittenInPlace,
+        |os, file| publish(os, cfg, file),
+    )?;
+    let Some((file, id)) = published else {
+        return Ok(Takeover::Busy);
     };
     // A peer acted during the scan or the write: leave everything as it is.
     match os.lstat(cfg.lock) {
@@ -193,11 +196,9 @@ fn mark_placeholder<O: Os + ?Sized>(
     file: &O::File,
 ) -> Result<(), Errno> {
     let mut buf = [0u8; 40];
-    let n = Record::Placeholder(cfg.pid)
-        .encode(&mut buf)
-        .map_err(|_| Errno::INVAL)?;
-    os.write_at(file, &buf[..n], 0)
-        .and_then(|_| os.truncate(file, n as u64))
+    let bytes = encode_placeholder(cfg, &mut buf)?;
+    os.write_at(file, bytes, 0)
+        .and_then(|_| os.truncate(file, bytes.len() as u64))
 }
 
 /// Unlinks `name` if it names the open file whose stat is `own` (I7: the

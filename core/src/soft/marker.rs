@@ -119,70 +119,72 @@ pub(super) fn publish<O: Dir + ?Sized>(
     Ok(id)
 }
 
-/// A file published under a break name, open, with its identity for a
-/// record (a placeholder's is never needed).
-pub(super) type Published<F> = (F, Option<FileId>);
-
-/// What a file published under one of our break names holds.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Aside {
-    /// Our complete record: a takeover's marker.
-    Record,
-    /// Our placeholder: a release's (PROTOCOL 7.10).
-    Placeholder,
+/// Our placeholder (PROTOCOL 2.4), `filelock/break\n<our pid>\n`, encoded
+/// into `buf` (forty bytes hold the prefix and any PID's digits).
+pub(super) fn encode_placeholder<'b>(
+    cfg: &Config<'_>,
+    buf: &'b mut [u8; 40],
+) -> Result<&'b [u8], Errno> {
+    let n = Record::Placeholder(cfg.pid)
+        .encode(buf)
+        .map_err(|_| Errno::INVAL)?;
+    Ok(&buf[..n])
 }
 
-/// Writes `what` into `file`. Returns the identity of a record's file
-/// (a placeholder's is never needed).
-fn fill<O: Dir + ?Sized>(
+/// Writes our placeholder into `file`, a release's break file (PROTOCOL
+/// 7.10 step 3.1).
+pub(super) fn write_placeholder<O: Dir + ?Sized>(
     os: &mut O,
     cfg: &Config<'_>,
     file: &O::File,
-    what: Aside,
-) -> Result<Option<FileId>, Error> {
-    if what == Aside::Record {
-        return publish(os, cfg, file).map(Some);
-    }
+) -> Result<(), Error> {
     let mut buf = [0u8; 40];
-    let written = Record::Placeholder(cfg.pid)
-        .encode(&mut buf)
-        .map_err(|_| Errno::INVAL)
-        .and_then(|n| write_all(os, file, &buf[..n]));
-    let op = Op::Write;
-    written.map_err(|errno| Error::Os { op, errno })?;
-    Ok(None)
+    encode_placeholder(cfg, &mut buf)
+        .and_then(|bytes| write_all(os, file, bytes))
+        .map_err(|errno| Error::Os {
+            op: Op::Write,
+            errno,
+        })
 }
 
-/// Gives `what` the break name `aside`, complete from its first instant
-/// there: written into an unnamed file and linked, or,
-/// where the directory has no unnamed files, written under our write name
-/// and renamed. A process killed or failing before that leaves nothing
-/// under its break name, or only a write name that no recovery ever
-/// publishes. An empty or half-written file under a break name would read
-/// as a live recordless marker that a recovery puts back at the lock
-/// path, where nobody evicts it (I10). `None`: nothing was published.
-/// With the file comes its identity, for a record.
-pub(super) fn publish_aside<O: Dir + ?Sized>(
+/// Gives a file the break name `aside`, complete from its first instant
+/// there: created with `mode`, filled by `fill` (our record, or our
+/// placeholder), then linked from an unnamed file, or, where the directory
+/// has no unnamed files, written under our write name and renamed. A
+/// process killed or failing before that leaves nothing under its break
+/// name, or only a write name that no recovery ever publishes. An empty or
+/// half-written file under a break name would read as a live recordless
+/// marker that a recovery puts back at the lock path, where nobody evicts
+/// it (I10). `None`: nothing was published; otherwise the open file and
+/// what `fill` returned. `in_place` names the protocol mutant that undoes
+/// this.
+pub(super) fn publish_aside<O: Dir + ?Sized, T>(
     os: &mut O,
     cfg: &Config<'_>,
     aside: &[u8],
     token: &Token,
-    what: Aside,
-) -> Result<Option<Published<O::File>>, Error> {
-    let mode = match what {
-        Aside::Record => cfg.marker_mode(),
-        Aside::Placeholder => 0o600,
-    };
-    let in_place = match what {
-        Aside::Record => active(Mutant::BreakFileWrittenInPlace),
-        Aside::Placeholder => active(Mutant::PlaceholderWrittenInPlace),
-    };
-    if in_place {
-        return Ok(written_in_place(os, cfg, aside, mode, what));
+    mode: u32,
+    in_place: Mutant,
+    mut fill: impl FnMut(&mut O, &O::File) -> Result<T, Error>,
+) -> Result<Option<(O::File, T)>, Error> {
+    if active(in_place) {
+        // filelock's way, kept as a protocol mutant: create the file under
+        // its break name, then write it there.
+        let Ok(file) = os.create_new(aside, mode, false) else {
+            return Ok(None);
+        };
+        return Ok(match fill(os, &file) {
+            Ok(made) => Some((file, made)),
+            Err(_) => {
+                let _ = os.unlink(aside);
+                os.close(file);
+                None
+            }
+        });
     }
     if let Ok(file) = os.create_unnamed(mode) {
-        match fill(os, cfg, &file, what) {
-            Ok(id) if os.link_unnamed(&file, aside).is_ok() => return Ok(Some((file, id))),
+        match fill(os, &file) {
+            Ok(made) if os.link_unnamed(&file, aside).is_ok() => return Ok(Some((file, made))),
             // A failed write published nothing.
             Err(_) => {
                 os.close(file);
@@ -196,38 +198,18 @@ pub(super) fn publish_aside<O: Dir + ?Sized>(
     let Ok(file) = os.create_new(&writing, mode, false) else {
         return Ok(None);
     };
-    let published = match fill(os, cfg, &file, what) {
-        Ok(id) if os.rename(&writing, aside).is_ok() => Some(id),
+    let published = match fill(os, &file) {
+        Ok(made) if os.rename(&writing, aside).is_ok() => Some(made),
         _ => None,
     };
     match published {
-        Some(id) => Ok(Some((file, id))),
+        Some(made) => Ok(Some((file, made))),
         None => {
             if let Ok(own) = os.fstat(&file) {
                 unlink_if_same(os, &writing, &own);
             }
             os.close(file);
             Ok(None)
-        }
-    }
-}
-
-/// filelock's way, kept as a protocol mutant: create the file under its
-/// break name, then write it there.
-fn written_in_place<O: Dir + ?Sized>(
-    os: &mut O,
-    cfg: &Config<'_>,
-    aside: &[u8],
-    mode: u32,
-    what: Aside,
-) -> Option<Published<O::File>> {
-    let file = os.create_new(aside, mode, false).ok()?;
-    match fill(os, cfg, &file, what) {
-        Ok(id) => Some((file, id)),
-        Err(_) => {
-            let _ = os.unlink(aside);
-            os.close(file);
-            None
         }
     }
 }

@@ -13,7 +13,7 @@ use super::acquire::Held;
 use super::config::{Config, Error, Op};
 use super::exchange::{exchange_back, mark_released, unlink_if_same};
 use super::judge::Judged;
-use super::marker::{publish_aside, Aside};
+use super::marker::{publish_aside, write_placeholder};
 use super::os::{Os, Semantics, Stat};
 use crate::errno::Errno;
 use crate::mutant::{active, Mutant};
@@ -132,7 +132,16 @@ fn break_lock_file<O: Os + ?Sized>(
     let Ok(brk) = pid_break_name(cfg.lock, cfg.pid, &token) else {
         return Ok(());
     };
-    let Ok(Some((file, _))) = publish_aside(os, cfg, &brk, &token, Aside::Placeholder) else {
+    let published = publish_aside(
+        os,
+        cfg,
+        &brk,
+        &token,
+        0o600,
+        Mutant::PlaceholderWrittenInPlace,
+        |os, file| write_placeholder(os, cfg, file),
+    );
+    let Ok(Some((file, ()))) = published else {
         if active(Mutant::NoReleaseFallback) {
             return Err(Errno::NOSPC);
         }
