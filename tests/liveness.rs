@@ -164,37 +164,50 @@ fn write_stale_soft_marker(path: &Path) {
 /// takeover sweeps it: nothing a dead process left stays forever.
 #[test]
 fn a_breaker_killed_before_its_exchange_leaves_nothing_for_good() {
-    if std::env::var_os("SWAPLOCK_TEST_RUNNER").is_some() {
-        // strace follows the emulator's host syscalls, not the target's.
-        eprintln!("skipped under an emulator: strace cannot stop the emulated breaker");
+    // SIGKILL on entry to its exchange (renameat2) kills the breaker with
+    // its break file written.
+    let Some(dir) = breaker_killed_at("renameat2", 1) else {
         return;
+    };
+    let left = entries(dir.path());
+    assert_eq!(left.len(), 2, "the killed breaker's file: {left:?}");
+    assert!(left[1].starts_with("a.lock.break."), "{left:?}");
+    taken_and_left_clean(dir.path());
+}
+
+/// `swaplock break --kind soft` on a stale marker `a.lock` in a new
+/// directory, killed at its `nth` call of `syscall`; `None` under an
+/// emulator, where strace follows the emulator's host syscalls, not the
+/// target's.
+fn breaker_killed_at(syscall: &str, nth: u32) -> Option<tempfile::TempDir> {
+    if std::env::var_os("SWAPLOCK_TEST_RUNNER").is_some() {
+        eprintln!("skipped under an emulator: strace cannot stop the emulated breaker");
+        return None;
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lock");
     write_stale_soft_marker(&path);
-    // `swaplock break` takes the stale marker over; SIGKILL on entry to its
-    // exchange (renameat2) kills it with its break file written.
-    let status = common::swaplock_killed_at(
-        "renameat2",
-        1,
-        &[
-            "break".as_ref(),
-            "--kind".as_ref(),
-            "soft".as_ref(),
-            path.as_os_str(),
-        ],
-    );
+    let args = [
+        "break".as_ref(),
+        "--kind".as_ref(),
+        "soft".as_ref(),
+        path.as_os_str(),
+    ];
+    let status = common::swaplock_killed_at(syscall, nth, &args);
     // strace ends as its tracee did.
     assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
-    let left = entries(dir.path());
-    assert_eq!(left.len(), 2, "the killed breaker's file: {left:?}");
-    assert!(left[1].starts_with("a.lock.break."), "{left:?}");
-    SoftLock::soft(&path).try_lock().unwrap().release().unwrap();
-    assert!(
-        entries(dir.path()).is_empty(),
-        "left {:?}",
-        entries(dir.path())
-    );
+    Some(dir)
+}
+
+/// A soft lock on `dir/a.lock` is taken and released, and leaves `dir`
+/// empty.
+fn taken_and_left_clean(dir: &Path) {
+    SoftLock::soft(dir.join("a.lock"))
+        .try_lock()
+        .unwrap()
+        .release()
+        .unwrap();
+    assert!(entries(dir).is_empty(), "left {:?}", entries(dir));
 }
 
 /// A contender killed between creating its marker and writing its record
@@ -246,35 +259,15 @@ fn a_contender_killed_at_its_record_write_leaves_no_marker() {
 /// file (linked from an unnamed file here), so the kill leaves nothing.
 #[test]
 fn a_breaker_killed_at_its_record_write_leaves_no_empty_break_file() {
-    if std::env::var_os("SWAPLOCK_TEST_RUNNER").is_some() {
-        eprintln!("skipped under an emulator: strace cannot stop the emulated breaker");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("a.lock");
-    write_stale_soft_marker(&path);
     // The breaker's second write(2) is its record's for the takeover (the
     // first, into an unnamed file, found the lock path taken).
-    let status = common::swaplock_killed_at(
-        "write",
-        2,
-        &[
-            "break".as_ref(),
-            "--kind".as_ref(),
-            "soft".as_ref(),
-            path.as_os_str(),
-        ],
-    );
-    assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
+    let Some(dir) = breaker_killed_at("write", 2) else {
+        return;
+    };
     assert_eq!(
         entries(dir.path()),
         ["a.lock"],
         "the killed breaker left a file"
     );
-    SoftLock::soft(&path).try_lock().unwrap().release().unwrap();
-    assert!(
-        entries(dir.path()).is_empty(),
-        "left {:?}",
-        entries(dir.path())
-    );
+    taken_and_left_clean(dir.path());
 }

@@ -151,6 +151,15 @@ fn spawn_announcing(mut cmd: Command) -> (Child, String) {
     (child, line.trim_end().to_owned())
 }
 
+/// `swaplock run --kind KIND PATH sh -c SCRIPT`, its stderr discarded,
+/// once the script has printed its first line: a PID.
+fn run_announcing_pid(kind: &str, path: &Path, script: &str) -> (Child, libc::pid_t) {
+    let mut cmd = swaplock_command(&["run", "--kind", kind, s(path), "sh", "-c", script]);
+    cmd.stderr(Stdio::null());
+    let (child, line) = spawn_announcing(cmd);
+    (child, line.parse().unwrap())
+}
+
 #[test]
 fn a_supervisor_that_inherits_sigchld_ignored_still_waits_releases_and_exits() {
     let dir = tempfile::tempdir().unwrap();
@@ -231,18 +240,7 @@ fn signals_inherited_as_ignored_stay_ignored_in_the_command() {
 fn sigterm_to_the_supervisor_ends_the_commands_background_children_before_release() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lock");
-    let mut cmd = swaplock_command(&[
-        "run",
-        "--kind",
-        "marker",
-        s(&path),
-        "sh",
-        "-c",
-        "sleep 1000 & echo $!; wait",
-    ]);
-    cmd.stderr(Stdio::null());
-    let (child, line) = spawn_announcing(cmd);
-    let grandchild: libc::pid_t = line.parse().unwrap();
+    let (child, grandchild) = run_announcing_pid("marker", &path, "sleep 1000 & echo $!; wait");
     let _cleanup = KillOnDrop(grandchild);
     assert!(path.exists());
     // SAFETY: signalling our own, unreaped child.
@@ -263,20 +261,10 @@ fn a_background_child_left_by_the_command_is_ended_before_release() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lock");
     for kind in ["soft", "marker", "lease"] {
-        let mut cmd = swaplock_command(&[
-            "run",
-            "--kind",
-            kind,
-            s(&path),
-            "sh",
-            "-c",
-            // A child that ignores SIGTERM: only the KILL after the grace
-            // period ends it.
-            "sh -c 'trap \"\" TERM; exec sleep 1000' & echo $!; exit 3",
-        ]);
-        cmd.stderr(Stdio::null());
-        let (child, line) = spawn_announcing(cmd);
-        let grandchild: libc::pid_t = line.parse().unwrap();
+        // A child that ignores SIGTERM: only the KILL after the grace
+        // period ends it.
+        let script = "sh -c 'trap \"\" TERM; exec sleep 1000' & echo $!; exit 3";
+        let (child, grandchild) = run_announcing_pid(kind, &path, script);
         let _cleanup = KillOnDrop(grandchild);
         let out = finish(child).expect("swaplock run hung");
         assert_eq!(out.status.code(), Some(3), "{kind}: the command's status");
@@ -563,18 +551,7 @@ fn until_state(pid: libc::pid_t, want: impl Fn(char) -> bool) -> char {
 fn a_stop_sent_to_the_supervisor_stops_its_command_too() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lock");
-    let mut cmd = swaplock_command(&[
-        "run",
-        "--kind",
-        "marker",
-        s(&path),
-        "sh",
-        "-c",
-        "echo $$; exec sleep 1000",
-    ]);
-    cmd.stderr(Stdio::null());
-    let (supervisor, line) = spawn_announcing(cmd);
-    let command: libc::pid_t = line.parse().unwrap();
+    let (supervisor, command) = run_announcing_pid("marker", &path, "echo $$; exec sleep 1000");
     let _guard = KillOnDrop(command);
     let pid = supervisor.id() as libc::pid_t;
     // SAFETY: signalling the supervisor this test started.
