@@ -6,6 +6,7 @@
 //! schedules, then random schedules of every scenario, then the fuzz
 //! corpus) and returns the first kill with a schedule that replays it.
 
+use crate::runtime::Violation;
 use crate::scenario::{scenarios, Policy};
 use crate::schedule::{run, FromBytes, Random, Recording};
 use std::path::{Path, PathBuf};
@@ -99,17 +100,22 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Runs one kept schedule (the scenario's index in the catalogue, then a
-/// decision per byte); the violation, if any.
+/// decision per byte); the violation, if any, as `scenario: violation`.
 pub fn replay(data: &[u8]) -> Option<String> {
+    replay_traced(data).map(|(scenario, v)| format!("{scenario}: {}", v.what))
+}
+
+/// [`replay`], with the scenario's name and the violation's trace.
+pub fn replay_traced(data: &[u8]) -> Option<(&'static str, Violation)> {
     let (&which, schedule) = data.split_first()?;
     let all = scenarios(Policy::Ours);
     let (what, scenario, _) = &all[usize::from(which) % all.len()];
     let sim = run(scenario, 1, &mut FromBytes::new(schedule), false, 20_000);
-    sim.failed().then(|| {
-        let traced = run(scenario, 1, &mut FromBytes::new(schedule), true, 20_000);
-        let v = traced.violation().map(|v| v.what).unwrap_or_default();
-        format!("{what}: {v}")
-    })
+    if !sim.failed() {
+        return None;
+    }
+    let traced = run(scenario, 1, &mut FromBytes::new(schedule), true, 20_000);
+    traced.violation().map(|v| (*what, v))
 }
 
 /// Replays every kept schedule of `dirs` under the mutants switched on;
@@ -161,7 +167,8 @@ pub fn hunt(per_scenario: u64, fresh: bool, corpus: Option<&Path>) -> Option<Kil
             if !sim.failed() {
                 continue;
             }
-            // Kept only if the bytes replay the same violation.
+            // Kept only if the bytes replay a violation (the world's
+            // random source, seeded apart, may draw other faults).
             let Some(bytes) = chooser.bytes else { continue };
             let mut kept = vec![i as u8];
             kept.extend_from_slice(&bytes);

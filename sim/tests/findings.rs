@@ -102,13 +102,13 @@
 //!   lifetime break voids the guarantee of whoever owns the marker, and
 //!   the oracle now says so for both.
 
-use swaplock_sim::{run, scenarios, FromBytes, Policy};
+use swaplock_sim::mutants::replay_traced;
+use swaplock_sim::{scenarios, Policy};
 
 /// Replays every schedule kept in `dir`: the scenario's index in the
 /// catalogue, then one decision per byte. Returns how many ran, and the
 /// first violation.
 fn replay_all(dir: &std::path::Path) -> (usize, Option<String>) {
-    let all = scenarios(Policy::Ours);
     let mut replayed = 0;
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
@@ -118,12 +118,7 @@ fn replay_all(dir: &std::path::Path) -> (usize, Option<String>) {
     entries.sort();
     for path in entries {
         let data = std::fs::read(&path).unwrap();
-        let Some((&which, schedule)) = data.split_first() else {
-            continue;
-        };
-        let (what, scenario, _) = &all[usize::from(which) % all.len()];
-        let sim = run(scenario, 1, &mut FromBytes::new(schedule), true, 20_000);
-        if let Some(v) = sim.violation() {
+        if let Some((what, v)) = replay_traced(&data) {
             return (replayed, Some(format!("{}: {what}: {v}", path.display())));
         }
         replayed += 1;
