@@ -124,7 +124,10 @@ pub(crate) enum Call {
     RenameFile { moved: Option<(Name, Target)> },
     /// A delete through a handle, and the name and file it removed.
     RemoveFile { removed: Option<(Name, Target)> },
-    /// A call no invariant reads: reads, stats, opens, closes, links,
-    /// listings, sleeps, work in the critical section.
+    /// `close`: the one call a process makes after its last look before
+    /// it enters (the pin's close), which judges nothing.
+    Close,
+    /// A call no invariant reads: reads, stats, opens, links, listings,
+    /// sleeps, work in the critical section.
     Other,
 }

@@ -51,6 +51,7 @@
 //! | `actors` | the processes' lives: contender, `flock` fallback, planter |
 //! | `runtime` | coroutines and their stacks, [`Sim`], the progress check's fresh contenders |
 //! | `schedule` | the choosers and the loops that run them |
+//! | [`script`] | directed schedules, steered step by step and kept as bytes |
 //! | [`model`] | the model filesystem |
 //! | [`naive`] | the deliberately broken pre-fix policy |
 //! | [`mutants`] | the protocol-mutation run: each guard of the shipped protocol undone, and the searches that must notice |
@@ -65,6 +66,7 @@ mod os;
 mod runtime;
 mod scenario;
 mod schedule;
+pub mod script;
 mod world;
 
 pub use actors::POLL;

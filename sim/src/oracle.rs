@@ -100,6 +100,11 @@ pub(crate) struct Oracle {
     bounds: BTreeMap<usize, u32>,
     /// Per process: when its last syscall ran.
     last_step: Vec<u64>,
+    /// Per process: when its last syscall other than `close` ran.
+    last_look: Vec<u64>,
+    /// When each removed file lost its last name (by `unlink` or a delete
+    /// through a handle).
+    removed_at: BTreeMap<u64, u64>,
     /// When each marker was last created, written, touched or exchanged in
     /// while at the lock path: a lease is refreshed only there (a heartbeat
     /// that lands on a marker a peer already took aside refreshes nothing).
@@ -142,6 +147,8 @@ impl Oracle {
             attempts: vec![(0, false); n],
             bounds: BTreeMap::new(),
             last_step: vec![world.time; n],
+            last_look: vec![world.time; n],
+            removed_at: BTreeMap::new(),
             refreshed: BTreeMap::new(),
             at_lock: (None, 0),
             paused: false,
@@ -163,6 +170,7 @@ impl Oracle {
         self.own.push(BTreeSet::new());
         self.attempts.push((0, false));
         self.last_step.push(w.time);
+        self.last_look.push(w.time);
     }
 
     /// After a step that leaves its process suspended before its next
@@ -189,8 +197,11 @@ impl Oracle {
         match &e.what {
             What::Call(call, result) => {
                 self.pause_noted(w, who, e.at);
+                if !matches!(call, Call::Close) {
+                    self.last_look[who] = e.at;
+                }
                 if result.is_ok() {
-                    self.call(w, log, who, call);
+                    self.call(w, log, who, e.at, call);
                 }
             }
             What::Attempting(on) => {
@@ -198,6 +209,23 @@ impl Oracle {
                 if *on && !self.attempts[who].1 {
                     self.attempts[who].0 += 1;
                 }
+            }
+            // The protocol's last look before it enters is at its marker's
+            // link count (only the pin's close may follow): a marker
+            // removed before then is one it would have seen gone. A
+            // contender stopped past a lease or a lifetime after that look
+            // may lose it to a peer's takeover, and is compromised below.
+            What::Enter(ino)
+                if self
+                    .removed_at
+                    .get(ino)
+                    .is_some_and(|&at| at < self.last_look[who])
+                    && w.fs.inodes.get(ino).is_none_or(|i| i.nlink == 0) =>
+            {
+                self.attempts[who].1 = true;
+                self.fail(format!(
+                    "p{who} enters with its marker (inode {ino}) already removed, which its last look would have seen"
+                ));
             }
             What::Enter(ino) if self.broken_by_age.contains(ino) => {
                 self.attempts[who].1 = true;
@@ -224,7 +252,7 @@ impl Oracle {
     }
 
     /// A call that succeeded.
-    fn call(&mut self, w: &mut World, log: &Log, who: usize, call: &Call) {
+    fn call(&mut self, w: &mut World, log: &Log, who: usize, at: u64, call: &Call) {
         let is_lock = |n: &Name| log.bytes(*n) == LOCK;
         match call {
             Call::Create { name, ino } => {
@@ -260,6 +288,7 @@ impl Oracle {
                 self.no_live_marker_removed(w, who, LOCK, *moved, "renames");
             }
             Call::Unlink { name, removed } => {
+                self.removal(w, at, removed.map(|t| t.ino));
                 self.no_live_marker_removed(w, who, log.bytes(*name), *removed, "unlinks");
             }
             Call::RenameFile {
@@ -270,9 +299,18 @@ impl Oracle {
             Call::RemoveFile {
                 removed: Some((n, removed)),
             } => {
+                self.removal(w, at, Some(removed.ino));
                 self.no_live_marker_removed(w, who, log.bytes(*n), Some(*removed), "deletes");
             }
             _ => {}
+        }
+    }
+
+    /// Notes when a file that a call unlinked or deleted lost its last
+    /// name.
+    fn removal(&mut self, w: &World, at: u64, ino: Option<u64>) {
+        if let Some(ino) = ino.filter(|i| w.fs.inodes.get(i).is_none_or(|i| i.nlink == 0)) {
+            self.removed_at.insert(ino, at);
         }
     }
 

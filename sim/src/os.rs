@@ -381,7 +381,7 @@ impl Dir for SimOs<'_> {
         self.syscall(format_args!("close fd {f}"), |w, me| {
             w.procs[me].fds.remove(&f);
             w.fs.close(f);
-            ((), Call::Other)
+            ((), Call::Close)
         })
     }
     fn lstat(&mut self, n: &[u8]) -> Result<Stat, Errno> {

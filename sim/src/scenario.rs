@@ -383,6 +383,24 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         sc,
         0,
     ));
+
+    // Markers made by name and then written, torn and failing writes, and
+    // contenders patient enough to evict a half-written marker after the
+    // malformed grace period: a writer stopped mid-record comes back to a
+    // failing write after a peer took the lock.
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+    sc.faults = Faults {
+        short_writes: 5,
+        eio_one_in: 4,
+        ..Faults::default()
+    };
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 60);
+    all.push((
+        "soft: markers written by name, torn and failing writes, patient contenders",
+        sc,
+        40,
+    ));
     all
 }
 
