@@ -36,7 +36,7 @@
 //! release placeholder overslept ([`Oracle::placeholder_overslept`]).
 
 use crate::event::{Call, Event, Log, Name, Target, What};
-use crate::model::Node;
+use crate::model::{Access, Node};
 use crate::scenario::{Scenario, LEASE, LOCK, VICTIM};
 use crate::world::{name, World};
 use std::collections::{BTreeMap, BTreeSet};
@@ -594,8 +594,22 @@ impl Oracle {
         if !placeholder && !released {
             return;
         }
+        // Only a file its owner still holds open for writing: that is the
+        // remover whose by-name unlink the assumption protects (a file is
+        // removed only while open, I7). A placeholder an abandoned takeover
+        // let go of ages out at the lock path by design.
+        let writes = |i: usize| {
+            w.procs[i].fds.iter().any(|fd| {
+                w.fs.descs
+                    .get(fd)
+                    .is_some_and(|d| d.ino == ino && d.access == Access::Write)
+            })
+        };
         let owner = (0..self.own.len()).find(|&i| {
-            w.procs[i].alive && self.own[i].contains(&ino) && (placeholder || self.attempting[i])
+            w.procs[i].alive
+                && self.own[i].contains(&ino)
+                && (placeholder || self.attempting[i])
+                && writes(i)
         });
         let Some(owner) = owner else { return };
         let grace = MALFORMED_GRACE.as_nanos() as u64;
