@@ -401,6 +401,22 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         sc,
         40,
     ));
+    // Four contenders patient enough to wait out the exchange-back limit
+    // and the malformed grace period: rings of nested breakers, one of them
+    // killed, and the recoveries that unwind them.
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+    contenders(
+        &mut sc,
+        policy,
+        &[(0, 101), (0, 102), (0, 103), (0, 104)],
+        100,
+    );
+    all.push((
+        "soft: a dead holder's marker, four patient contenders",
+        sc,
+        40,
+    ));
     all
 }
 

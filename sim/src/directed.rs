@@ -1,0 +1,176 @@
+//! Directed schedules: races too narrow for the random searches and the
+//! fuzzer, steered step by step with a [`Script`] ("run p1 until its
+//! exchange, then p2 until it enters, then kill p3"), each under the
+//! protocol mutant it kills (PROTOCOL 13.4). `tests/directed.rs` checks
+//! that each still kills its mutant and that the shipped protocol passes
+//! its schedule; the kept schedules in `sim/findings/mutants/` are what
+//! `cargo test` replays under every catalogue entry, and the mutation run
+//! ([`crate::mutants::hunt`]) tries these races as one of its searches.
+
+use crate::mutants::Mutant;
+use crate::scenario::{scenarios, Policy};
+use crate::script::{Lost, Script};
+
+/// A directed race and the mutant it was written to kill.
+pub struct Directed {
+    /// What the race is.
+    pub name: &'static str,
+    /// The mutant it kills.
+    pub mutant: Mutant,
+    /// Steers the race under whatever mutants are on: the script, with
+    /// the violation it found, if any.
+    pub steer: fn() -> Result<Script, Lost>,
+}
+
+/// Every directed race.
+pub const ALL: &[Directed] = &[
+    Directed {
+        name: "a judged file freed and its inode number reused",
+        mutant: Mutant::NoPinCheck,
+        steer: judged_file_reused,
+    },
+    Directed {
+        name: "a takeover stopped past a lease before its last look",
+        mutant: Mutant::NoLinkCountAfterTakeover,
+        steer: takeover_stopped_past_lease,
+    },
+    Directed {
+        name: "a marker write failing after its eviction",
+        mutant: Mutant::UnlinkAfterClose,
+        steer: write_failing_after_eviction,
+    },
+    Directed {
+        name: "an abandoned placeholder under a killed breaker's name",
+        mutant: Mutant::RecoveryDeletesPlaceholders,
+        steer: abandoned_placeholder_stranded,
+    },
+];
+
+/// The index of the scenario named `name` in the catalogue.
+fn scenario(name: &str) -> Result<usize, Lost> {
+    scenarios(Policy::Ours)
+        .iter()
+        .position(|(n, ..)| *n == name)
+        .ok_or_else(|| Lost(format!("no scenario {name:?}")))
+}
+
+/// Coarse file times, so that a freed inode number handed out again within
+/// the same second is the same (inode, mtime) identity. A contender pins
+/// the dead marker at the lock path; a peer takes that over and is killed
+/// holding; the contender reads the killed peer's marker, which is not the
+/// pinned file, and judges it. Meanwhile a third takes that marker over,
+/// holds and releases, freeing its inode number, which a fourth's new
+/// marker gets. The first's takeover then finds its judged identity at the
+/// lock path and takes a live holder's marker. Only the pin check (the
+/// file read must be the file pinned) refuses the judgement.
+fn judged_file_reused() -> Result<Script, Lost> {
+    let mut s = Script::new(scenario(
+        "soft: a dead holder's marker, coarse times, four contenders",
+    )?);
+    // The kill byte kills the fourth of four runnable processes.
+    let (a, c, d, b) = (0, 1, 2, 3);
+    s.until(a, "pin a.lock -> Ok", 10)?;
+    s.until(b, "ENTERS", 300)?;
+    s.kill(b)?;
+    s.until(a, "probe 104", 10)?;
+    s.until(c, "ENTERS", 300)?;
+    s.until(c, "): released", 100)?;
+    s.until(d, "ENTERS", 100)?;
+    s.until_violation(a, 300)?;
+    Ok(s)
+}
+
+/// A lease contender that took an expired lease over stops between its
+/// exchange and its last look for longer than a lease; a peer expires the
+/// marker it just published, takes it over and enters. Only the link count
+/// of our marker after the takeover tells that it is gone.
+fn takeover_stopped_past_lease() -> Result<Script, Lost> {
+    let mut s = Script::new(scenario(
+        "lease: a holder stopped past its lease, two contenders",
+    )?);
+    // p0 holds, then stops; one of p1 and p2 takes its marker over and
+    // stops right after its exchange; the other takes that over.
+    s.until(0, "ENTERS", 200)?;
+    let p = s.turns_until(&[1, 2], "exchange a.lock.break.10", 5_000)?;
+    let q = 3 - p;
+    s.until(q, "ENTERS", 5_000)?;
+    s.until_violation(p, 50)?;
+    Ok(s)
+}
+
+/// A contender creates its marker by name, writes part of it and stops; a
+/// peer evicts the half-written marker after the grace period, as it may,
+/// and enters; the stopped contender's next write then fails. Its cleanup
+/// must remove its own file while it is open, never the lock path by name
+/// after closing, which now links the peer's marker. The failing write is
+/// one the scenario's random source fails, so the race is steered in a few
+/// orders until one draws it.
+fn write_failing_after_eviction() -> Result<Script, Lost> {
+    let which =
+        scenario("soft: markers written by name, torn and failing writes, patient contenders")?;
+    let mut why = Lost("no schedule tried".into());
+    // The order the contenders take turns in, which create by name the
+    // stopped writer makes, and after how many of its torn writes it
+    // stops: each puts its failing write at another draw.
+    let orders = [
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ];
+    for order in orders {
+        for (nth, torn) in (1..3).flat_map(|n| (1..4).map(move |k| (n, k))) {
+            let mut s = Script::new(which);
+            let steered = (|| {
+                let mut p = 0;
+                for _ in 0..nth {
+                    p = s.turns_until(&order, "create a.lock -> Ok", 20_000)?;
+                }
+                for _ in 0..torn {
+                    s.until(p, "write fd", 3)?;
+                }
+                let others: Vec<usize> = order.into_iter().filter(|&i| i != p).collect();
+                s.turns_until(&others, "ENTERS", 20_000)?;
+                s.until_violation(p, 12)
+            })();
+            match steered {
+                Ok(true) => return Ok(s),
+                Ok(false) => why = Lost("no write failed, or no violation followed".into()),
+                Err(lost) => why = lost,
+            }
+        }
+    }
+    Err(why)
+}
+
+/// Three breakers judge one dead marker. H takes it over and holds; B's
+/// exchange takes H's live marker aside under B's break name; N's exchange
+/// takes B's file aside under N's, and N is killed. B's exchange-back gives
+/// up after 2 s and marks its file, now under N's name, with its
+/// placeholder, which names B. The next recovery of N's names (B's own
+/// next attempt) must put that placeholder back at the lock path, whose
+/// eviction later leads a recovery of B's names to H's marker. Deleted as
+/// malformed, as filelock deletes it, nothing leads there: the recoverer
+/// takes the lock beside H.
+fn abandoned_placeholder_stranded() -> Result<Script, Lost> {
+    let mut s = Script::new(scenario(
+        "soft: a dead holder's marker, four patient contenders",
+    )?);
+    // The kill byte kills the fourth of four runnable processes.
+    let (h, b, n) = (0, 1, 3);
+    // Each publishes its break file and reaches the check before its
+    // exchange (PROTOCOL 7.8 step 5).
+    for p in [h, b, n] {
+        s.until(p, "rename", 400)?;
+        s.until(p, "lstat a.lock", 10)?;
+    }
+    s.until(h, "exchange", 5)?;
+    s.until(h, "ENTERS", 20)?;
+    s.until(b, "exchange", 5)?;
+    s.until(n, "exchange", 5)?;
+    s.kill(n)?;
+    s.until_violation(b, 20_000)?;
+    Ok(s)
+}
