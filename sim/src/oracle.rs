@@ -400,14 +400,19 @@ impl Oracle {
 
     /// A live holder's marker is still linked. Exempt, under leases: a
     /// holder that paused past its lease (say, between its takeover and its
-    /// first heartbeat) has lost it to a peer, and is compromised.
+    /// first heartbeat) has lost it to a peer, and is compromised; but only
+    /// once the lease has lapsed.
     fn holder_marker_linked(&mut self, w: &mut World) {
         for h in 0..self.holds.len() {
             let Some(ino) = self.holds[h].filter(|_| w.procs[h].alive) else {
                 continue;
             };
             if w.fs.inodes.get(&ino).is_none_or(|i| i.nlink == 0) {
-                if self.lease.is_some() {
+                // Only a lease that lapsed may be lost so: a fresh marker
+                // removed before its holder entered (after its last look)
+                // is as wrong as one removed while it held.
+                let lapsed = self.lease_lapsed(w, ino) || self.broken_by_age.contains(&ino);
+                if self.lease.is_some() && lapsed {
                     self.compromise(w, h, "lease lost while paused");
                 } else {
                     self.fail(format!(

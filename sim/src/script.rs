@@ -132,13 +132,16 @@ impl Script {
         Lost(format!("{why}; the trace ended:\n{}", tail.join("\n")))
     }
 
-    /// The last line process `p` traced.
+    /// The last line process `p` traced (its syscall or ghost step; the
+    /// oracle's own notes on it are skipped).
     pub fn last_of(&self, p: usize) -> String {
+        const NOTES: [&str; 4] = ["): PAUSED", "): OVERSLEPT", "): DISPLACED", ": compromised"];
         let tag = format!(" p{p} ");
         let trace = self.sim.trace();
         trace
             .lines()
             .rev()
+            .filter(|l| !NOTES.iter().any(|n| l.contains(n)))
             .find(|l| l.contains(&tag))
             .unwrap_or("")
             .to_string()

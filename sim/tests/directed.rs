@@ -8,6 +8,15 @@
 use std::path::Path;
 use swaplock_sim::directed::ALL;
 use swaplock_sim::mutants::{replay, select, Entry};
+use swaplock_sim::{run, scenarios, FromBytes, Policy};
+
+/// Whether the kept schedule `data` runs to its end within the protocol's
+/// timing assumption (the oracle judges all of it).
+fn judged(data: &[u8]) -> bool {
+    let all = scenarios(Policy::Ours);
+    let (_, scenario, _) = &all[usize::from(data[0])];
+    !run(scenario, 1, &mut FromBytes::new(&data[1..]), false, 20_000).overslept()
+}
 
 #[test]
 fn every_directed_race_kills_its_mutant_and_is_kept() {
@@ -33,6 +42,19 @@ fn every_directed_race_kills_its_mutant_and_is_kept() {
         };
         if let Some(v) = replay(&schedule) {
             panic!("{name}: the shipped protocol fails the schedule too: {v}");
+        }
+        // The shipped protocol must be judged on the race, not excused by
+        // a run that left the timing assumption: on the kept schedule, or,
+        // where the schedule diverges once the guard acts, on the race
+        // steered again without the mutant.
+        if !judged(&schedule) {
+            let steered = (race.steer)().unwrap_or_else(|lost| {
+                panic!("{name}: the kept schedule leaves the timing assumption without the mutant, and the race cannot be steered without it: {}", lost.0)
+            });
+            assert!(
+                steered.violation().is_none() && !steered.sim().overslept(),
+                "{name}: without the mutant the steered race is not judged clean"
+            );
         }
         let kept = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("findings/mutants")
