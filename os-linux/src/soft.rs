@@ -106,7 +106,7 @@ fn urandom() -> Result<[u8; 16], rustix::io::Errno> {
 /// the PID namespace's inode (`stat /proc/self/ns/pid`).
 pub fn host_name() -> HostName {
     let uname = rustix::system::uname();
-    let ns = rustix::fs::stat("/proc/self/ns/pid")
+    let ns = swaplock_unix::stat::stat_path(c"/proc/self/ns/pid", true)
         .ok()
         .map(|st| st.st_ino as u64);
     escape_host_name(uname.nodename().to_bytes(), ns)
@@ -125,7 +125,7 @@ fn boot_id() -> u128 {
 /// (PROTOCOL 4.2), asked afresh as filelock does.
 fn starttime_unshifted() -> bool {
     const INITIAL_TIME_NAMESPACE: u64 = 0xEFFF_FFFA;
-    let ns = match rustix::fs::stat("/proc/self/ns/time") {
+    let ns = match swaplock_unix::stat::stat_path(c"/proc/self/ns/time", true) {
         Ok(st) => st.st_ino as u64,
         Err(rustix::io::Errno::NOENT) => return true,
         Err(_) => return false,
@@ -133,7 +133,7 @@ fn starttime_unshifted() -> bool {
     if ns == INITIAL_TIME_NAMESPACE {
         return true;
     }
-    match rustix::fs::stat("/proc/self/ns/time_for_children") {
+    match swaplock_unix::stat::stat_path(c"/proc/self/ns/time_for_children", true) {
         Ok(st) if st.st_ino as u64 == ns => {}
         _ => return false,
     }

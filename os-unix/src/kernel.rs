@@ -12,7 +12,7 @@ fn errno(e: rustix::io::Errno) -> Errno {
     Errno::from_raw(e.raw_os_error())
 }
 
-fn file_id(st: &rustix::fs::Stat) -> FileId {
+fn file_id(st: &crate::stat::RawStat) -> FileId {
     // st_dev is signed on Apple targets and st_ino narrower on some 32-bit
     // ABIs; the casts widen, and are no-ops elsewhere.
     #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
@@ -174,7 +174,9 @@ pub fn flock_unlock(fd: impl AsFd) -> Result<(), Errno> {
 /// # References
 /// - [`fstat(2)`](https://man7.org/linux/man-pages/man2/fstat.2.html)
 pub fn fstat_id(fd: impl AsFd) -> Result<FileId, Errno> {
-    rustix::fs::fstat(fd).map(|st| file_id(&st)).map_err(errno)
+    crate::stat::fstat(fd.as_fd())
+        .map(|st| file_id(&st))
+        .map_err(errno)
 }
 
 /// `stat(path)` or, without `follow`, `lstat(path)` — the identity of the
@@ -183,12 +185,9 @@ pub fn fstat_id(fd: impl AsFd) -> Result<FileId, Errno> {
 /// # References
 /// - [`stat(2)`](https://man7.org/linux/man-pages/man2/stat.2.html)
 pub fn stat_id(path: &CStr, follow: bool) -> Result<FileId, Errno> {
-    let st = if follow {
-        rustix::fs::stat(path)
-    } else {
-        rustix::fs::lstat(path)
-    };
-    st.map(|st| file_id(&st)).map_err(errno)
+    crate::stat::stat_path(path, follow)
+        .map(|st| file_id(&st))
+        .map_err(errno)
 }
 
 /// `unlink(path)` — remove a name.

@@ -18,3 +18,5 @@
 pub mod kernel;
 #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 pub mod soft;
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+pub mod stat;

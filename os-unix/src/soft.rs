@@ -68,7 +68,7 @@ fn with_name<T>(name: &[u8], f: impl FnOnce(&CStr) -> rustix::io::Result<T>) -> 
     f(c).map_err(errno)
 }
 
-fn stat(st: &rustix::fs::Stat) -> Stat {
+fn stat(st: &crate::stat::RawStat) -> Stat {
     let kind = match FileType::from_raw_mode(st.st_mode as _) {
         FileType::RegularFile => NodeKind::Regular,
         FileType::Directory => NodeKind::Directory,
@@ -234,7 +234,9 @@ impl<P: Platform> Dir for UnixOs<'_, P> {
 
     /// `fstat(fd)`.
     fn fstat(&mut self, file: &OwnedFd) -> Result<Stat, Errno> {
-        rustix::fs::fstat(file).map(|st| stat(&st)).map_err(errno)
+        crate::stat::fstat(file.as_fd())
+            .map(|st| stat(&st))
+            .map_err(errno)
     }
 
     /// `close(fd)`.
@@ -245,7 +247,7 @@ impl<P: Platform> Dir for UnixOs<'_, P> {
     /// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`.
     fn lstat(&mut self, name: &[u8]) -> Result<Stat, Errno> {
         with_name(name, |c| {
-            rustix::fs::statat(self.dir, c, AtFlags::SYMLINK_NOFOLLOW)
+            crate::stat::statat(self.dir, c, AtFlags::SYMLINK_NOFOLLOW)
         })
         .map(|st| stat(&st))
     }

@@ -7,6 +7,7 @@ const LD: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
 const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
 const RET: u16 = 0x06; // BPF_RET | BPF_K
 const RET_ERRNO: u32 = 0x0005_0000;
+const RET_TRAP: u32 = 0x0003_0000;
 const RET_ALLOW: u32 = 0x7fff_0000;
 
 fn op(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
@@ -20,6 +21,18 @@ pub fn deny(nr: libc::c_long, errno: i32) -> std::io::Result<()> {
         op(LD, 0, 0, 0),
         op(JEQ, 0, 1, nr as u32),
         op(RET, 0, 0, RET_ERRNO | errno as u32),
+        op(RET, 0, 0, RET_ALLOW),
+    ])
+}
+
+/// Makes syscall `nr` kill the process with `SIGSYS`, as Android's app
+/// seccomp policy does for a call it does not allow
+/// (`SECCOMP_RET_TRAP`). For `pre_exec`: it only calls prctl.
+pub fn trap(nr: libc::c_long) -> std::io::Result<()> {
+    install(&[
+        op(LD, 0, 0, 0),
+        op(JEQ, 0, 1, nr as u32),
+        op(RET, 0, 0, RET_TRAP),
         op(RET, 0, 0, RET_ALLOW),
     ])
 }
