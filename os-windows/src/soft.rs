@@ -93,14 +93,23 @@ impl Dir {
         let mut dos = self.join(name)?;
         dos.pop();
         let text = String::from_utf16(&dos).map_err(|_| Errno::INVAL)?;
-        let nt = if let Some(rest) = text.strip_prefix(r"\\?\") {
-            format!(r"\??\{rest}")
-        } else if let Some(rest) = text.strip_prefix(r"\\") {
-            format!(r"\??\UNC\{rest}")
-        } else {
-            format!(r"\??\{text}")
-        };
-        Ok(nt.encode_utf16().collect())
+        Ok(nt_path_of(&text).encode_utf16().collect())
+    }
+}
+
+/// The NT path of a full DOS path: a verbatim (`\\?\`) or device (`\\.\`)
+/// path keeps what follows its prefix, a UNC path (`\\server\share`) goes
+/// under `\??\UNC\`, a drive path under `\??\`.
+fn nt_path_of(dos: &str) -> String {
+    if let Some(rest) = dos
+        .strip_prefix(r"\\?\")
+        .or_else(|| dos.strip_prefix(r"\\.\"))
+    {
+        format!(r"\??\{rest}")
+    } else if let Some(rest) = dos.strip_prefix(r"\\") {
+        format!(r"\??\UNC\{rest}")
+    } else {
+        format!(r"\??\{dos}")
     }
 }
 
@@ -660,4 +669,26 @@ pub fn monotonic_now() -> Instant {
     static BASE: OnceLock<std::time::Instant> = OnceLock::new();
     let base = BASE.get_or_init(std::time::Instant::now);
     Instant(u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nt_path_of;
+
+    #[test]
+    fn every_dos_path_form_has_its_nt_path() {
+        let cases = [
+            (r"C:\locks\a.lock", r"\??\C:\locks\a.lock"),
+            (r"\\?\C:\locks\a.lock", r"\??\C:\locks\a.lock"),
+            (r"\\.\C:\locks\a.lock", r"\??\C:\locks\a.lock"),
+            (r"\\server\share\a.lock", r"\??\UNC\server\share\a.lock"),
+            (
+                r"\\?\UNC\server\share\a.lock",
+                r"\??\UNC\server\share\a.lock",
+            ),
+        ];
+        for (dos, nt) in cases {
+            assert_eq!(nt_path_of(dos), nt, "{dos}");
+        }
+    }
 }
