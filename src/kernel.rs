@@ -88,7 +88,7 @@ fn sys_path(path: &Path) -> Arc<SysPath> {
 #[cfg(unix)]
 type LockFile = std::os::fd::OwnedFd;
 #[cfg(windows)]
-type LockFile = std::os::windows::io::OwnedHandle;
+type LockFile = swaplock_windows::kernel::LockHandle;
 
 /// The adapter's kernel-lock operations on one path, which the core's
 /// driver runs.

@@ -101,3 +101,53 @@ fn processes_take_turns() {
     let count = std::fs::read_to_string(dir.path().join("d.lock.count")).unwrap();
     assert_eq!(count, (workers * each).to_string(), "an increment was lost");
 }
+
+/// An open that another process's work refuses for now is contention, not
+/// an error: the file open elsewhere without sharing (an indexer, a virus
+/// scanner) answers `ERROR_SHARING_VIOLATION`; a file being deleted (a
+/// peer's `remove` while a handle is still open) answers
+/// `ERROR_ACCESS_DENIED` until its last handle closes. Either used to
+/// fail `lock()` with `PermissionDenied`.
+#[test]
+fn an_open_refused_while_a_peer_works_is_waited_out() {
+    use std::os::windows::fs::OpenOptionsExt;
+    const FILE_SHARE_READ: u32 = 1;
+    const FILE_SHARE_WRITE: u32 = 2;
+    const FILE_SHARE_DELETE: u32 = 4;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    std::fs::write(&path, b"").unwrap();
+
+    // Open elsewhere without sharing.
+    let exclusive = std::fs::OpenOptions::new()
+        .read(true)
+        .share_mode(0)
+        .open(&path)
+        .unwrap();
+    let e = FileLock::new(&path).try_lock().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
+    let e = FileLock::new(&path)
+        .lock_timeout(Duration::from_millis(50))
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
+    drop(exclusive);
+    FileLock::new(&path).try_lock().unwrap().unlock().unwrap();
+
+    // Being deleted: a handle that shares delete keeps the deleted file
+    // pending until it closes. Where the system deletes with POSIX
+    // semantics (recent Windows 10 and later on NTFS, and Wine), the name is
+    // gone at once and a new file is locked; only older systems and other
+    // filesystems reach the pending state, which this machine cannot.
+    let pending = std::fs::OpenOptions::new()
+        .read(true)
+        .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
+        .open(&path)
+        .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    match FileLock::new(&path).try_lock() {
+        Ok(guard) => guard.unlock().unwrap(),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}"),
+    }
+    drop(pending);
+    FileLock::new(&path).lock().unwrap().unlock().unwrap();
+}

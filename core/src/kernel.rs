@@ -25,7 +25,10 @@ use core::time::Duration;
 pub trait KernelOs {
     /// An open descriptor of the lock file.
     type File;
-    /// `open(path, O_RDWR|O_CREAT[|O_EXCL])`, never truncating.
+    /// `open(path, O_RDWR|O_CREAT[|O_EXCL])`, never truncating. `EAGAIN`
+    /// says a peer's work refuses the open for now (Windows: the file is
+    /// being deleted, or is open elsewhere without sharing), which the
+    /// driver takes as contention.
     fn open(&mut self, exclusive: bool) -> Result<Self::File, Errno>;
     /// Takes the lock (`fcntl` on byte 0, or `flock`), waiting or not.
     fn lock(&mut self, file: &Self::File, wait: bool) -> Result<(), Errno>;
@@ -83,15 +86,21 @@ pub fn attempt<O: KernelOs>(
     may_fall_back: bool,
 ) -> Result<Outcome<O::File>, (Step, Errno)> {
     loop {
-        let (file, created) = match may_fall_back {
+        let opened = match may_fall_back {
             true => match os.open(true) {
-                Ok(file) => (file, true),
-                Err(e) if e == Errno::EXIST => {
-                    (os.open(false).map_err(|e| (Step::Open, e))?, false)
-                }
-                Err(e) => return Err((Step::Open, e)),
+                Ok(file) => Ok((file, true)),
+                Err(e) if e == Errno::EXIST => os.open(false).map(|f| (f, false)),
+                Err(e) => Err(e),
             },
-            false => (os.open(false).map_err(|e| (Step::Open, e))?, false),
+            false => os.open(false).map(|f| (f, false)),
+        };
+        let (file, created) = match opened {
+            Ok(opened) => opened,
+            // The adapter's answer for an open that a peer's work refuses
+            // for now (on Windows: a peer deleting the file, or holding it
+            // open without sharing): contention, as for the lock itself.
+            Err(e) if e == Errno::AGAIN => return Ok(Outcome::Busy(e)),
+            Err(e) => return Err((Step::Open, e)),
         };
         loop {
             match os.lock(&file, wait) {
@@ -292,6 +301,9 @@ mod tests {
         exclusive_open: Result<(), Errno>,
         /// How many lock calls answer `EINTR` first.
         interrupts: u32,
+        /// How many opens answer first, and with what (`EAGAIN`: a peer
+        /// deleting the file, on Windows).
+        refused_opens: (u32, Errno),
         /// Calls so far; an attempt that never ends fails the test.
         calls: u32,
         pauses: [Duration; 16],
@@ -308,6 +320,7 @@ mod tests {
                 free: Ok(()),
                 exclusive_open: Ok(()),
                 interrupts: 0,
+                refused_opens: (0, Errno::AGAIN),
                 calls: 0,
                 pauses: [Duration::ZERO; 16],
                 slept: 0,
@@ -331,6 +344,10 @@ mod tests {
         fn open(&mut self, exclusive: bool) -> Result<FileId, Errno> {
             self.call();
             self.attempts += 1;
+            if self.refused_opens.0 > 0 {
+                self.refused_opens.0 -= 1;
+                return Err(self.refused_opens.1);
+            }
             match exclusive {
                 true => self.exclusive_open.map(|()| ID),
                 false => Ok(ID),
@@ -445,6 +462,26 @@ mod tests {
         let out = attempt(&mut os, false, true);
         assert!(matches!(out, Err((Step::Open, e)) if e == Errno::ACCES));
         assert_eq!(os.attempts, 1, "no second open");
+    }
+
+    #[test]
+    fn an_open_refused_for_now_is_contention_and_waited_out() {
+        let mut os = Fake::new(Duration::ZERO);
+        os.refused_opens = (3, Errno::AGAIN);
+        let out = acquire(&mut os, false, false, &mut Deadline::once());
+        assert!(matches!(out, Ok(Outcome::Busy(e)) if e == Errno::AGAIN));
+        let out = acquire(&mut os, false, false, &mut Backoff::new(ms(100)));
+        assert!(matches!(out, Ok(Outcome::Held(id, _)) if id == ID));
+        assert_eq!(os.attempts, 4, "two refused, then held");
+    }
+
+    #[test]
+    fn any_other_open_error_is_reported() {
+        let mut os = Fake::new(Duration::ZERO);
+        os.refused_opens = (1, Errno::ACCES);
+        let out = acquire(&mut os, false, false, &mut Backoff::new(ms(100)));
+        assert!(matches!(out, Err((Step::Open, e)) if e == Errno::ACCES));
+        assert_eq!(os.attempts, 1, "not tried again");
     }
 
     #[test]

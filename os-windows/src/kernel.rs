@@ -116,7 +116,7 @@ pub fn open_lock_file(
     let disposition = if exclusive { CREATE_NEW } else { OPEN_ALWAYS };
     // SAFETY: `path` is NUL-terminated UTF-16; no security attributes or
     // template.
-    let handle = owned(unsafe {
+    let raw = unsafe {
         CreateFileW(
             path.as_ptr(),
             GENERIC_READ | GENERIC_WRITE,
@@ -126,11 +126,47 @@ pub fn open_lock_file(
             flags,
             std::ptr::null_mut(),
         )
-    })?;
+    };
+    if raw == INVALID_HANDLE_VALUE {
+        // SAFETY: GetLastError reads this thread's last-error value.
+        return Err(open_error(unsafe { GetLastError() }));
+    }
+    let handle = owned(raw)?;
     if !follow && information(&handle)?.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
         return Err(Errno::LOOP);
     }
     Ok(handle)
+}
+
+/// The error of a failed lock-file open. Two answers mean a peer's work
+/// refuses the open for now, not that it cannot be done: the file is
+/// open elsewhere without the sharing we ask (`ERROR_SHARING_VIOLATION`:
+/// an indexer, a virus scanner, another SMB client), or it is being
+/// deleted (`ERROR_ACCESS_DENIED` with `STATUS_DELETE_PENDING`: a peer's
+/// `remove` until its last handle closes). Both are `EAGAIN`, which the
+/// core takes as contention and waits out; filelock retries them too. Any
+/// other `ERROR_ACCESS_DENIED` (a read-only file, an ACL) stays an error.
+///
+/// # References
+/// - [`RtlGetLastNtStatus`](https://learn.microsoft.com/en-us/windows/win32/devnotes/rtlgetlastntstatus)
+/// - [`DeleteFileW`](https://learn.microsoft.com/en-us/windows/win32/api/fileapi/nf-fileapi-deletefilew)
+///   (remarks: the file is deleted when its last handle closes; opens
+///   fail with `ERROR_ACCESS_DENIED` meanwhile)
+fn open_error(code: u32) -> Errno {
+    const STATUS_DELETE_PENDING: i32 = 0xC000_0056_u32 as i32;
+    #[link(name = "ntdll")]
+    extern "system" {
+        fn RtlGetLastNtStatus() -> i32;
+    }
+    match code {
+        ERROR_SHARING_VIOLATION => Errno::AGAIN,
+        // SAFETY: reads this thread's last NTSTATUS, which the failed
+        // CreateFileW set with its last error.
+        ERROR_ACCESS_DENIED if unsafe { RtlGetLastNtStatus() } == STATUS_DELETE_PENDING => {
+            Errno::AGAIN
+        }
+        code => errno_from_win32(code),
+    }
 }
 
 fn byte_zero() -> OVERLAPPED {
@@ -245,18 +281,45 @@ pub struct WindowsKernel<'p> {
     pub mode: u32,
 }
 
-impl swaplock_core::kernel::KernelOs for WindowsKernel<'_> {
-    type File = OwnedHandle;
+/// An open lock file whose drop releases the lock on byte 0 before it
+/// closes the handle: Windows releases a lock when its handle closes, but
+/// Microsoft documents that this may happen only after a delay, so a peer
+/// waiting for it could wait longer than the hold.
+///
+/// # References
+/// - [`LockFileEx`](https://learn.microsoft.com/en-us/windows/win32/api/fileapi/nf-fileapi-lockfileex)
+///   (remarks: "the time it takes for the operating system to unlock these
+///   locks depends upon available system resources")
+#[derive(Debug)]
+pub struct LockHandle(OwnedHandle);
 
-    fn open(&mut self, exclusive: bool) -> Result<OwnedHandle, Errno> {
-        open_lock_file(self.path, self.follow, self.mode, exclusive)
+impl AsHandle for LockHandle {
+    fn as_handle(&self) -> std::os::windows::io::BorrowedHandle<'_> {
+        self.0.as_handle()
+    }
+}
+
+impl Drop for LockHandle {
+    fn drop(&mut self) {
+        // A handle that holds no lock answers ERROR_NOT_LOCKED, which
+        // unlock_byte0 ignores; any other failure leaves the close to
+        // release it.
+        let _ = unlock_byte0(&self.0);
+    }
+}
+
+impl swaplock_core::kernel::KernelOs for WindowsKernel<'_> {
+    type File = LockHandle;
+
+    fn open(&mut self, exclusive: bool) -> Result<LockHandle, Errno> {
+        open_lock_file(self.path, self.follow, self.mode, exclusive).map(LockHandle)
     }
 
-    fn lock(&mut self, file: &OwnedHandle, wait: bool) -> Result<(), Errno> {
+    fn lock(&mut self, file: &LockHandle, wait: bool) -> Result<(), Errno> {
         lock_byte0(file, wait)
     }
 
-    fn fstat(&mut self, file: &OwnedHandle) -> Result<FileId, Errno> {
+    fn fstat(&mut self, file: &LockHandle) -> Result<FileId, Errno> {
         handle_id(file)
     }
 
@@ -264,7 +327,7 @@ impl swaplock_core::kernel::KernelOs for WindowsKernel<'_> {
         path_id(self.path, self.follow)
     }
 
-    fn close(&mut self, file: OwnedHandle) {
+    fn close(&mut self, file: LockHandle) {
         drop(file);
     }
 }
