@@ -184,6 +184,23 @@ fn a_marker_asked_to_be_read_only_is_still_removed() {
 }
 
 #[test]
+fn a_marker_made_read_only_while_held_is_still_removed() {
+    // A backup tool or a user may set the read-only attribute on a held
+    // marker; Windows then refuses its delete. Left behind, it would name
+    // this live process and keep everyone out, this process included.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.lock");
+    let guard = SoftLock::soft(&path).try_lock().unwrap();
+    let mut perms = std::fs::metadata(&path).unwrap().permissions();
+    perms.set_readonly(true);
+    std::fs::set_permissions(&path, perms).unwrap();
+    assert!(std::fs::metadata(&path).unwrap().permissions().readonly());
+    guard.release().unwrap();
+    assert!(!path.exists(), "the release left the marker");
+    SoftLock::soft(&path).try_lock().unwrap().release().unwrap();
+}
+
+#[test]
 fn a_marker_deleted_while_someone_reads_it_is_contention() {
     // A reader that shares delete keeps a deleted marker "delete pending"
     // under its name until it closes; creating over it is refused with

@@ -39,11 +39,11 @@ use windows_sys::Win32::Storage::FileSystem::{
     FileRenameInfo, FileStandardInfo, FindClose, FindFirstFileW, FindNextFileW,
     GetFileInformationByHandleEx, GetFullPathNameW, MoveFileExW, ReadFile,
     SetFileInformationByHandle, SetFileTime, WriteFile, CREATE_NEW, DELETE,
-    FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_NORMAL, FILE_ATTRIBUTE_REPARSE_POINT, FILE_BASIC_INFO,
-    FILE_DISPOSITION_INFO, FILE_END_OF_FILE_INFO, FILE_FLAG_BACKUP_SEMANTICS,
-    FILE_FLAG_OPEN_REPARSE_POINT, FILE_READ_ATTRIBUTES, FILE_RENAME_INFO, FILE_SHARE_DELETE,
-    FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_STANDARD_INFO, MOVEFILE_REPLACE_EXISTING,
-    OPEN_EXISTING, SYNCHRONIZE, WIN32_FIND_DATAW,
+    FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_NORMAL, FILE_ATTRIBUTE_READONLY,
+    FILE_ATTRIBUTE_REPARSE_POINT, FILE_BASIC_INFO, FILE_DISPOSITION_INFO, FILE_END_OF_FILE_INFO,
+    FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, FILE_READ_ATTRIBUTES,
+    FILE_RENAME_INFO, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_STANDARD_INFO,
+    MOVEFILE_REPLACE_EXISTING, OPEN_EXISTING, SYNCHRONIZE, WIN32_FIND_DATAW,
 };
 use windows_sys::Win32::System::SystemInformation::{
     ComputerNamePhysicalDnsHostname, GetComputerNameExW,
@@ -549,15 +549,54 @@ impl Handles<OwnedHandle> for WindowsOs<'_> {
     /// `SetFileInformationByHandle(FileDispositionInfo)`: the file the
     /// handle holds is deleted once its last handle closes (at once, as
     /// markers are held by one handle and read briefly).
+    ///
+    /// A read-only attribute (set on our marker by a backup tool or a user)
+    /// refuses the delete with `ERROR_ACCESS_DENIED`: the attribute is then
+    /// cleared through the same handle and the delete made again, since a
+    /// marker left behind names this live process and keeps every
+    /// contender, this one included, out until it exits. (A marker mapped
+    /// into memory by another process cannot be deleted until it is
+    /// unmapped; that failure is reported.)
     fn remove_file(&mut self, file: &OwnedHandle) -> Result<(), Errno> {
-        let disposition = FILE_DISPOSITION_INFO { DeleteFile: true };
-        set_info(
-            file,
-            FileDispositionInfo,
-            &disposition,
-            core::mem::size_of::<FILE_DISPOSITION_INFO>(),
-        )
+        let delete = || {
+            let disposition = FILE_DISPOSITION_INFO { DeleteFile: true };
+            set_info(
+                file,
+                FileDispositionInfo,
+                &disposition,
+                core::mem::size_of::<FILE_DISPOSITION_INFO>(),
+            )
+        };
+        match delete() {
+            Err(e) if e == Errno::ACCES && clear_read_only(file)? => delete(),
+            done => done,
+        }
     }
+}
+
+/// Clears the read-only attribute of the file `handle` holds, through the
+/// handle (`FileBasicInfo`; zero times leave the times as they are);
+/// whether it was set.
+fn clear_read_only(handle: &OwnedHandle) -> Result<bool, Errno> {
+    let mut basic: FILE_BASIC_INFO = info_ex(handle, FileBasicInfo)?;
+    if basic.FileAttributes & FILE_ATTRIBUTE_READONLY == 0 {
+        return Ok(false);
+    }
+    basic.FileAttributes &= !FILE_ATTRIBUTE_READONLY;
+    if basic.FileAttributes == 0 {
+        basic.FileAttributes = FILE_ATTRIBUTE_NORMAL;
+    }
+    basic.CreationTime = 0;
+    basic.LastAccessTime = 0;
+    basic.LastWriteTime = 0;
+    basic.ChangeTime = 0;
+    set_info(
+        handle,
+        FileBasicInfo,
+        &basic,
+        core::mem::size_of::<FILE_BASIC_INFO>(),
+    )?;
+    Ok(true)
 }
 
 /// Whether process `pid` is alive (PROTOCOL 4.3): `OpenProcess(SYNCHRONIZE)`;
