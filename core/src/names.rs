@@ -189,13 +189,51 @@ fn split_pid_token(rest: &[u8]) -> Option<(&[u8], Token)> {
     Some((digits, Token::parse_hex(hex)?))
 }
 
+/// How a directory compares names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum NameCase {
+    /// Byte for byte, as most POSIX filesystems do.
+    #[default]
+    Exact,
+    /// ASCII letters without regard to case: APFS and HFS+ as macOS formats
+    /// them by default, ext4 and f2fs directories with casefolding (as
+    /// Android's shared storage is kept), NTFS and FAT. There `App.lock` and
+    /// `app.lock` are one file, so a breaker that spelled the lock one way
+    /// left break names that a recoverer spelling it the other way must
+    /// find. Other bytes compare exactly: two spellings that differ beyond
+    /// ASCII letters (another case of a non-ASCII letter, another Unicode
+    /// normalization) are not recognized as one lock.
+    AsciiInsensitive,
+}
+
 /// Says whether the directory entry `entry` is a break or restore name of
 /// the lock whose final path component is `lock_base`, and for which PID
 /// (PROTOCOL 5.3). Nothing else matches: a longer lock name sharing a prefix,
 /// a token that is not 32 lowercase hex digits, a sign, a break PID with
 /// leading zeros, a restore PID outside 1..=2³¹−1.
 pub fn parse_derived<'a>(lock_base: &[u8], entry: &'a [u8]) -> Option<Derived<'a>> {
-    let rest = entry.strip_prefix(lock_base)?;
+    parse_derived_in(NameCase::Exact, lock_base, entry)
+}
+
+/// [`parse_derived`] in a directory that compares names as `case` says:
+/// the lock's name is matched so (the derived parts are written the same
+/// by every writer, and are matched exactly).
+pub fn parse_derived_in<'a>(
+    case: NameCase,
+    lock_base: &[u8],
+    entry: &'a [u8],
+) -> Option<Derived<'a>> {
+    let rest = match case {
+        NameCase::Exact => entry.strip_prefix(lock_base)?,
+        NameCase::AsciiInsensitive => {
+            let (head, rest) = entry.split_at_checked(lock_base.len())?;
+            if !head.eq_ignore_ascii_case(lock_base) {
+                return None;
+            }
+            rest
+        }
+    };
     if let Some(rest) = rest.strip_prefix(BREAK) {
         let (digits, token) = split_pid_token(rest)?;
         let breaker = Decimal::parse(digits)?;
@@ -238,6 +276,50 @@ mod tests {
                 (false, s, token)
             }
         })
+    }
+
+    #[test]
+    fn a_case_insensitive_directory_matches_the_lock_name_in_any_ascii_case() {
+        let name = alloc_fmt(&["App.Lock.break.15856.", HEX]);
+        let restore = alloc_fmt(&["APP.LOCK.restore.77.", HEX]);
+        let insensitive = NameCase::AsciiInsensitive;
+        assert!(matches!(
+            parse_derived_in(insensitive, b"app.lock", name.as_bytes()),
+            Some(Derived::Break { breaker, .. }) if breaker.as_str() == "15856"
+        ));
+        assert!(matches!(
+            parse_derived_in(insensitive, b"app.lock", restore.as_bytes()),
+            Some(Derived::Restore { .. })
+        ));
+        assert_eq!(parse_derived(b"app.lock", name.as_bytes()), None);
+        // Only the lock's name folds; a longer name, another name, and
+        // non-ASCII letters in another case do not match.
+        for other in [
+            alloc_fmt(&["app.locks.break.15856.", HEX]),
+            alloc_fmt(&["app.lock.BREAK.15856.", HEX]),
+            alloc_fmt(&["bpp.lock.break.15856.", HEX]),
+        ] {
+            assert_eq!(
+                parse_derived_in(insensitive, b"app.lock", other.as_bytes()),
+                None,
+                "{other}"
+            );
+        }
+        let accented = alloc_fmt(&["\u{c9}t\u{e9}.lock.break.15856.", HEX]);
+        assert_eq!(
+            parse_derived_in(
+                insensitive,
+                "\u{e9}t\u{e9}.lock".as_bytes(),
+                accented.as_bytes()
+            ),
+            None
+        );
+        assert!(parse_derived_in(
+            insensitive,
+            "\u{c9}T\u{e9}.LOCK".as_bytes(),
+            accented.as_bytes()
+        )
+        .is_some());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use rustix::fs::{Mode, OFlags};
 use std::sync::OnceLock;
 use swaplock_core::decide::{elsewhere_scan_applies, parse_nspid, task_is_owner};
 use swaplock_core::host::{host_name as escape_host_name, HostName};
-use swaplock_core::names::Token;
+use swaplock_core::names::{NameCase, Token};
 use swaplock_core::start::{
     parse_boot_id, parse_stat_starttime, timens_offsets_unshifted, StartToken,
 };
@@ -39,6 +39,22 @@ impl Platform for Linux {
     /// `getrandom(16 bytes)`.
     fn token() -> Token {
         random_token()
+    }
+
+    /// `ioctl(dir, FS_IOC_GETFLAGS)`: a directory with `FS_CASEFOLD_FL`
+    /// (ext4 or f2fs casefolding, as Android keeps its shared storage)
+    /// looks names up without regard to case; any other answer, an error
+    /// included, is byte for byte.
+    ///
+    /// # References
+    /// - [`ioctl_iflags(2)`](https://man7.org/linux/man-pages/man2/ioctl_iflags.2.html)
+    /// - Linux `Documentation/filesystems/ext4/directory.rst` (casefolding)
+    fn name_case(dir: BorrowedFd<'_>) -> NameCase {
+        const FS_CASEFOLD_FL: u32 = 0x4000_0000;
+        match rustix::fs::ioctl_getflags(dir) {
+            Ok(flags) if flags.bits() & FS_CASEFOLD_FL != 0 => NameCase::AsciiInsensitive,
+            _ => NameCase::Exact,
+        }
     }
 }
 

@@ -2,9 +2,10 @@
 //! operations of [`swaplock_unix::soft`], with this system's pin, start
 //! token, randomness and host name, as filelock computes them.
 
+use rustix::fd::{AsRawFd, BorrowedFd};
 use rustix::fs::OFlags;
 use swaplock_core::host::{host_name as escape_host_name, HostName};
-use swaplock_core::names::Token;
+use swaplock_core::names::{NameCase, Token};
 use swaplock_core::start::{darwin_start_token, StartToken};
 use swaplock_core::{Decimal, Pid};
 pub use swaplock_unix::soft::{current_pid, monotonic_now, open_dir, probe, Platform};
@@ -31,6 +32,20 @@ impl Platform for MacOs {
     /// `arc4random_buf(16 bytes)`.
     fn token() -> Token {
         random_token()
+    }
+
+    /// `fpathconf(dir, _PC_CASE_SENSITIVE)`: 0 on a case-insensitive volume
+    /// (APFS and HFS+ as macOS formats them by default); any other answer,
+    /// an error included, is byte for byte.
+    ///
+    /// # References
+    /// - [`pathconf(2)`](https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man2/pathconf.2.html)
+    fn name_case(dir: BorrowedFd<'_>) -> NameCase {
+        // SAFETY: fpathconf on an open descriptor.
+        match unsafe { libc::fpathconf(dir.as_raw_fd(), libc::_PC_CASE_SENSITIVE) } {
+            0 => NameCase::AsciiInsensitive,
+            _ => NameCase::Exact,
+        }
     }
 }
 

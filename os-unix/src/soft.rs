@@ -15,7 +15,7 @@ use rustix::time::{ClockId, Timespec};
 use std::ffi::CStr;
 use swaplock_core::decide::{FileId, FileTime, Instant, Liveness};
 use swaplock_core::names::format_u64;
-use swaplock_core::names::Token;
+use swaplock_core::names::{NameCase, Token};
 use swaplock_core::soft::{Clock, Dir, Entropy, Handles, NodeKind, Processes, Stat};
 use swaplock_core::start::StartToken;
 use swaplock_core::{Decimal, Errno, Pid};
@@ -37,6 +37,9 @@ pub trait Platform {
     fn runs_elsewhere(pid: Pid, start: Decimal<'_>) -> bool;
     /// 128 random bits from the OS.
     fn token() -> Token;
+    /// How the directory open as `dir` compares names: byte for byte,
+    /// unless the system says it folds case.
+    fn name_case(dir: BorrowedFd<'_>) -> NameCase;
 }
 
 fn errno(e: rustix::io::Errno) -> Errno {
@@ -275,6 +278,11 @@ impl<P: Platform> Dir for UnixOs<'_, P> {
         with_name(name, |c| {
             rustix::fs::unlinkat(self.dir, c, AtFlags::empty())
         })
+    }
+
+    /// The system's answer for this directory ([`Platform::name_case`]).
+    fn name_case(&mut self) -> NameCase {
+        P::name_case(self.dir)
     }
 
     /// `getdents64` over the directory.

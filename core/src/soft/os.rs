@@ -136,6 +136,12 @@ pub trait Dir {
     fn unlink(&mut self, name: &[u8]) -> Result<(), Errno>;
     /// Lists the directory's entry names (`getdents`), calling `visit` for each.
     fn list(&mut self, visit: &mut dyn FnMut(&[u8])) -> Result<(), Errno>;
+    /// How the directory compares names, so that a scan finds break names
+    /// a peer spelled the lock's name differently in (byte for byte unless
+    /// the adapter knows better).
+    fn name_case(&mut self) -> crate::names::NameCase {
+        crate::names::NameCase::Exact
+    }
 
     /// The calls that act through a handle, where the filesystem follows
     /// [`Semantics::Handles`]; `None` under POSIX rules.

@@ -22,7 +22,7 @@ use super::marker::read_marker;
 use super::os::{NodeKind, Os};
 use crate::errno::Errno;
 use crate::mutant::{active, Mutant};
-use crate::names::{break_name, parse_derived, restore_name, Derived, Name};
+use crate::names::{break_name, parse_derived_in, restore_name, Derived, Name};
 use crate::pid::Pid;
 use crate::record::{classify, parse_placeholder, Classified, Content, Mode, Owner};
 use crate::Decimal;
@@ -106,12 +106,13 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
     /// live recoverer at work).
     fn scan(&mut self) -> Option<Scan> {
         let (lock, breaker) = (self.cfg.lock, self.breaker);
+        let case = self.os.name_case();
         let mut overflow = false;
         // Each name found, with the recoverer that claimed it, if any.
         let mut found: heapless::Vec<(Name, Option<Pid>), MAX_CANDIDATES> = heapless::Vec::new();
         let mut leftovers = heapless::Vec::new();
         let listed = self.os.list(&mut |entry| {
-            let recoverer = match parse_derived(lock, entry) {
+            let recoverer = match parse_derived_in(case, lock, entry) {
                 Some(Derived::Break { breaker: b, .. }) if b == breaker => None,
                 Some(Derived::Break { .. }) => {
                     // Best effort: more wait for the next takeover.
@@ -180,7 +181,9 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
     /// there; anything else is handed back under a fresh break name of
     /// that breaker.
     fn sweep(&mut self, name: &Name) -> Result<(), Error> {
-        let Some(Derived::Break { breaker, .. }) = parse_derived(self.cfg.lock, name) else {
+        let case = self.os.name_case();
+        let Some(Derived::Break { breaker, .. }) = parse_derived_in(case, self.cfg.lock, name)
+        else {
             return Ok(());
         };
         if !self.is_dead_breakers_own(name, breaker) {
