@@ -333,10 +333,12 @@ impl soft::Dir for WindowsOs<'_> {
     /// pin.
     fn pin(&mut self, name: &[u8]) -> Result<OwnedHandle, Errno> {
         let path = self.dir.join(name)?;
+        // Sharing everything, so that judging never stands in anyone's
+        // way (a Python peer's release deletes through a new open).
         open(
             &path,
-            DELETE | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
-            FILE_SHARE_READ | FILE_SHARE_WRITE,
+            FILE_READ_ATTRIBUTES | SYNCHRONIZE,
+            SHARE_ALL,
             OPEN_EXISTING,
             FILE_FLAG_OPEN_REPARSE_POINT,
         )
@@ -524,6 +526,21 @@ impl Entropy for WindowsOs<'_> {
 }
 
 impl Handles<OwnedHandle> for WindowsOs<'_> {
+    /// `CreateFileW(dir\\name, DELETE|FILE_READ_ATTRIBUTES|SYNCHRONIZE,
+    /// FILE_SHARE_READ|FILE_SHARE_WRITE, OPEN_EXISTING,
+    /// FILE_FLAG_OPEN_REPARSE_POINT)`: a sharing violation while any handle
+    /// on the file denies delete sharing.
+    fn open_to_move(&mut self, name: &[u8]) -> Result<OwnedHandle, Errno> {
+        let path = self.dir.join(name)?;
+        open(
+            &path,
+            DELETE | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
+            FILE_SHARE_READ | FILE_SHARE_WRITE,
+            OPEN_EXISTING,
+            FILE_FLAG_OPEN_REPARSE_POINT,
+        )
+    }
+
     /// `SetFileInformationByHandle(FileRenameInfo)` to `dir\to`, never
     /// replacing: the file the handle holds moves, whatever name a peer
     /// has put where it was.
@@ -713,6 +730,46 @@ pub fn monotonic_now() -> Instant {
 #[cfg(test)]
 mod tests {
     use super::nt_path_of;
+    use super::{open_dir, WindowsOs};
+    use crate::kernel::wide_path;
+    use swaplock_core::soft::{Dir as _, Handles as _};
+    use swaplock_core::Errno;
+
+    /// A fresh directory under the system's temporary directory.
+    fn scratch(tag: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("swaplock-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        dir
+    }
+
+    /// Judging never stands in a peer's way: a Python holder releases by
+    /// closing its marker, then deleting it through a new open that shares
+    /// everything, which must succeed while a contender's pin is open.
+    /// Only the open to move a file is exclusive: refused while a holder
+    /// has it, and while another breaker's is open.
+    #[test]
+    fn a_pin_never_refuses_a_peers_delete_and_only_one_breaker_moves() {
+        let root = scratch("pin");
+        let dir = open_dir(&wide_path(&root)).unwrap();
+        let mut os = WindowsOs::on(&dir);
+        std::fs::write(root.join("a.lock"), b"999\nh\n").unwrap();
+        let pin = os.pin(b"a.lock").unwrap();
+        std::fs::remove_file(root.join("a.lock")).unwrap();
+        drop(pin);
+
+        let held = os.create_new(b"b.lock", 0o644, false).unwrap();
+        let pin = os.pin(b"b.lock").unwrap();
+        assert_eq!(os.open_to_move(b"b.lock").err(), Some(Errno::ACCES));
+        drop(held);
+        let mover = os.open_to_move(b"b.lock").unwrap();
+        assert_eq!(os.open_to_move(b"b.lock").err(), Some(Errno::ACCES));
+        assert!(std::fs::remove_file(root.join("b.lock")).is_err());
+        drop((mover, pin));
+        std::fs::remove_file(root.join("b.lock")).unwrap();
+        drop(dir);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 
     #[test]
     fn every_dos_path_form_has_its_nt_path() {

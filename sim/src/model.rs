@@ -228,18 +228,22 @@ impl Fs {
     fn open_desc(&mut self, ino: u64, access: Access) -> u32 {
         // Outside Windows rules sharing is moot; under them, markers are
         // written through handles with delete access that deny delete
-        // sharing, pins have delete access and deny delete sharing too, and
-        // reads share everything.
+        // sharing, and pins and reads share everything.
         let marker = access == Access::Write;
-        let pin = self.windows && access == Access::Path;
+        self.open_desc_sharing(ino, access, marker)
+    }
+
+    /// A descriptor of `ino`; with `delete`, it has delete access and
+    /// denies delete sharing (Windows rules).
+    fn open_desc_sharing(&mut self, ino: u64, access: Access, delete: bool) -> u32 {
         self.next_desc += 1;
         self.descs.insert(
             self.next_desc,
             Desc {
                 ino,
                 access,
-                delete: marker || pin,
-                share_delete: !marker && !pin,
+                delete,
+                share_delete: !delete,
             },
         );
         if let Some(i) = self.inodes.get_mut(&ino) {
@@ -352,13 +356,22 @@ impl Fs {
     }
 
     /// `open(name, O_PATH|O_NOFOLLOW)`: holds the inode, even a symlink's.
-    /// Under Windows rules, an open with delete access that shares read
-    /// and write, refused while someone holds the file without delete
-    /// sharing (a holder, or another pin).
+    /// Under Windows rules, a read open that shares everything.
     pub fn pin(&mut self, name: &[u8]) -> Result<u32, Errno> {
         let ino = *self.names.get(name).ok_or(Errno::NOENT)?;
-        self.deletable(ino)?;
         Ok(self.open_desc(ino, Access::Path))
+    }
+
+    /// Windows: an open of `name` with delete access that shares read and
+    /// write, refused while someone holds the file without delete sharing
+    /// (a holder, or another breaker's such open).
+    pub fn open_to_move(&mut self, name: &[u8]) -> Result<u32, Errno> {
+        if !self.windows {
+            return Err(Errno::INVAL);
+        }
+        let ino = *self.names.get(name).ok_or(Errno::NOENT)?;
+        self.deletable(ino)?;
+        Ok(self.open_desc_sharing(ino, Access::Path, true))
     }
 
     /// Under Windows rules, `EACCES` (a sharing violation) if a handle

@@ -509,6 +509,15 @@ impl Entropy for SimOs<'_> {
 }
 
 impl Handles<u32> for SimOs<'_> {
+    fn open_to_move(&mut self, n: &[u8]) -> Result<u32, Errno> {
+        self.fallible(format_args!("open to move {}", name(n)), |w, me| {
+            let fd = w.fs.open_to_move(n);
+            if let Ok(fd) = fd {
+                w.procs[me].fds.insert(fd);
+            }
+            (fd, Call::Other)
+        })
+    }
     fn rename_file(&mut self, f: &u32, to: &[u8]) -> Result<(), Errno> {
         self.fallible(format_args!("rename fd {f} to {}", name(to)), |w, _| {
             let call = Call::RenameFile {

@@ -10,11 +10,17 @@ use super::os::Os;
 use super::takeover::Takeover;
 use crate::names::pid_break_name;
 
-/// The pin is a handle with delete access that does not share delete, so
-/// it opened only because nobody holds the file without delete sharing (no
-/// live holder has it), and no other breaker can pin the file while we
-/// hold it. The judged file is renamed aside through that handle, then
-/// deleted through it, and our marker is created at the freed path.
+/// The pin is a read handle that shares everything, so that judging a
+/// marker never stands in a peer's way (filelock releases by closing its
+/// marker and then deleting it through a new open, which a pin refusing
+/// delete sharing would make fail). Once the judged file is found stale, a
+/// handle with delete access that does not share delete is opened at the
+/// lock path: it opens only if nobody holds the file there without delete
+/// sharing (no live holder has it), and no other breaker can open one
+/// while we hold it. It must hold the judged file itself, which the pin
+/// keeps in existence, so no other file can have its identity meanwhile.
+/// The judged file is renamed aside through that handle, then deleted
+/// through it, and our marker is created at the freed path.
 /// filelock renames by name and, when the file it moved proves to be a
 /// recreated one, links it back; renaming the handle's file never moves
 /// anything but the file judged, so nothing ever needs linking back, and no
@@ -27,8 +33,7 @@ pub(super) fn take_over_by_handle<O: Os + ?Sized>(
     judged: &Judged,
     pin: Option<&O::File>,
 ) -> Result<Takeover<O::File>, Error> {
-    // Without a handle on the judged file nothing moves: the pin fails while
-    // a live holder keeps the marker open.
+    // Without a handle on the judged file nothing moves.
     let Some(pin) = pin else {
         return Ok(Takeover::Busy);
     };
@@ -38,15 +43,33 @@ pub(super) fn take_over_by_handle<O: Os + ?Sized>(
     }
     let token = os.token();
     let aside = pid_break_name(cfg.lock, cfg.pid, &token)?;
-    let Some(handles) = os.handles() else {
-        return Ok(Takeover::Busy);
+    // Refused while a live holder (or another breaker) has the file open
+    // without delete sharing.
+    let mover = match os.handles().map(|h| h.open_to_move(cfg.lock)) {
+        Some(Ok(mover)) => mover,
+        _ => return Ok(Takeover::Busy),
     };
-    if handles.rename_file(pin, &aside).is_err() {
+    let same = match (os.fstat(pin), os.fstat(&mover)) {
+        (Ok(pinned), Ok(at_path)) => {
+            judged.is(&at_path) && pinned.same_file(&at_path) && at_path.nlink > 0
+        }
+        _ => false,
+    };
+    let moved = same
+        && os.handles().is_some_and(|h| {
+            let renamed = h.rename_file(&mover, &aside).is_ok();
+            // A failed delete leaves the stale file under our break name,
+            // which no reader takes for a marker; the lock path is free
+            // either way.
+            if renamed {
+                let _ = h.remove_file(&mover);
+            }
+            renamed
+        });
+    os.close(mover);
+    if !moved {
         return Ok(Takeover::Busy);
     }
-    // A failed delete leaves the stale file under our break name, which no
-    // reader takes for a marker; the lock path is free either way.
-    let _ = handles.remove_file(pin);
     let Ok(file) = os.create_new(cfg.lock, cfg.marker_mode(), true) else {
         return Ok(Takeover::Busy);
     };

@@ -217,8 +217,8 @@ pub(super) fn judge_stale<O: Os + ?Sized>(
 /// so its inode number proves nothing). A failed pin other than `ENOENT`
 /// continues unpinned, as filelock does: the judgement still runs, but
 /// under [`Semantics::Handles`](super::Semantics::Handles) nothing is then
-/// moved (there the pin fails exactly while a live holder or another
-/// breaker holds the file).
+/// moved (there the takeover needs the pin to keep the judged file's
+/// identity in use).
 pub(super) fn under_pin<O: Os + ?Sized, T>(
     os: &mut O,
     cfg: &Config<'_>,

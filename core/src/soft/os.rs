@@ -160,9 +160,15 @@ pub trait Dir {
 /// The calls through a handle of [`Semantics::Handles`] (Windows), where
 /// a file open without delete sharing cannot be moved by name.
 pub trait Handles<F> {
+    /// Opens `name` with delete access, sharing read and write but not
+    /// delete, without following a reparse point: refused (`EACCES`, a
+    /// sharing violation) while any handle on the file denies delete
+    /// sharing, as a holder's does, and it then keeps others from deleting
+    /// or moving the file, or opening it so.
+    fn open_to_move(&mut self, name: &[u8]) -> Result<F, Errno>;
     /// Renames the file `file` holds (opened by [`Dir::create_new`] or
-    /// [`Dir::pin`], both with delete access there) to `to`, failing if
-    /// `to` exists (`FileRenameInfo`, no replace).
+    /// [`Handles::open_to_move`], both with delete access) to `to`, failing
+    /// if `to` exists (`FileRenameInfo`, no replace).
     fn rename_file(&mut self, file: &F, to: &[u8]) -> Result<(), Errno>;
     /// Deletes the file `file` holds (`FileDispositionInfo`).
     fn remove_file(&mut self, file: &F) -> Result<(), Errno>;
