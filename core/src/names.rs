@@ -203,7 +203,8 @@ pub enum NameCase {
     /// left break names that a recoverer spelling it the other way must
     /// find. Other bytes compare exactly: two spellings that differ beyond
     /// ASCII letters (another case of a non-ASCII letter, another Unicode
-    /// normalization) are not recognized as one lock.
+    /// normalization) are not recognized as one lock, and a name that is
+    /// not UTF-8 is compared byte for byte, as Linux does.
     AsciiInsensitive,
 }
 
@@ -226,13 +227,21 @@ pub fn parse_derived_in<'a>(
 ) -> Option<Derived<'a>> {
     let rest = match case {
         NameCase::Exact => entry.strip_prefix(lock_base)?,
-        NameCase::AsciiInsensitive => {
+        // Casefolding applies to names in UTF-8 only: Linux compares any
+        // other name byte for byte, even in a casefolded directory.
+        NameCase::AsciiInsensitive
+            if core::str::from_utf8(lock_base).is_ok()
+                && entry
+                    .get(..lock_base.len())
+                    .is_some_and(|head| core::str::from_utf8(head).is_ok()) =>
+        {
             let (head, rest) = entry.split_at_checked(lock_base.len())?;
             if !head.eq_ignore_ascii_case(lock_base) {
                 return None;
             }
             rest
         }
+        NameCase::AsciiInsensitive => entry.strip_prefix(lock_base)?,
     };
     if let Some(rest) = rest.strip_prefix(BREAK) {
         let (digits, token) = split_pid_token(rest)?;
@@ -320,6 +329,14 @@ mod tests {
             accented.as_bytes()
         )
         .is_some());
+        // A name that is not UTF-8 is compared byte for byte, as Linux
+        // compares it in a casefolded directory: two such names that differ
+        // in ASCII case are two locks.
+        let mut raw = heapless::Vec::<u8, 128>::new();
+        raw.extend_from_slice(b"\xffApp.lock.break.15856.").unwrap();
+        raw.extend_from_slice(HEX.as_bytes()).unwrap();
+        assert_eq!(parse_derived_in(insensitive, b"\xffapp.lock", &raw), None);
+        assert!(parse_derived_in(insensitive, b"\xffApp.lock", &raw).is_some());
     }
 
     #[test]
