@@ -184,6 +184,26 @@ fn a_marker_asked_to_be_read_only_is_still_removed() {
 }
 
 #[test]
+fn a_dead_holders_read_only_marker_is_broken_without_leftovers() {
+    // A filelock holder asked for mode 0o444 leaves a read-only marker;
+    // the takeover renames it aside and must still delete it.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ro.lock");
+    let status = worker_process(&format!("die|soft|{}", path.display()))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut perms = std::fs::metadata(&path).unwrap().permissions();
+    perms.set_readonly(true);
+    std::fs::set_permissions(&path, perms).unwrap();
+    let guard = SoftLock::soft(&path)
+        .lock_timeout(Duration::from_secs(10))
+        .unwrap();
+    assert_eq!(others(dir.path(), &["ro.lock"]), Vec::<String>::new());
+    guard.release().unwrap();
+}
+
+#[test]
 fn a_marker_made_read_only_while_held_is_still_removed() {
     // A backup tool or a user may set the read-only attribute on a held
     // marker; Windows then refuses its delete. Left behind, it would name

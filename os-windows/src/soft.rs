@@ -43,7 +43,7 @@ use windows_sys::Win32::Storage::FileSystem::{
     FILE_ATTRIBUTE_REPARSE_POINT, FILE_BASIC_INFO, FILE_DISPOSITION_INFO, FILE_END_OF_FILE_INFO,
     FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, FILE_READ_ATTRIBUTES,
     FILE_RENAME_INFO, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_STANDARD_INFO,
-    MOVEFILE_REPLACE_EXISTING, OPEN_EXISTING, SYNCHRONIZE, WIN32_FIND_DATAW,
+    FILE_WRITE_ATTRIBUTES, MOVEFILE_REPLACE_EXISTING, OPEN_EXISTING, SYNCHRONIZE, WIN32_FIND_DATAW,
 };
 use windows_sys::Win32::System::SystemInformation::{
     ComputerNamePhysicalDnsHostname, GetComputerNameExW,
@@ -81,7 +81,11 @@ impl Dir {
             return Err(Errno::INVAL);
         }
         let mut path = self.full.clone();
-        path.push(u16::from(b'\\'));
+        // A drive's root keeps its separator (`C:\`): no second one, which
+        // an NT path would read as an empty component.
+        if path.last() != Some(&u16::from(b'\\')) {
+            path.push(u16::from(b'\\'));
+        }
         path.extend(name.encode_utf16());
         path.push(0);
         Ok(path)
@@ -526,15 +530,18 @@ impl Entropy for WindowsOs<'_> {
 }
 
 impl Handles<OwnedHandle> for WindowsOs<'_> {
-    /// `CreateFileW(dir\\name, DELETE|FILE_READ_ATTRIBUTES|SYNCHRONIZE,
-    /// FILE_SHARE_READ|FILE_SHARE_WRITE, OPEN_EXISTING,
-    /// FILE_FLAG_OPEN_REPARSE_POINT)`: a sharing violation while any handle
-    /// on the file denies delete sharing.
+    /// `CreateFileW(dir\\name, DELETE|FILE_READ_ATTRIBUTES|
+    /// FILE_WRITE_ATTRIBUTES|SYNCHRONIZE, FILE_SHARE_READ|FILE_SHARE_WRITE,
+    /// OPEN_EXISTING, FILE_FLAG_OPEN_REPARSE_POINT)`: a sharing violation
+    /// while any handle on the file denies delete sharing. Attribute access
+    /// lets [`Handles::remove_file`] clear a read-only attribute (a filelock
+    /// peer asked for mode 0o444, say) rather than leave the stale file
+    /// under our break name.
     fn open_to_move(&mut self, name: &[u8]) -> Result<OwnedHandle, Errno> {
         let path = self.dir.join(name)?;
         open(
             &path,
-            DELETE | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
+            DELETE | FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES | SYNCHRONIZE,
             FILE_SHARE_READ | FILE_SHARE_WRITE,
             OPEN_EXISTING,
             FILE_FLAG_OPEN_REPARSE_POINT,
@@ -769,6 +776,20 @@ mod tests {
         std::fs::remove_file(root.join("b.lock")).unwrap();
         drop(dir);
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_name_in_a_drive_root_gets_one_separator() {
+        let root = super::Dir {
+            full: "C:\\".encode_utf16().collect(),
+        };
+        let joined = root.join(b"a.lock").unwrap();
+        assert_eq!(
+            String::from_utf16(&joined[..joined.len() - 1]).unwrap(),
+            r"C:\a.lock"
+        );
+        let nt = String::from_utf16(&root.nt_path(b"a.lock").unwrap()).unwrap();
+        assert_eq!(nt, r"\??\C:\a.lock");
     }
 
     #[test]
