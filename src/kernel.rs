@@ -12,17 +12,28 @@
 //!
 //! # Properties of `fcntl` locks to know
 //!
-//! - **They belong to the process, not to the descriptor.** Two
-//!   [`FileLock`]s for one file in the same process do not exclude each
-//!   other, and closing *any* descriptor of the file in the process (say, a
-//!   `std::fs::read` of the lock file) releases the lock at once. Keep one
-//!   lock object per file per process, and do not open the lock file
-//!   elsewhere; use [`FileLock::flock`] where threads of one process must
-//!   exclude each other.
-//! - **They are not inherited across `fork`.** The child of a holder does
-//!   not hold the lock. (An `exec` keeps it, which is how the `with-lock-ex`
-//!   command hands the lock to its command.) `flock` locks belong to the open
-//!   file description and are shared with children.
+//! - **Who owns them.** On Linux (3.15 and later) and Android,
+//!   [`FileLock::new`] takes an *open file description* lock
+//!   (`F_OFD_SETLK`): it belongs to the lock's own open file, so two
+//!   [`FileLock`]s for one file exclude each other in one process as
+//!   between processes (threads included), and closing another descriptor
+//!   of the file leaves it held. It still conflicts with every classic
+//!   `fcntl` lock, so `with-lock-ex` and Python's `fcntl.lockf` stay
+//!   excluded; `F_GETLK` reports its holder as PID -1.
+//!   [`FileLock::owned_by_process`] takes the classic lock instead, as the
+//!   `with-lock-ex` command does, and so does every other system: a
+//!   classic lock belongs to the process, so two [`FileLock`]s for one
+//!   file in one process do not exclude each other, and closing *any*
+//!   descriptor of the file in the process (say, a `std::fs::read` of the
+//!   lock file) releases it at once. There, keep one lock object per file
+//!   per process and do not open the lock file elsewhere, or use
+//!   [`FileLock::flock`] where threads must exclude each other.
+//! - **Across `fork` and `exec`.** A classic lock is not inherited by the
+//!   child of a fork; an open file description lock, like an `flock` lock,
+//!   is shared with a child that keeps the descriptor, and released when
+//!   its last descriptor closes. Both survive `exec` on a descriptor
+//!   without close-on-exec, which is how the `with-lock-ex` command hands
+//!   the lock to its command.
 //! - **Readers can block the lock.** Anyone who can open the file, even read
 //!   only, can take a conflicting read lock; keep lock files from being
 //!   world-readable.
@@ -93,22 +104,44 @@ type LockFile = swaplock_windows::kernel::LockHandle;
 /// The adapter's kernel-lock operations on one path, which the core's
 /// driver runs.
 #[cfg(unix)]
-fn kernel_os(path: &SysPath, follow: bool, mode: u32, kind: Kind) -> os::UnixKernel<'_> {
+fn kernel_os(path: &SysPath, follow: bool, mode: u32, scope: Scope) -> os::UnixKernel<'_> {
     os::UnixKernel {
         path,
         follow,
         mode,
-        call: match kind {
+        call: scope.call(),
+    }
+}
+
+/// A kernel lock's kind, and for `fcntl` who owns it. (Only Linux and
+/// Android tell the owners apart, and Windows has one lock for both kinds.)
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
+struct Scope {
+    kind: Kind,
+    /// A classic `fcntl` lock, owned by the process
+    /// ([`FileLock::owned_by_process`]).
+    process_owned: bool,
+}
+
+impl Scope {
+    /// The lock call of this scope: on Linux and Android an `fcntl` lock is
+    /// an open file description lock unless the process is to own it.
+    #[cfg(unix)]
+    fn call(self) -> os::LockCall {
+        match self.kind {
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            Kind::Fcntl if !self.process_owned => os::LockCall::FcntlOfd,
             Kind::Fcntl => os::LockCall::Fcntl,
             Kind::Flock => os::LockCall::Flock,
-        },
+        }
     }
 }
 
 /// The adapter's kernel-lock operations on one path, which the core's
 /// driver runs. Both kinds are `LockFileEx` on byte 0 here.
 #[cfg(windows)]
-fn kernel_os(path: &SysPath, follow: bool, mode: u32, _kind: Kind) -> os::WindowsKernel<'_> {
+fn kernel_os(path: &SysPath, follow: bool, mode: u32, _scope: Scope) -> os::WindowsKernel<'_> {
     os::WindowsKernel { path, follow, mode }
 }
 
@@ -195,6 +228,7 @@ pub struct FileLock {
     path: Arc<Path>,
     sys_path: Arc<SysPath>,
     kind: Kind,
+    process_owned: bool,
     mode: u32,
     follow_symlinks: bool,
     /// Set for good once `flock` answered `ENOSYS`: from then on this lock
@@ -243,9 +277,41 @@ impl FileLock {
             sys_path: sys_path(&path),
             path: path.into(),
             kind,
+            process_owned: false,
             mode: with_lock_ex_mode(current_umask()),
             follow_symlinks: false,
             soft: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Makes an `fcntl` lock a classic POSIX record lock, owned by the
+    /// process, as `with-lock-ex` and C programs take it, instead of (on
+    /// Linux and Android, the default there) an open file description lock
+    /// owned by this lock's open file. Owned by the process, the lock does
+    /// not exclude another lock of this process on the same file, and
+    /// closing *any* descriptor of the file in the process releases it; in
+    /// exchange `F_GETLK` (`with-lock-ex -l`, [`FileLock::holder`]) reports
+    /// this process's PID rather than -1. Elsewhere (macOS and the other
+    /// BSDs, Linux before 3.15) every `fcntl` lock is owned by the process.
+    /// Both exclude each other across processes. No effect on `flock`.
+    ///
+    /// ```no_run
+    /// use swaplock::FileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// // As with-lock-ex holds it: -l elsewhere names this process.
+    /// let _guard = FileLock::new("/var/lock/job.lock").owned_by_process().lock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn owned_by_process(mut self) -> Self {
+        self.process_owned = true;
+        self
+    }
+
+    fn scope(&self) -> Scope {
+        Scope {
+            kind: self.kind,
+            process_owned: self.process_owned,
         }
     }
 
@@ -304,7 +370,12 @@ impl FileLock {
         if self.soft.load(Ordering::Relaxed) {
             return self.acquire_soft(wait);
         }
-        let mut kernel = kernel_os(&self.sys_path, self.follow_symlinks, self.mode, self.kind);
+        let mut kernel = kernel_os(
+            &self.sys_path,
+            self.follow_symlinks,
+            self.mode,
+            self.scope(),
+        );
         let may_fall_back = self.kind == Kind::Flock;
         // The core decides when to try again: never without a wait; after a
         // pause when a wait in the kernel answers busy all the same; until
@@ -323,7 +394,7 @@ impl FileLock {
         match outcome {
             Ok(Outcome::Held(fd, _)) => Ok(FileLockGuard(Inner::Kernel {
                 fd,
-                kind: self.kind,
+                scope: self.scope(),
                 path: Arc::clone(&self.path),
                 sys_path: Arc::clone(&self.sys_path),
                 follow_symlinks: self.follow_symlinks,
@@ -443,7 +514,7 @@ pub struct FileLockGuard(Inner);
 enum Inner {
     Kernel {
         fd: LockFile,
-        kind: Kind,
+        scope: Scope,
         path: Arc<Path>,
         sys_path: Arc<SysPath>,
         follow_symlinks: bool,
@@ -467,15 +538,14 @@ impl FileLockGuard {
     /// release (which dropping the guard cannot).
     pub fn unlock(self) -> io::Result<()> {
         match self.0 {
-            Inner::Kernel { fd, kind, path, .. } => {
+            Inner::Kernel {
+                fd, scope, path, ..
+            } => {
                 #[cfg(unix)]
-                let result = match kind {
-                    Kind::Fcntl => os::fcntl_unlock_byte0(&fd),
-                    Kind::Flock => os::flock_unlock(&fd),
-                };
+                let result = scope.call().unlock(&fd);
                 #[cfg(windows)]
                 let result = {
-                    let _ = kind;
+                    let _ = scope;
                     os::unlock_byte0(&fd)
                 };
                 result.map_err(|e| LockError::errno(&path, Step::Unlock, e))
@@ -502,7 +572,7 @@ impl FileLockGuard {
         match self.0 {
             Inner::Kernel {
                 fd,
-                kind,
+                scope,
                 path,
                 sys_path,
                 follow_symlinks,
@@ -510,7 +580,7 @@ impl FileLockGuard {
                 let err = |e| LockError::errno(&path, Step::Remove, e);
                 // The mode only matters to an open, which the check makes
                 // none of.
-                let mut kernel = kernel_os(&sys_path, follow_symlinks, 0, kind);
+                let mut kernel = kernel_os(&sys_path, follow_symlinks, 0, scope);
                 protocol::check_remove(&mut kernel, &fd).map_err(err)?;
                 #[cfg(unix)]
                 return os::unlink(&sys_path).map_err(err);

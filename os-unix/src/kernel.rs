@@ -103,6 +103,48 @@ pub fn fcntl_lock_byte0(fd: impl AsFd, wait: bool) -> Result<(), Errno> {
     )
 }
 
+/// `F_OFD_SETLK` and `F_OFD_SETLKW` (Linux 3.15; the same numbers on every
+/// architecture and on Android, whose libc crate lacks them).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const F_OFD_SETLK: libc::c_int = 37;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const F_OFD_SETLKW: libc::c_int = 38;
+
+/// `fcntl(fd, F_OFD_SETLK or F_OFD_SETLKW, {F_WRLCK, byte 0, length 1})` —
+/// the with-lock-ex write lock on the first byte, owned by the open file
+/// description rather than by the process: another open of the file, in
+/// this process too, is excluded, and closing another descriptor of the
+/// file leaves it held. It still conflicts with a classic `fcntl` lock of
+/// any process (with-lock-ex's, Python's `fcntl.lockf`'s). A kernel
+/// without it (before Linux 3.15) answers `EINVAL`, and the classic lock
+/// is taken instead.
+///
+/// # References
+/// - [`fcntl(2)`](https://man7.org/linux/man-pages/man2/fcntl.2.html), "Open file description locks (non-POSIX)"
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub fn fcntl_ofd_lock_byte0(fd: impl AsFd, wait: bool) -> Result<(), Errno> {
+    let fd = fd.as_fd();
+    let mut fl = byte_zero(libc::F_WRLCK as libc::c_short, 1);
+    let cmd = if wait { F_OFD_SETLKW } else { F_OFD_SETLK };
+    match fcntl_lock_call(fd, cmd, &mut fl) {
+        Err(e) if e == Errno::INVAL => fcntl_lock_byte0(fd, wait),
+        done => done,
+    }
+}
+
+/// `fcntl(fd, F_OFD_SETLK, {F_UNLCK, byte 0, length 1})` — release the
+/// lock [`fcntl_ofd_lock_byte0`] took; where the kernel has no open file
+/// description locks, the classic one it took instead.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub fn fcntl_ofd_unlock_byte0(fd: impl AsFd) -> Result<(), Errno> {
+    let fd = fd.as_fd();
+    let mut fl = byte_zero(libc::F_UNLCK as libc::c_short, 1);
+    match fcntl_lock_call(fd, F_OFD_SETLK, &mut fl) {
+        Err(e) if e == Errno::INVAL => fcntl_unlock_byte0(fd),
+        done => done,
+    }
+}
+
 /// `fcntl(fd, F_SETLK, {F_UNLCK, byte 0, length 1})` — release the byte-0 lock.
 ///
 /// # References
@@ -235,10 +277,26 @@ pub fn dup(fd: impl AsFd) -> Result<OwnedFd, Errno> {
 /// Which kernel lock to take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LockCall {
-    /// `fcntl` `F_WRLCK` on byte 0.
+    /// `fcntl` `F_WRLCK` on byte 0, owned by the process.
     Fcntl,
+    /// `fcntl` `F_WRLCK` on byte 0, owned by the open file description
+    /// ([`fcntl_ofd_lock_byte0`]).
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    FcntlOfd,
     /// `flock(LOCK_EX)`.
     Flock,
+}
+
+impl LockCall {
+    /// Releases the lock this call took on `fd`.
+    pub fn unlock(self, fd: impl AsFd) -> Result<(), Errno> {
+        match self {
+            LockCall::Fcntl => fcntl_unlock_byte0(fd),
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            LockCall::FcntlOfd => fcntl_ofd_unlock_byte0(fd),
+            LockCall::Flock => flock_unlock(fd),
+        }
+    }
 }
 
 /// The kernel-lock operations on one path, for
@@ -266,6 +324,8 @@ impl swaplock_core::kernel::KernelOs for UnixKernel<'_> {
     fn lock(&mut self, file: &OwnedFd, wait: bool) -> Result<(), Errno> {
         match self.call {
             LockCall::Fcntl => fcntl_lock_byte0(file, wait),
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            LockCall::FcntlOfd => fcntl_ofd_lock_byte0(file, wait),
             LockCall::Flock => flock_exclusive(file, wait),
         }
     }

@@ -209,7 +209,10 @@ mod cli {
         // Single-threaded here, so reading the umask by setting it (where
         // it cannot be read otherwise) is safe.
         let umask = current_umask();
+        // A classic lock owned by the process, as chiark's: -l elsewhere
+        // reports this process (and, after exec, the command).
         let lock = FileLock::new(lockfile)
+            .owned_by_process()
             .follow_symlinks(true)
             .mode(with_lock_ex_mode(umask));
         let result = match (mode, secs) {

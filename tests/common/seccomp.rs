@@ -37,19 +37,24 @@ pub fn trap(nr: libc::c_long) -> std::io::Result<()> {
     ])
 }
 
-/// Makes `fcntl(2)` lock calls (`F_SETLK`, `F_SETLKW`) fail with `ENOSYS`;
+/// Makes `fcntl(2)` lock calls (`F_SETLK`, `F_SETLKW`, and the open file
+/// description ones, `F_OFD_SETLK` and `F_OFD_SETLKW`) fail with `ENOSYS`;
 /// other `fcntl` commands are allowed.
 pub fn deny_fcntl_locks() -> std::io::Result<()> {
+    const F_OFD_SETLK: u32 = 37;
+    const F_OFD_SETLKW: u32 = 38;
     install(&[
         // The syscall number, then the low word of its second argument
         // (struct seccomp_data: nr, arch, ip, then args at offset 16).
         op(LD, 0, 0, 0),
-        op(JEQ, 0, 4, libc::SYS_fcntl as u32),
+        op(JEQ, 0, 5, libc::SYS_fcntl as u32),
         op(LD, 0, 0, 24),
-        op(JEQ, 1, 0, libc::F_SETLK as u32),
-        op(JEQ, 0, 1, libc::F_SETLKW as u32),
-        op(RET, 0, 0, RET_ERRNO | libc::ENOSYS as u32),
+        op(JEQ, 4, 0, libc::F_SETLK as u32),
+        op(JEQ, 3, 0, libc::F_SETLKW as u32),
+        op(JEQ, 2, 0, F_OFD_SETLK),
+        op(JEQ, 1, 0, F_OFD_SETLKW),
         op(RET, 0, 0, RET_ALLOW),
+        op(RET, 0, 0, RET_ERRNO | libc::ENOSYS as u32),
     ])
 }
 
