@@ -110,6 +110,7 @@ fn kernel_os(path: &SysPath, follow: bool, mode: u32, scope: Scope) -> os::UnixK
         follow,
         mode,
         call: scope.call(),
+        shared: scope.shared,
     }
 }
 
@@ -122,6 +123,8 @@ struct Scope {
     /// A classic `fcntl` lock, owned by the process
     /// ([`FileLock::owned_by_process`]).
     process_owned: bool,
+    /// The shared (read) lock rather than the exclusive one.
+    shared: bool,
 }
 
 impl Scope {
@@ -141,8 +144,13 @@ impl Scope {
 /// The adapter's kernel-lock operations on one path, which the core's
 /// driver runs. Both kinds are `LockFileEx` on byte 0 here.
 #[cfg(windows)]
-fn kernel_os(path: &SysPath, follow: bool, mode: u32, _scope: Scope) -> os::WindowsKernel<'_> {
-    os::WindowsKernel { path, follow, mode }
+fn kernel_os(path: &SysPath, follow: bool, mode: u32, scope: Scope) -> os::WindowsKernel<'_> {
+    os::WindowsKernel {
+        path,
+        follow,
+        mode,
+        shared: scope.shared,
+    }
 }
 
 /// This process's umask: the file mode creation mask, whose bits are
@@ -308,10 +316,11 @@ impl FileLock {
         self
     }
 
-    fn scope(&self) -> Scope {
+    fn scope(&self, shared: bool) -> Scope {
         Scope {
             kind: self.kind,
             process_owned: self.process_owned,
+            shared,
         }
     }
 
@@ -341,13 +350,51 @@ impl FileLock {
 
     /// Waits for the lock and holds it until the guard is dropped.
     pub fn lock(&self) -> io::Result<FileLockGuard> {
-        self.acquire(Wait::Forever)
+        self.acquire(Wait::Forever, false)
     }
 
     /// Takes the lock if it is free; an error of kind
     /// [`WouldBlock`](io::ErrorKind::WouldBlock) if another process holds it.
     pub fn try_lock(&self) -> io::Result<FileLockGuard> {
-        self.acquire(Wait::No)
+        self.acquire(Wait::No, false)
+    }
+
+    /// Waits for the shared (read) lock: any number of holders share it,
+    /// and it excludes the exclusive lock, both ways. An `fcntl` read lock
+    /// on the first byte (`with-lock-ex -l` reports `read PID`, -1 for an
+    /// open file description lock), `flock(LOCK_SH)` (as `flock -s` takes
+    /// it), or `LockFileEx` without the exclusive flag on Windows; with the
+    /// same identity check as the exclusive lock. A shared guard cannot
+    /// [`remove`](FileLockGuard::remove) the file: others may hold it too.
+    /// An `flock` lock on a filesystem without `flock` has no soft
+    /// fallback when shared: it fails with the `ENOSYS` error.
+    ///
+    /// ```no_run
+    /// use swaplock::FileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let config = FileLock::new("/etc/app/config.lock");
+    /// let _readers = config.lock_shared()?; // other readers may hold it too
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn lock_shared(&self) -> io::Result<FileLockGuard> {
+        self.acquire(Wait::Forever, true)
+    }
+
+    /// Takes the shared lock if no exclusive holder has the lock; an error
+    /// of kind [`WouldBlock`](io::ErrorKind::WouldBlock) otherwise.
+    pub fn try_lock_shared(&self) -> io::Result<FileLockGuard> {
+        self.acquire(Wait::No, true)
+    }
+
+    /// Waits up to `timeout` for the shared lock; an error of kind
+    /// [`TimedOut`](io::ErrorKind::TimedOut) if an exclusive holder keeps
+    /// it.
+    pub fn lock_shared_timeout(&self, timeout: Duration) -> io::Result<FileLockGuard> {
+        match Instant::now().checked_add(timeout) {
+            Some(deadline) => self.acquire(Wait::Until(deadline), true),
+            None => self.acquire(Wait::Forever, true),
+        }
     }
 
     /// Waits up to `timeout` for the lock; an error of kind
@@ -356,8 +403,8 @@ impl FileLock {
     /// first and at most 25 ms between attempts (the core's [`Backoff`]).
     pub fn lock_timeout(&self, timeout: Duration) -> io::Result<FileLockGuard> {
         match Instant::now().checked_add(timeout) {
-            Some(deadline) => self.acquire(Wait::Until(deadline)),
-            None => self.acquire(Wait::Forever),
+            Some(deadline) => self.acquire(Wait::Until(deadline), false),
+            None => self.acquire(Wait::Forever, false),
         }
     }
 
@@ -365,18 +412,23 @@ impl FileLock {
         LockError::errno(&self.path, step, errno)
     }
 
-    fn acquire(&self, wait: Wait) -> io::Result<FileLockGuard> {
+    fn acquire(&self, wait: Wait, shared: bool) -> io::Result<FileLockGuard> {
         #[cfg(unix)]
         if self.soft.load(Ordering::Relaxed) {
+            if shared {
+                return Err(self.err(Step::Lock, Errno::NOSYS));
+            }
             return self.acquire_soft(wait);
         }
         let mut kernel = kernel_os(
             &self.sys_path,
             self.follow_symlinks,
             self.mode,
-            self.scope(),
+            self.scope(shared),
         );
-        let may_fall_back = self.kind == Kind::Flock;
+        // A soft lock has no shared form: a shared flock without flock
+        // reports ENOSYS rather than holding more than it asked.
+        let may_fall_back = self.kind == Kind::Flock && !shared;
         // The core decides when to try again: never without a wait; after a
         // pause when a wait in the kernel answers busy all the same; until
         // the deadline with one.
@@ -394,7 +446,7 @@ impl FileLock {
         match outcome {
             Ok(Outcome::Held(fd, _)) => Ok(FileLockGuard(Inner::Kernel {
                 fd,
-                scope: self.scope(),
+                scope: self.scope(shared),
                 path: Arc::clone(&self.path),
                 sys_path: Arc::clone(&self.sys_path),
                 follow_symlinks: self.follow_symlinks,
@@ -568,6 +620,9 @@ impl FileLockGuard {
     /// the file is deleted only if no other process has opened it by then.
     /// Otherwise it stays for the next holder, and this still returns
     /// `Ok`: the hold has ended either way.
+    ///
+    /// A shared guard fails with [`InvalidInput`](io::ErrorKind::InvalidInput)
+    /// and keeps nothing: others may hold the lock too.
     pub fn remove(self) -> io::Result<()> {
         match self.0 {
             Inner::Kernel {
@@ -577,6 +632,22 @@ impl FileLockGuard {
                 sys_path,
                 follow_symlinks,
             } => {
+                if scope.shared {
+                    // Other holders may share it: only an exclusive holder
+                    // may remove the file (a waiter would lock a new file
+                    // while they still held the old one).
+                    let source = io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "a shared lock cannot remove its file: other holders may share it; \
+                         take the exclusive lock to remove it",
+                    );
+                    return Err(LockError::io(
+                        &path,
+                        Step::Remove,
+                        io::ErrorKind::InvalidInput,
+                        source,
+                    ));
+                }
                 let err = |e| LockError::errno(&path, Step::Remove, e);
                 // The mode only matters to an open, which the check makes
                 // none of.

@@ -229,6 +229,7 @@ fn the_fallback_removes_only_its_own_placeholder() {
         follow: false,
         mode: 0o644,
         call: LockCall::Flock,
+        shared: false,
     };
 
     // Alone: the placeholder this attempt created is removed.

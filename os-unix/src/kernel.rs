@@ -95,7 +95,24 @@ fn fcntl_lock_call(fd: impl AsFd, cmd: libc::c_int, fl: &mut libc::flock) -> Res
 /// # References
 /// - [`fcntl(2)`](https://man7.org/linux/man-pages/man2/fcntl.2.html), "Advisory record locking"
 pub fn fcntl_lock_byte0(fd: impl AsFd, wait: bool) -> Result<(), Errno> {
-    let mut fl = byte_zero(libc::F_WRLCK as libc::c_short, 1);
+    fcntl_take_byte0(fd, wait, false)
+}
+
+/// The `fcntl` lock type: `F_RDLCK` for a shared lock, else `F_WRLCK`.
+fn lock_type(shared: bool) -> libc::c_short {
+    // The constants are `c_int` on Linux and `c_short` on Apple systems.
+    #[allow(clippy::unnecessary_cast)]
+    if shared {
+        libc::F_RDLCK as libc::c_short
+    } else {
+        libc::F_WRLCK as libc::c_short
+    }
+}
+
+/// [`fcntl_lock_byte0`], or with `shared` a read lock (`F_RDLCK`) on the
+/// first byte, which other read locks share and a write lock excludes.
+pub fn fcntl_take_byte0(fd: impl AsFd, wait: bool, shared: bool) -> Result<(), Errno> {
+    let mut fl = byte_zero(lock_type(shared), 1);
     fcntl_lock_call(
         fd,
         if wait { libc::F_SETLKW } else { libc::F_SETLK },
@@ -123,11 +140,17 @@ const F_OFD_SETLKW: libc::c_int = 38;
 /// - [`fcntl(2)`](https://man7.org/linux/man-pages/man2/fcntl.2.html), "Open file description locks (non-POSIX)"
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub fn fcntl_ofd_lock_byte0(fd: impl AsFd, wait: bool) -> Result<(), Errno> {
+    fcntl_ofd_take_byte0(fd, wait, false)
+}
+
+/// [`fcntl_ofd_lock_byte0`], or with `shared` a read lock.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub fn fcntl_ofd_take_byte0(fd: impl AsFd, wait: bool, shared: bool) -> Result<(), Errno> {
     let fd = fd.as_fd();
-    let mut fl = byte_zero(libc::F_WRLCK as libc::c_short, 1);
+    let mut fl = byte_zero(lock_type(shared), 1);
     let cmd = if wait { F_OFD_SETLKW } else { F_OFD_SETLK };
     match fcntl_lock_call(fd, cmd, &mut fl) {
-        Err(e) if e == Errno::INVAL => fcntl_lock_byte0(fd, wait),
+        Err(e) if e == Errno::INVAL => fcntl_take_byte0(fd, wait, shared),
         done => done,
     }
 }
@@ -195,10 +218,16 @@ pub fn fcntl_query(fd: impl AsFd) -> Result<Conflict, Errno> {
 /// # References
 /// - [`flock(2)`](https://man7.org/linux/man-pages/man2/flock.2.html)
 pub fn flock_exclusive(fd: impl AsFd, wait: bool) -> Result<(), Errno> {
-    let op = if wait {
-        FlockOperation::LockExclusive
-    } else {
-        FlockOperation::NonBlockingLockExclusive
+    flock_take(fd, wait, false)
+}
+
+/// [`flock_exclusive`], or with `shared` `flock(fd, LOCK_SH[|LOCK_NB])`.
+pub fn flock_take(fd: impl AsFd, wait: bool, shared: bool) -> Result<(), Errno> {
+    let op = match (shared, wait) {
+        (false, true) => FlockOperation::LockExclusive,
+        (false, false) => FlockOperation::NonBlockingLockExclusive,
+        (true, true) => FlockOperation::LockShared,
+        (true, false) => FlockOperation::NonBlockingLockShared,
     };
     rustix::fs::flock(fd, op).map_err(errno)
 }
@@ -312,6 +341,8 @@ pub struct UnixKernel<'p> {
     pub mode: u32,
     /// The lock to take.
     pub call: LockCall,
+    /// Whether it is the shared (read) lock rather than the exclusive one.
+    pub shared: bool,
 }
 
 impl swaplock_core::kernel::KernelOs for UnixKernel<'_> {
@@ -323,10 +354,10 @@ impl swaplock_core::kernel::KernelOs for UnixKernel<'_> {
 
     fn lock(&mut self, file: &OwnedFd, wait: bool) -> Result<(), Errno> {
         match self.call {
-            LockCall::Fcntl => fcntl_lock_byte0(file, wait),
+            LockCall::Fcntl => fcntl_take_byte0(file, wait, self.shared),
             #[cfg(any(target_os = "linux", target_os = "android"))]
-            LockCall::FcntlOfd => fcntl_ofd_lock_byte0(file, wait),
-            LockCall::Flock => flock_exclusive(file, wait),
+            LockCall::FcntlOfd => fcntl_ofd_take_byte0(file, wait, self.shared),
+            LockCall::Flock => flock_take(file, wait, self.shared),
         }
     }
 

@@ -185,7 +185,14 @@ fn byte_zero() -> OVERLAPPED {
 /// # References
 /// - [`LockFileEx`](https://learn.microsoft.com/en-us/windows/win32/api/fileapi/nf-fileapi-lockfileex)
 pub fn lock_byte0(handle: impl AsHandle, wait: bool) -> Result<(), Errno> {
-    let mut flags = LOCKFILE_EXCLUSIVE_LOCK;
+    take_byte0(handle, wait, false)
+}
+
+/// [`lock_byte0`], or with `shared` the shared lock on the first byte
+/// (`LockFileEx` without `LOCKFILE_EXCLUSIVE_LOCK`), which other shared
+/// locks share and an exclusive one excludes.
+pub fn take_byte0(handle: impl AsHandle, wait: bool, shared: bool) -> Result<(), Errno> {
+    let mut flags = if shared { 0 } else { LOCKFILE_EXCLUSIVE_LOCK };
     if !wait {
         flags |= LOCKFILE_FAIL_IMMEDIATELY;
     }
@@ -279,6 +286,8 @@ pub struct WindowsKernel<'p> {
     pub follow: bool,
     /// The mode a created file gets: only the owner's write bit counts.
     pub mode: u32,
+    /// Whether it is the shared lock rather than the exclusive one.
+    pub shared: bool,
 }
 
 /// An open lock file whose drop releases the lock on byte 0 before it
@@ -316,7 +325,7 @@ impl swaplock_core::kernel::KernelOs for WindowsKernel<'_> {
     }
 
     fn lock(&mut self, file: &LockHandle, wait: bool) -> Result<(), Errno> {
-        lock_byte0(file, wait)
+        take_byte0(file, wait, self.shared)
     }
 
     fn fstat(&mut self, file: &LockHandle) -> Result<FileId, Errno> {

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! swaplock run [--kind fcntl|flock|soft|marker|lease] [--wait|--fail|--quiet]
-//!              [--timeout SECS] [--lifetime SECS] [--lease SECS] LOCKFILE COMMAND [ARGS...]
+//!              [--shared|-s] [--timeout SECS] [--lifetime SECS] [--lease SECS]
+//!              LOCKFILE COMMAND [ARGS...]
 //! swaplock status [--kind soft|marker|lease] LOCKFILE
 //! swaplock break [--kind soft|marker|lease] [--force] LOCKFILE
 //! ```
@@ -53,7 +54,8 @@ mod cli {
     /// The help text: usage, exit statuses, and the limits of supervision.
     pub(crate) const USAGE: &str =
         "usage: swaplock run [--kind fcntl|flock|soft|marker|lease] [--wait|--fail|--quiet]
-                    [--timeout SECS] [--lifetime SECS] [--lease SECS] LOCKFILE COMMAND [ARGS...]
+                    [--shared|-s] [--timeout SECS] [--lifetime SECS] [--lease SECS]
+                    LOCKFILE COMMAND [ARGS...]
        swaplock status [--kind soft|marker|lease] LOCKFILE
        swaplock break [--kind soft|marker|lease] [--force] LOCKFILE
 
@@ -65,6 +67,8 @@ run exits with the command's status (128 + N if signal N ended it), or:
   74   soft kinds: the command succeeded but the lock could not be released
        (a failed command keeps its status; the message is printed either way)
   2    usage error
+--shared (-s) takes the shared (read) lock of a kernel kind: commands run
+under it together, and none while an exclusive holder has the lock.
 status exits 0 when free, 1 when held, 2 on error; break exits 0 once the
 lock is free, 1 when it refuses or fails.
 
@@ -98,6 +102,7 @@ on macOS the command runs on too).";
         lifetime: Option<Duration>,
         lease: Option<Duration>,
         force: bool,
+        shared: bool,
         rest: Vec<OsString>,
     }
 
@@ -123,6 +128,7 @@ on macOS the command runs on too).";
             lifetime: None,
             lease: None,
             force: false,
+            shared: false,
             rest: Vec::new(),
         };
         let mut it = args.into_iter();
@@ -142,6 +148,7 @@ on macOS the command runs on too).";
                 Some("--fail") => o.busy = Busy::Fail,
                 Some("--quiet") => o.busy = Busy::Quiet,
                 Some("--force") => o.force = true,
+                Some("--shared" | "-s") => o.shared = true,
                 Some("--timeout") => o.timeout = Some(seconds(it.next())?),
                 Some("--lifetime") => o.lifetime = Some(seconds(it.next())?),
                 Some("--lease") => o.lease = Some(seconds(it.next())?),
@@ -168,6 +175,9 @@ on macOS the command runs on too).";
             Ok(o) => o,
             Err(why) => return usage(&why),
         };
+        if opts.shared && !matches!(opts.kind, LockKind::Fcntl | LockKind::Flock) {
+            return usage("--shared needs a kernel kind: --kind fcntl or --kind flock");
+        }
         match command.as_ref().and_then(|c| c.to_str()) {
             Some("run") if opts.rest.len() >= 2 => run(opts),
             Some("status") if opts.rest.len() == 1 => status(opts),
@@ -237,12 +247,22 @@ on macOS the command runs on too).";
         } else {
             FileLock::new(path)
         };
-        let guard = match take(
-            &opts,
-            || lock.lock(),
-            || lock.try_lock(),
-            |t| lock.lock_timeout(t),
-        ) {
+        let taken = if opts.shared {
+            take(
+                &opts,
+                || lock.lock_shared(),
+                || lock.try_lock_shared(),
+                |t| lock.lock_shared_timeout(t),
+            )
+        } else {
+            take(
+                &opts,
+                || lock.lock(),
+                || lock.try_lock(),
+                |t| lock.lock_timeout(t),
+            )
+        };
+        let guard = match taken {
             Ok(g) => g,
             Err(code) => return code,
         };
