@@ -55,8 +55,8 @@ use crate::adapter::soft::{self as os, SoftOs};
 use crate::error::{LockError, Step};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::thread::{JoinHandle, ThreadId};
 use std::time::Duration;
 use swaplock_core::decide::{FileId, HeldBecause};
 use swaplock_core::host::HostName;
@@ -155,6 +155,9 @@ pub struct SoftLock {
     heartbeat: Option<Duration>,
     on_compromise: Option<CompromiseHook>,
     contender: Arc<Mutex<Contender>>,
+    /// The lock's canonical path, once known: its key among the soft
+    /// locks this process holds.
+    key: Arc<OnceLock<Option<Arc<Path>>>>,
 }
 
 impl std::fmt::Debug for SoftLock {
@@ -192,6 +195,7 @@ impl SoftLock {
             heartbeat: None,
             on_compromise: None,
             contender: Arc::new(Mutex::new(Contender::new())),
+            key: Arc::new(OnceLock::new()),
         }
     }
 
@@ -330,6 +334,12 @@ impl SoftLock {
             _ => None,
         };
         let dir = self.open_dir()?;
+        let key = self.key();
+        if blocking && timeout.is_none() {
+            if let Some(key) = key.as_ref().filter(|k| held_by_this_thread(k)) {
+                return Err(self.deadlock(key));
+            }
+        }
         let me = Identity::now();
         let cfg = me.config(self, lease.map(|l| l.0));
         let mut sys = SoftOs::on(&dir);
@@ -342,7 +352,8 @@ impl SoftLock {
         match protocol::acquire(&mut sys, &cfg, &mut contender, &mut patience) {
             Ok(Attempt::Acquired(held)) => {
                 drop(contender);
-                Ok(SoftLockGuard::new(self, dir, me, held, lease))
+                let registered = key.map(Registered::new);
+                Ok(SoftLockGuard::new(self, dir, me, held, lease, registered))
             }
             Ok(Attempt::Busy(holder)) => {
                 drop(contender);
@@ -369,6 +380,32 @@ impl SoftLock {
             }
             Err(e) => Err(self.protocol_error(e)),
         }
+    }
+
+    /// The lock's canonical path (its directory resolved, its own name
+    /// kept), computed once; `None` if the directory cannot be resolved.
+    fn key(&self) -> Option<Arc<Path>> {
+        self.key
+            .get_or_init(|| {
+                let dir = std::fs::canonicalize(&self.dir_path).ok()?;
+                Some(dir.join(self.path.file_name()?).into())
+            })
+            .clone()
+    }
+
+    /// The error of a wait that could never end: this thread holds the
+    /// path already, through another guard.
+    fn deadlock(&self, key: &Path) -> io::Error {
+        let kind = io::ErrorKind::Deadlock;
+        let source = io::Error::new(
+            kind,
+            format!(
+                "Deadlock: lock '{}' is already held by a different guard in this thread, so \
+                 waiting for it would never end: release that guard first, or wait with a timeout",
+                key.display()
+            ),
+        );
+        LockError::io(&self.path, Step::Lock, kind, source)
     }
 
     fn protocol_error(&self, e: protocol::Error) -> io::Error {
@@ -725,6 +762,48 @@ impl Identity {
     }
 }
 
+/// The soft locks this process holds, by canonical path, with the thread
+/// that took each: a thread that waits with no timeout for a path it
+/// already holds would wait forever (filelock raises "Deadlock" there).
+static HELD: Mutex<Vec<(Arc<Path>, ThreadId)>> = Mutex::new(Vec::new());
+
+/// Whether this thread holds the soft lock at `key`.
+fn held_by_this_thread(key: &Path) -> bool {
+    let me = std::thread::current().id();
+    HELD.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .any(|(k, t)| *t == me && **k == *key)
+}
+
+/// A guard's entry in [`HELD`], removed when it drops.
+struct Registered {
+    key: Arc<Path>,
+    thread: ThreadId,
+}
+
+impl Registered {
+    fn new(key: Arc<Path>) -> Self {
+        let thread = std::thread::current().id();
+        HELD.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((key.clone(), thread));
+        Registered { key, thread }
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = held
+            .iter()
+            .position(|(k, t)| *t == self.thread && *k == self.key)
+        {
+            held.swap_remove(i);
+        }
+    }
+}
+
 /// A held soft lock. Dropping it releases the lock; [`release`](Self::release)
 /// reports errors.
 pub struct SoftLockGuard {
@@ -734,6 +813,7 @@ pub struct SoftLockGuard {
     held: Option<Held<File>>,
     lease: Option<LeaseTerms>,
     heartbeat: Option<Heartbeat>,
+    registered: Option<Registered>,
 }
 
 struct Heartbeat {
@@ -757,6 +837,7 @@ impl SoftLockGuard {
         me: Identity,
         held: Held<File>,
         lease: Option<(LeaseTerms, Duration)>,
+        registered: Option<Registered>,
     ) -> Self {
         let heartbeat = lease
             .and_then(|(terms, interval)| start_heartbeat(lock, &dir, &me, &held, terms, interval));
@@ -767,6 +848,7 @@ impl SoftLockGuard {
             held: Some(held),
             lease: lease.map(|l| l.0),
             heartbeat,
+            registered,
         }
     }
 
@@ -843,6 +925,8 @@ impl SoftLockGuard {
         let Some(held) = self.held.take() else {
             return Ok(());
         };
+        // Released (or failing to): no longer this thread's to wait for.
+        drop(self.registered.take());
         let cfg = self.me.config(&self.lock, self.lease);
         let mut sys = SoftOs::on(&self.dir);
         protocol::release(&mut sys, &cfg, held).map_err(|e| match e {
