@@ -55,7 +55,7 @@ use crate::adapter::soft::{self as os, SoftOs};
 use crate::error::{LockError, Step};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
 use std::thread::{JoinHandle, ThreadId};
 use std::time::Duration;
 use swaplock_core::decide::{FileId, HeldBecause};
@@ -68,7 +68,7 @@ use swaplock_core::soft::{
 };
 pub use swaplock_core::soft::{Compromise, Kind};
 use swaplock_core::start::StartToken;
-use swaplock_core::wait::Deadline;
+use swaplock_core::wait::{Deadline, Patience};
 use swaplock_core::{Errno, Pid};
 
 #[cfg(unix)]
@@ -344,11 +344,11 @@ impl SoftLock {
         let cfg = me.config(self, lease.map(|l| l.0));
         let mut sys = SoftOs::on(&dir);
         let mut contender = self.contender.lock().unwrap_or_else(|p| p.into_inner());
-        let mut patience = Deadline {
+        let mut patience = WakeOnRelease::new(Deadline {
             blocking,
             timeout,
             poll: self.poll_interval,
-        };
+        });
         match protocol::acquire(&mut sys, &cfg, &mut contender, &mut patience) {
             Ok(Attempt::Acquired(held)) => {
                 drop(contender);
@@ -801,6 +801,49 @@ impl Drop for Registered {
         {
             held.swap_remove(i);
         }
+        drop(held);
+        let (count, released) = &RELEASES;
+        *count.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        released.notify_all();
+    }
+}
+
+/// How many soft locks this process has released, and the condition its
+/// waiting threads wait on: a thread waiting for a lock another thread of
+/// this process holds looks again as soon as that one is released, instead
+/// of at its next poll.
+static RELEASES: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
+
+/// A wait's patience, as [`Deadline`] says, whose pauses end early when
+/// any soft lock of this process is released.
+struct WakeOnRelease {
+    deadline: Deadline,
+    /// [`RELEASES`]'s count as the last attempt began: a release after it
+    /// ends the pause at once.
+    seen: u64,
+}
+
+impl WakeOnRelease {
+    fn new(deadline: Deadline) -> Self {
+        WakeOnRelease { deadline, seen: 0 }
+    }
+}
+
+impl Patience<Holder> for WakeOnRelease {
+    fn attempting(&mut self) {
+        self.seen = *RELEASES.0.lock().unwrap_or_else(|p| p.into_inner());
+    }
+
+    fn busy(&mut self, holder: &Holder, elapsed: Duration) -> Option<Duration> {
+        let pause = self.deadline.busy(holder, elapsed)?;
+        let (count, released) = &RELEASES;
+        let guard = count.lock().unwrap_or_else(|p| p.into_inner());
+        let seen = self.seen;
+        let _ = released
+            .wait_timeout_while(guard, pause, |now| *now == seen)
+            .unwrap_or_else(|p| p.into_inner());
+        // The pause is over: the driver's own sleep is none.
+        Some(Duration::ZERO)
     }
 }
 
@@ -925,14 +968,16 @@ impl SoftLockGuard {
         let Some(held) = self.held.take() else {
             return Ok(());
         };
-        // Released (or failing to): no longer this thread's to wait for.
-        drop(self.registered.take());
         let cfg = self.me.config(&self.lock, self.lease);
         let mut sys = SoftOs::on(&self.dir);
-        protocol::release(&mut sys, &cfg, held).map_err(|e| match e {
+        let released = protocol::release(&mut sys, &cfg, held).map_err(|e| match e {
             protocol::Error::Os { errno, .. } => self.lock.err(Step::Unlock, errno),
             other => self.lock.protocol_error(other),
-        })
+        });
+        // Released (or failing to): no longer this thread's to wait for,
+        // and this process's waiters look again now (RELEASES).
+        drop(self.registered.take());
+        released
     }
 }
 
