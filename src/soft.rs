@@ -138,9 +138,19 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
 type CompromiseHook = Arc<dyn Fn(Compromise) + Send + Sync>;
 
-/// A soft lock on a path. Building one allocates; an uncontended lock and
-/// unlock of a `Soft` or `Marker` lock do not (a lease starts a heartbeat
-/// thread).
+/// A soft lock on a path. Building one allocates, and so does its first
+/// lock (the path is resolved); later uncontended locks and unlocks of a
+/// `Soft` or `Marker` lock whose directory is given in canonical form do
+/// not (a lease starts a heartbeat thread).
+///
+/// A thread that waits with no timeout for a path it already holds, through
+/// another guard, gets an error of kind
+/// [`Deadlock`](std::io::ErrorKind::Deadlock) at once, as filelock raises
+/// "Deadlock": its own marker would keep it waiting forever. A guard
+/// counts as its acquiring thread's, even once moved to another thread;
+/// wait with a timeout where guards move. A thread waiting for a lock that
+/// another thread of this process holds is woken as soon as it is
+/// released.
 #[derive(Clone)]
 pub struct SoftLock {
     path: Arc<Path>,
@@ -383,14 +393,21 @@ impl SoftLock {
     }
 
     /// The lock's canonical path (its directory resolved, its own name
-    /// kept), computed once; `None` if the directory cannot be resolved.
+    /// kept); `None` if the directory cannot be resolved. Kept once found
+    /// only for a directory given in canonical form already, which nothing
+    /// can make name another one later; a relative or symlinked directory
+    /// is resolved at every acquire (a `chdir`, or a link pointed
+    /// elsewhere, changes what it names).
     fn key(&self) -> Option<Arc<Path>> {
-        self.key
-            .get_or_init(|| {
-                let dir = std::fs::canonicalize(&self.dir_path).ok()?;
-                Some(dir.join(self.path.file_name()?).into())
-            })
-            .clone()
+        if let Some(key) = self.key.get() {
+            return key.clone();
+        }
+        let dir = std::fs::canonicalize(&self.dir_path).ok()?;
+        let key: Arc<Path> = dir.join(self.path.file_name()?).into();
+        if dir == *self.dir_path {
+            let _ = self.key.set(Some(Arc::clone(&key)));
+        }
+        Some(key)
     }
 
     /// The error of a wait that could never end: this thread holds the

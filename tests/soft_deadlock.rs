@@ -36,3 +36,21 @@ fn waiting_forever_for_a_path_this_thread_holds_is_a_deadlock_error() {
     // Released: this thread may wait for it again.
     SoftLock::soft(&path).lock().unwrap().release().unwrap();
 }
+
+/// A relative path names another file once the working directory changes:
+/// holding it in one directory is no reason to refuse it in another.
+#[test]
+fn a_relative_path_is_resolved_at_every_lock() {
+    let (first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let back = std::env::current_dir().unwrap();
+    std::env::set_current_dir(first.path()).unwrap();
+    let lock = SoftLock::soft("rel.lock");
+    let held = lock.lock().unwrap();
+    std::env::set_current_dir(second.path()).unwrap();
+    let other = lock.lock().unwrap();
+    assert!(second.path().join("rel.lock").exists());
+    std::env::set_current_dir(back).unwrap();
+    other.release().unwrap();
+    held.release().unwrap();
+    assert!(!first.path().join("rel.lock").exists());
+}
