@@ -69,7 +69,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use swaplock_core::decide::with_lock_ex_mode;
+use swaplock_core::decide::{with_lock_ex_mode, FileId};
 use swaplock_core::kernel::{self as protocol, Backoff, Outcome};
 use swaplock_core::wait::Deadline;
 use swaplock_core::Errno;
@@ -114,10 +114,17 @@ fn kernel_os(path: &SysPath, follow: bool, mode: u32, scope: Scope) -> os::UnixK
     }
 }
 
-/// A kernel lock's kind, and for `fcntl` who owns it. (Only Linux and
-/// Android tell the owners apart, and Windows has one lock for both kinds.)
+/// A kernel lock's kind, and for `fcntl` who owns it. (Only 64-bit Linux
+/// and Android tell the owners apart, and Windows has one lock for both
+/// kinds.)
 #[derive(Clone, Copy, Debug)]
-#[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
+#[cfg_attr(
+    not(all(
+        any(target_os = "linux", target_os = "android"),
+        target_pointer_width = "64"
+    )),
+    allow(dead_code)
+)]
 struct Scope {
     kind: Kind,
     /// A classic `fcntl` lock, owned by the process
@@ -128,12 +135,27 @@ struct Scope {
 }
 
 impl Scope {
-    /// The lock call of this scope: on Linux and Android an `fcntl` lock is
-    /// an open file description lock unless the process is to own it.
+    /// Whether a second lock of this scope on the same file, in this
+    /// process, waits for the first (an open file description `fcntl`
+    /// lock, `flock`, Windows' `LockFileEx`): a classic `fcntl` lock
+    /// instead merges with it.
+    fn excludes_own_process(self) -> bool {
+        #[cfg(unix)]
+        return self.call() != os::LockCall::Fcntl;
+        #[cfg(windows)]
+        return true;
+    }
+
+    /// The lock call of this scope: on 64-bit Linux and Android an `fcntl`
+    /// lock is an open file description lock unless the process is to own
+    /// it.
     #[cfg(unix)]
     fn call(self) -> os::LockCall {
         match self.kind {
-            #[cfg(any(target_os = "linux", target_os = "android"))]
+            #[cfg(all(
+                any(target_os = "linux", target_os = "android"),
+                target_pointer_width = "64"
+            ))]
             Kind::Fcntl if !self.process_owned => os::LockCall::FcntlOfd,
             Kind::Fcntl => os::LockCall::Fcntl,
             Kind::Flock => os::LockCall::Flock,
@@ -151,6 +173,62 @@ fn kernel_os(path: &SysPath, follow: bool, mode: u32, scope: Scope) -> os::Windo
         mode,
         shared: scope.shared,
     }
+}
+
+/// The kernel locks this process holds whose second lock in this process
+/// would wait for the first, by the locked file's identity, with the
+/// thread that took each: that thread waiting with no timeout for the same
+/// file would wait forever.
+static HELD: std::sync::Mutex<Vec<(FileId, std::thread::ThreadId)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Whether this thread holds such a lock on the file `id`.
+fn held_by_this_thread(id: FileId) -> bool {
+    let me = std::thread::current().id();
+    HELD.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .any(|&(held, t)| held == id && t == me)
+}
+
+/// A guard's entry in [`HELD`], removed when the guard goes.
+#[derive(Debug)]
+struct Registered {
+    id: FileId,
+    thread: std::thread::ThreadId,
+}
+
+impl Registered {
+    fn new(id: FileId) -> Self {
+        let thread = std::thread::current().id();
+        HELD.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((id, thread));
+        Registered { id, thread }
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = held
+            .iter()
+            .position(|&(id, t)| id == self.id && t == self.thread)
+        {
+            held.swap_remove(i);
+        }
+    }
+}
+
+/// The identity of the file `path` names now.
+#[cfg(unix)]
+fn path_id(path: &SysPath, follow: bool) -> Result<FileId, Errno> {
+    os::stat_id(path, follow)
+}
+
+#[cfg(windows)]
+fn path_id(path: &SysPath, follow: bool) -> Result<FileId, Errno> {
+    os::path_id(path, follow)
 }
 
 /// This process's umask: the file mode creation mask, whose bits are
@@ -349,6 +427,14 @@ impl FileLock {
     }
 
     /// Waits for the lock and holds it until the guard is dropped.
+    ///
+    /// Where a second lock of the file in this process waits for the first
+    /// (an open file description `fcntl` lock, `flock`, Windows), a thread
+    /// that waits so for a file it already holds through another guard
+    /// gets an error of kind [`Deadlock`](io::ErrorKind::Deadlock) at once
+    /// instead of waiting forever. A guard counts as its acquiring
+    /// thread's, even once moved to another thread: wait with a timeout
+    /// where guards move.
     pub fn lock(&self) -> io::Result<FileLockGuard> {
         self.acquire(Wait::Forever, false)
     }
@@ -366,6 +452,9 @@ impl FileLock {
     /// it), or `LockFileEx` without the exclusive flag on Windows; with the
     /// same identity check as the exclusive lock. A shared guard cannot
     /// [`remove`](FileLockGuard::remove) the file: others may hold it too.
+    /// The file is opened for writing (and created if missing), as for the
+    /// exclusive lock: a read-only file or filesystem is an open error,
+    /// where `flock -s` would open it read only.
     /// An `flock` lock on a filesystem without `flock` has no soft
     /// fallback when shared: it fails with the `ENOSYS` error.
     ///
@@ -412,6 +501,18 @@ impl FileLock {
         LockError::errno(&self.path, step, errno)
     }
 
+    /// The error of a wait that could never end: this thread holds the
+    /// file already, through another guard.
+    fn deadlock(&self) -> io::Error {
+        let kind = io::ErrorKind::Deadlock;
+        let source = io::Error::new(
+            kind,
+            "Deadlock: this thread already holds the lock through another guard, so waiting \
+             for it would never end: release that guard first, or wait with a timeout",
+        );
+        LockError::io(&self.path, Step::Lock, kind, source)
+    }
+
     fn acquire(&self, wait: Wait, shared: bool) -> io::Result<FileLockGuard> {
         #[cfg(unix)]
         if self.soft.load(Ordering::Relaxed) {
@@ -420,15 +521,18 @@ impl FileLock {
             }
             return self.acquire_soft(wait);
         }
-        let mut kernel = kernel_os(
-            &self.sys_path,
-            self.follow_symlinks,
-            self.mode,
-            self.scope(shared),
-        );
-        // A soft lock has no shared form: a shared flock without flock
-        // reports ENOSYS rather than holding more than it asked.
-        let may_fall_back = self.kind == Kind::Flock && !shared;
+        let scope = self.scope(shared);
+        if matches!(wait, Wait::Forever) && scope.excludes_own_process() {
+            // This thread waiting for a file it holds would wait forever.
+            if path_id(&self.sys_path, self.follow_symlinks).is_ok_and(held_by_this_thread) {
+                return Err(self.deadlock());
+            }
+        }
+        let mut kernel = kernel_os(&self.sys_path, self.follow_symlinks, self.mode, scope);
+        // Every flock attempt learns whether it created the file, so that
+        // one that meets ENOSYS removes only its own (a shared one too,
+        // which then reports ENOSYS: a soft lock has no shared form).
+        let may_fall_back = self.kind == Kind::Flock;
         // The core decides when to try again: never without a wait; after a
         // pause when a wait in the kernel answers busy all the same; until
         // the deadline with one.
@@ -444,9 +548,10 @@ impl FileLock {
             }
         };
         match outcome {
-            Ok(Outcome::Held(fd, _)) => Ok(FileLockGuard(Inner::Kernel {
+            Ok(Outcome::Held(fd, id)) => Ok(FileLockGuard(Inner::Kernel {
                 fd,
-                scope: self.scope(shared),
+                registered: scope.excludes_own_process().then(|| Registered::new(id)),
+                scope,
                 path: Arc::clone(&self.path),
                 sys_path: Arc::clone(&self.sys_path),
                 follow_symlinks: self.follow_symlinks,
@@ -470,6 +575,14 @@ impl FileLock {
                     io::ErrorKind::WouldBlock,
                     source,
                 ))
+            }
+            #[cfg(unix)]
+            Ok(Outcome::Unsupported { file, created }) if shared => {
+                // The empty file this attempt may have created must not
+                // stay: a later exclusive lock's soft fallback would take
+                // it for a holder that recorded no PID, for good.
+                let _ = SoftLock::soft(&*self.path).fall_back(file, created);
+                Err(self.err(Step::Lock, Errno::NOSYS))
             }
             #[cfg(unix)]
             Ok(Outcome::Unsupported { file, created }) => {
@@ -521,10 +634,12 @@ impl FileLock {
     /// must exist (it is opened read only, never created: an error of step
     /// [`Step::Open`] otherwise); a failed query is of step [`Step::Lock`].
     ///
-    /// It sees `fcntl` locks only, whatever this lock's [`Kind`], and never
-    /// this process's own (they do not conflict with it). Do not call it in
-    /// a process that holds an `fcntl` lock on the file: closing the
-    /// query's descriptor releases that hold (see the [module docs](self)).
+    /// It sees `fcntl` locks only, whatever this lock's [`Kind`]. An open
+    /// file description lock (this process's own included) is reported
+    /// with PID -1. A classic lock of this process is never seen (it does
+    /// not conflict with the query), and closing the query's descriptor
+    /// releases it: do not call this in a process that holds a classic
+    /// lock on the file (see the [module docs](self)).
     ///
     /// ```no_run
     /// use swaplock::FileLock;
@@ -566,6 +681,10 @@ pub struct FileLockGuard(Inner);
 enum Inner {
     Kernel {
         fd: LockFile,
+        /// Held only to be dropped with the guard, after `fd` (fields drop
+        /// in order).
+        #[allow(dead_code)]
+        registered: Option<Registered>,
         scope: Scope,
         path: Arc<Path>,
         sys_path: Arc<SysPath>,
@@ -631,6 +750,7 @@ impl FileLockGuard {
                 path,
                 sys_path,
                 follow_symlinks,
+                ..
             } => {
                 if scope.shared {
                     // Other holders may share it: only an exclusive holder
@@ -677,9 +797,10 @@ impl FileLockGuard {
     /// Lets the lock's descriptor survive `exec` (clears its close-on-exec
     /// flag, `fcntl(F_SETFD)`), so that a command this process becomes
     /// holds the lock for as long as it runs, with no process in between:
-    /// what `with-lock-ex` does. An `fcntl` lock is kept across `exec` by
-    /// the process; an `flock` lock by the open file description, which
-    /// forked children share too.
+    /// what `with-lock-ex` does. A classic `fcntl` lock is kept across
+    /// `exec` by the process; an open file description `fcntl` lock and an
+    /// `flock` lock by the open file description, which forked children
+    /// share too.
     ///
     /// The error is the OS's. A lock that fell back to a soft lock
     /// ([`FileLock::fell_back_to_soft`]) is not held by a descriptor, so

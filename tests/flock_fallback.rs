@@ -292,3 +292,36 @@ fn the_fallback_removes_only_its_own_placeholder() {
         .collect();
     assert_eq!(others.len(), 1, "left {others:?}");
 }
+
+/// A shared `flock` has no soft form: without `flock` it reports `ENOSYS`,
+/// and removes the empty file its attempt created, which a later exclusive
+/// lock's soft fallback would otherwise take for a holder that recorded no
+/// PID, for good.
+#[test]
+fn without_flock_a_shared_lock_fails_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.lock");
+    let run = |args: &[&str]| {
+        let mut cmd = common::command(&swaplock(), "swaplock");
+        cmd.arg("run").args(args).arg(&path).args(["echo", "ran"]);
+        // SAFETY: the filter only calls prctl, which is async-signal-safe.
+        unsafe { cmd.pre_exec(deny_flock) };
+        cmd.output().unwrap()
+    };
+    let out = run(&["--kind", "flock", "--shared", "--fail"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(255), "{stderr}");
+    assert!(
+        stderr.contains(&std::io::Error::from_raw_os_error(libc::ENOSYS).to_string()),
+        "{stderr}"
+    );
+    assert!(!path.exists(), "the shared attempt left its empty file");
+    // An exclusive lock then falls back to a soft lock and takes it.
+    let out = run(&["--kind", "flock", "--fail"]);
+    assert_eq!(
+        (out.status.code(), out.stdout.as_slice()),
+        (Some(0), b"ran\n".as_slice()),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

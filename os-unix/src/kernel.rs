@@ -121,10 +121,19 @@ pub fn fcntl_take_byte0(fd: impl AsFd, wait: bool, shared: bool) -> Result<(), E
 }
 
 /// `F_OFD_SETLK` and `F_OFD_SETLKW` (Linux 3.15; the same numbers on every
-/// architecture and on Android, whose libc crate lacks them).
-#[cfg(any(target_os = "linux", target_os = "android"))]
+/// architecture). Only where `off_t` is 64 bits: with a 32-bit `off_t`
+/// the kernel reads an `F_OFD_*` request as a `struct flock64`, which
+/// bionic passes it unconverted (glibc bug 20251 was the same), so the
+/// lock could land on another byte than 0 and exclude nobody.
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    target_pointer_width = "64"
+))]
 const F_OFD_SETLK: libc::c_int = 37;
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    target_pointer_width = "64"
+))]
 const F_OFD_SETLKW: libc::c_int = 38;
 
 /// `fcntl(fd, F_OFD_SETLK or F_OFD_SETLKW, {F_WRLCK, byte 0, length 1})` —
@@ -138,13 +147,19 @@ const F_OFD_SETLKW: libc::c_int = 38;
 ///
 /// # References
 /// - [`fcntl(2)`](https://man7.org/linux/man-pages/man2/fcntl.2.html), "Open file description locks (non-POSIX)"
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    target_pointer_width = "64"
+))]
 pub fn fcntl_ofd_lock_byte0(fd: impl AsFd, wait: bool) -> Result<(), Errno> {
     fcntl_ofd_take_byte0(fd, wait, false)
 }
 
 /// [`fcntl_ofd_lock_byte0`], or with `shared` a read lock.
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    target_pointer_width = "64"
+))]
 pub fn fcntl_ofd_take_byte0(fd: impl AsFd, wait: bool, shared: bool) -> Result<(), Errno> {
     let fd = fd.as_fd();
     let mut fl = byte_zero(lock_type(shared), 1);
@@ -158,7 +173,10 @@ pub fn fcntl_ofd_take_byte0(fd: impl AsFd, wait: bool, shared: bool) -> Result<(
 /// `fcntl(fd, F_OFD_SETLK, {F_UNLCK, byte 0, length 1})` — release the
 /// lock [`fcntl_ofd_lock_byte0`] took; where the kernel has no open file
 /// description locks, the classic one it took instead.
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    target_pointer_width = "64"
+))]
 pub fn fcntl_ofd_unlock_byte0(fd: impl AsFd) -> Result<(), Errno> {
     let fd = fd.as_fd();
     let mut fl = byte_zero(libc::F_UNLCK as libc::c_short, 1);
@@ -310,7 +328,10 @@ pub enum LockCall {
     Fcntl,
     /// `fcntl` `F_WRLCK` on byte 0, owned by the open file description
     /// ([`fcntl_ofd_lock_byte0`]).
-    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[cfg(all(
+        any(target_os = "linux", target_os = "android"),
+        target_pointer_width = "64"
+    ))]
     FcntlOfd,
     /// `flock(LOCK_EX)`.
     Flock,
@@ -321,7 +342,10 @@ impl LockCall {
     pub fn unlock(self, fd: impl AsFd) -> Result<(), Errno> {
         match self {
             LockCall::Fcntl => fcntl_unlock_byte0(fd),
-            #[cfg(any(target_os = "linux", target_os = "android"))]
+            #[cfg(all(
+                any(target_os = "linux", target_os = "android"),
+                target_pointer_width = "64"
+            ))]
             LockCall::FcntlOfd => fcntl_ofd_unlock_byte0(fd),
             LockCall::Flock => flock_unlock(fd),
         }
@@ -355,7 +379,10 @@ impl swaplock_core::kernel::KernelOs for UnixKernel<'_> {
     fn lock(&mut self, file: &OwnedFd, wait: bool) -> Result<(), Errno> {
         match self.call {
             LockCall::Fcntl => fcntl_take_byte0(file, wait, self.shared),
-            #[cfg(any(target_os = "linux", target_os = "android"))]
+            #[cfg(all(
+                any(target_os = "linux", target_os = "android"),
+                target_pointer_width = "64"
+            ))]
             LockCall::FcntlOfd => fcntl_ofd_take_byte0(file, wait, self.shared),
             LockCall::Flock => flock_take(file, wait, self.shared),
         }

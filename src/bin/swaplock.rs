@@ -242,10 +242,13 @@ on macOS the command runs on too).";
 
     fn run_kernel(opts: Options) -> i32 {
         let path = PathBuf::from(&opts.rest[0]);
+        // The command's lock, as with-lock-ex's: owned by the process, so
+        // that it ends with the command even where a child it left keeps
+        // the descriptor, and with-lock-ex -l names its holder.
         let lock = if opts.kind == LockKind::Flock {
             FileLock::flock(path)
         } else {
-            FileLock::new(path)
+            FileLock::new(path).owned_by_process()
         };
         let taken = if opts.shared {
             take(

@@ -272,11 +272,13 @@ mod cli {
             }
         };
         // A PID of -1 (an open file description lock) prints as the
-        // reference prints it, through unsigned long.
+        // reference prints it, through unsigned long (32 bits on 32-bit
+        // targets).
+        let shown = |pid: i32| pid as std::os::raw::c_ulong;
         let line = match holder {
             None => "none".to_owned(),
-            Some(h) if h.shared => format!("read {}", i64::from(h.pid) as u64),
-            Some(h) => format!("write {}", i64::from(h.pid) as u64),
+            Some(h) if h.shared => format!("read {}", shown(h.pid)),
+            Some(h) => format!("write {}", shown(h.pid)),
         };
         let mut out = io::stdout().lock();
         if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
