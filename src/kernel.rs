@@ -182,13 +182,15 @@ fn kernel_os(path: &SysPath, follow: bool, mode: u32, scope: Scope) -> os::Windo
 static HELD: std::sync::Mutex<Vec<(FileId, std::thread::ThreadId)>> =
     std::sync::Mutex::new(Vec::new());
 
-/// Whether this thread holds such a lock on the file `id`.
-fn held_by_this_thread(id: FileId) -> bool {
+/// Whether this thread holds such a lock on the file `path` names now;
+/// the path is looked at only if the thread holds any.
+fn held_by_this_thread(path: &SysPath, follow: bool) -> bool {
     let me = std::thread::current().id();
-    HELD.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .any(|&(held, t)| held == id && t == me)
+    let held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+    if !held.iter().any(|&(_, t)| t == me) {
+        return false;
+    }
+    path_id(path, follow).is_ok_and(|id| held.iter().any(|&(h, t)| h == id && t == me))
 }
 
 /// A guard's entry in [`HELD`], removed when the guard goes.
@@ -524,7 +526,7 @@ impl FileLock {
         let scope = self.scope(shared);
         if matches!(wait, Wait::Forever) && scope.excludes_own_process() {
             // This thread waiting for a file it holds would wait forever.
-            if path_id(&self.sys_path, self.follow_symlinks).is_ok_and(held_by_this_thread) {
+            if held_by_this_thread(&self.sys_path, self.follow_symlinks) {
                 return Err(self.deadlock());
             }
         }
