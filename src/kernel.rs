@@ -62,6 +62,7 @@
 
 use crate::adapter::kernel as os;
 use crate::error::{LockError, Step};
+use crate::held::{self, Held, Registered};
 #[cfg(unix)]
 use crate::soft::{SoftLock, SoftLockGuard};
 use std::io;
@@ -176,50 +177,14 @@ fn kernel_os(path: &SysPath, follow: bool, mode: u32, scope: Scope) -> os::Windo
 }
 
 /// The kernel locks this process holds whose second lock in this process
-/// would wait for the first, by the locked file's identity, with the
-/// thread that took each: that thread waiting with no timeout for the same
-/// file would wait forever.
-static HELD: std::sync::Mutex<Vec<(FileId, std::thread::ThreadId)>> =
-    std::sync::Mutex::new(Vec::new());
+/// would wait for the first, by the locked file's identity ([`held`]).
+static HELD: Held<FileId> = std::sync::Mutex::new(Vec::new());
 
 /// Whether this thread holds such a lock on the file `path` names now;
 /// the path is looked at only if the thread holds any.
 fn held_by_this_thread(path: &SysPath, follow: bool) -> bool {
-    let me = std::thread::current().id();
-    let held = HELD.lock().unwrap_or_else(|p| p.into_inner());
-    if !held.iter().any(|&(_, t)| t == me) {
-        return false;
-    }
-    path_id(path, follow).is_ok_and(|id| held.iter().any(|&(h, t)| h == id && t == me))
-}
-
-/// A guard's entry in [`HELD`], removed when the guard goes.
-#[derive(Debug)]
-struct Registered {
-    id: FileId,
-    thread: std::thread::ThreadId,
-}
-
-impl Registered {
-    fn new(id: FileId) -> Self {
-        let thread = std::thread::current().id();
-        HELD.lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((id, thread));
-        Registered { id, thread }
-    }
-}
-
-impl Drop for Registered {
-    fn drop(&mut self) {
-        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(i) = held
-            .iter()
-            .position(|&(id, t)| id == self.id && t == self.thread)
-        {
-            held.swap_remove(i);
-        }
-    }
+    held::by_this_thread(&HELD, |_| true)
+        && path_id(path, follow).is_ok_and(|id| held::by_this_thread(&HELD, |h| *h == id))
 }
 
 /// The identity of the file `path` names now.
@@ -552,7 +517,9 @@ impl FileLock {
         match outcome {
             Ok(Outcome::Held(fd, id)) => Ok(FileLockGuard(Inner::Kernel {
                 fd,
-                registered: scope.excludes_own_process().then(|| Registered::new(id)),
+                registered: scope
+                    .excludes_own_process()
+                    .then(|| Registered::new(&HELD, id)),
                 scope,
                 path: Arc::clone(&self.path),
                 sys_path: Arc::clone(&self.sys_path),
@@ -686,7 +653,7 @@ enum Inner {
         /// Held only to be dropped with the guard, after `fd` (fields drop
         /// in order).
         #[allow(dead_code)]
-        registered: Option<Registered>,
+        registered: Option<Registered<FileId>>,
         scope: Scope,
         path: Arc<Path>,
         sys_path: Arc<SysPath>,

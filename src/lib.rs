@@ -71,6 +71,7 @@
 pub use swaplock_core as core;
 
 mod error;
+mod held;
 pub use error::{LockError, Step};
 
 /// The OS adapter the facade drives: its syscalls, one per step.

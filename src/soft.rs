@@ -53,10 +53,11 @@
 
 use crate::adapter::soft::{self as os, SoftOs};
 use crate::error::{LockError, Step};
+use crate::held::{self, Registered};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
-use std::thread::{JoinHandle, ThreadId};
+use std::thread::JoinHandle;
 use std::time::Duration;
 use swaplock_core::decide::{FileId, HeldBecause};
 use swaplock_core::host::HostName;
@@ -362,7 +363,7 @@ impl SoftLock {
         match protocol::acquire(&mut sys, &cfg, &mut contender, &mut patience) {
             Ok(Attempt::Acquired(held)) => {
                 drop(contender);
-                let registered = key.map(Registered::new);
+                let registered = key.map(|key| Registered::new(&HELD, key));
                 Ok(SoftLockGuard::new(self, dir, me, held, lease, registered))
             }
             Ok(Attempt::Busy(holder)) => {
@@ -779,50 +780,19 @@ impl Identity {
     }
 }
 
-/// The soft locks this process holds, by canonical path, with the thread
-/// that took each: a thread that waits with no timeout for a path it
-/// already holds would wait forever (filelock raises "Deadlock" there).
-static HELD: Mutex<Vec<(Arc<Path>, ThreadId)>> = Mutex::new(Vec::new());
+/// The soft locks this process holds, by canonical path ([`held`]).
+static HELD: held::Held<Arc<Path>> = Mutex::new(Vec::new());
 
 /// Whether this thread holds the soft lock at `key`.
 fn held_by_this_thread(key: &Path) -> bool {
-    let me = std::thread::current().id();
-    HELD.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .any(|(k, t)| *t == me && **k == *key)
+    held::by_this_thread(&HELD, |k| **k == *key)
 }
 
-/// A guard's entry in [`HELD`], removed when it drops.
-struct Registered {
-    key: Arc<Path>,
-    thread: ThreadId,
-}
-
-impl Registered {
-    fn new(key: Arc<Path>) -> Self {
-        let thread = std::thread::current().id();
-        HELD.lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((key.clone(), thread));
-        Registered { key, thread }
-    }
-}
-
-impl Drop for Registered {
-    fn drop(&mut self) {
-        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(i) = held
-            .iter()
-            .position(|(k, t)| *t == self.thread && *k == self.key)
-        {
-            held.swap_remove(i);
-        }
-        drop(held);
-        let (count, released) = &RELEASES;
-        *count.lock().unwrap_or_else(|p| p.into_inner()) += 1;
-        released.notify_all();
-    }
+/// Tells this process's waiting threads that a soft lock was released.
+fn notify_release() {
+    let (count, released) = &RELEASES;
+    *count.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+    released.notify_all();
 }
 
 /// How many soft locks this process has released, and the condition its
@@ -873,7 +843,7 @@ pub struct SoftLockGuard {
     held: Option<Held<File>>,
     lease: Option<LeaseTerms>,
     heartbeat: Option<Heartbeat>,
-    registered: Option<Registered>,
+    registered: Option<Registered<Arc<Path>>>,
 }
 
 struct Heartbeat {
@@ -897,7 +867,7 @@ impl SoftLockGuard {
         me: Identity,
         held: Held<File>,
         lease: Option<(LeaseTerms, Duration)>,
-        registered: Option<Registered>,
+        registered: Option<Registered<Arc<Path>>>,
     ) -> Self {
         let heartbeat = lease
             .and_then(|(terms, interval)| start_heartbeat(lock, &dir, &me, &held, terms, interval));
@@ -994,6 +964,7 @@ impl SoftLockGuard {
         // Released (or failing to): no longer this thread's to wait for,
         // and this process's waiters look again now (RELEASES).
         drop(self.registered.take());
+        notify_release();
         released
     }
 }
