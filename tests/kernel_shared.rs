@@ -78,20 +78,10 @@ fn a_shared_fcntl_lock_excludes_with_lock_ex() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lock");
     let shared = FileLock::new(&path).lock_shared().unwrap();
-    let out = Command::new(common::reference())
-        .arg("-f")
-        .arg(&path)
-        .arg("true")
-        .output()
-        .unwrap();
+    let out = common::run(&common::reference(), dir.path(), &["-f", "a.lock", "true"]);
     assert_eq!(out.status.code(), Some(255), "{out:?}");
     shared.unlock().unwrap();
-    let out = Command::new(common::reference())
-        .arg("-f")
-        .arg(&path)
-        .arg("true")
-        .output()
-        .unwrap();
+    let out = common::run(&common::reference(), dir.path(), &["-f", "a.lock", "true"]);
     assert!(out.status.success(), "{out:?}");
 }
 

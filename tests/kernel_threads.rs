@@ -14,7 +14,6 @@
 mod common;
 
 use std::io::ErrorKind;
-use std::process::Command;
 use std::time::Duration;
 use swaplock::FileLock;
 
@@ -49,20 +48,10 @@ fn closing_another_descriptor_of_the_file_keeps_the_lock() {
     drop(std::fs::File::open(&path).unwrap());
     // The reference with-lock-ex, a classic lock in another process, is
     // still excluded.
-    let out = Command::new(common::reference())
-        .args(["-f"])
-        .arg(&path)
-        .arg("true")
-        .output()
-        .unwrap();
+    let out = common::run(&common::reference(), dir.path(), &["-f", "a.lock", "true"]);
     assert_eq!(out.status.code(), Some(255), "{out:?}");
     guard.unlock().unwrap();
-    let out = Command::new(common::reference())
-        .args(["-f"])
-        .arg(&path)
-        .arg("true")
-        .output()
-        .unwrap();
+    let out = common::run(&common::reference(), dir.path(), &["-f", "a.lock", "true"]);
     assert!(out.status.success(), "{out:?}");
 }
 
