@@ -21,13 +21,23 @@
 //!   `fcntl` lock, so `with-lock-ex` and Python's `fcntl.lockf` stay
 //!   excluded; `F_GETLK` reports its holder as PID -1.
 //!   [`FileLock::owned_by_process`] takes the classic lock instead, as the
-//!   `with-lock-ex` command does, and so does every other system: a
-//!   classic lock belongs to the process, so two [`FileLock`]s for one
-//!   file in one process do not exclude each other, and closing *any*
-//!   descriptor of the file in the process (say, a `std::fs::read` of the
-//!   lock file) releases it at once. There, keep one lock object per file
-//!   per process and do not open the lock file elsewhere, or use
-//!   [`FileLock::flock`] where threads must exclude each other.
+//!   `with-lock-ex` command does: a classic lock belongs to the process,
+//!   so two such locks for one file in one process do not exclude each
+//!   other, and closing *any* descriptor of the file in the process (say,
+//!   a `std::fs::read` of the lock file) releases it at once.
+//! - **Where the kernel has no open file description locks** (Apple
+//!   systems, 32-bit Linux and Android, Linux before 3.15, detected at the
+//!   first lock; `SWAPLOCK_FCNTL_OFD=0` in the environment chooses it
+//!   too), [`FileLock::new`] takes the classic lock and this process keeps
+//!   a registry of the files it locks, by device and inode: a second lock
+//!   of a held file, by any thread, waits for the first as another
+//!   process would (or fails at once, or times out); descriptors this
+//!   crate opens on a held file (failed attempts, [`FileLock::holder`],
+//!   [`OpenFileLock`](crate::OpenFileLock)s) are kept open until the last
+//!   holder releases, so they never release it; shared guards share one
+//!   read lock, released with the last of them. A descriptor the program
+//!   opens and closes itself still releases the lock: do not open the
+//!   lock file elsewhere in the process, or use [`FileLock::flock`].
 //! - **Across `fork` and `exec`.** A classic lock is not inherited by the
 //!   child of a fork; an open file description lock, like an `flock` lock,
 //!   is shared with a child that keeps the descriptor, and released when
@@ -64,6 +74,8 @@ use crate::adapter::kernel as os;
 use crate::error::{LockError, Step};
 use crate::held::{self, Held, Registered};
 #[cfg(unix)]
+use crate::inodes;
+#[cfg(unix)]
 use crate::soft::{SoftLock, SoftLockGuard};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -96,9 +108,10 @@ fn sys_path(path: &Path) -> Arc<SysPath> {
     os::wide_path(path).into()
 }
 
-/// The open lock file: a descriptor, or a handle on Windows.
+/// The open lock file: a descriptor (released through [`inodes`] where
+/// that excludes this process's threads), or a handle on Windows.
 #[cfg(unix)]
-type LockFile = std::os::fd::OwnedFd;
+type LockFile = crate::inodes::GuardFd;
 #[cfg(windows)]
 type LockFile = swaplock_windows::kernel::LockHandle;
 
@@ -126,23 +139,34 @@ fn kernel_os(path: &SysPath, follow: bool, mode: u32, scope: Scope) -> os::UnixK
     )),
     allow(dead_code)
 )]
-struct Scope {
+pub(crate) struct Scope {
     kind: Kind,
     /// A classic `fcntl` lock, owned by the process
     /// ([`FileLock::owned_by_process`]).
     process_owned: bool,
     /// The shared (read) lock rather than the exclusive one.
-    shared: bool,
+    pub(crate) shared: bool,
 }
 
 impl Scope {
+    pub(crate) fn new(kind: Kind, process_owned: bool, shared: bool) -> Self {
+        Scope {
+            kind,
+            process_owned,
+            shared,
+        }
+    }
+
     /// Whether a second lock of this scope on the same file, in this
     /// process, waits for the first (an open file description `fcntl`
     /// lock, `flock`, Windows' `LockFileEx`): a classic `fcntl` lock
     /// instead merges with it.
-    fn excludes_own_process(self) -> bool {
+    /// (Where the kernel has no open file description locks, a classic
+    /// lock not owned by the process excludes this process's threads
+    /// through [`inodes`].)
+    pub(crate) fn excludes_own_process(self) -> bool {
         #[cfg(unix)]
-        return self.call() != os::LockCall::Fcntl;
+        return !(self.kind == Kind::Fcntl && self.process_owned);
         #[cfg(windows)]
         return true;
     }
@@ -151,7 +175,7 @@ impl Scope {
     /// lock is an open file description lock unless the process is to own
     /// it.
     #[cfg(unix)]
-    fn call(self) -> os::LockCall {
+    pub(crate) fn call(self) -> os::LockCall {
         match self.kind {
             #[cfg(all(
                 any(target_os = "linux", target_os = "android"),
@@ -178,13 +202,18 @@ fn kernel_os(path: &SysPath, follow: bool, mode: u32, scope: Scope) -> os::Windo
 
 /// The kernel locks this process holds whose second lock in this process
 /// would wait for the first, by the locked file's identity ([`held`]).
-static HELD: Held<FileId> = std::sync::Mutex::new(Vec::new());
+/// Each with whether it is shared.
+static HELD: Held<(FileId, bool)> = std::sync::Mutex::new(Vec::new());
 
-/// Whether this thread holds such a lock on the file `path` names now;
-/// the path is looked at only if the thread holds any.
-fn held_by_this_thread(path: &SysPath, follow: bool) -> bool {
-    held::by_this_thread(&HELD, |_| true)
-        && path_id(path, follow).is_ok_and(|id| held::by_this_thread(&HELD, |h| *h == id))
+/// Whether this thread holds such a lock on the file `path` names now, in
+/// a mode that excludes a lock of this one (`shared`; shared locks exclude
+/// only the exclusive lock); the path is looked at only if the thread
+/// holds any.
+fn held_by_this_thread(path: &SysPath, follow: bool, shared: bool) -> bool {
+    held::by_this_thread(&HELD, |&(_, h_shared)| !(h_shared && shared))
+        && path_id(path, follow).is_ok_and(|id| {
+            held::by_this_thread(&HELD, |&(h, h_shared)| h == id && !(h_shared && shared))
+        })
 }
 
 /// The identity of the file `path` names now.
@@ -362,11 +391,7 @@ impl FileLock {
     }
 
     fn scope(&self, shared: bool) -> Scope {
-        Scope {
-            kind: self.kind,
-            process_owned: self.process_owned,
-            shared,
-        }
+        Scope::new(self.kind, self.process_owned, shared)
     }
 
     /// The mode a newly created lock file gets (before the umask applies).
@@ -491,10 +516,21 @@ impl FileLock {
         let scope = self.scope(shared);
         if matches!(wait, Wait::Forever) && scope.excludes_own_process() {
             // This thread waiting for a file it holds would wait forever.
-            if held_by_this_thread(&self.sys_path, self.follow_symlinks) {
+            if held_by_this_thread(&self.sys_path, self.follow_symlinks, shared) {
                 return Err(self.deadlock());
             }
         }
+        #[cfg(unix)]
+        let mut kernel = {
+            let until = match wait {
+                Wait::No => inodes::Until::No,
+                Wait::Forever => inodes::Until::Forever,
+                Wait::Until(deadline) => inodes::Until::Deadline(deadline),
+            };
+            let os = kernel_os(&self.sys_path, self.follow_symlinks, self.mode, scope);
+            inodes::Threads::new(os, scope.excludes_own_process(), until)
+        };
+        #[cfg(windows)]
         let mut kernel = kernel_os(&self.sys_path, self.follow_symlinks, self.mode, scope);
         // Every flock attempt learns whether it created the file, so that
         // one that meets ENOSYS removes only its own (a shared one too,
@@ -516,10 +552,14 @@ impl FileLock {
         };
         match outcome {
             Ok(Outcome::Held(fd, id)) => Ok(FileLockGuard(Inner::Kernel {
+                #[cfg(unix)]
+                fd: kernel.guard_fd(fd),
+                #[cfg(windows)]
                 fd,
+                pid: std::process::id(),
                 registered: scope
                     .excludes_own_process()
-                    .then(|| Registered::new(&HELD, id)),
+                    .then(|| Registered::new(&HELD, (id, shared))),
                 scope,
                 path: Arc::clone(&self.path),
                 sys_path: Arc::clone(&self.sys_path),
@@ -632,12 +672,30 @@ impl FileLock {
                 Err(e) => return Err(self.err(Step::Lock, e)),
             }
         };
+        // Closed through the registry: while this process holds a classic
+        // lock on the file, a plain close would release it.
+        inodes::close(fd);
         Ok(match conflict {
             os::Conflict::None => None,
             os::Conflict::Write(pid) => Some(KernelHolder { pid, shared: false }),
             os::Conflict::Read(pid) => Some(KernelHolder { pid, shared: true }),
         })
     }
+}
+
+/// The error of a guard used in a child forked while it was held: the
+/// lock is the parent's.
+#[cfg(unix)]
+fn forked(path: &Arc<Path>, step: Step, owner: u32) -> io::Error {
+    let kind = io::ErrorKind::InvalidInput;
+    let source = io::Error::new(
+        kind,
+        format!(
+            "this guard was taken by process {owner}, which this process was forked from: \
+             the lock is that process's, and only it can release it; the lock is left alone"
+        ),
+    );
+    LockError::io(path, step, kind, source)
 }
 
 /// A held kernel lock (or, after an `flock` `ENOSYS` fallback, a soft
@@ -653,7 +711,9 @@ enum Inner {
         /// Held only to be dropped with the guard, after `fd` (fields drop
         /// in order).
         #[allow(dead_code)]
-        registered: Option<Registered<FileId>>,
+        registered: Option<Registered<(FileId, bool)>>,
+        /// The process that took it: a forked child may not release it.
+        pid: u32,
         scope: Scope,
         path: Arc<Path>,
         sys_path: Arc<SysPath>,
@@ -676,13 +736,29 @@ impl FileLockGuard {
 
     /// Releases the lock and closes the descriptor, reporting a failure to
     /// release (which dropping the guard cannot).
+    ///
+    /// In a child forked while this guard was held, the lock is its
+    /// parent's: the descriptor is closed, the lock is left alone, and the
+    /// answer is an error of kind
+    /// [`InvalidInput`](io::ErrorKind::InvalidInput).
     pub fn unlock(self) -> io::Result<()> {
         match self.0 {
             Inner::Kernel {
-                fd, scope, path, ..
+                fd,
+                scope,
+                path,
+                pid,
+                ..
             } => {
                 #[cfg(unix)]
-                let result = scope.call().unlock(&fd);
+                if pid != std::process::id() {
+                    fd.forget_lock();
+                    return Err(forked(&path, Step::Unlock, pid));
+                }
+                #[cfg(unix)]
+                let result = fd.unlock(|fd| scope.call().unlock(fd));
+                #[cfg(windows)]
+                let _ = pid;
                 #[cfg(windows)]
                 let result = {
                     let _ = scope;
@@ -710,7 +786,9 @@ impl FileLockGuard {
     /// `Ok`: the hold has ended either way.
     ///
     /// A shared guard fails with [`InvalidInput`](io::ErrorKind::InvalidInput)
-    /// and keeps nothing: others may hold the lock too.
+    /// and keeps nothing: others may hold the lock too. So does a guard in
+    /// a child forked while it was held (the lock and the file are its
+    /// parent's).
     pub fn remove(self) -> io::Result<()> {
         match self.0 {
             Inner::Kernel {
@@ -719,8 +797,16 @@ impl FileLockGuard {
                 path,
                 sys_path,
                 follow_symlinks,
+                pid,
                 ..
             } => {
+                #[cfg(unix)]
+                if pid != std::process::id() {
+                    fd.forget_lock();
+                    return Err(forked(&path, Step::Remove, pid));
+                }
+                #[cfg(windows)]
+                let _ = pid;
                 if scope.shared {
                     // Other holders may share it: only an exclusive holder
                     // may remove the file (a waiter would lock a new file
@@ -741,6 +827,9 @@ impl FileLockGuard {
                 // The mode only matters to an open, which the check makes
                 // none of.
                 let mut kernel = kernel_os(&sys_path, follow_symlinks, 0, scope);
+                #[cfg(unix)]
+                protocol::check_remove(&mut kernel, fd.file()).map_err(err)?;
+                #[cfg(windows)]
                 protocol::check_remove(&mut kernel, &fd).map_err(err)?;
                 #[cfg(unix)]
                 return os::unlink(&sys_path).map_err(err);

@@ -72,6 +72,8 @@ pub use swaplock_core as core;
 
 mod error;
 mod held;
+#[cfg(unix)]
+mod inodes;
 pub use error::{LockError, Step};
 
 /// The OS adapter the facade drives: its syscalls, one per step.
@@ -92,5 +94,7 @@ compile_error!("swaplock has adapters for Linux, Android, Apple systems and Wind
 
 pub mod kernel;
 pub use kernel::{FileLock, FileLockGuard};
+mod open_file;
+pub use open_file::{OpenFileGuard, OpenFileLock};
 pub mod soft;
 pub use soft::{SoftLock, SoftLockGuard};

@@ -411,6 +411,20 @@ impl SoftLock {
         Some(key)
     }
 
+    /// The error of a guard used in a child forked while it was held.
+    fn forked(&self, owner: Pid) -> io::Error {
+        let kind = io::ErrorKind::InvalidInput;
+        let source = io::Error::new(
+            kind,
+            format!(
+                "this guard was taken by process {owner}, which this process was forked from: \
+                 the lock and its marker are that process's, and only it can release them; \
+                 the marker is left alone"
+            ),
+        );
+        LockError::io(&self.path, Step::Unlock, kind, source)
+    }
+
     /// The error of a wait that could never end: this thread holds the
     /// path already, through another guard.
     fn deadlock(&self, key: &Path) -> io::Error {
@@ -943,11 +957,25 @@ impl SoftLockGuard {
     }
 
     /// Releases the lock, reporting a failure to remove the marker.
+    ///
+    /// In a child forked while the lock was held, the lock is its
+    /// parent's: the marker is left alone (as on drop there), the
+    /// descriptor closed, and the answer is an error of kind
+    /// [`InvalidInput`](io::ErrorKind::InvalidInput).
     pub fn release(mut self) -> io::Result<()> {
         self.release_inner()
     }
 
     fn release_inner(&mut self) -> io::Result<()> {
+        if self.held.is_some() && os::current_pid() != self.me.pid {
+            // A child forked while the lock was held: the marker names the
+            // parent, which holds the lock still. Its heartbeat thread is
+            // not in this process (joining it would never return).
+            std::mem::forget(self.heartbeat.take());
+            drop(self.held.take());
+            drop(self.registered.take());
+            return Err(self.lock.forked(self.me.pid));
+        }
         if let Some(h) = self.heartbeat.take() {
             drop(h.stop);
             let _ = h.thread.join();

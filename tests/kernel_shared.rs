@@ -25,14 +25,9 @@ fn flock_tool(args: &[&str], path: &std::path::Path) -> Option<i32> {
 
 #[test]
 fn shared_locks_share_and_exclude_the_exclusive_one() {
-    // Between lock objects of one process, fcntl locks exclude each other
-    // only as open file description locks (64-bit Linux and Android).
-    let kinds: &[&str] = if cfg!(target_pointer_width = "64") {
-        &["fcntl", "flock"]
-    } else {
-        &["flock"]
-    };
-    for &name in kinds {
+    // Between lock objects of one process: open file description locks
+    // on 64-bit Linux and Android, the process's registry elsewhere.
+    for name in ["fcntl", "flock"] {
         let new = |p: &std::path::Path| match name {
             "fcntl" => FileLock::new(p),
             _ => FileLock::flock(p),

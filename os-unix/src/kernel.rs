@@ -1,7 +1,7 @@
 //! The syscalls of the kernel-lock protocols: with-lock-ex's `fcntl` lock on
 //! byte 0 and `flock`, with the identity check's `fstat` and `stat`.
 
-use rustix::fd::{AsFd, AsRawFd, OwnedFd};
+use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use rustix::fs::{FlockOperation, Mode, OFlags};
 use std::ffi::CStr;
 use std::time::Duration;
@@ -135,6 +135,29 @@ const F_OFD_SETLK: libc::c_int = 37;
     target_pointer_width = "64"
 ))]
 const F_OFD_SETLKW: libc::c_int = 38;
+
+/// `F_OFD_GETLK` (Linux 3.15).
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    target_pointer_width = "64"
+))]
+const F_OFD_GETLK: libc::c_int = 36;
+
+/// `fcntl(fd, F_OFD_GETLK, {F_WRLCK, byte 0, length 1})` — whether the
+/// kernel has open file description locks: `false` when it answers
+/// `EINVAL` (an unknown command, before Linux 3.15), `true` for any other
+/// answer.
+///
+/// # References
+/// - [`fcntl(2)`](https://man7.org/linux/man-pages/man2/fcntl.2.html), "Open file description locks (non-POSIX)"
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    target_pointer_width = "64"
+))]
+pub fn fcntl_ofd_supported(fd: impl AsFd) -> bool {
+    let mut fl = byte_zero(libc::F_WRLCK as libc::c_short, 1);
+    fcntl_lock_call(fd, F_OFD_GETLK, &mut fl) != Err(Errno::INVAL)
+}
 
 /// `fcntl(fd, F_OFD_SETLK or F_OFD_SETLKW, {F_WRLCK, byte 0, length 1})` —
 /// the with-lock-ex write lock on the first byte, owned by the open file
@@ -369,6 +392,21 @@ pub struct UnixKernel<'p> {
     pub shared: bool,
 }
 
+impl UnixKernel<'_> {
+    /// Takes the lock `call` says on `file`, waiting or not, shared or not.
+    fn take(call: LockCall, file: impl AsFd, wait: bool, shared: bool) -> Result<(), Errno> {
+        match call {
+            LockCall::Fcntl => fcntl_take_byte0(file, wait, shared),
+            #[cfg(all(
+                any(target_os = "linux", target_os = "android"),
+                target_pointer_width = "64"
+            ))]
+            LockCall::FcntlOfd => fcntl_ofd_take_byte0(file, wait, shared),
+            LockCall::Flock => flock_take(file, wait, shared),
+        }
+    }
+}
+
 impl swaplock_core::kernel::KernelOs for UnixKernel<'_> {
     type File = OwnedFd;
 
@@ -377,15 +415,7 @@ impl swaplock_core::kernel::KernelOs for UnixKernel<'_> {
     }
 
     fn lock(&mut self, file: &OwnedFd, wait: bool) -> Result<(), Errno> {
-        match self.call {
-            LockCall::Fcntl => fcntl_take_byte0(file, wait, self.shared),
-            #[cfg(all(
-                any(target_os = "linux", target_os = "android"),
-                target_pointer_width = "64"
-            ))]
-            LockCall::FcntlOfd => fcntl_ofd_take_byte0(file, wait, self.shared),
-            LockCall::Flock => flock_take(file, wait, self.shared),
-        }
+        Self::take(self.call, file, wait, self.shared)
     }
 
     fn fstat(&mut self, file: &OwnedFd) -> Result<FileId, Errno> {
@@ -420,6 +450,61 @@ impl swaplock_core::wait::Clock for UnixKernel<'_> {
     ///
     /// # References
     /// - [`nanosleep(2)`](https://man7.org/linux/man-pages/man2/nanosleep.2.html)
+    fn sleep(&mut self, duration: Duration) {
+        std::thread::sleep(duration);
+    }
+}
+
+/// The kernel-lock operations on a file the caller opened, for
+/// [`swaplock_core::kernel::acquire`]: each attempt locks a duplicate of
+/// its descriptor (the same open file description, so an open file
+/// description or `flock` lock is the caller's file's), and the path check
+/// compares the file with itself, as there is no path.
+#[derive(Clone, Copy, Debug)]
+pub struct OpenKernel<'f> {
+    /// The caller's file.
+    pub file: BorrowedFd<'f>,
+    /// The lock to take.
+    pub call: LockCall,
+    /// Whether it is the shared (read) lock rather than the exclusive one.
+    pub shared: bool,
+}
+
+impl swaplock_core::kernel::KernelOs for OpenKernel<'_> {
+    type File = OwnedFd;
+
+    /// `fcntl(file, F_DUPFD_CLOEXEC, 0)`.
+    fn open(&mut self, _exclusive: bool) -> Result<OwnedFd, Errno> {
+        dup(self.file)
+    }
+
+    fn lock(&mut self, file: &OwnedFd, wait: bool) -> Result<(), Errno> {
+        UnixKernel::take(self.call, file, wait, self.shared)
+    }
+
+    fn fstat(&mut self, file: &OwnedFd) -> Result<FileId, Errno> {
+        fstat_id(file)
+    }
+
+    /// `fstat` of the caller's file.
+    fn stat(&mut self) -> Result<FileId, Errno> {
+        fstat_id(self.file)
+    }
+
+    fn close(&mut self, file: OwnedFd) {
+        drop(file);
+    }
+}
+
+impl swaplock_core::wait::Clock for OpenKernel<'_> {
+    fn now(&mut self) -> Instant {
+        crate::soft::monotonic_now()
+    }
+
+    fn wall(&mut self) -> FileTime {
+        crate::soft::wall_now()
+    }
+
     fn sleep(&mut self, duration: Duration) {
         std::thread::sleep(duration);
     }

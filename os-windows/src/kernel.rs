@@ -1,7 +1,7 @@
 //! The Win32 calls of the kernel-lock protocol: `CreateFileW`, `LockFileEx`
 //! on byte 0, and the identity of a handle and of a path.
 
-use std::os::windows::io::{AsHandle, AsRawHandle, FromRawHandle, OwnedHandle};
+use std::os::windows::io::{AsHandle, AsRawHandle, BorrowedHandle, FromRawHandle, OwnedHandle};
 use std::time::Duration;
 use swaplock_core::decide::{FileId, FileTime, Instant};
 use swaplock_core::Errno;
@@ -363,6 +363,64 @@ impl swaplock_core::wait::Clock for WindowsKernel<'_> {
     ///
     /// # References
     /// - [`Sleep`](https://learn.microsoft.com/en-us/windows/win32/api/synchapi/nf-synchapi-sleep)
+    fn sleep(&mut self, duration: Duration) {
+        std::thread::sleep(duration);
+    }
+}
+
+/// The kernel-lock operations on a file the caller opened, for
+/// [`swaplock_core::kernel::acquire`]: each attempt locks a duplicate of
+/// its handle (the same file object, which owns the lock), and the path
+/// check compares the file with itself, as there is no path.
+#[derive(Clone, Copy, Debug)]
+pub struct OpenWindowsKernel<'f> {
+    /// The caller's file.
+    pub file: BorrowedHandle<'f>,
+    /// Whether it is the shared lock rather than the exclusive one.
+    pub shared: bool,
+}
+
+impl swaplock_core::kernel::KernelOs for OpenWindowsKernel<'_> {
+    type File = LockHandle;
+
+    /// `DuplicateHandle` of the caller's file.
+    ///
+    /// # References
+    /// - [`DuplicateHandle`](https://learn.microsoft.com/en-us/windows/win32/api/handleapi/nf-handleapi-duplicatehandle)
+    fn open(&mut self, _exclusive: bool) -> Result<LockHandle, Errno> {
+        self.file
+            .try_clone_to_owned()
+            .map(LockHandle)
+            .map_err(|e| errno_from_win32(e.raw_os_error().map_or(0, |c| c as u32)))
+    }
+
+    fn lock(&mut self, file: &LockHandle, wait: bool) -> Result<(), Errno> {
+        take_byte0(file, wait, self.shared)
+    }
+
+    fn fstat(&mut self, file: &LockHandle) -> Result<FileId, Errno> {
+        handle_id(file)
+    }
+
+    /// The identity of the caller's file.
+    fn stat(&mut self) -> Result<FileId, Errno> {
+        handle_id(self.file)
+    }
+
+    fn close(&mut self, file: LockHandle) {
+        drop(file);
+    }
+}
+
+impl swaplock_core::wait::Clock for OpenWindowsKernel<'_> {
+    fn now(&mut self) -> Instant {
+        crate::soft::monotonic_now()
+    }
+
+    fn wall(&mut self) -> FileTime {
+        crate::soft::wall_now()
+    }
+
     fn sleep(&mut self, duration: Duration) {
         std::thread::sleep(duration);
     }

@@ -1,0 +1,491 @@
+//! Thread exclusion for classic `fcntl` locks, where the kernel has no
+//! open file description locks (Apple systems, 32-bit Linux and Android,
+//! Linux before 3.15).
+//!
+//! A classic lock belongs to the process: a second lock of the same file by
+//! another thread (or the same one) merges with the first instead of
+//! waiting, and closing *any* descriptor of the file releases it (POSIX).
+//! So that a [`FileLock`](crate::FileLock) still excludes the threads of its
+//! process there, this process keeps one entry per locked file, by its
+//! (device, inode), as SQLite's unix VFS does:
+//!
+//! - a lock call is made only once the file is reserved here, and a thread
+//!   whose lock would conflict with one this process holds (or is taking)
+//!   waits on a condition variable, never in the kernel;
+//! - a descriptor of a file with an entry is never closed while the entry
+//!   lives: it is kept, and closed when the last holder releases, after the
+//!   unlock, so that no close releases a lock another guard holds;
+//! - the kernel lock is released only when the last guard of the file in
+//!   this process goes (shared guards share one kernel read lock).
+//!
+//! Descriptors the program opens itself are beyond its reach: closing one
+//! still releases the process's lock (see the [module docs](crate::kernel)).
+
+use crate::adapter::kernel as os;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Instant;
+use swaplock_core::decide::{FileId, FileTime};
+use swaplock_core::kernel::KernelOs;
+use swaplock_core::wait::Clock;
+use swaplock_core::Errno;
+
+/// A file this process holds (or is taking) a classic lock on.
+#[derive(Debug)]
+struct Entry {
+    id: FileId,
+    /// An exclusive guard holds it.
+    exclusive: bool,
+    /// How many shared guards hold it.
+    shared: usize,
+    /// A thread is in its lock call, between reserving and holding.
+    taking: bool,
+    /// Descriptors of the file that closing would release the lock
+    /// through: closed when the entry goes.
+    kept: Vec<OwnedFd>,
+}
+
+impl Entry {
+    fn admits(&self, shared: bool) -> bool {
+        !self.taking && !self.exclusive && (shared || self.shared == 0)
+    }
+
+    fn idle(&self) -> bool {
+        !self.taking && !self.exclusive && self.shared == 0
+    }
+}
+
+#[derive(Debug)]
+struct Files {
+    entries: Vec<Entry>,
+    /// Descriptors whose file could not be told (a failed `fstat`): any
+    /// entry's file might be theirs, so they are closed only once this
+    /// process holds no entry.
+    unknown: Vec<OwnedFd>,
+}
+
+impl Files {
+    fn find(&mut self, id: FileId) -> Option<usize> {
+        self.entries.iter().position(|e| e.id == id)
+    }
+}
+
+static FILES: Mutex<Files> = Mutex::new(Files {
+    entries: Vec::new(),
+    unknown: Vec::new(),
+});
+/// Signalled whenever an entry changes towards admitting a waiter.
+static CHANGED: Condvar = Condvar::new();
+
+fn files() -> MutexGuard<'static, Files> {
+    FILES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// How long a thread waits for the file to be admitted.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Until {
+    No,
+    Forever,
+    Deadline(Instant),
+}
+
+/// Waits until `id` admits a lock of this mode (no entry, or a compatible
+/// one), or `until` gives up: the registry, locked, and whether it admits.
+fn wait_admitted(
+    mut files: MutexGuard<'static, Files>,
+    id: FileId,
+    shared: bool,
+    until: Until,
+) -> (MutexGuard<'static, Files>, bool) {
+    loop {
+        let admits = match files.find(id) {
+            None => true,
+            Some(i) => files.entries[i].admits(shared),
+        };
+        if admits {
+            return (files, true);
+        }
+        files = match until {
+            Until::No => return (files, false),
+            Until::Forever => CHANGED.wait(files).unwrap_or_else(|p| p.into_inner()),
+            Until::Deadline(deadline) => {
+                let Some(left) = deadline
+                    .checked_duration_since(Instant::now())
+                    .filter(|l| !l.is_zero())
+                else {
+                    return (files, false);
+                };
+                CHANGED
+                    .wait_timeout(files, left)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0
+            }
+        };
+    }
+}
+
+/// Closes `fd`, a descriptor of file `id` (`None`: not known), which holds
+/// a lock of the given mode (`Some(shared)`) or none: kept instead while
+/// this process holds or takes a lock on the file, else closed, and with
+/// the last holder the kernel lock is released (`unlock`, whose error is
+/// reported) and every kept descriptor closed.
+fn put_down(
+    id: Option<FileId>,
+    fd: OwnedFd,
+    holding: Option<bool>,
+    unlock: impl FnOnce(BorrowedFd<'_>) -> Result<(), Errno>,
+) -> Result<(), Errno> {
+    let mut files = files();
+    let Some(id) = id else {
+        if files.entries.is_empty() {
+            drop(fd);
+        } else {
+            files.unknown.push(fd);
+        }
+        return Ok(());
+    };
+    let Some(i) = files.find(id) else {
+        drop(fd);
+        return Ok(());
+    };
+    let entry = &mut files.entries[i];
+    match holding {
+        Some(true) => entry.shared = entry.shared.saturating_sub(1),
+        Some(false) => entry.exclusive = false,
+        None => {}
+    }
+    if !entry.idle() {
+        entry.kept.push(fd);
+        return Ok(());
+    }
+    // The last holder: unlock, then close every descriptor of the file,
+    // all under the registry's lock, so that no thread takes a new lock of
+    // it before the last close.
+    let unlocked = match holding {
+        Some(_) => unlock(fd.as_fd()),
+        None => Ok(()),
+    };
+    let entry = files.entries.swap_remove(i);
+    drop(fd);
+    drop(entry.kept);
+    if files.entries.is_empty() {
+        files.unknown.clear();
+    }
+    CHANGED.notify_all();
+    unlocked
+}
+
+/// Closes a descriptor of a lock file that holds no lock (a query's),
+/// through the registry: while this process holds a classic lock on the
+/// file, closing it would release that lock.
+pub(crate) fn close(fd: OwnedFd) {
+    let id = os::fstat_id(&fd).ok();
+    let _ = put_down(id, fd, None, |_| Ok(()));
+}
+
+/// Whether `FileLock::new` locks are open file description locks in this
+/// process: 0 not yet known, 1 yes, 2 no. Probed on the first lock file
+/// opened; `SWAPLOCK_FCNTL_OFD=0` in the environment says no, as a kernel
+/// before 3.15 would.
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    target_pointer_width = "64"
+))]
+static OFD: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Whether a lock that must exclude this process's threads needs the
+/// registry: `Some(true)` where the kernel has no open file description
+/// locks, `None` while that is not yet known.
+fn needs_registry() -> Option<bool> {
+    #[cfg(all(
+        any(target_os = "linux", target_os = "android"),
+        target_pointer_width = "64"
+    ))]
+    return match OFD.load(std::sync::atomic::Ordering::Relaxed) {
+        1 => Some(false),
+        2 => Some(true),
+        _ => None,
+    };
+    #[cfg(not(all(
+        any(target_os = "linux", target_os = "android"),
+        target_pointer_width = "64"
+    )))]
+    Some(true)
+}
+
+/// Learns, on an open lock file, whether the kernel has open file
+/// description locks (once per process).
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    target_pointer_width = "64"
+))]
+fn probe(fd: &OwnedFd) -> bool {
+    let forced_off = std::env::var_os("SWAPLOCK_FCNTL_OFD").is_some_and(|v| v == "0");
+    let ofd = !forced_off && os::fcntl_ofd_supported(fd);
+    OFD.store(
+        if ofd { 1 } else { 2 },
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    !ofd
+}
+
+#[cfg(not(all(
+    any(target_os = "linux", target_os = "android"),
+    target_pointer_width = "64"
+)))]
+fn probe(_fd: &OwnedFd) -> bool {
+    true
+}
+
+/// The kernel-lock operations [`Threads`] wraps: on a path, or on a file
+/// the caller opened.
+pub(crate) trait Calls: KernelOs<File = OwnedFd> + Clock {
+    /// Whether the lock taken is the shared one.
+    fn shared(&self) -> bool;
+    /// The lock call made.
+    fn call(&self) -> os::LockCall;
+    /// Makes the classic `fcntl` call from now on.
+    fn use_classic_call(&mut self);
+}
+
+impl Calls for os::UnixKernel<'_> {
+    fn shared(&self) -> bool {
+        self.shared
+    }
+
+    fn call(&self) -> os::LockCall {
+        self.call
+    }
+
+    fn use_classic_call(&mut self) {
+        self.call = os::LockCall::Fcntl;
+    }
+}
+
+impl Calls for os::OpenKernel<'_> {
+    fn shared(&self) -> bool {
+        self.shared
+    }
+
+    fn call(&self) -> os::LockCall {
+        self.call
+    }
+
+    fn use_classic_call(&mut self) {
+        self.call = os::LockCall::Fcntl;
+    }
+}
+
+/// The kernel-lock operations of one acquire, with the registry's
+/// exclusion where the lock needs it: the adapter's, otherwise untouched.
+pub(crate) struct Threads<O> {
+    pub(crate) os: O,
+    /// Whether the registry is used: `None` until the probe answers.
+    on: Option<bool>,
+    until: Until,
+    /// The identity of the file of the last lock call, and whether that
+    /// call took the lock.
+    last: Option<(FileId, bool)>,
+}
+
+impl<O: Calls> Threads<O> {
+    /// `excludes`: whether the lock must exclude this process's threads
+    /// (an `fcntl` lock not owned by the process); `until`: how long an
+    /// acquire that does not wait in the kernel may wait for them.
+    pub(crate) fn new(os: O, excludes: bool, until: Until) -> Self {
+        let on = match excludes && os.call() != os::LockCall::Flock {
+            true => needs_registry(),
+            false => Some(false),
+        };
+        let mut threads = Threads {
+            os,
+            on,
+            until,
+            last: None,
+        };
+        if on == Some(true) {
+            // The registry stands in for open file description locks.
+            threads.os.use_classic_call();
+        }
+        threads
+    }
+
+    /// The descriptor of a lock just taken, for its guard: released
+    /// through the registry when the registry took part.
+    pub(crate) fn guard_fd(&self, fd: OwnedFd) -> GuardFd {
+        let registered = match (self.on, self.last) {
+            (Some(true), Some((id, true))) => Some((id, self.os.shared())),
+            _ => None,
+        };
+        GuardFd {
+            fd: Some(fd),
+            registered,
+        }
+    }
+}
+
+impl<O: Calls> KernelOs for Threads<O> {
+    type File = OwnedFd;
+
+    fn open(&mut self, exclusive: bool) -> Result<OwnedFd, Errno> {
+        if self.on == Some(true) {
+            // Waits while this process holds the file the path names, so
+            // that a busy attempt opens (and keeps) no descriptor.
+            if let Ok(id) = self.os.stat() {
+                let (_files, admitted) = wait_admitted(files(), id, self.os.shared(), self.until);
+                if !admitted {
+                    return Err(Errno::AGAIN);
+                }
+            }
+        }
+        let fd = self.os.open(exclusive)?;
+        if self.on.is_none() {
+            let on = probe(&fd);
+            self.on = Some(on);
+            if on {
+                self.os.use_classic_call();
+            }
+        }
+        Ok(fd)
+    }
+
+    fn lock(&mut self, file: &OwnedFd, wait: bool) -> Result<(), Errno> {
+        self.last = None;
+        if self.on != Some(true) {
+            return self.os.lock(file, wait);
+        }
+        let id = self.os.fstat(file)?;
+        let shared = self.os.shared();
+        let until = if wait { Until::Forever } else { self.until };
+        let (mut registry, admitted) = wait_admitted(files(), id, shared, until);
+        if !admitted {
+            self.last = Some((id, false));
+            return Err(Errno::AGAIN);
+        }
+        match registry.find(id) {
+            Some(i) => registry.entries[i].taking = true,
+            None => registry.entries.push(Entry {
+                id,
+                exclusive: false,
+                shared: 0,
+                taking: true,
+                kept: Vec::new(),
+            }),
+        }
+        drop(registry);
+        let locked = self.os.lock(file, wait);
+        let mut files = files();
+        // Reserved: nobody removes the entry while it is taking.
+        let i = files.find(id).expect("a reserved entry stays");
+        let entry = &mut files.entries[i];
+        entry.taking = false;
+        match (&locked, shared) {
+            (Ok(()), true) => entry.shared += 1,
+            (Ok(()), false) => entry.exclusive = true,
+            (Err(_), _) => {}
+        }
+        if entry.idle() {
+            // The lock call failed and nobody else holds the file: the
+            // descriptors kept meanwhile hold nothing.
+            let entry = files.entries.swap_remove(i);
+            drop(entry.kept);
+            if files.entries.is_empty() {
+                files.unknown.clear();
+            }
+        }
+        CHANGED.notify_all();
+        self.last = Some((id, locked.is_ok()));
+        locked
+    }
+
+    fn fstat(&mut self, file: &OwnedFd) -> Result<FileId, Errno> {
+        self.os.fstat(file)
+    }
+
+    fn stat(&mut self) -> Result<FileId, Errno> {
+        self.os.stat()
+    }
+
+    fn close(&mut self, file: OwnedFd) {
+        if self.on != Some(true) {
+            return self.os.close(file);
+        }
+        let shared = self.os.shared();
+        let (id, holding) = match self.last.take() {
+            Some((id, held)) => (Some(id), held.then_some(shared)),
+            None => (os::fstat_id(&file).ok(), None),
+        };
+        let _ = put_down(id, file, holding, |fd| os::fcntl_unlock_byte0(fd));
+    }
+}
+
+impl<O: Calls> Clock for Threads<O> {
+    fn now(&mut self) -> swaplock_core::decide::Instant {
+        self.os.now()
+    }
+
+    fn wall(&mut self) -> FileTime {
+        self.os.wall()
+    }
+
+    fn sleep(&mut self, duration: std::time::Duration) {
+        self.os.sleep(duration)
+    }
+}
+
+/// A kernel lock's descriptor, as its guard holds it: where the registry
+/// took part, closing it goes through the registry, which releases the
+/// kernel lock with the file's last guard.
+#[derive(Debug)]
+pub(crate) struct GuardFd {
+    fd: Option<OwnedFd>,
+    /// The file's identity and whether the lock is shared.
+    registered: Option<(FileId, bool)>,
+}
+
+impl GuardFd {
+    /// Releases the lock (`unlock`, or through the registry) and closes
+    /// the descriptor.
+    pub(crate) fn unlock(
+        mut self,
+        unlock: impl FnOnce(BorrowedFd<'_>) -> Result<(), Errno>,
+    ) -> Result<(), Errno> {
+        let fd = self.fd.take().expect("only drop and unlock take it");
+        match self.registered {
+            Some((id, shared)) => {
+                put_down(Some(id), fd, Some(shared), |fd| os::fcntl_unlock_byte0(fd))
+            }
+            None => unlock(fd.as_fd()),
+        }
+    }
+
+    /// The descriptor.
+    pub(crate) fn file(&self) -> &OwnedFd {
+        self.fd.as_ref().expect("only drop and unlock take it")
+    }
+
+    /// Closes the descriptor without releasing the lock: in a forked
+    /// child, whose parent holds it (a classic lock is not inherited, and
+    /// an open file description lock stays while the parent's descriptor
+    /// is open).
+    pub(crate) fn forget_lock(mut self) {
+        drop(self.fd.take());
+    }
+}
+
+impl AsFd for GuardFd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd
+            .as_ref()
+            .expect("only drop and unlock take it")
+            .as_fd()
+    }
+}
+
+impl Drop for GuardFd {
+    fn drop(&mut self) {
+        if let (Some(fd), Some((id, shared))) = (self.fd.take(), self.registered) {
+            let _ = put_down(Some(id), fd, Some(shared), |fd| os::fcntl_unlock_byte0(fd));
+        }
+    }
+}

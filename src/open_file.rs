@@ -1,0 +1,350 @@
+//! Kernel locks on a file the caller already has open, as std's
+//! `File::lock`, fs4 and fd-lock offer them, with this crate's exclusion of
+//! threads and its error kinds.
+
+use crate::error::{LockError, Step};
+use crate::kernel::{Kind, Scope};
+use std::fs::File;
+use std::io;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::time::{Duration, Instant};
+use swaplock_core::kernel::{self as protocol, Backoff, Outcome};
+use swaplock_core::wait::Deadline;
+use swaplock_core::Errno;
+
+#[cfg(unix)]
+use crate::adapter::kernel as os;
+#[cfg(unix)]
+use crate::inodes;
+#[cfg(windows)]
+use swaplock_windows::kernel as os;
+
+/// The lock's descriptor while held: released through the registry of
+/// [`inodes`] where that excludes this process's threads.
+#[cfg(unix)]
+type Held = inodes::GuardFd;
+/// The lock's handle while held, whose drop unlocks.
+#[cfg(windows)]
+type Held = os::LockHandle;
+
+/// A kernel lock on a file the caller opened: an `fcntl` lock on its first
+/// byte ([`new`](Self::new)), or `flock` ([`flock`](Self::flock)); on
+/// Windows `LockFileEx` on byte 0 for both. The lock is taken through a
+/// duplicate of the file's descriptor (the same open file, so the same
+/// lock), and released by the guard.
+///
+/// With no path, there is no check that the path still names the file
+/// (see [`FileLock`](crate::FileLock)): do not delete or replace a file
+/// locked this way while others may lock it by name. The exclusive lock
+/// takes `&mut self`, so one lock object excludes itself at compile time;
+/// two lock objects (say, on two opens of the file, in two threads)
+/// exclude each other as two processes do, where
+/// [`FileLock`](crate::FileLock)'s exclusion of threads holds (on every
+/// system, for locks of this crate). Shared guards of one object share
+/// one kernel lock, released with the last of them.
+///
+/// ```no_run
+/// use std::io::{Seek, SeekFrom, Write};
+/// use swaplock::OpenFileLock;
+/// # fn main() -> std::io::Result<()> {
+/// let file = std::fs::OpenOptions::new().read(true).write(true).open("/var/lib/app/journal")?;
+/// let mut lock = OpenFileLock::new(file);
+/// {
+///     let guard = lock.lock()?;
+///     let mut file = guard.file();
+///     file.seek(SeekFrom::End(0))?;
+///     file.write_all(b"entry\n")?;
+/// } // released here
+/// let file = lock.into_inner();
+/// # drop(file);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct OpenFileLock {
+    /// Taken only by [`into_inner`](Self::into_inner) and drop.
+    file: Option<File>,
+    kind: Kind,
+    /// The shared guards of this object and the lock they share, or the
+    /// exclusive guard's lock.
+    state: Mutex<State>,
+    /// What error messages name: the file has no path here.
+    name: Arc<Path>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    readers: usize,
+    held: Option<(Held, Scope)>,
+}
+
+/// How long an attempt may wait.
+#[derive(Clone, Copy)]
+enum Wait {
+    No,
+    Forever,
+    Until(Instant),
+}
+
+impl OpenFileLock {
+    /// An `fcntl` lock on the first byte of `file` (the with-lock-ex
+    /// protocol's lock), which must be open for writing for the exclusive
+    /// lock and for reading for the shared one, as `fcntl` requires.
+    pub fn new(file: File) -> Self {
+        Self::with_kind(file, Kind::Fcntl)
+    }
+
+    /// An `flock` lock on `file`.
+    pub fn flock(file: File) -> Self {
+        Self::with_kind(file, Kind::Flock)
+    }
+
+    fn with_kind(file: File, kind: Kind) -> Self {
+        OpenFileLock {
+            file: Some(file),
+            kind,
+            state: Mutex::new(State::default()),
+            name: Arc::from(Path::new("(an open file)")),
+        }
+    }
+
+    /// The file.
+    pub fn file(&self) -> &File {
+        self.file.as_ref().expect("taken only when consumed")
+    }
+
+    /// The file back, unlocked. (Where a classic `fcntl` lock stands in for
+    /// open file description locks, closing it releases any `fcntl` lock
+    /// this process holds on the file: see [`FileLock`](crate::FileLock).
+    /// Dropping the `OpenFileLock` instead closes it safely.)
+    pub fn into_inner(mut self) -> File {
+        self.unlock_leaked();
+        self.file.take().expect("taken only when consumed")
+    }
+
+    /// Releases a lock only a leaked guard can have left.
+    fn unlock_leaked(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        state.readers = 0;
+        if let Some((held, scope)) = state.held.take() {
+            let _ = release(held, scope);
+        }
+    }
+
+    /// Waits for the exclusive lock; see [`FileLock::lock`](crate::FileLock::lock).
+    pub fn lock(&mut self) -> io::Result<OpenFileGuard<'_>> {
+        self.acquire(Wait::Forever, false)
+    }
+
+    /// Takes the exclusive lock if it is free; an error of kind
+    /// [`WouldBlock`](io::ErrorKind::WouldBlock) otherwise.
+    pub fn try_lock(&mut self) -> io::Result<OpenFileGuard<'_>> {
+        self.acquire(Wait::No, false)
+    }
+
+    /// Waits up to `timeout` for the exclusive lock; an error of kind
+    /// [`TimedOut`](io::ErrorKind::TimedOut) if it stays held.
+    pub fn lock_timeout(&mut self, timeout: Duration) -> io::Result<OpenFileGuard<'_>> {
+        self.acquire(until(timeout), false)
+    }
+
+    /// Waits for the shared lock.
+    pub fn lock_shared(&self) -> io::Result<OpenFileGuard<'_>> {
+        self.acquire(Wait::Forever, true)
+    }
+
+    /// Takes the shared lock if no exclusive holder has it; an error of
+    /// kind [`WouldBlock`](io::ErrorKind::WouldBlock) otherwise.
+    pub fn try_lock_shared(&self) -> io::Result<OpenFileGuard<'_>> {
+        self.acquire(Wait::No, true)
+    }
+
+    /// Waits up to `timeout` for the shared lock.
+    pub fn lock_shared_timeout(&self, timeout: Duration) -> io::Result<OpenFileGuard<'_>> {
+        self.acquire(until(timeout), true)
+    }
+
+    fn busy(&self, wait: Wait, source: io::Error) -> io::Error {
+        let kind = match wait {
+            Wait::Until(_) => io::ErrorKind::TimedOut,
+            _ => io::ErrorKind::WouldBlock,
+        };
+        LockError::io(&self.name, Step::Lock, kind, source)
+    }
+
+    /// This object's state, waited for as `wait` allows: another thread
+    /// may be taking this object's shared lock.
+    fn state(&self, wait: Wait) -> io::Result<MutexGuard<'_, State>> {
+        let mut pause = Backoff::FIRST;
+        loop {
+            match self.state.try_lock() {
+                Ok(state) => return Ok(state),
+                Err(TryLockError::Poisoned(p)) => return Ok(p.into_inner()),
+                Err(TryLockError::WouldBlock) => {}
+            }
+            match wait {
+                Wait::Forever => return Ok(self.state.lock().unwrap_or_else(|p| p.into_inner())),
+                Wait::No => return Err(self.busy(wait, io::ErrorKind::WouldBlock.into())),
+                Wait::Until(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(self.busy(wait, io::ErrorKind::TimedOut.into()));
+                    }
+                    std::thread::sleep(pause.min(left));
+                    pause = (pause * 2).min(Backoff::LONGEST);
+                }
+            }
+        }
+    }
+
+    fn acquire(&self, wait: Wait, shared: bool) -> io::Result<OpenFileGuard<'_>> {
+        let mut state = self.state(wait)?;
+        if shared && state.readers > 0 {
+            // This object holds the shared lock already.
+            state.readers += 1;
+            return Ok(OpenFileGuard { lock: self, shared });
+        }
+        let scope = Scope::new(self.kind, false, shared);
+        let (held, outcome) = self.attempt(scope, wait);
+        match outcome {
+            Ok(true) => {
+                state.held = Some((held.expect("held when taken"), scope));
+                state.readers = usize::from(shared);
+                Ok(OpenFileGuard { lock: self, shared })
+            }
+            Ok(false) => Err(self.busy(wait, io::ErrorKind::WouldBlock.into())),
+            Err(e) => Err(LockError::errno(&self.name, Step::Lock, e)),
+        }
+    }
+
+    /// Runs the core's acquire on a duplicate of the file: the lock's
+    /// handle if taken (`Ok(true)`), `Ok(false)` if it stayed busy.
+    fn attempt(&self, scope: Scope, wait: Wait) -> (Option<Held>, Result<bool, Errno>) {
+        #[cfg(unix)]
+        let mut kernel = {
+            use std::os::fd::AsFd;
+            let until = match wait {
+                Wait::No => inodes::Until::No,
+                Wait::Forever => inodes::Until::Forever,
+                Wait::Until(deadline) => inodes::Until::Deadline(deadline),
+            };
+            let os = os::OpenKernel {
+                file: self.file().as_fd(),
+                call: scope.call(),
+                shared: scope.shared,
+            };
+            inodes::Threads::new(os, scope.excludes_own_process(), until)
+        };
+        #[cfg(windows)]
+        let mut kernel = {
+            use std::os::windows::io::AsHandle;
+            os::OpenWindowsKernel {
+                file: self.file().as_handle(),
+                shared: scope.shared,
+            }
+        };
+        let outcome = match wait {
+            Wait::No => protocol::acquire(&mut kernel, false, false, &mut Deadline::once()),
+            Wait::Forever => protocol::acquire(&mut kernel, true, false, &mut Backoff::forever()),
+            Wait::Until(deadline) => {
+                let mut backoff = Backoff::new(deadline.saturating_duration_since(Instant::now()));
+                protocol::acquire(&mut kernel, false, false, &mut backoff)
+            }
+        };
+        match outcome {
+            #[cfg(unix)]
+            Ok(Outcome::Held(fd, _)) => (Some(kernel.guard_fd(fd)), Ok(true)),
+            #[cfg(windows)]
+            Ok(Outcome::Held(handle, _)) => (Some(handle), Ok(true)),
+            Ok(Outcome::Busy(_)) => (None, Ok(false)),
+            // Not offered to the core: ENOSYS is an error here.
+            Ok(Outcome::Unsupported { .. }) => (None, Err(Errno::NOSYS)),
+            Err((_, e)) => (None, Err(e)),
+        }
+    }
+}
+
+fn until(timeout: Duration) -> Wait {
+    match Instant::now().checked_add(timeout) {
+        Some(deadline) => Wait::Until(deadline),
+        None => Wait::Forever,
+    }
+}
+
+/// Releases a lock this object took.
+fn release(held: Held, scope: Scope) -> Result<(), Errno> {
+    #[cfg(unix)]
+    return held.unlock(|fd| scope.call().unlock(fd));
+    #[cfg(windows)]
+    {
+        let _ = scope;
+        os::unlock_byte0(&held).map(|()| drop(held))
+    }
+}
+
+/// A held lock on an [`OpenFileLock`]'s file, which it gives as `&File`;
+/// dropping it releases the lock (a shared one with this object's last
+/// shared guard).
+#[derive(Debug)]
+pub struct OpenFileGuard<'a> {
+    lock: &'a OpenFileLock,
+    shared: bool,
+}
+
+impl OpenFileGuard<'_> {
+    /// The locked file.
+    pub fn file(&self) -> &File {
+        self.lock.file()
+    }
+
+    /// Releases the lock, reporting a failure to.
+    pub fn unlock(self) -> io::Result<()> {
+        let result = self.release();
+        std::mem::forget(self);
+        result
+    }
+
+    fn release(&self) -> io::Result<()> {
+        let mut state = self.lock.state.lock().unwrap_or_else(|p| p.into_inner());
+        if self.shared {
+            state.readers = state.readers.saturating_sub(1);
+            if state.readers > 0 {
+                return Ok(());
+            }
+        }
+        match state.held.take() {
+            Some((held, scope)) => {
+                release(held, scope).map_err(|e| LockError::errno(&self.lock.name, Step::Unlock, e))
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+impl std::ops::Deref for OpenFileGuard<'_> {
+    type Target = File;
+
+    fn deref(&self) -> &File {
+        self.lock.file()
+    }
+}
+
+impl Drop for OpenFileGuard<'_> {
+    fn drop(&mut self) {
+        let _ = self.release();
+    }
+}
+
+impl Drop for OpenFileLock {
+    fn drop(&mut self) {
+        self.unlock_leaked();
+        // Closed through the registry: where a classic lock stands in for
+        // open file description locks, a plain close would release this
+        // process's other locks on the file.
+        #[cfg(unix)]
+        if let Some(file) = self.file.take() {
+            inodes::close(file.into());
+        }
+    }
+}

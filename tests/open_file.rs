@@ -1,0 +1,145 @@
+//! Locks on a file the caller opened ([`OpenFileLock`]): they exclude other
+//! processes (the reference `with-lock-ex` for `fcntl`, util-linux
+//! `flock(1)` for `flock`) and the other locks of this process, threads
+//! included, and shared guards of one object share one kernel lock until
+//! the last of them goes.
+
+#![cfg(any(target_os = "linux", target_os = "android"))]
+
+mod common;
+
+use std::fs::{File, OpenOptions};
+use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::time::Duration;
+use swaplock::{FileLock, OpenFileLock};
+
+fn open(path: &Path) -> File {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .unwrap()
+}
+
+/// Whether another process finds the lock held: the reference
+/// with-lock-ex for `fcntl`, `flock -n` for `flock`.
+fn held_elsewhere(flock: bool, path: &Path) -> bool {
+    let code = if flock {
+        std::process::Command::new("flock")
+            .args(["-n", "-E", "255"])
+            .arg(path)
+            .arg("true")
+            .status()
+            .unwrap()
+            .code()
+    } else {
+        let dir = path.parent().unwrap();
+        let name = path.file_name().unwrap().to_str().unwrap();
+        common::run(&common::reference(), dir, &["-f", name, "true"])
+            .status
+            .code()
+    };
+    match code {
+        Some(0) => false,
+        Some(255) => true,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_open_file_locks_against_processes_and_this_process() {
+    for flock in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.lock");
+        let by_path = |p: &Path| {
+            if flock {
+                FileLock::flock(p)
+            } else {
+                FileLock::new(p)
+            }
+        };
+        let new = |f: File| {
+            if flock {
+                OpenFileLock::flock(f)
+            } else {
+                OpenFileLock::new(f)
+            }
+        };
+        let mut lock = new(open(&path));
+        {
+            let guard = lock.try_lock().unwrap();
+            let mut file = guard.file();
+            file.write_all(b"record\n").unwrap();
+            assert!(held_elsewhere(flock, &path));
+            let e = by_path(&path).try_lock().unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
+            // Another open of the file, in another thread.
+            let other = std::thread::scope(|s| {
+                s.spawn(|| {
+                    let mut other = new(open(&path));
+                    let e = other.try_lock().unwrap_err();
+                    let t = other.lock_timeout(Duration::from_millis(5)).unwrap_err();
+                    (e.kind(), t.kind())
+                })
+                .join()
+                .unwrap()
+            });
+            assert_eq!(other, (ErrorKind::WouldBlock, ErrorKind::TimedOut));
+            assert!(
+                held_elsewhere(flock, &path),
+                "another object's attempts keep it"
+            );
+        }
+        assert!(!held_elsewhere(flock, &path));
+        let path_guard = by_path(&path).try_lock().unwrap();
+        let e = lock.try_lock().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
+        drop(path_guard);
+        let guard = lock.lock().unwrap();
+        guard.unlock().unwrap();
+        let mut file = lock.into_inner();
+        file.seek(SeekFrom::Start(0)).unwrap();
+        let mut text = String::new();
+        file.read_to_string(&mut text).unwrap();
+        assert_eq!(text, "record\n");
+    }
+}
+
+#[test]
+fn shared_guards_of_one_object_share_one_lock() {
+    for flock in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.lock");
+        let by_path = |p: &Path| {
+            if flock {
+                FileLock::flock(p)
+            } else {
+                FileLock::new(p)
+            }
+        };
+        let lock = if flock {
+            OpenFileLock::flock(open(&path))
+        } else {
+            OpenFileLock::new(open(&path))
+        };
+        let first = lock.try_lock_shared().unwrap();
+        let second = lock.lock_shared().unwrap();
+        let third = lock.lock_shared_timeout(Duration::from_millis(5)).unwrap();
+        // Other readers share it; writers wait.
+        by_path(&path).try_lock_shared().unwrap().unlock().unwrap();
+        let e = by_path(&path).try_lock().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
+        first.unlock().unwrap();
+        drop(third);
+        assert!(
+            held_elsewhere(flock, &path),
+            "the second guard still holds it"
+        );
+        drop(second);
+        assert!(!held_elsewhere(flock, &path));
+        by_path(&path).try_lock().unwrap().unlock().unwrap();
+    }
+}
