@@ -147,9 +147,10 @@ type CompromiseHook = Arc<dyn Fn(Compromise) + Send + Sync>;
 /// A thread that waits with no timeout for a path it already holds, through
 /// another guard, gets an error of kind
 /// [`Deadlock`](std::io::ErrorKind::Deadlock) at once, as filelock raises
-/// "Deadlock": its own marker would keep it waiting forever. A guard
-/// counts as its acquiring thread's, even once moved to another thread;
-/// wait with a timeout where guards move. A thread waiting for a lock that
+/// "Deadlock": its own marker would keep it waiting forever; a
+/// [reentrant](SoftLock::reentrant) lock re-enters the hold instead. A
+/// guard counts as its acquiring thread's, even once moved to another
+/// thread; wait with a timeout where guards move. A thread waiting for a lock that
 /// another thread of this process holds is woken as soon as it is
 /// released.
 #[derive(Clone)]
@@ -169,6 +170,9 @@ pub struct SoftLock {
     /// The lock's canonical path, once known: its key among the soft
     /// locks this process holds.
     key: Arc<OnceLock<Option<Arc<Path>>>>,
+    /// Whether a thread that holds the path through a reentrant lock
+    /// re-enters it ([`SoftLock::reentrant`]).
+    reentrant: bool,
 }
 
 impl std::fmt::Debug for SoftLock {
@@ -207,6 +211,7 @@ impl SoftLock {
             on_compromise: None,
             contender: Arc::new(Mutex::new(Contender::new())),
             key: Arc::new(OnceLock::new()),
+            reentrant: false,
         }
     }
 
@@ -256,6 +261,37 @@ impl SoftLock {
     /// duration; must be shorter than the duration).
     pub fn heartbeat_interval(mut self, interval: Duration) -> Self {
         self.heartbeat = Some(interval);
+        self
+    }
+
+    /// Makes the lock reentrant, as filelock's `is_singleton=True` makes
+    /// it: a thread that holds the path through a reentrant lock of the
+    /// same kind (this one or another instance) and locks it again gets a
+    /// guard that shares that hold at once, and the marker is released
+    /// only when the last of the hold's guards goes (filelock's
+    /// `lock_counter`). A thread that holds it through a lock that is not
+    /// reentrant gets the [`Deadlock`](io::ErrorKind::Deadlock) error as
+    /// before; one holding it as another kind gets an error of kind
+    /// [`InvalidInput`](io::ErrorKind::InvalidInput), as filelock refuses
+    /// singletons with differing arguments. Holds belong to the thread
+    /// that took them: another thread waits for the lock as usual.
+    ///
+    /// ```no_run
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// fn save(state: &str) -> std::io::Result<()> {
+    ///     // Callable with or without the lock held by this thread.
+    ///     let _guard = SoftLock::marker("/mnt/nfs/app.lock").reentrant(true).lock()?;
+    ///     std::fs::write("/mnt/nfs/app.state", state)
+    /// }
+    /// let outer = SoftLock::marker("/mnt/nfs/app.lock").reentrant(true).lock()?;
+    /// save("one")?; // re-enters the hold
+    /// outer.release()?; // the marker goes here, with the last guard
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn reentrant(mut self, reentrant: bool) -> Self {
+        self.reentrant = reentrant;
         self
     }
 
@@ -346,6 +382,16 @@ impl SoftLock {
         };
         let dir = self.open_dir()?;
         let key = self.key();
+        if let Some(key) = key.as_ref().filter(|_| self.reentrant) {
+            if let Some(hold) = reentered(key) {
+                if hold.lock.kind != self.kind {
+                    return Err(self.reentered_as(hold.lock.kind));
+                }
+                return Ok(SoftLockGuard {
+                    hold: Some(HoldRef::Shared(hold)),
+                });
+            }
+        }
         if blocking && timeout.is_none() {
             if let Some(key) = key.as_ref().filter(|k| held_by_this_thread(k)) {
                 return Err(self.deadlock(key));
@@ -363,8 +409,17 @@ impl SoftLock {
         match protocol::acquire(&mut sys, &cfg, &mut contender, &mut patience) {
             Ok(Attempt::Acquired(held)) => {
                 drop(contender);
-                let registered = key.map(|key| Registered::new(&HELD, key));
-                Ok(SoftLockGuard::new(self, dir, me, held, lease, registered))
+                let registered = key.clone().map(|key| Registered::new(&HELD, key));
+                let hold = Hold::new(self, dir, me, held, lease, registered);
+                let hold = match key.filter(|_| self.reentrant) {
+                    Some(key) => {
+                        let hold = Arc::new(hold);
+                        enter_reentrant(key, &hold);
+                        HoldRef::Shared(hold)
+                    }
+                    None => HoldRef::Own(hold),
+                };
+                Ok(SoftLockGuard { hold: Some(hold) })
             }
             Ok(Attempt::Busy(holder)) => {
                 drop(contender);
@@ -409,6 +464,21 @@ impl SoftLock {
             let _ = self.key.set(Some(Arc::clone(&key)));
         }
         Some(key)
+    }
+
+    /// The error of a reentrant lock whose thread holds the path as
+    /// another kind.
+    fn reentered_as(&self, held: Kind) -> io::Error {
+        let kind = io::ErrorKind::InvalidInput;
+        let source = io::Error::new(
+            kind,
+            format!(
+                "this thread holds the lock already, as a {held:?} lock, which a {:?} lock \
+                 cannot re-enter: use one kind for the path",
+                self.kind
+            ),
+        );
+        LockError::io(&self.path, Step::Lock, kind, source)
     }
 
     /// The error of a guard used in a child forked while it was held.
@@ -802,6 +872,30 @@ fn held_by_this_thread(key: &Path) -> bool {
     held::by_this_thread(&HELD, |k| **k == *key)
 }
 
+/// The holds of reentrant soft locks, by canonical path and the thread
+/// that took them ([`SoftLock::reentrant`]).
+type Reentrant = Vec<(Arc<Path>, std::thread::ThreadId, std::sync::Weak<Hold>)>;
+static REENTRANT: Mutex<Reentrant> = Mutex::new(Vec::new());
+
+/// This thread's live reentrant hold of `key`, shared.
+fn reentered(key: &Path) -> Option<Arc<Hold>> {
+    let me = std::thread::current().id();
+    let mut holds = REENTRANT.lock().unwrap_or_else(|p| p.into_inner());
+    holds.retain(|(_, _, h)| h.strong_count() > 0);
+    holds
+        .iter()
+        .filter(|(k, t, _)| *t == me && **k == *key)
+        .find_map(|(_, _, h)| h.upgrade())
+}
+
+/// Enters a new reentrant hold of `key` as this thread's.
+fn enter_reentrant(key: Arc<Path>, hold: &Arc<Hold>) {
+    let me = std::thread::current().id();
+    let mut holds = REENTRANT.lock().unwrap_or_else(|p| p.into_inner());
+    holds.retain(|(_, _, h)| h.strong_count() > 0);
+    holds.push((key, me, Arc::downgrade(hold)));
+}
+
 /// Tells this process's waiting threads that a soft lock was released.
 fn notify_release() {
     let (count, released) = &RELEASES;
@@ -849,8 +943,26 @@ impl Patience<Holder> for WakeOnRelease {
 }
 
 /// A held soft lock. Dropping it releases the lock; [`release`](Self::release)
-/// reports errors.
+/// reports errors. Guards of a [reentrant](SoftLock::reentrant) lock may
+/// share one hold: the last of them releases it.
 pub struct SoftLockGuard {
+    /// Taken only by [`release`](Self::release).
+    hold: Option<HoldRef>,
+}
+
+/// A guard's hold: its own (no allocation), or shared with other guards of
+/// a reentrant lock.
+// Inline, not boxed: an uncontended lock and release allocate nothing
+// (tests/alloc_budget.rs).
+#[allow(clippy::large_enum_variant)]
+enum HoldRef {
+    Own(Hold),
+    Shared(Arc<Hold>),
+}
+
+/// One hold of the lock: its marker, heartbeat and registration, released
+/// when it drops.
+struct Hold {
     lock: SoftLock,
     dir: Dir,
     me: Identity,
@@ -869,49 +981,32 @@ struct Heartbeat {
 impl std::fmt::Debug for SoftLockGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SoftLockGuard")
-            .field("path", &self.lock.path)
+            .field("path", &self.hold().lock.path)
             .finish_non_exhaustive()
     }
 }
 
 impl SoftLockGuard {
-    fn new(
-        lock: &SoftLock,
-        dir: Dir,
-        me: Identity,
-        held: Held<File>,
-        lease: Option<(LeaseTerms, Duration)>,
-        registered: Option<Registered<Arc<Path>>>,
-    ) -> Self {
-        let heartbeat = lease
-            .and_then(|(terms, interval)| start_heartbeat(lock, &dir, &me, &held, terms, interval));
-        SoftLockGuard {
-            lock: lock.clone(),
-            dir,
-            me,
-            held: Some(held),
-            lease: lease.map(|l| l.0),
-            heartbeat,
-            registered,
+    fn hold(&self) -> &Hold {
+        match self.hold.as_ref().expect("taken only by release") {
+            HoldRef::Own(hold) => hold,
+            HoldRef::Shared(hold) => hold,
         }
     }
 
     /// The lock file's path.
     pub fn path(&self) -> &Path {
-        &self.lock.path
+        &self.hold().lock.path
     }
 
     /// The lease's claim token (32 hex digits), for a lease.
     pub fn token(&self) -> Option<String> {
-        self.lease
-            .map(|t| String::from_utf8_lossy(&t.token.hex()).into_owned())
+        self.hold().token()
     }
 
     /// Whether the heartbeat found the lease compromised, and why.
     pub fn compromise(&self) -> Option<Compromise> {
-        self.heartbeat
-            .as_ref()
-            .and_then(|h| *h.compromise.lock().unwrap_or_else(|p| p.into_inner()))
+        self.hold().compromise()
     }
 
     /// Whether the lease is lost now, looking again rather than waiting for
@@ -936,6 +1031,65 @@ impl SoftLockGuard {
     /// # }
     /// ```
     pub fn lease_lost(&self) -> Option<Compromise> {
+        self.hold().lease_lost()
+    }
+
+    /// Releases the lock, reporting a failure to remove the marker. A
+    /// guard that shares its hold with others (a
+    /// [reentrant](SoftLock::reentrant) lock's) only leaves it, and the
+    /// last of them releases it.
+    ///
+    /// In a child forked while the lock was held, the lock is its
+    /// parent's: the marker is left alone (as on drop there), the
+    /// descriptor closed, and the answer is an error of kind
+    /// [`InvalidInput`](io::ErrorKind::InvalidInput).
+    pub fn release(mut self) -> io::Result<()> {
+        let hold = match self.hold.take() {
+            Some(HoldRef::Own(hold)) => Some(hold),
+            Some(HoldRef::Shared(hold)) => Arc::into_inner(hold),
+            None => None,
+        };
+        match hold {
+            Some(mut hold) => hold.release_inner(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Hold {
+    fn new(
+        lock: &SoftLock,
+        dir: Dir,
+        me: Identity,
+        held: Held<File>,
+        lease: Option<(LeaseTerms, Duration)>,
+        registered: Option<Registered<Arc<Path>>>,
+    ) -> Self {
+        let heartbeat = lease
+            .and_then(|(terms, interval)| start_heartbeat(lock, &dir, &me, &held, terms, interval));
+        Hold {
+            lock: lock.clone(),
+            dir,
+            me,
+            held: Some(held),
+            lease: lease.map(|l| l.0),
+            heartbeat,
+            registered,
+        }
+    }
+
+    fn token(&self) -> Option<String> {
+        self.lease
+            .map(|t| String::from_utf8_lossy(&t.token.hex()).into_owned())
+    }
+
+    fn compromise(&self) -> Option<Compromise> {
+        self.heartbeat
+            .as_ref()
+            .and_then(|h| *h.compromise.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn lease_lost(&self) -> Option<Compromise> {
         if let Some(c) = self.compromise() {
             return Some(c);
         }
@@ -954,16 +1108,6 @@ impl SoftLockGuard {
             }
         }
         missed
-    }
-
-    /// Releases the lock, reporting a failure to remove the marker.
-    ///
-    /// In a child forked while the lock was held, the lock is its
-    /// parent's: the marker is left alone (as on drop there), the
-    /// descriptor closed, and the answer is an error of kind
-    /// [`InvalidInput`](io::ErrorKind::InvalidInput).
-    pub fn release(mut self) -> io::Result<()> {
-        self.release_inner()
     }
 
     fn release_inner(&mut self) -> io::Result<()> {
@@ -1001,15 +1145,16 @@ impl SoftLockGuard {
 impl std::os::fd::AsFd for SoftLockGuard {
     /// The marker's descriptor.
     fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        match &self.held {
+        let hold = self.hold();
+        match &hold.held {
             Some(held) => std::os::fd::AsFd::as_fd(&held.file),
             // Only release takes `held`, and it consumes the guard.
-            None => std::os::fd::AsFd::as_fd(&self.dir),
+            None => std::os::fd::AsFd::as_fd(&hold.dir),
         }
     }
 }
 
-impl Drop for SoftLockGuard {
+impl Drop for Hold {
     fn drop(&mut self) {
         let _ = self.release_inner();
     }
