@@ -168,3 +168,35 @@ fn shared_locks_share_and_exclude_the_exclusive_one() {
     assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
     exclusive.unlock().unwrap();
 }
+
+/// A lock on a file the caller opened excludes the path's locks of this
+/// process, and its shared guards share one lock until the last goes.
+#[test]
+fn an_open_file_locks_against_the_path_and_shares() {
+    use swaplock::OpenFileLock;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .unwrap();
+    let mut lock = OpenFileLock::new(file);
+    let guard = lock.try_lock().unwrap();
+    let e = FileLock::new(&path).try_lock().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
+    guard.unlock().unwrap();
+    let by_path = FileLock::new(&path).try_lock().unwrap();
+    let e = lock.try_lock().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
+    drop(by_path);
+    let first = lock.try_lock_shared().unwrap();
+    let second = lock.try_lock_shared().unwrap();
+    drop(first);
+    let e = FileLock::new(&path).try_lock().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
+    drop(second);
+    FileLock::new(&path).try_lock().unwrap().unlock().unwrap();
+}
