@@ -1,6 +1,7 @@
 //! The Win32 calls of the kernel-lock protocol: `CreateFileW`, `LockFileEx`
 //! on byte 0, and the identity of a handle and of a path.
 
+use crate::nt;
 use std::os::windows::io::{AsHandle, AsRawHandle, BorrowedHandle, FromRawHandle, OwnedHandle};
 use std::time::Duration;
 use swaplock_core::decide::{FileId, FileTime, Instant};
@@ -13,10 +14,10 @@ use windows_sys::Win32::Foundation::{
 };
 use windows_sys::Win32::Storage::FileSystem::{
     CreateFileW, DeleteFileW, GetFileInformationByHandle, LockFileEx, UnlockFileEx,
-    BY_HANDLE_FILE_INFORMATION, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, FILE_ATTRIBUTE_READONLY,
+    BY_HANDLE_FILE_INFORMATION, FILE_ATTRIBUTE_NORMAL, FILE_ATTRIBUTE_READONLY,
     FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
     FILE_READ_ATTRIBUTES, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE,
-    LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, OPEN_ALWAYS, OPEN_EXISTING,
+    LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, OPEN_EXISTING,
 };
 use windows_sys::Win32::System::IO::OVERLAPPED;
 
@@ -87,9 +88,12 @@ fn id_of(info: &BY_HANDLE_FILE_INFORMATION) -> FileId {
     }
 }
 
-/// `CreateFileW(path, GENERIC_READ|GENERIC_WRITE, FILE_SHARE_READ|FILE_SHARE_WRITE,
-/// OPEN_ALWAYS or CREATE_NEW[, FILE_FLAG_OPEN_REPARSE_POINT])` — open or
-/// create a lock file, never truncating it.
+/// `NtCreateFile(path, GENERIC_READ|GENERIC_WRITE, FILE_SHARE_READ|FILE_SHARE_WRITE,
+/// FILE_OPEN_IF or FILE_CREATE, FILE_NON_DIRECTORY_FILE|FILE_COMPLETE_IF_OPLOCKED
+/// [|FILE_OPEN_REPARSE_POINT])` — open or create a lock file, never
+/// truncating it, and never waiting for an oplock break (`crate::nt`): the
+/// open `CreateFileW` makes, with that one option added, as filelock opens
+/// its lock files.
 ///
 /// Without delete sharing, nobody can delete or rename the file while it is
 /// open here. Without `follow`, a reparse point (a symlink or junction) at
@@ -97,76 +101,63 @@ fn id_of(info: &BY_HANDLE_FILE_INFORMATION) -> FileId {
 /// owner's write bit creates a read-only file. `exclusive` fails with
 /// `EEXIST` unless this call creates the file.
 ///
+/// Three answers mean a peer's work refuses the open for now, not that it
+/// cannot be done, and are `EAGAIN`, which the core takes as contention
+/// and waits out (filelock retries them too): the file is open elsewhere
+/// without the sharing we ask (`STATUS_SHARING_VIOLATION`: an indexer, a
+/// virus scanner, another SMB client), it is being deleted
+/// (`STATUS_DELETE_PENDING`: a peer's `remove`, until its last handle
+/// closes), or another opener's oplock is being broken
+/// (`STATUS_OPLOCK_BREAK_IN_PROGRESS`; the handle is closed). Any other
+/// failure is reported as `CreateFileW` reports it (a read-only file or an
+/// ACL: `EACCES`).
+///
 /// # References
-/// - [`CreateFileW`](https://learn.microsoft.com/en-us/windows/win32/api/fileapi/nf-fileapi-createfilew)
+/// - [`NtCreateFile`](https://learn.microsoft.com/en-us/windows/win32/api/winternl/nf-winternl-ntcreatefile)
+/// - [`DeleteFileW`](https://learn.microsoft.com/en-us/windows/win32/api/fileapi/nf-fileapi-deletefilew)
+///   (remarks: the file is deleted when its last handle closes; opens
+///   fail meanwhile)
 pub fn open_lock_file(
     path: &[u16],
     follow: bool,
     mode: u32,
     exclusive: bool,
 ) -> Result<OwnedHandle, Errno> {
-    let mut flags = if mode & 0o200 == 0 {
+    use windows_sys::Wdk::Storage::FileSystem::{
+        FILE_CREATE, FILE_NON_DIRECTORY_FILE, FILE_OPEN_IF, FILE_OPEN_REPARSE_POINT,
+    };
+    let attributes = if mode & 0o200 == 0 {
         FILE_ATTRIBUTE_READONLY
     } else {
         FILE_ATTRIBUTE_NORMAL
     };
+    let mut options = FILE_NON_DIRECTORY_FILE;
     if !follow {
-        flags |= FILE_FLAG_OPEN_REPARSE_POINT;
+        options |= FILE_OPEN_REPARSE_POINT;
     }
-    let disposition = if exclusive { CREATE_NEW } else { OPEN_ALWAYS };
-    // SAFETY: `path` is NUL-terminated UTF-16; no security attributes or
-    // template.
-    let raw = unsafe {
-        CreateFileW(
-            path.as_ptr(),
-            GENERIC_READ | GENERIC_WRITE,
-            FILE_SHARE_READ | FILE_SHARE_WRITE,
-            std::ptr::null(),
-            disposition,
-            flags,
-            std::ptr::null_mut(),
-        )
+    let disposition = if exclusive { FILE_CREATE } else { FILE_OPEN_IF };
+    let nt_path = nt::nt_path_of(&nt::full_path(path)?);
+    let opened = nt::create(
+        &nt_path,
+        GENERIC_READ | GENERIC_WRITE,
+        attributes,
+        FILE_SHARE_READ | FILE_SHARE_WRITE,
+        disposition,
+        options,
+    );
+    let handle = match opened {
+        Ok(nt::Opened::Handle(handle)) => handle,
+        Ok(nt::Opened::BreakInProgress(handle)) => {
+            drop(handle);
+            return Err(Errno::AGAIN);
+        }
+        Err(nt::STATUS_SHARING_VIOLATION | nt::STATUS_DELETE_PENDING) => return Err(Errno::AGAIN),
+        Err(status) => return Err(nt::errno(status)),
     };
-    if raw == INVALID_HANDLE_VALUE {
-        // SAFETY: GetLastError reads this thread's last-error value.
-        return Err(open_error(unsafe { GetLastError() }));
-    }
-    let handle = owned(raw)?;
     if !follow && information(&handle)?.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
         return Err(Errno::LOOP);
     }
     Ok(handle)
-}
-
-/// The error of a failed lock-file open. Two answers mean a peer's work
-/// refuses the open for now, not that it cannot be done: the file is
-/// open elsewhere without the sharing we ask (`ERROR_SHARING_VIOLATION`:
-/// an indexer, a virus scanner, another SMB client), or it is being
-/// deleted (`ERROR_ACCESS_DENIED` with `STATUS_DELETE_PENDING`: a peer's
-/// `remove` until its last handle closes). Both are `EAGAIN`, which the
-/// core takes as contention and waits out; filelock retries them too. Any
-/// other `ERROR_ACCESS_DENIED` (a read-only file, an ACL) stays an error.
-///
-/// # References
-/// - [`RtlGetLastNtStatus`](https://learn.microsoft.com/en-us/windows/win32/devnotes/rtlgetlastntstatus)
-/// - [`DeleteFileW`](https://learn.microsoft.com/en-us/windows/win32/api/fileapi/nf-fileapi-deletefilew)
-///   (remarks: the file is deleted when its last handle closes; opens
-///   fail with `ERROR_ACCESS_DENIED` meanwhile)
-fn open_error(code: u32) -> Errno {
-    const STATUS_DELETE_PENDING: i32 = 0xC000_0056_u32 as i32;
-    #[link(name = "ntdll")]
-    extern "system" {
-        fn RtlGetLastNtStatus() -> i32;
-    }
-    match code {
-        ERROR_SHARING_VIOLATION => Errno::AGAIN,
-        // SAFETY: reads this thread's last NTSTATUS, which the failed
-        // CreateFileW set with its last error.
-        ERROR_ACCESS_DENIED if unsafe { RtlGetLastNtStatus() } == STATUS_DELETE_PENDING => {
-            Errno::AGAIN
-        }
-        code => errno_from_win32(code),
-    }
 }
 
 fn byte_zero() -> OVERLAPPED {

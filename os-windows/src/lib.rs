@@ -1,7 +1,8 @@
 //! swaplock's adapter for Windows.
 //!
-//! It answers the core's kernel-lock steps with Win32 calls: `CreateFileW`
-//! sharing read and write but not delete (so a held lock file cannot be
+//! It answers the core's kernel-lock steps with Win32 calls: an open
+//! (`NtCreateFile`, as `CreateFileW` opens, but never waiting for an oplock
+//! break) sharing read and write but not delete (so a held lock file cannot be
 //! deleted or renamed under its holder), refusing reparse points unless
 //! asked to follow them, `LockFileEx` on byte 0, and the identity check by
 //! volume serial number and file index. Win32 errors reach the core as the
@@ -17,5 +18,7 @@
 
 #[cfg(windows)]
 pub mod kernel;
+#[cfg(windows)]
+mod nt;
 #[cfg(windows)]
 pub mod soft;

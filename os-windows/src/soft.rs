@@ -17,7 +17,8 @@
 //!
 //! Names are the core's bytes, read as UTF-8.
 
-use crate::kernel::{errno_from_win32, handle_id, information, last_error, owned};
+use crate::kernel::{errno_from_win32, handle_id, information, last_error};
+use crate::nt;
 use std::os::windows::io::{AsHandle, AsRawHandle, OwnedHandle};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -35,15 +36,14 @@ use windows_sys::Win32::Security::Cryptography::{
     BCryptGenRandom, BCRYPT_USE_SYSTEM_PREFERRED_RNG,
 };
 use windows_sys::Win32::Storage::FileSystem::{
-    CreateFileW, DeleteFileW, FileBasicInfo, FileDispositionInfo, FileEndOfFileInfo,
-    FileRenameInfo, FileStandardInfo, FindClose, FindFirstFileW, FindNextFileW,
-    GetFileInformationByHandleEx, GetFullPathNameW, MoveFileExW, ReadFile,
-    SetFileInformationByHandle, SetFileTime, WriteFile, CREATE_NEW, DELETE,
+    DeleteFileW, FileBasicInfo, FileDispositionInfo, FileEndOfFileInfo, FileRenameInfo,
+    FileStandardInfo, FindClose, FindFirstFileW, FindNextFileW, GetFileInformationByHandleEx,
+    MoveFileExW, ReadFile, SetFileInformationByHandle, SetFileTime, WriteFile, CREATE_NEW, DELETE,
     FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_NORMAL, FILE_ATTRIBUTE_READONLY,
     FILE_ATTRIBUTE_REPARSE_POINT, FILE_BASIC_INFO, FILE_DISPOSITION_INFO, FILE_END_OF_FILE_INFO,
-    FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, FILE_READ_ATTRIBUTES,
-    FILE_RENAME_INFO, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_STANDARD_INFO,
-    FILE_WRITE_ATTRIBUTES, MOVEFILE_REPLACE_EXISTING, OPEN_EXISTING, SYNCHRONIZE, WIN32_FIND_DATAW,
+    FILE_FLAG_OPEN_REPARSE_POINT, FILE_READ_ATTRIBUTES, FILE_RENAME_INFO, FILE_SHARE_DELETE,
+    FILE_SHARE_READ, FILE_SHARE_WRITE, FILE_STANDARD_INFO, FILE_WRITE_ATTRIBUTES,
+    MOVEFILE_REPLACE_EXISTING, OPEN_EXISTING, SYNCHRONIZE, WIN32_FIND_DATAW,
 };
 use windows_sys::Win32::System::SystemInformation::{
     ComputerNamePhysicalDnsHostname, GetComputerNameExW,
@@ -94,26 +94,7 @@ impl Dir {
     /// The NT path of `dir\name`, as `FileRenameInfo` takes it (`\??\C:\…`
     /// or `\??\UNC\server\share\…`), without a NUL.
     fn nt_path(&self, name: &[u8]) -> Result<Vec<u16>, Errno> {
-        let mut dos = self.join(name)?;
-        dos.pop();
-        let text = String::from_utf16(&dos).map_err(|_| Errno::INVAL)?;
-        Ok(nt_path_of(&text).encode_utf16().collect())
-    }
-}
-
-/// The NT path of a full DOS path: a verbatim (`\\?\`) or device (`\\.\`)
-/// path keeps what follows its prefix, a UNC path (`\\server\share`) goes
-/// under `\??\UNC\`, a drive path under `\??\`.
-fn nt_path_of(dos: &str) -> String {
-    if let Some(rest) = dos
-        .strip_prefix(r"\\?\")
-        .or_else(|| dos.strip_prefix(r"\\.\"))
-    {
-        format!(r"\??\{rest}")
-    } else if let Some(rest) = dos.strip_prefix(r"\\") {
-        format!(r"\??\UNC\{rest}")
-    } else {
-        format!(r"\??\{dos}")
+        Ok(nt::nt_path_of(&self.join(name)?))
     }
 }
 
@@ -124,19 +105,7 @@ fn nt_path_of(dos: &str) -> String {
 /// # References
 /// - [`GetFullPathNameW`](https://learn.microsoft.com/en-us/windows/win32/api/fileapi/nf-fileapi-getfullpathnamew)
 pub fn open_dir(path: &[u16]) -> Result<Dir, Errno> {
-    let mut buf = vec![0u16; 512];
-    let len = loop {
-        let cap = u32::try_from(buf.len()).map_err(|_| Errno::INVAL)?;
-        // SAFETY: `path` is NUL-terminated; `buf` holds `cap` units.
-        let n =
-            unsafe { GetFullPathNameW(path.as_ptr(), cap, buf.as_mut_ptr(), std::ptr::null_mut()) };
-        match n {
-            0 => return Err(last_error()),
-            n if (n as usize) < buf.len() => break n as usize,
-            n => buf.resize(n as usize + 1, 0),
-        }
-    };
-    buf.truncate(len);
+    let mut buf = nt::full_path(path)?;
     while buf.len() > 3 && buf.last() == Some(&u16::from(b'\\')) {
         buf.pop();
     }
@@ -149,8 +118,13 @@ pub fn open_dir(path: &[u16]) -> Result<Dir, Errno> {
     Ok(Dir { full: buf })
 }
 
-/// `CreateFileW` with backup semantics (so a directory opens too) and the
-/// flags given.
+/// Opens `path` (a full DOS path, NUL-terminated) as `CreateFileW` with
+/// backup semantics would (so a directory opens too), with its Win32
+/// `disposition` and `flags` (`FILE_FLAG_OPEN_REPARSE_POINT` and file
+/// attributes), but through `NtCreateFile`, so that it never waits for
+/// another opener's oplock to be broken ([`nt`]): an open that meets a
+/// break in progress keeps its handle, which reads and attribute queries
+/// may use, and errors are the ones `CreateFileW` reports.
 fn open(
     path: &[u16],
     access: u32,
@@ -158,19 +132,30 @@ fn open(
     disposition: u32,
     flags: u32,
 ) -> Result<OwnedHandle, Errno> {
-    // SAFETY: `path` is NUL-terminated UTF-16; no security attributes or
-    // template.
-    owned(unsafe {
-        CreateFileW(
-            path.as_ptr(),
-            access,
-            share,
-            std::ptr::null(),
-            disposition,
-            flags | FILE_FLAG_BACKUP_SEMANTICS,
-            std::ptr::null_mut(),
-        )
-    })
+    use windows_sys::Wdk::Storage::FileSystem::{
+        FILE_CREATE, FILE_OPEN, FILE_OPEN_FOR_BACKUP_INTENT, FILE_OPEN_IF, FILE_OPEN_REPARSE_POINT,
+    };
+    let disposition = match disposition {
+        CREATE_NEW => FILE_CREATE,
+        OPEN_EXISTING => FILE_OPEN,
+        _ => FILE_OPEN_IF,
+    };
+    let mut options = FILE_OPEN_FOR_BACKUP_INTENT;
+    if flags & FILE_FLAG_OPEN_REPARSE_POINT != 0 {
+        options |= FILE_OPEN_REPARSE_POINT;
+    }
+    let attributes = flags & 0xFFFF;
+    match nt::create(
+        &nt::nt_path_of(path),
+        access,
+        attributes,
+        share,
+        disposition,
+        options,
+    ) {
+        Ok(nt::Opened::Handle(h) | nt::Opened::BreakInProgress(h)) => Ok(h),
+        Err(status) => Err(nt::errno(status)),
+    }
 }
 
 fn raw(handle: &impl AsHandle) -> HANDLE {
@@ -736,9 +721,9 @@ pub fn monotonic_now() -> Instant {
 
 #[cfg(test)]
 mod tests {
-    use super::nt_path_of;
     use super::{open_dir, WindowsOs};
     use crate::kernel::wide_path;
+    use crate::nt::nt_path_of;
     use swaplock_core::soft::{Dir as _, Handles as _};
     use swaplock_core::Errno;
 
@@ -805,7 +790,8 @@ mod tests {
             ),
         ];
         for (dos, nt) in cases {
-            assert_eq!(nt_path_of(dos), nt, "{dos}");
+            let wide: Vec<u16> = dos.encode_utf16().chain([0]).collect();
+            assert_eq!(String::from_utf16(&nt_path_of(&wide)).unwrap(), nt, "{dos}");
         }
     }
 }
