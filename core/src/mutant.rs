@@ -74,6 +74,10 @@ pub enum Mutant {
     /// Let recovery delete another live breaker's placeholder as malformed
     /// (7.11).
     RecoveryDeletesPlaceholders,
+    /// Under Windows rules, move the file the open to move found at the
+    /// lock path without checking that it is the judged, pinned file
+    /// (7.19).
+    NoMoverCheck,
 }
 
 impl Mutant {
@@ -100,6 +104,7 @@ impl Mutant {
         Mutant::NoReleaseFallback,
         Mutant::UnlinkWithoutTouch,
         Mutant::RecoveryDeletesPlaceholders,
+        Mutant::NoMoverCheck,
     ];
 
     /// The mutant's name, as kept findings and reports spell it.
@@ -126,6 +131,7 @@ impl Mutant {
             Mutant::NoReleaseFallback => "no-release-fallback",
             Mutant::UnlinkWithoutTouch => "unlink-without-touch",
             Mutant::RecoveryDeletesPlaceholders => "recovery-deletes-placeholders",
+            Mutant::NoMoverCheck => "no-mover-check",
         }
     }
 

@@ -26,6 +26,7 @@ pub(crate) fn live(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Opt
     match spec.policy {
         Policy::Planter => planter(os, spec.attempts),
         Policy::Recordless => recordless(os),
+        Policy::ByName => by_name(os, spec.attempts),
         _ => contender(os, spec, kind, lifetime),
     }
 }
@@ -49,6 +50,34 @@ fn recordless(os: &mut SimOs<'_>) {
     os.leave();
     let _ = os.unlink(LOCK);
     os.close(file);
+}
+
+/// A [`Policy::ByName`] holder's life: create the lock file exclusively
+/// and close it at once (up to `attempts` times, a poll apart), hold it
+/// empty for [`RECORDLESS_HOLD`], then unlink it by name.
+fn by_name(os: &mut SimOs<'_>, attempts: u32) {
+    let mut left = attempts;
+    let own = loop {
+        if let Ok(file) = os.create_new(LOCK, 0o644, true) {
+            let own = os.fstat(&file);
+            os.close(file);
+            match own {
+                Ok(own) => break own,
+                Err(_) => return,
+            }
+        }
+        left = left.saturating_sub(1);
+        if left == 0 {
+            return;
+        }
+        os.sleep(POLL);
+    };
+    os.enter(own.id.ino);
+    for _ in 0..RECORDLESS_HOLD.as_millis() / POLL.as_millis() {
+        os.sleep(POLL);
+    }
+    os.leave();
+    let _ = os.unlink(LOCK);
 }
 
 /// The `flock` attempt on a filesystem without `flock`, and the removal of
@@ -176,7 +205,7 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
                 }
                 Ok(taken)
             }
-            Policy::Planter | Policy::Recordless => Ok(None),
+            Policy::Planter | Policy::Recordless | Policy::ByName => Ok(None),
         };
         os.attempting(false);
         match outcome {
@@ -217,7 +246,7 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
             os.released(ino, released);
         }
         Policy::Naive(flaws) => naive::release(os, &cfg, flaws, held),
-        Policy::Planter | Policy::Recordless => {}
+        Policy::Planter | Policy::Recordless | Policy::ByName => {}
     }
     os.attempting(false);
 }

@@ -44,6 +44,11 @@ pub const ALL: &[Directed] = &[
         mutant: Mutant::RecoveryDeletesPlaceholders,
         steer: abandoned_placeholder_stranded,
     },
+    Directed {
+        name: "a holder by name's file where a judged marker was",
+        mutant: Mutant::NoMoverCheck,
+        steer: held_by_name_where_judged,
+    },
 ];
 
 /// The index of the scenario named `name` in the catalogue.
@@ -184,5 +189,27 @@ fn abandoned_placeholder_stranded() -> Result<Script, Lost> {
     s.until(n, "exchange", 5)?;
     s.kill(n)?;
     s.until_violation(b, 20_000)?;
+    Ok(s)
+}
+
+/// Windows rules: a contender judges the dead marker stale and sees it
+/// still linked; a peer breaks it first, holds and releases; a holder by name then creates its empty
+/// file at the lock path and closes it. No handle keeps that file from
+/// being opened to move, so the contender's open to move succeeds: only
+/// its check that the opened file is the judged, pinned one keeps it from
+/// moving the holder's file aside and entering beside it.
+fn held_by_name_where_judged() -> Result<Script, Lost> {
+    let mut s = Script::new(scenario(
+        "soft (Windows rules): a dead holder's marker, a holder by name",
+    )?);
+    let (by_name, a, b) = (0, 1, 2);
+    s.until(a, "probe 999", 20)?;
+    // Its look that the pinned file is still linked, the last before its
+    // open to move.
+    s.until(a, "fstat fd", 1)?;
+    s.until(b, "ENTERS", 300)?;
+    s.until(b, "): released", 100)?;
+    s.until(by_name, "ENTERS", 300)?;
+    s.until_violation(a, 300)?;
     Ok(s)
 }

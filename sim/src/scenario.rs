@@ -28,6 +28,14 @@ pub enum Policy {
     /// (past the malformed grace period) and removes it. An empty marker
     /// names nobody and is never judged stale (I10).
     Recordless,
+    /// Not a contender of ours: a holder by name (a shell's `noclobber`
+    /// redirection, a tool that touches a lock file). It creates the lock
+    /// file exclusively and closes it at once, trying up to `attempts`
+    /// times a poll apart, holds the empty file by name for
+    /// [`RECORDLESS_HOLD`] and unlinks it by name. Under Windows rules no
+    /// handle keeps its file from being opened to move: only a breaker's
+    /// check that the file it opened is the one it judged keeps the file.
+    ByName,
 }
 
 /// How long a [`Policy::Recordless`] holder holds its empty marker.
@@ -416,6 +424,29 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         "soft: a dead holder's marker, four patient contenders",
         sc,
         40,
+    ));
+
+    // Windows rules: a dead holder's marker, two contenders, and a holder
+    // by name whose empty file no handle holds: a breaker that judged the
+    // dead marker must not move it.
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.windows = true;
+    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+    sc.processes.push(Process {
+        host: 0,
+        pid: 100,
+        attempts: 80,
+        hold_steps: 0,
+        policy: Policy::ByName,
+        enosys_fallback: false,
+        poll: crate::POLL,
+        hold_pause: Duration::ZERO,
+    });
+    contenders(&mut sc, policy, &[(0, 101), (0, 102)], 80);
+    all.push((
+        "soft (Windows rules): a dead holder's marker, a holder by name",
+        sc,
+        0,
     ));
     all
 }

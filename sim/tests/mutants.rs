@@ -25,7 +25,12 @@ use swaplock_sim::{scenarios, Policy};
 fn every_protocol_mutant_is_killed_by_a_kept_schedule() {
     let (mut survivors, mut killed_open) = (Vec::new(), Vec::new());
     let mut killed = 0;
+    // SWAPLOCK_MUTANTS_ONLY=name runs one entry.
+    let only = std::env::var("SWAPLOCK_MUTANTS_ONLY").ok();
     for entry in catalogue() {
+        if only.as_ref().is_some_and(|o| *o != entry.name()) {
+            continue;
+        }
         let _on = select(&entry);
         let open = entry.mutants.len() == 1 && OPEN.contains(&entry.mutants[0]);
         match replay_kept(&kept_dirs()) {
@@ -96,7 +101,12 @@ fn mutation_run() {
     // The first byte of a kept schedule indexes this many scenarios.
     eprintln!("scenarios: {}", scenarios(Policy::Ours).len());
     let mut survivors = Vec::new();
+    // SWAPLOCK_MUTANTS_ONLY=name runs one entry.
+    let only = std::env::var("SWAPLOCK_MUTANTS_ONLY").ok();
     for entry in catalogue() {
+        if only.as_ref().is_some_and(|o| *o != entry.name()) {
+            continue;
+        }
         let _on = select(&entry);
         match hunt(per, fresh, Some(&corpus)) {
             Some(kill) => {
