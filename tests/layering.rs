@@ -53,3 +53,34 @@ fn the_binaries_name_no_adapter_crate() {
         offences.join("\n")
     );
 }
+
+/// The Windows tests, which run under Wine here, start no process but
+/// their own executable (`tests/workers`): a native process on the same
+/// lock directory would share the host name but not the PID space, so
+/// each side would judge the other's live markers by a PID that means
+/// nothing to it.
+#[test]
+fn the_windows_tests_start_only_themselves() {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut files = Vec::new();
+    files_under(&tests, &mut files);
+    let windows: Vec<PathBuf> = files
+        .into_iter()
+        .filter(|f| {
+            let name = f.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            name.starts_with("windows_") || f.parent().is_some_and(|p| p.ends_with("workers"))
+        })
+        .collect();
+    assert!(windows.len() >= 3, "Windows tests not found: {windows:?}");
+    let mut offences = Vec::new();
+    for file in &windows {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let spawns = line.contains("Command::new(") || line.contains("process::Command");
+            if spawns && !line.contains("Command::new(std::env::current_exe()") {
+                offences.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(offences.is_empty(), "{}", offences.join("\n"));
+}
