@@ -28,6 +28,11 @@ pub(crate) struct Registered<K: PartialEq + 'static> {
 }
 
 impl<K: PartialEq + Clone + 'static> Registered<K> {
+    /// The key entered.
+    pub(crate) fn key(&self) -> &K {
+        &self.key
+    }
+
     /// Enters `key` as held by this thread.
     pub(crate) fn new(held: &'static Held<K>, key: K) -> Self {
         let thread = std::thread::current().id();

@@ -99,6 +99,13 @@ mod sys {
     pub(super) fn dup_file(file: &File) -> Option<File> {
         dup(file).ok()
     }
+
+    /// What tells two opens of a directory apart: its identity.
+    pub(super) type DirKey = swaplock_core::decide::FileId;
+
+    pub(super) fn dir_key(dir: &Dir) -> Option<DirKey> {
+        crate::adapter::kernel::fstat_id(dir).ok()
+    }
 }
 
 #[cfg(windows)]
@@ -128,6 +135,13 @@ mod sys {
     pub(super) fn dup_file(file: &File) -> Option<File> {
         file.try_clone().ok()
     }
+
+    /// What tells two opens of a directory apart: its full path.
+    pub(super) type DirKey = Dir;
+
+    pub(super) fn dir_key(dir: &Dir) -> Option<DirKey> {
+        Some(dir.clone())
+    }
 }
 
 use sys::{Dir, DirName, File};
@@ -150,9 +164,16 @@ type CompromiseHook = Arc<dyn Fn(Compromise) + Send + Sync>;
 /// "Deadlock": its own marker would keep it waiting forever; a
 /// [reentrant](SoftLock::reentrant) lock re-enters the hold instead. A
 /// guard counts as its acquiring thread's, even once moved to another
-/// thread; wait with a timeout where guards move. A thread waiting for a lock that
-/// another thread of this process holds is woken as soon as it is
-/// released.
+/// thread; wait with a timeout where guards move.
+///
+/// A thread that waits (with or without a timeout) for a `Soft` or
+/// `Marker` lock another thread of this process holds is handed the hold
+/// when that thread releases: the marker stays at the lock path, only
+/// touched (its age counts from the hand-over, as a new marker's would),
+/// and the waiter holds it at once, without the file ever leaving the
+/// path. Threads of this process are so served before other processes'
+/// waiters, which poll. A lease is released and taken afresh instead: its
+/// token and heartbeat are its holder's.
 #[derive(Clone)]
 pub struct SoftLock {
     path: Arc<Path>,
@@ -401,12 +422,34 @@ impl SoftLock {
         let cfg = me.config(self, lease.map(|l| l.0));
         let mut sys = SoftOs::on(&dir);
         let mut contender = self.contender.lock().unwrap_or_else(|p| p.into_inner());
-        let mut patience = WakeOnRelease::new(Deadline {
-            blocking,
-            timeout,
-            poll: self.poll_interval,
-        });
-        match protocol::acquire(&mut sys, &cfg, &mut contender, &mut patience) {
+        // A thread that waits may be handed the hold of a thread of this
+        // process that releases (of its kind; never a lease's, whose token
+        // and heartbeat are its holder's).
+        let waiting = match (&key, blocking) {
+            (Some(key), true) => Some(Waiting::new(Arc::clone(key), self.kind, &dir)),
+            _ => None,
+        };
+        let mut patience = WakeOnRelease::new(
+            Deadline {
+                blocking,
+                timeout,
+                poll: self.poll_interval,
+            },
+            waiting,
+        );
+        let outcome = protocol::acquire(&mut sys, &cfg, &mut contender, &mut patience);
+        let handed = patience.waiting.as_mut().and_then(Waiting::leave);
+        let outcome = match (outcome, handed) {
+            (Ok(Attempt::Acquired(held)), Some(extra)) => {
+                // Handed a hold while an attempt took the lock afresh (the
+                // handed marker was broken meanwhile): that one goes.
+                let _ = protocol::release(&mut sys, &cfg, extra);
+                Ok(Attempt::Acquired(held))
+            }
+            (_, Some(held)) => Ok(Attempt::Acquired(held)),
+            (outcome, None) => outcome,
+        };
+        match outcome {
             Ok(Attempt::Acquired(held)) => {
                 drop(contender);
                 let registered = key.clone().map(|key| Registered::new(&HELD, key));
@@ -910,33 +953,135 @@ fn notify_release() {
 static RELEASES: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
 
 /// A wait's patience, as [`Deadline`] says, whose pauses end early when
-/// any soft lock of this process is released.
-struct WakeOnRelease {
+/// any soft lock of this process is released, and which ends the wait
+/// once a releasing thread handed this one its hold.
+struct WakeOnRelease<'d> {
     deadline: Deadline,
     /// [`RELEASES`]'s count as the last attempt began: a release after it
     /// ends the pause at once.
     seen: u64,
+    waiting: Option<Waiting<'d>>,
 }
 
-impl WakeOnRelease {
-    fn new(deadline: Deadline) -> Self {
-        WakeOnRelease { deadline, seen: 0 }
+impl<'d> WakeOnRelease<'d> {
+    fn new(deadline: Deadline, waiting: Option<Waiting<'d>>) -> Self {
+        WakeOnRelease {
+            deadline,
+            seen: 0,
+            waiting,
+        }
+    }
+
+    fn handed(&self) -> bool {
+        self.waiting.as_ref().is_some_and(Waiting::handed)
     }
 }
 
-impl Patience<Holder> for WakeOnRelease {
+/// The slot a releasing thread puts its hold in for a waiting one.
+type Slot = Arc<Mutex<Option<Held<File>>>>;
+
+/// A thread of this process waiting for a soft lock, which a releasing
+/// thread of the same kind and directory may hand its hold to.
+struct Waiter {
+    key: Arc<Path>,
+    kind: Kind,
+    dir: sys::DirKey,
+    slot: Slot,
+}
+
+/// The threads of this process waiting for soft locks.
+static WAITERS: Mutex<Vec<Waiter>> = Mutex::new(Vec::new());
+
+fn waiters() -> std::sync::MutexGuard<'static, Vec<Waiter>> {
+    WAITERS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// How many threads of this process wait for the soft lock at `path` in a
+/// way a release can hand its hold to (for tests, which must know that a
+/// waiter waits before they release).
+#[doc(hidden)]
+pub fn waiting_threads(path: &Path) -> usize {
+    let Some(key) = SoftLock::soft(path).key() else {
+        return 0;
+    };
+    waiters().iter().filter(|w| *w.key == *key).count()
+}
+
+/// A waiting acquire's place among [`WAITERS`], entered at its first busy
+/// attempt (an uncontended acquire allocates nothing).
+struct Waiting<'d> {
+    key: Arc<Path>,
+    kind: Kind,
+    dir: &'d Dir,
+    slot: Option<Slot>,
+}
+
+impl<'d> Waiting<'d> {
+    fn new(key: Arc<Path>, kind: Kind, dir: &'d Dir) -> Self {
+        Waiting {
+            key,
+            kind,
+            dir,
+            slot: None,
+        }
+    }
+
+    fn enter(&mut self) {
+        if self.slot.is_some() {
+            return;
+        }
+        let Some(dir) = sys::dir_key(self.dir) else {
+            return;
+        };
+        let slot = Slot::default();
+        waiters().push(Waiter {
+            key: Arc::clone(&self.key),
+            kind: self.kind,
+            dir,
+            slot: Arc::clone(&slot),
+        });
+        self.slot = Some(slot);
+    }
+
+    fn handed(&self) -> bool {
+        self.slot
+            .as_ref()
+            .is_some_and(|s| s.lock().unwrap_or_else(|p| p.into_inner()).is_some())
+    }
+
+    /// Leaves [`WAITERS`]: the hold handed over meanwhile, if any. No hold
+    /// is handed after this.
+    fn leave(&mut self) -> Option<Held<File>> {
+        let slot = self.slot.take()?;
+        waiters().retain(|w| !Arc::ptr_eq(&w.slot, &slot));
+        let handed = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+        handed
+    }
+}
+
+impl Patience<Holder> for WakeOnRelease<'_> {
     fn attempting(&mut self) {
         self.seen = *RELEASES.0.lock().unwrap_or_else(|p| p.into_inner());
     }
 
     fn busy(&mut self, holder: &Holder, elapsed: Duration) -> Option<Duration> {
         let pause = self.deadline.busy(holder, elapsed)?;
+        if let Some(waiting) = &mut self.waiting {
+            waiting.enter();
+        }
+        if self.handed() {
+            return None;
+        }
         let (count, released) = &RELEASES;
         let guard = count.lock().unwrap_or_else(|p| p.into_inner());
         let seen = self.seen;
+        // A hand-over counts as a release, so none is missed here.
         let _ = released
             .wait_timeout_while(guard, pause, |now| *now == seen)
             .unwrap_or_else(|p| p.into_inner());
+        if self.handed() {
+            return None;
+        }
         // The pause is over: the driver's own sleep is none.
         Some(Duration::ZERO)
     }
@@ -1120,6 +1265,9 @@ impl Hold {
             drop(self.registered.take());
             return Err(self.lock.forked(self.me.pid));
         }
+        if self.hand_over() {
+            return Ok(());
+        }
         if let Some(h) = self.heartbeat.take() {
             drop(h.stop);
             let _ = h.thread.join();
@@ -1151,6 +1299,49 @@ impl std::os::fd::AsFd for SoftLockGuard {
             // Only release takes `held`, and it consumes the guard.
             None => std::os::fd::AsFd::as_fd(&hold.dir),
         }
+    }
+}
+
+impl Hold {
+    /// Hands this hold to a thread of this process waiting for the same
+    /// lock, of the same kind, in the same directory, if there is one: the
+    /// marker stays at the lock path, only touched (so that its age counts
+    /// from now, as a new marker's would), and that thread holds it from
+    /// now on. Not a lease (its token and heartbeat are its holder's), and
+    /// only while the lock path still shows our marker.
+    fn hand_over(&mut self) -> bool {
+        if self.lease.is_some() || self.held.is_none() {
+            return false;
+        }
+        let Some(key) = self.registered.as_ref().map(|r| Arc::clone(r.key())) else {
+            return false;
+        };
+        let kind = self.lock.kind;
+        let wanted = |w: &Waiter| *w.key == *key && w.kind == kind;
+        if !waiters().iter().any(wanted) {
+            return false;
+        }
+        let (Some(dir), Some(held)) = (sys::dir_key(&self.dir), self.held.as_ref()) else {
+            return false;
+        };
+        let cfg = self.me.config(&self.lock, None);
+        if protocol::refresh(&mut SoftOs::on(&self.dir), &cfg, held) != Refresh::Ok {
+            return false;
+        }
+        let waiting = waiters();
+        let Some(slot) = waiting.iter().find_map(|w| {
+            let slot = w.slot.lock().unwrap_or_else(|p| p.into_inner());
+            (wanted(w) && w.dir == dir && slot.is_none()).then_some(slot)
+        }) else {
+            return false;
+        };
+        let mut slot = slot;
+        *slot = self.held.take();
+        drop(slot);
+        drop(waiting);
+        drop(self.registered.take());
+        notify_release();
+        true
     }
 }
 

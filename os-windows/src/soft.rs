@@ -65,7 +65,7 @@ fn check(ok: i32) -> Result<(), Errno> {
 }
 
 /// The lock's directory: its full path, which every name is joined to.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Dir {
     /// The directory's full path (`GetFullPathNameW`), UTF-16, without a
     /// trailing separator or NUL.

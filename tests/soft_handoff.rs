@@ -1,0 +1,130 @@
+//! A thread of this process waiting for a soft lock that another thread
+//! releases is handed the hold: the marker stays at the lock path (only
+//! its mtime changes), so no other process can slip in between, and the
+//! waiter holds it at once. Leases are not handed over (their token and
+//! heartbeat are their holder's).
+
+#![cfg(unix)]
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::Duration;
+use swaplock::soft::waiting_threads;
+use swaplock::SoftLock;
+
+/// Holds a lock made by `new` in this thread, starts a thread that waits
+/// for it (`timed`: with a timeout), releases once that thread waits, and
+/// says whether the marker the waiter then holds is the first holder's
+/// (the same file, still linked at the lock path) and what it holds.
+fn handed_over(path: &Path, new: fn(&Path) -> SoftLock, timed: bool) -> (bool, Vec<u8>) {
+    let first = new(path).lock().unwrap();
+    let record = std::fs::read(path).unwrap();
+    let marker = std::fs::File::open(path).unwrap();
+    let waiter = {
+        let path = path.to_path_buf();
+        std::thread::spawn(move || {
+            let lock = new(&path);
+            let guard = if timed {
+                lock.lock_timeout(Duration::from_secs(60)).unwrap()
+            } else {
+                lock.lock().unwrap()
+            };
+            let at_path = std::fs::metadata(&path).unwrap().ino();
+            let record = std::fs::read(&path).unwrap();
+            (guard, at_path, record)
+        })
+    };
+    // Released only once the other thread waits.
+    while waiting_threads(path) == 0 {
+        assert!(
+            !waiter.is_finished(),
+            "the waiter took the lock while it was held"
+        );
+        std::thread::yield_now();
+    }
+    first.release().unwrap();
+    let (guard, at_path, held_record) = waiter.join().unwrap();
+    let old = marker.metadata().unwrap();
+    let same = old.nlink() == 1 && old.ino() == at_path;
+    // A handed-over marker keeps its record (a lease's new one has a new
+    // token).
+    assert_eq!(same, held_record == record);
+    guard.release().unwrap();
+    assert!(!path.exists());
+    assert_eq!(waiting_threads(path), 0);
+    (same, held_record)
+}
+
+#[test]
+fn a_waiting_thread_is_handed_the_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    for timed in [false, true] {
+        let kinds: [fn(&Path) -> SoftLock; 2] = [|p| SoftLock::soft(p), |p| SoftLock::marker(p)];
+        for new in kinds {
+            let (same, _) = handed_over(&path, new, timed);
+            assert!(same, "timed {timed}: the marker was not handed over");
+        }
+    }
+}
+
+#[test]
+fn a_lease_is_not_handed_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let new: fn(&Path) -> SoftLock = |p| SoftLock::lease(p).poll_interval(Duration::from_millis(5));
+    let (same, record) = handed_over(&path, new, false);
+    assert!(!same);
+    assert!(String::from_utf8(record).unwrap().contains("mode=lease"));
+}
+
+/// Threads of one process take turns on one soft lock, handing it over
+/// among them: never two at once.
+#[test]
+fn threads_take_turns() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let inside = Arc::new(AtomicUsize::new(0));
+    let overlaps = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let (path, inside, overlaps) = (path.clone(), inside.clone(), overlaps.clone());
+            std::thread::spawn(move || {
+                for i in 0..100 {
+                    let lock = if (t + i) % 2 == 0 {
+                        SoftLock::marker(&path)
+                    } else {
+                        SoftLock::marker(&path).reentrant(true)
+                    };
+                    let guard = match (t + i) % 3 {
+                        0 => lock.lock().unwrap(),
+                        1 => lock.lock_timeout(Duration::from_secs(60)).unwrap(),
+                        _ => loop {
+                            match lock.try_lock() {
+                                Ok(g) => break g,
+                                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                                    std::thread::yield_now()
+                                }
+                                Err(e) => panic!("{e}"),
+                            }
+                        },
+                    };
+                    if inside.fetch_add(1, Ordering::SeqCst) != 0 {
+                        overlaps.fetch_add(1, Ordering::SeqCst);
+                    }
+                    std::thread::yield_now();
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    guard.release().unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(overlaps.load(Ordering::SeqCst), 0);
+    assert!(!path.exists());
+    assert_eq!(waiting_threads(&path), 0);
+}
