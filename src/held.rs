@@ -7,16 +7,19 @@
 use std::sync::Mutex;
 use std::thread::ThreadId;
 
-/// The locks of one family this process holds: keys and acquiring threads.
-pub(crate) type Held<K> = Mutex<Vec<(K, ThreadId)>>;
+/// The locks of one family this process holds: keys, acquiring threads,
+/// and the process that entered each (a forked child inherits the list,
+/// but none of it is its own).
+pub(crate) type Held<K> = Mutex<Vec<(K, ThreadId, u32)>>;
 
 /// Whether this thread holds a lock of `held` whose key `is` accepts.
 pub(crate) fn by_this_thread<K>(held: &Held<K>, mut is: impl FnMut(&K) -> bool) -> bool {
     let me = std::thread::current().id();
+    let pid = std::process::id();
     held.lock()
         .unwrap_or_else(|p| p.into_inner())
         .iter()
-        .any(|(k, t)| *t == me && is(k))
+        .any(|(k, t, p)| *t == me && *p == pid && is(k))
 }
 
 /// A guard's entry in its family's list, removed when it drops.
@@ -25,6 +28,9 @@ pub(crate) struct Registered<K: PartialEq + 'static> {
     held: &'static Held<K>,
     key: K,
     thread: ThreadId,
+    /// The process that entered it: a forked child leaves the list alone
+    /// (its lock may have been held by a thread that is not there).
+    pid: u32,
 }
 
 impl<K: PartialEq + Clone + 'static> Registered<K> {
@@ -36,19 +42,29 @@ impl<K: PartialEq + Clone + 'static> Registered<K> {
     /// Enters `key` as held by this thread.
     pub(crate) fn new(held: &'static Held<K>, key: K) -> Self {
         let thread = std::thread::current().id();
-        held.lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((key.clone(), thread));
-        Registered { held, key, thread }
+        held.lock().unwrap_or_else(|p| p.into_inner()).push((
+            key.clone(),
+            thread,
+            std::process::id(),
+        ));
+        Registered {
+            held,
+            key,
+            thread,
+            pid: std::process::id(),
+        }
     }
 }
 
 impl<K: PartialEq + 'static> Drop for Registered<K> {
     fn drop(&mut self) {
+        if self.pid != std::process::id() {
+            return;
+        }
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(i) = held
             .iter()
-            .position(|(k, t)| *t == self.thread && *k == self.key)
+            .position(|(k, t, _)| *t == self.thread && *k == self.key)
         {
             held.swap_remove(i);
         }

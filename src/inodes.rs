@@ -57,6 +57,10 @@ impl Entry {
 
 #[derive(Debug)]
 struct Files {
+    /// The process these entries are of: a child forked while they were
+    /// held holds none of their classic locks (they are not inherited),
+    /// and starts afresh.
+    pid: u32,
     entries: Vec<Entry>,
     /// Descriptors whose file could not be told (a failed `fstat`): any
     /// entry's file might be theirs, so they are closed only once this
@@ -71,6 +75,7 @@ impl Files {
 }
 
 static FILES: Mutex<Files> = Mutex::new(Files {
+    pid: 0,
     entries: Vec::new(),
     unknown: Vec::new(),
 });
@@ -78,7 +83,33 @@ static FILES: Mutex<Files> = Mutex::new(Files {
 static CHANGED: Condvar = Condvar::new();
 
 fn files() -> MutexGuard<'static, Files> {
-    FILES.lock().unwrap_or_else(|p| p.into_inner())
+    let mut files = FILES.lock().unwrap_or_else(|p| p.into_inner());
+    let pid = std::process::id();
+    if files.pid != pid {
+        // A forked child (or the first use): nothing of the parent's is
+        // held here. Its descriptors are copies; closing them releases
+        // nothing of the parent's.
+        files.pid = pid;
+        files.entries.clear();
+        files.unknown.clear();
+    }
+    files
+}
+
+/// Whether this process has any entry: only then must a descriptor of a
+/// lock file be closed through the registry.
+fn any() -> bool {
+    !files().entries.is_empty()
+}
+
+/// A descriptor of file `id` kept open while this process holds a lock on
+/// it, taken for reuse (and given back by [`close`] or a guard): opening
+/// the file again instead would keep one more descriptor until the last
+/// holder releases.
+pub(crate) fn take_kept(id: FileId) -> Option<OwnedFd> {
+    let mut files = files();
+    let i = files.find(id)?;
+    files.entries[i].kept.pop()
 }
 
 /// How long a thread waits for the file to be admitted.
@@ -179,6 +210,9 @@ fn put_down(
 /// through the registry: while this process holds a classic lock on the
 /// file, closing it would release that lock.
 pub(crate) fn close(fd: OwnedFd) {
+    if !any() {
+        return drop(fd);
+    }
     let id = os::fstat_id(&fd).ok();
     let _ = put_down(id, fd, None, |_| Ok(()));
 }
@@ -320,6 +354,8 @@ impl<O: Calls> Threads<O> {
         GuardFd {
             fd: Some(fd),
             registered,
+            call: self.os.call(),
+            pid: std::process::id(),
         }
     }
 }
@@ -332,9 +368,19 @@ impl<O: Calls> KernelOs for Threads<O> {
             // Waits while this process holds the file the path names, so
             // that a busy attempt opens (and keeps) no descriptor.
             if let Ok(id) = self.os.stat() {
-                let (_files, admitted) = wait_admitted(files(), id, self.os.shared(), self.until);
+                let (mut files, admitted) =
+                    wait_admitted(files(), id, self.os.shared(), self.until);
                 if !admitted {
                     return Err(Errno::AGAIN);
+                }
+                // A descriptor of the file kept while others of this
+                // process hold it is reused (a read-write one: either lock
+                // may be taken through it), so that repeated attempts do
+                // not each keep one more.
+                if let Some(entry) = files.find(id).map(|i| &mut files.entries[i]) {
+                    if let Some(at) = entry.kept.iter().position(os::opened_read_write) {
+                        return Ok(entry.kept.swap_remove(at));
+                    }
                 }
             }
         }
@@ -408,7 +454,7 @@ impl<O: Calls> KernelOs for Threads<O> {
 
     fn close(&mut self, file: OwnedFd) {
         if self.on != Some(true) {
-            return self.os.close(file);
+            return put_away(self.os.call(), file);
         }
         let shared = self.os.shared();
         let (id, holding) = match self.last.take() {
@@ -441,6 +487,11 @@ pub(crate) struct GuardFd {
     fd: Option<OwnedFd>,
     /// The file's identity and whether the lock is shared.
     registered: Option<(FileId, bool)>,
+    /// The lock call that took it.
+    call: os::LockCall,
+    /// The process that took it: in a forked child the descriptor is
+    /// closed, and nothing else is done.
+    pid: u32,
 }
 
 impl GuardFd {
@@ -455,7 +506,11 @@ impl GuardFd {
             Some((id, shared)) => {
                 put_down(Some(id), fd, Some(shared), |fd| os::fcntl_unlock_byte0(fd))
             }
-            None => unlock(fd.as_fd()),
+            None => {
+                let unlocked = unlock(fd.as_fd());
+                close(fd);
+                unlocked
+            }
         }
     }
 
@@ -484,8 +539,34 @@ impl AsFd for GuardFd {
 
 impl Drop for GuardFd {
     fn drop(&mut self) {
-        if let (Some(fd), Some((id, shared))) = (self.fd.take(), self.registered) {
-            let _ = put_down(Some(id), fd, Some(shared), |fd| os::fcntl_unlock_byte0(fd));
+        let Some(fd) = self.fd.take() else {
+            return;
+        };
+        if self.pid != std::process::id() {
+            // A forked child: the registry's lock may have been held by a
+            // thread that is not here.
+            return drop(fd);
+        }
+        match self.registered {
+            Some((id, shared)) => {
+                let _ = put_down(Some(id), fd, Some(shared), |fd| os::fcntl_unlock_byte0(fd));
+            }
+            None => put_away(self.call, fd),
         }
     }
+}
+
+/// Closes the descriptor of a lock the registry has no part in (`flock`,
+/// an open file description lock, a classic lock owned by the process):
+/// released explicitly (not the classic lock, which is the process's own)
+/// and closed through the registry while this process holds registered
+/// locks, whose file it may be.
+fn put_away(call: os::LockCall, fd: OwnedFd) {
+    if !any() {
+        return drop(fd);
+    }
+    if call != os::LockCall::Fcntl {
+        let _ = call.unlock(&fd);
+    }
+    close(fd);
 }

@@ -216,6 +216,29 @@ fn held_by_this_thread(path: &SysPath, follow: bool, shared: bool) -> bool {
         })
 }
 
+/// Whether this thread holds a lock on the file `id` in a mode that
+/// excludes a lock of this one (`shared`).
+pub(crate) fn held_here(id: FileId, shared: bool) -> bool {
+    held::by_this_thread(&HELD, |&(h, h_shared)| h == id && !(h_shared && shared))
+}
+
+/// Enters a lock of this thread on the file `id`, until the entry drops.
+pub(crate) fn register(id: FileId, shared: bool) -> Registered<(FileId, bool)> {
+    Registered::new(&HELD, (id, shared))
+}
+
+/// The error of a wait that could never end: this thread holds the
+/// file already, through another guard.
+pub(crate) fn deadlock_error(path: &Arc<Path>) -> io::Error {
+    let kind = io::ErrorKind::Deadlock;
+    let source = io::Error::new(
+        kind,
+        "Deadlock: this thread already holds the lock through another guard, so waiting \
+         for it would never end: release that guard first, or wait with a timeout",
+    );
+    LockError::io(path, Step::Lock, kind, source)
+}
+
 /// The identity of the file `path` names now.
 #[cfg(unix)]
 fn path_id(path: &SysPath, follow: bool) -> Result<FileId, Errno> {
@@ -496,13 +519,7 @@ impl FileLock {
     /// The error of a wait that could never end: this thread holds the
     /// file already, through another guard.
     fn deadlock(&self) -> io::Error {
-        let kind = io::ErrorKind::Deadlock;
-        let source = io::Error::new(
-            kind,
-            "Deadlock: this thread already holds the lock through another guard, so waiting \
-             for it would never end: release that guard first, or wait with a timeout",
-        );
-        LockError::io(&self.path, Step::Lock, kind, source)
+        deadlock_error(&self.path)
     }
 
     fn acquire(&self, wait: Wait, shared: bool) -> io::Result<FileLockGuard> {
@@ -663,13 +680,24 @@ impl FileLock {
     /// ```
     #[cfg(unix)]
     pub fn holder(&self) -> io::Result<Option<KernelHolder>> {
-        let fd = os::open_existing_read_only(&self.sys_path, self.follow_symlinks)
-            .map_err(|e| self.err(Step::Open, e))?;
+        // A descriptor this process keeps for the file (see the module
+        // docs) serves, rather than one more kept until the lock's release.
+        let kept = path_id(&self.sys_path, self.follow_symlinks)
+            .ok()
+            .and_then(inodes::take_kept);
+        let fd = match kept {
+            Some(fd) => fd,
+            None => os::open_existing_read_only(&self.sys_path, self.follow_symlinks)
+                .map_err(|e| self.err(Step::Open, e))?,
+        };
         let conflict = loop {
             match os::fcntl_query(&fd) {
                 Ok(conflict) => break conflict,
                 Err(e) if e == Errno::INTR => continue,
-                Err(e) => return Err(self.err(Step::Lock, e)),
+                Err(e) => {
+                    inodes::close(fd);
+                    return Err(self.err(Step::Lock, e));
+                }
             }
         };
         // Closed through the registry: while this process holds a classic

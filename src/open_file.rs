@@ -3,12 +3,14 @@
 //! threads and its error kinds.
 
 use crate::error::{LockError, Step};
-use crate::kernel::{Kind, Scope};
+use crate::held::Registered;
+use crate::kernel::{self, Kind, Scope};
 use std::fs::File;
 use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
+use swaplock_core::decide::FileId;
 use swaplock_core::kernel::{self as protocol, Backoff, Outcome};
 use swaplock_core::wait::Deadline;
 use swaplock_core::Errno;
@@ -39,10 +41,19 @@ type Held = os::LockHandle;
 /// locked this way while others may lock it by name. The exclusive lock
 /// takes `&mut self`, so one lock object excludes itself at compile time;
 /// two lock objects (say, on two opens of the file, in two threads)
-/// exclude each other as two processes do, where
-/// [`FileLock`](crate::FileLock)'s exclusion of threads holds (on every
-/// system, for locks of this crate). Shared guards of one object share
-/// one kernel lock, released with the last of them.
+/// exclude each other as two processes do, and a thread that waits for a
+/// file it holds through another lock of this crate gets the
+/// [`Deadlock`](io::ErrorKind::Deadlock) error. Shared guards of one object
+/// share one kernel lock, released with the last of them. A guard used in
+/// a child forked while it was held is refused, and leaves the parent's
+/// lock alone.
+///
+/// Where a classic `fcntl` lock stands in for open file description locks
+/// (see [`FileLock`](crate::FileLock)), the file's descriptor is kept open
+/// when the `OpenFileLock` drops while another lock of this process holds
+/// the file (closing it would release that lock), until the last of them
+/// releases: open the file once and keep the `OpenFileLock`, rather than
+/// one per use, while such a lock is held.
 ///
 /// ```no_run
 /// use std::io::{Seek, SeekFrom, Write};
@@ -76,7 +87,46 @@ pub struct OpenFileLock {
 #[derive(Debug, Default)]
 struct State {
     readers: usize,
-    held: Option<(Held, Scope)>,
+    held: Option<Holding>,
+}
+
+/// The kernel lock this object holds.
+#[derive(Debug)]
+struct Holding {
+    file: Held,
+    scope: Scope,
+    /// The thread's entry among the kernel locks this process holds (for
+    /// the `Deadlock` check), removed with it.
+    #[allow(dead_code)]
+    registered: Registered<(FileId, bool)>,
+    /// The process that took it: a forked child must not release it.
+    pid: u32,
+}
+
+impl Holding {
+    /// Releases the lock; in a forked child only closes the descriptor
+    /// (the lock is the parent's), with the error that says so.
+    fn release(self, name: &Arc<Path>) -> io::Result<()> {
+        if self.pid != std::process::id() {
+            #[cfg(unix)]
+            self.file.forget_lock();
+            let source = io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "this lock was taken by process {}, which this process was forked from: \
+                     it is that process's, and only it can release it",
+                    self.pid
+                ),
+            );
+            return Err(LockError::io(
+                name,
+                Step::Unlock,
+                io::ErrorKind::InvalidInput,
+                source,
+            ));
+        }
+        release(self.file, self.scope).map_err(|e| LockError::errno(name, Step::Unlock, e))
+    }
 }
 
 /// How long an attempt may wait.
@@ -127,8 +177,8 @@ impl OpenFileLock {
     fn unlock_leaked(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
         state.readers = 0;
-        if let Some((held, scope)) = state.held.take() {
-            let _ = release(held, scope);
+        if let Some(holding) = state.held.take() {
+            let _ = holding.release(&self.name);
         }
     }
 
@@ -206,10 +256,22 @@ impl OpenFileLock {
             return Ok(OpenFileGuard { lock: self, shared });
         }
         let scope = Scope::new(self.kind, false, shared);
+        if matches!(wait, Wait::Forever) {
+            // This thread waiting for a file it holds would wait forever.
+            if file_id(self.file()).is_ok_and(|id| kernel::held_here(id, shared)) {
+                return Err(kernel::deadlock_error(&self.name));
+            }
+        }
         let (held, outcome) = self.attempt(scope, wait);
         match outcome {
             Ok(true) => {
-                state.held = Some((held.expect("held when taken"), scope));
+                let (file, id) = held.expect("held when taken");
+                state.held = Some(Holding {
+                    file,
+                    scope,
+                    registered: kernel::register(id, shared),
+                    pid: std::process::id(),
+                });
                 state.readers = usize::from(shared);
                 Ok(OpenFileGuard { lock: self, shared })
             }
@@ -220,7 +282,7 @@ impl OpenFileLock {
 
     /// Runs the core's acquire on a duplicate of the file: the lock's
     /// handle if taken (`Ok(true)`), `Ok(false)` if it stayed busy.
-    fn attempt(&self, scope: Scope, wait: Wait) -> (Option<Held>, Result<bool, Errno>) {
+    fn attempt(&self, scope: Scope, wait: Wait) -> (Option<(Held, FileId)>, Result<bool, Errno>) {
         #[cfg(unix)]
         let mut kernel = {
             use std::os::fd::AsFd;
@@ -254,9 +316,9 @@ impl OpenFileLock {
         };
         match outcome {
             #[cfg(unix)]
-            Ok(Outcome::Held(fd, _)) => (Some(kernel.guard_fd(fd)), Ok(true)),
+            Ok(Outcome::Held(fd, id)) => (Some((kernel.guard_fd(fd), id)), Ok(true)),
             #[cfg(windows)]
-            Ok(Outcome::Held(handle, _)) => (Some(handle), Ok(true)),
+            Ok(Outcome::Held(handle, id)) => (Some((handle, id)), Ok(true)),
             Ok(Outcome::Busy(_)) => (None, Ok(false)),
             // Not offered to the core: ENOSYS is an error here.
             Ok(Outcome::Unsupported { .. }) => (None, Err(Errno::NOSYS)),
@@ -270,6 +332,17 @@ fn until(timeout: Duration) -> Wait {
         Some(deadline) => Wait::Until(deadline),
         None => Wait::Forever,
     }
+}
+
+/// The identity of an open file.
+#[cfg(unix)]
+fn file_id(file: &File) -> Result<FileId, Errno> {
+    os::fstat_id(file)
+}
+
+#[cfg(windows)]
+fn file_id(file: &File) -> Result<FileId, Errno> {
+    os::handle_id(file)
 }
 
 /// Releases a lock this object took.
@@ -314,9 +387,7 @@ impl OpenFileGuard<'_> {
             }
         }
         match state.held.take() {
-            Some((held, scope)) => {
-                release(held, scope).map_err(|e| LockError::errno(&self.lock.name, Step::Unlock, e))
-            }
+            Some(holding) => holding.release(&self.lock.name),
             None => Ok(()),
         }
     }

@@ -917,12 +917,18 @@ fn held_by_this_thread(key: &Path) -> bool {
 
 /// The holds of reentrant soft locks, by canonical path and the thread
 /// that took them ([`SoftLock::reentrant`]).
-type Reentrant = Vec<(Arc<Path>, std::thread::ThreadId, std::sync::Weak<Hold>)>;
+/// (A forked child's threads are told apart by process too: the holds it
+/// inherited in this list are its parent's.)
+type Reentrant = Vec<(
+    Arc<Path>,
+    (std::thread::ThreadId, u32),
+    std::sync::Weak<Hold>,
+)>;
 static REENTRANT: Mutex<Reentrant> = Mutex::new(Vec::new());
 
 /// This thread's live reentrant hold of `key`, shared.
 fn reentered(key: &Path) -> Option<Arc<Hold>> {
-    let me = std::thread::current().id();
+    let me = (std::thread::current().id(), std::process::id());
     let mut holds = REENTRANT.lock().unwrap_or_else(|p| p.into_inner());
     holds.retain(|(_, _, h)| h.strong_count() > 0);
     holds
@@ -933,7 +939,7 @@ fn reentered(key: &Path) -> Option<Arc<Hold>> {
 
 /// Enters a new reentrant hold of `key` as this thread's.
 fn enter_reentrant(key: Arc<Path>, hold: &Arc<Hold>) {
-    let me = std::thread::current().id();
+    let me = (std::thread::current().id(), std::process::id());
     let mut holds = REENTRANT.lock().unwrap_or_else(|p| p.into_inner());
     holds.retain(|(_, _, h)| h.strong_count() > 0);
     holds.push((key, me, Arc::downgrade(hold)));
@@ -985,6 +991,9 @@ type Slot = Arc<Mutex<Option<Held<File>>>>;
 struct Waiter {
     key: Arc<Path>,
     kind: Kind,
+    /// The waiting process (a forked child inherits the list, but none of
+    /// its threads).
+    pid: u32,
     dir: sys::DirKey,
     slot: Slot,
 }
@@ -1004,7 +1013,11 @@ pub fn waiting_threads(path: &Path) -> usize {
     let Some(key) = SoftLock::soft(path).key() else {
         return 0;
     };
-    waiters().iter().filter(|w| *w.key == *key).count()
+    let pid = std::process::id();
+    waiters()
+        .iter()
+        .filter(|w| *w.key == *key && w.pid == pid)
+        .count()
 }
 
 /// A waiting acquire's place among [`WAITERS`], entered at its first busy
@@ -1037,6 +1050,7 @@ impl<'d> Waiting<'d> {
         waiters().push(Waiter {
             key: Arc::clone(&self.key),
             kind: self.kind,
+            pid: std::process::id(),
             dir,
             slot: Arc::clone(&slot),
         });
@@ -1317,7 +1331,8 @@ impl Hold {
             return false;
         };
         let kind = self.lock.kind;
-        let wanted = |w: &Waiter| *w.key == *key && w.kind == kind;
+        let pid = std::process::id();
+        let wanted = |w: &Waiter| *w.key == *key && w.kind == kind && w.pid == pid;
         if !waiters().iter().any(wanted) {
             return false;
         }

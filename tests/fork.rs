@@ -122,3 +122,104 @@ fn a_forked_child_never_removes_its_parents_marker() {
         assert!(!path.exists(), "kind {n}");
     }
 }
+
+/// A pipe: the parent writes a byte when the child may go on.
+fn pipe() -> (libc::c_int, libc::c_int) {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    (fds[0], fds[1])
+}
+
+fn wait_byte(fd: libc::c_int) {
+    let mut b = 0u8;
+    // SAFETY: reads one byte into `b`.
+    unsafe { libc::read(fd, (&raw mut b).cast(), 1) };
+}
+
+fn send_byte(fd: libc::c_int) {
+    // SAFETY: writes one byte from a valid buffer.
+    assert_eq!(unsafe { libc::write(fd, b"x".as_ptr().cast(), 1) }, 1);
+}
+
+/// A child forked while its parent held locks (in this thread, and in
+/// another that has no counterpart in the child) takes the lock once the
+/// parent released it: nothing of the parent's holds stays in the child.
+#[test]
+fn a_forked_child_takes_the_lock_its_parent_released() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let other = dir.path().join("b.lock");
+    let guard = FileLock::new(&path).lock().unwrap();
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let thread = {
+        let other = other.clone();
+        std::thread::spawn(move || {
+            let g = FileLock::new(&other).lock().unwrap();
+            held_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+            g.unlock().unwrap();
+        })
+    };
+    held_rx.recv().unwrap();
+    let (rx, tx) = pipe();
+    // SAFETY: the child only calls into the library and leaves by _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let refused = refused(guard.unlock());
+        wait_byte(rx);
+        let t = std::time::Duration::from_secs(10);
+        let took = FileLock::new(&path).lock_timeout(t).is_ok()
+            && FileLock::new(&other).lock_timeout(t).is_ok();
+        // SAFETY: ends the child at once.
+        unsafe { libc::_exit(if refused == 0 && took { 0 } else { 1 }) }
+    }
+    guard.unlock().unwrap();
+    go_tx.send(()).unwrap();
+    thread.join().unwrap();
+    send_byte(tx);
+    assert_eq!(wait_for(pid), 0);
+}
+
+/// A guard of a lock on an open file, dropped in a forked child, leaves
+/// the parent's lock held (the child shares its open file description).
+#[test]
+fn a_forked_child_cannot_release_a_lock_on_an_open_file() {
+    use swaplock::OpenFileLock;
+    for flock in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.lock");
+        let open = || {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .unwrap()
+        };
+        let new = |f| {
+            if flock {
+                OpenFileLock::flock(f)
+            } else {
+                OpenFileLock::new(f)
+            }
+        };
+        let mut lock = new(open());
+        let guard = lock.lock().unwrap();
+        assert_eq!(in_forked_child!(refused(guard.unlock())), 0);
+        assert_eq!(
+            in_forked_child!({
+                drop(guard);
+                0
+            }),
+            0
+        );
+        let e = new(open()).try_lock().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::WouldBlock, "flock {flock}: {e}");
+        guard.unlock().unwrap();
+        new(open()).try_lock().unwrap();
+    }
+}

@@ -223,3 +223,80 @@ fn this_thread_waiting_for_a_lock_it_holds_is_a_deadlock_error() {
         new(path.clone()).lock().unwrap().unlock().unwrap();
     }
 }
+
+/// How many descriptors this process has open.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn open_descriptors() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+/// Repeated attempts, queries and shared guards while the lock is held
+/// keep a bounded number of descriptors open: those a classic lock makes
+/// the process keep are reused, not opened anew each time. (Other tests
+/// of this file run meanwhile, so the bound is loose: unbounded growth is
+/// one descriptor per cycle.)
+#[test]
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn descriptors_stay_bounded_while_the_lock_is_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let reader = FileLock::new(&path).lock_shared().unwrap();
+    let before = open_descriptors();
+    for _ in 0..400 {
+        drop(FileLock::new(&path).lock_shared().unwrap());
+        let e = FileLock::new(&path).try_lock().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
+        FileLock::new(&path).holder().unwrap();
+    }
+    let after = open_descriptors();
+    assert!(after < before + 100, "{before} descriptors, then {after}");
+    assert!(!free_to_another_process(dir.path()));
+    drop(reader);
+    assert!(free_to_another_process(dir.path()));
+}
+
+/// An `flock` lock of the same file, taken and dropped while the `fcntl`
+/// lock is held, leaves the `fcntl` lock held (its descriptor is not
+/// closed under it).
+#[test]
+fn another_kind_on_the_file_keeps_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let guard = FileLock::new(&path).lock().unwrap();
+    for _ in 0..3 {
+        drop(FileLock::flock(&path).try_lock().unwrap());
+        let e = FileLock::new(&path).try_lock().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
+    }
+    assert!(!free_to_another_process(dir.path()));
+    guard.unlock().unwrap();
+    assert!(free_to_another_process(dir.path()));
+}
+
+/// A thread that holds a file through a `FileLock` and waits for it
+/// through an `OpenFileLock`, or the other way round, gets the `Deadlock`
+/// error instead of waiting forever.
+#[test]
+fn a_lock_on_the_open_file_that_this_thread_holds_is_a_deadlock_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let open = || {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .unwrap()
+    };
+    let held = FileLock::new(&path).lock().unwrap();
+    let mut other = swaplock::OpenFileLock::new(open());
+    let e = other.lock().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Deadlock, "{e}");
+    drop(held);
+    let guard = other.lock().unwrap();
+    let e = FileLock::new(&path).lock().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Deadlock, "{e}");
+    drop(guard);
+    FileLock::new(&path).lock().unwrap().unlock().unwrap();
+}

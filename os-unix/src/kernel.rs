@@ -344,6 +344,15 @@ pub fn dup(fd: impl AsFd) -> Result<OwnedFd, Errno> {
     rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(errno)
 }
 
+/// `fcntl(fd, F_GETFL)` — whether `fd` was opened for reading and
+/// writing, as a lock file is (so either lock may be taken through it).
+///
+/// # References
+/// - [`fcntl(2)`](https://man7.org/linux/man-pages/man2/fcntl.2.html), "File status flags"
+pub fn opened_read_write(fd: impl AsFd) -> bool {
+    rustix::fs::fcntl_getfl(fd).is_ok_and(|flags| flags & OFlags::RWMODE == OFlags::RDWR)
+}
+
 /// Which kernel lock to take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LockCall {
