@@ -96,6 +96,12 @@ fn files() -> MutexGuard<'static, Files> {
     files
 }
 
+/// The registry's guard, for [`crate::atfork`] (not through [`files`],
+/// whose reset belongs to the child's first use after the fork).
+pub(crate) fn lock_for_fork() -> Vec<Box<dyn std::any::Any>> {
+    vec![Box::new(FILES.lock().unwrap_or_else(|p| p.into_inner()))]
+}
+
 /// Whether this process has any entry: only then must a descriptor of a
 /// lock file be closed through the registry.
 fn any() -> bool {

@@ -216,6 +216,12 @@ fn held_by_this_thread(path: &SysPath, follow: bool, shared: bool) -> bool {
         })
 }
 
+/// [`HELD`]'s guard, for [`crate::atfork`].
+#[cfg(unix)]
+pub(crate) fn lock_for_fork() -> Vec<Box<dyn std::any::Any>> {
+    vec![Box::new(HELD.lock().unwrap_or_else(|p| p.into_inner()))]
+}
+
 /// Whether this thread holds a lock on the file `id` in a mode that
 /// excludes a lock of this one (`shared`).
 pub(crate) fn held_here(id: FileId, shared: bool) -> bool {
@@ -523,6 +529,8 @@ impl FileLock {
     }
 
     fn acquire(&self, wait: Wait, shared: bool) -> io::Result<FileLockGuard> {
+        #[cfg(unix)]
+        crate::atfork::install();
         #[cfg(unix)]
         if self.soft.load(Ordering::Relaxed) {
             if shared {

@@ -70,6 +70,8 @@
 
 pub use swaplock_core as core;
 
+#[cfg(unix)]
+mod atfork;
 mod error;
 mod held;
 #[cfg(unix)]

@@ -249,6 +249,8 @@ impl OpenFileLock {
     }
 
     fn acquire(&self, wait: Wait, shared: bool) -> io::Result<OpenFileGuard<'_>> {
+        #[cfg(unix)]
+        crate::atfork::install();
         let mut state = self.state(wait)?;
         if shared && state.readers > 0 {
             // This object holds the shared lock already.

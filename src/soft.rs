@@ -156,7 +156,9 @@ type CompromiseHook = Arc<dyn Fn(Compromise) + Send + Sync>;
 /// A soft lock on a path. Building one allocates, and so does its first
 /// lock (the path is resolved); later uncontended locks and unlocks of a
 /// `Soft` or `Marker` lock whose directory is given in canonical form do
-/// not (a lease starts a heartbeat thread).
+/// not (a lease starts a heartbeat thread, and a
+/// [reentrant](SoftLock::reentrant) lock's hold is shared through one
+/// allocation).
 ///
 /// A thread that waits with no timeout for a path it already holds, through
 /// another guard, gets an error of kind
@@ -366,6 +368,8 @@ impl SoftLock {
     }
 
     fn acquire(&self, timeout: Option<Duration>, blocking: bool) -> io::Result<SoftLockGuard> {
+        #[cfg(unix)]
+        crate::atfork::install();
         if self
             .path
             .file_name()
@@ -421,7 +425,11 @@ impl SoftLock {
         let me = Identity::now();
         let cfg = me.config(self, lease.map(|l| l.0));
         let mut sys = SoftOs::on(&dir);
-        let mut contender = self.contender.lock().unwrap_or_else(|p| p.into_inner());
+        // The instance's memory of the marker it watches, copied: the
+        // instance's mutex is not held while this acquire waits, so that
+        // another thread's attempt on the same instance (its holder's
+        // `try_lock`, say) never waits for this one.
+        let mut contender = *self.contender.lock().unwrap_or_else(|p| p.into_inner());
         // A thread that waits may be handed the hold of a thread of this
         // process that releases (of its kind; never a lease's, whose token
         // and heartbeat are its holder's).
@@ -438,6 +446,7 @@ impl SoftLock {
             waiting,
         );
         let outcome = protocol::acquire(&mut sys, &cfg, &mut contender, &mut patience);
+        *self.contender.lock().unwrap_or_else(|p| p.into_inner()) = contender;
         let handed = patience.waiting.as_mut().and_then(Waiting::leave);
         let outcome = match (outcome, handed) {
             (Ok(Attempt::Acquired(held)), Some(extra)) => {
@@ -451,7 +460,6 @@ impl SoftLock {
         };
         match outcome {
             Ok(Attempt::Acquired(held)) => {
-                drop(contender);
                 let registered = key.clone().map(|key| Registered::new(&HELD, key));
                 let hold = Hold::new(self, dir, me, held, lease, registered);
                 let hold = match key.filter(|_| self.reentrant) {
@@ -465,7 +473,6 @@ impl SoftLock {
                 Ok(SoftLockGuard { hold: Some(hold) })
             }
             Ok(Attempt::Busy(holder)) => {
-                drop(contender);
                 let kind = if blocking {
                     io::ErrorKind::TimedOut
                 } else {
@@ -526,16 +533,7 @@ impl SoftLock {
 
     /// The error of a guard used in a child forked while it was held.
     fn forked(&self, owner: Pid) -> io::Error {
-        let kind = io::ErrorKind::InvalidInput;
-        let source = io::Error::new(
-            kind,
-            format!(
-                "this guard was taken by process {owner}, which this process was forked from: \
-                 the lock and its marker are that process's, and only it can release them; \
-                 the marker is left alone"
-            ),
-        );
-        LockError::io(&self.path, Step::Unlock, kind, source)
+        forked_error(&self.path, owner)
     }
 
     /// The error of a wait that could never end: this thread holds the
@@ -915,6 +913,31 @@ fn held_by_this_thread(key: &Path) -> bool {
     held::by_this_thread(&HELD, |k| **k == *key)
 }
 
+/// The guards of this module's lists, for [`crate::atfork`].
+#[cfg(unix)]
+pub(crate) fn lock_for_fork() -> Vec<Box<dyn std::any::Any>> {
+    vec![
+        Box::new(HELD.lock().unwrap_or_else(|p| p.into_inner())),
+        Box::new(REENTRANT.lock().unwrap_or_else(|p| p.into_inner())),
+        Box::new(waiters()),
+        Box::new(RELEASES.0.lock().unwrap_or_else(|p| p.into_inner())),
+    ]
+}
+
+/// The error of a guard used in a child forked while it was held.
+fn forked_error(path: &Arc<Path>, owner: Pid) -> io::Error {
+    let kind = io::ErrorKind::InvalidInput;
+    let source = io::Error::new(
+        kind,
+        format!(
+            "this guard was taken by process {owner}, which this process was forked from: \
+             the lock and its marker are that process's, and only it can release them; \
+             the marker is left alone"
+        ),
+    );
+    LockError::io(path, Step::Unlock, kind, source)
+}
+
 /// The holds of reentrant soft locks, by canonical path and the thread
 /// that took them ([`SoftLock::reentrant`]).
 /// (A forked child's threads are told apart by process too: the holds it
@@ -1203,6 +1226,14 @@ impl SoftLockGuard {
     /// descriptor closed, and the answer is an error of kind
     /// [`InvalidInput`](io::ErrorKind::InvalidInput).
     pub fn release(mut self) -> io::Result<()> {
+        let owner = self.hold().me.pid;
+        if owner != os::current_pid() {
+            // A forked child: whether or not other guards share the hold,
+            // it is the parent's (dropping it here leaves the marker).
+            let path = Arc::clone(&self.hold().lock.path);
+            drop(self.hold.take());
+            return Err(forked_error(&path, owner));
+        }
         let hold = match self.hold.take() {
             Some(HoldRef::Own(hold)) => Some(hold),
             Some(HoldRef::Shared(hold)) => Arc::into_inner(hold),
@@ -1340,7 +1371,7 @@ impl Hold {
             return false;
         };
         let cfg = self.me.config(&self.lock, None);
-        if protocol::refresh(&mut SoftOs::on(&self.dir), &cfg, held) != Refresh::Ok {
+        if !protocol::keep_for_handover(&mut SoftOs::on(&self.dir), &cfg, held) {
             return false;
         }
         let waiting = waiters();

@@ -223,3 +223,63 @@ fn a_forked_child_cannot_release_a_lock_on_an_open_file() {
         new(open()).try_lock().unwrap();
     }
 }
+
+/// Children forked while other threads of the parent lock and release all
+/// the time (so that one of them may hold a list's mutex at the fork) take
+/// free locks of every kind: none is stuck on a mutex its parent's thread
+/// held. (A stuck child is ended by its alarm, which fails the test.)
+#[test]
+fn children_forked_amid_locking_threads_are_never_stuck() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let busy: Vec<_> = (0..3)
+        .map(|t| {
+            let (dir, stop) = (dir.path().to_path_buf(), stop.clone());
+            std::thread::spawn(move || {
+                let path = dir.join(format!("busy{t}.lock"));
+                while !stop.load(Ordering::Relaxed) {
+                    match t {
+                        0 => drop(SoftLock::marker(&path).lock().unwrap()),
+                        1 => drop(FileLock::new(&path).lock().unwrap()),
+                        _ => drop(FileLock::new(&path).lock_shared().unwrap()),
+                    }
+                }
+            })
+        })
+        .collect();
+    for n in 0..200 {
+        let free = dir.path().join(format!("free{n}.lock"));
+        let code = in_forked_child!({
+            // SAFETY: a stuck child ends by SIGALRM.
+            unsafe { libc::alarm(10) };
+            let t = std::time::Duration::from_secs(5);
+            let soft = SoftLock::marker(&free).lock_timeout(t).is_ok();
+            let kernel = FileLock::new(&free).lock_timeout(t).is_ok();
+            let shared = FileLock::new(&free).lock_shared_timeout(t).is_ok();
+            i32::from(!(soft && kernel && shared))
+        });
+        assert_eq!(code, 0, "child {n}");
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in busy {
+        t.join().unwrap();
+    }
+}
+
+/// A child's release of one of several guards sharing a reentrant hold is
+/// refused too (the hold is the parent's, however many guards share it).
+#[test]
+fn a_forked_childs_release_of_a_shared_reentrant_guard_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let first = SoftLock::marker(&path).reentrant(true).lock().unwrap();
+    let second = SoftLock::marker(&path).reentrant(true).lock().unwrap();
+    assert_eq!(in_forked_child!(refused(second.release())), 0);
+    assert!(path.exists());
+    second.release().unwrap();
+    assert!(path.exists());
+    first.release().unwrap();
+    assert!(!path.exists());
+}

@@ -128,3 +128,88 @@ fn threads_take_turns() {
     assert!(!path.exists());
     assert_eq!(waiting_threads(&path), 0);
 }
+
+/// Waits for `waiter`, failing (not hanging) after a minute.
+fn join_within<T: Send + 'static>(waiter: std::thread::JoinHandle<T>) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(waiter.join()));
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("still waiting after a minute")
+        .unwrap()
+}
+
+/// While a thread waits on one lock instance, another attempt on the same
+/// instance (its holder's `try_lock`, say) answers at once: the instance
+/// is not locked for the length of a wait.
+#[test]
+fn a_waiter_does_not_block_other_attempts_on_its_instance() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let lock = SoftLock::marker(&path);
+    let guard = lock.lock().unwrap();
+    let waiter = {
+        let lock = lock.clone();
+        std::thread::spawn(move || lock.lock().map(|g| g.release()))
+    };
+    while waiting_threads(&path) == 0 {
+        assert!(!waiter.is_finished());
+        std::thread::yield_now();
+    }
+    let attempt = {
+        let lock = lock.clone();
+        std::thread::spawn(move || lock.try_lock().map(drop).unwrap_err().kind())
+    };
+    assert_eq!(join_within(attempt), std::io::ErrorKind::WouldBlock);
+    let timed = {
+        let lock = lock.clone();
+        std::thread::spawn(move || {
+            lock.lock_timeout(Duration::from_millis(10))
+                .map(drop)
+                .unwrap_err()
+                .kind()
+        })
+    };
+    assert_eq!(join_within(timed), std::io::ErrorKind::TimedOut);
+    guard.release().unwrap();
+    join_within(waiter).unwrap().unwrap();
+    assert!(!path.exists());
+}
+
+/// A marker moved off the lock path (by something outside the protocol)
+/// is not handed over: the waiter makes its own marker at the lock path,
+/// which excludes others again.
+#[test]
+fn a_marker_no_longer_at_the_lock_path_is_not_handed_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let guard = SoftLock::marker(&path).lock().unwrap();
+    let waiter = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            let g = SoftLock::marker(&path).lock().unwrap();
+            let at_path = path.exists();
+            let other = std::thread::scope(|s| {
+                s.spawn(|| {
+                    SoftLock::marker(&path)
+                        .try_lock()
+                        .map(drop)
+                        .unwrap_err()
+                        .kind()
+                })
+                .join()
+                .unwrap()
+            });
+            g.release().unwrap();
+            (at_path, other)
+        })
+    };
+    while waiting_threads(&path) == 0 {
+        assert!(!waiter.is_finished());
+        std::thread::yield_now();
+    }
+    std::fs::rename(&path, dir.path().join("aside")).unwrap();
+    guard.release().unwrap();
+    let (at_path, other) = join_within(waiter);
+    assert!(at_path, "the waiter holds no marker at the lock path");
+    assert_eq!(other, std::io::ErrorKind::WouldBlock);
+}

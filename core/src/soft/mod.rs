@@ -72,4 +72,4 @@ pub use config::{own_record, Config, Error, Kind, LeaseTerms, Op};
 pub use judge::{describe_holder, standing, Standing};
 pub use lease::{refresh, Compromise, CompromiseWatch, Refresh};
 pub use os::{Clock, Dir, Entropy, Handles, NodeKind, Os, Processes, Semantics, Stat};
-pub use release::{release, remove_own_file};
+pub use release::{keep_for_handover, release, remove_own_file};

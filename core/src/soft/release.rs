@@ -176,6 +176,21 @@ fn break_lock_file<O: Os + ?Sized>(
     Ok(())
 }
 
+/// Before a hold passes to another holder in this process, without the
+/// marker leaving the lock path (the facade's hand-over between threads):
+/// whether the lock path still shows our marker, by identity, which is
+/// then touched so that its age counts from now, as a new marker's would.
+/// A failure, or another file (or none) at the lock path, says no: the
+/// hold is then released as usual, and the next holder makes its own
+/// marker.
+pub fn keep_for_handover<O: Os + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    held: &Held<O::File>,
+) -> bool {
+    matches!(os.lstat(cfg.lock), Ok(st) if st.id == held.id) && os.touch(&held.file).is_ok()
+}
+
 /// Releases a held soft lock (PROTOCOL 7.4): mark our marker released,
 /// then remove it only if the lock path still shows our file, and then by
 /// exchanging a placeholder in (stricter than filelock's lstat-then-unlink,
