@@ -26,9 +26,10 @@
 //!   other, and closing *any* descriptor of the file in the process (say,
 //!   a `std::fs::read` of the lock file) releases it at once.
 //! - **Where the kernel has no open file description locks** (Apple
-//!   systems, 32-bit Linux and Android, Linux before 3.15, detected at the
-//!   first lock; `SWAPLOCK_FCNTL_OFD=0` in the environment chooses it
-//!   too), [`FileLock::new`] takes the classic lock and this process keeps
+//!   systems, whose `F_OFD_SETLK` from macOS 14 is refused with `ENOTSUP`
+//!   on non-local filesystems; 32-bit Linux and Android; Linux before 3.15,
+//!   detected at the first lock; `SWAPLOCK_FCNTL_OFD=0` in the environment
+//!   chooses it too), [`FileLock::new`] takes the classic lock and this process keeps
 //!   a registry of the files it locks, by device and inode: a second lock
 //!   of a held file, by any thread, waits for the first as another
 //!   process would (or fails at once, or times out); descriptors this
