@@ -286,6 +286,9 @@ pub(crate) trait Calls: KernelOs<File = OwnedFd> + Clock {
     fn call(&self) -> os::LockCall;
     /// Makes the classic `fcntl` call from now on.
     fn use_classic_call(&mut self);
+    /// Whether each attempt's descriptor has an open file description of
+    /// its own (a new open), not a caller's (a duplicate).
+    fn owns_description(&self) -> bool;
 }
 
 impl Calls for os::UnixKernel<'_> {
@@ -300,6 +303,10 @@ impl Calls for os::UnixKernel<'_> {
     fn use_classic_call(&mut self) {
         self.call = os::LockCall::Fcntl;
     }
+
+    fn owns_description(&self) -> bool {
+        true
+    }
 }
 
 impl Calls for os::OpenKernel<'_> {
@@ -313,6 +320,10 @@ impl Calls for os::OpenKernel<'_> {
 
     fn use_classic_call(&mut self) {
         self.call = os::LockCall::Fcntl;
+    }
+
+    fn owns_description(&self) -> bool {
+        false
     }
 }
 
@@ -460,7 +471,7 @@ impl<O: Calls> KernelOs for Threads<O> {
 
     fn close(&mut self, file: OwnedFd) {
         if self.on != Some(true) {
-            return put_away(self.os.call(), file);
+            return put_away(self.os.call(), file, self.os.owns_description());
         }
         let shared = self.os.shared();
         let (id, holding) = match self.last.take() {
@@ -530,7 +541,9 @@ impl GuardFd {
     /// an open file description lock stays while the parent's descriptor
     /// is open).
     pub(crate) fn forget_lock(mut self) {
-        drop(self.fd.take());
+        if let Some(fd) = self.fd.take() {
+            close(fd);
+        }
     }
 }
 
@@ -549,29 +562,30 @@ impl Drop for GuardFd {
             return;
         };
         if self.pid != std::process::id() {
-            // A forked child: the registry's lock may have been held by a
-            // thread that is not here.
-            return drop(fd);
+            // A forked child: the lock is the parent's, and nothing of the
+            // parent's registry is the child's; but the child's own locks
+            // on the file must outlive this close.
+            return close(fd);
         }
         match self.registered {
             Some((id, shared)) => {
                 let _ = put_down(Some(id), fd, Some(shared), |fd| os::fcntl_unlock_byte0(fd));
             }
-            None => put_away(self.call, fd),
+            None => put_away(self.call, fd, true),
         }
     }
 }
 
 /// Closes the descriptor of a lock the registry has no part in (`flock`,
-/// an open file description lock, a classic lock owned by the process):
-/// released explicitly (not the classic lock, which is the process's own)
-/// and closed through the registry while this process holds registered
-/// locks, whose file it may be.
-fn put_away(call: os::LockCall, fd: OwnedFd) {
-    if !any() {
-        return drop(fd);
-    }
-    if call != os::LockCall::Fcntl {
+/// an open file description lock, a classic lock owned by the process).
+/// With `unlock` (the descriptor's open file description is this lock's
+/// own, not a caller's file), an `flock` or open file description lock is
+/// released explicitly first: a child forked meanwhile shares the
+/// description, and would otherwise keep the lock until it exits. (A
+/// classic lock is the process's and is not inherited: the close releases
+/// it.) The close goes through the registry, whose files it may hold.
+fn put_away(call: os::LockCall, fd: OwnedFd, unlock: bool) {
+    if unlock && call != os::LockCall::Fcntl {
         let _ = call.unlock(&fd);
     }
     close(fd);

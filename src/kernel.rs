@@ -41,8 +41,11 @@
 //!   lock file elsewhere in the process, or use [`FileLock::flock`].
 //! - **Across `fork` and `exec`.** A classic lock is not inherited by the
 //!   child of a fork; an open file description lock, like an `flock` lock,
-//!   is shared with a child that keeps the descriptor, and released when
-//!   its last descriptor closes. Both survive `exec` on a descriptor
+//!   belongs to the open file, which a forked child shares. The lock stays
+//!   the parent's: the child's guard refuses to unlock or remove it and
+//!   only closes its descriptor on drop, and the parent's release (drop
+//!   included) unlocks explicitly, so a child that keeps the descriptor
+//!   does not keep the lock. Both kinds survive `exec` on a descriptor
 //!   without close-on-exec, which is how the `with-lock-ex` command hands
 //!   the lock to its command.
 //! - **Readers can block the lock.** Anyone who can open the file, even read

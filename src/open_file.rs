@@ -8,7 +8,7 @@ use crate::kernel::{self, Kind, Scope};
 use std::fs::File;
 use std::io;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use swaplock_core::decide::FileId;
 use swaplock_core::kernel::{self as protocol, Backoff, Outcome};
@@ -46,7 +46,10 @@ type Held = os::LockHandle;
 /// [`Deadlock`](io::ErrorKind::Deadlock) error. Shared guards of one object
 /// share one kernel lock, released with the last of them. A guard used in
 /// a child forked while it was held is refused, and leaves the parent's
-/// lock alone.
+/// lock alone; in the child, the object starts afresh. But an inherited
+/// `File` shares its open file description with the parent's, and so do
+/// an open file description or `flock` lock taken through it: a child
+/// that must exclude its parent opens the file itself.
 ///
 /// Where a classic `fcntl` lock stands in for open file description locks
 /// (see [`FileLock`](crate::FileLock)), the file's descriptor is kept open
@@ -80,14 +83,20 @@ pub struct OpenFileLock {
     /// The shared guards of this object and the lock they share, or the
     /// exclusive guard's lock.
     state: Mutex<State>,
+    /// Signalled when a thread's taking of the shared lock ends.
+    changed: Condvar,
     /// What error messages name: the file has no path here.
     name: Arc<Path>,
 }
 
 #[derive(Debug, Default)]
 struct State {
+    /// The process these are of (0 before the first lock).
+    pid: u32,
     readers: usize,
     held: Option<Holding>,
+    /// A thread is taking the shared lock, without this state's mutex.
+    taking: bool,
 }
 
 /// The kernel lock this object holds.
@@ -155,6 +164,7 @@ impl OpenFileLock {
             file: Some(file),
             kind,
             state: Mutex::new(State::default()),
+            changed: Condvar::new(),
             name: Arc::from(Path::new("(an open file)")),
         }
     }
@@ -223,48 +233,78 @@ impl OpenFileLock {
         LockError::io(&self.name, Step::Lock, kind, source)
     }
 
-    /// This object's state, waited for as `wait` allows: another thread
-    /// may be taking this object's shared lock.
-    fn state(&self, wait: Wait) -> io::Result<MutexGuard<'_, State>> {
-        let mut pause = Backoff::FIRST;
-        loop {
-            match self.state.try_lock() {
-                Ok(state) => return Ok(state),
-                Err(TryLockError::Poisoned(p)) => return Ok(p.into_inner()),
-                Err(TryLockError::WouldBlock) => {}
-            }
-            match wait {
-                Wait::Forever => return Ok(self.state.lock().unwrap_or_else(|p| p.into_inner())),
-                Wait::No => return Err(self.busy(wait, io::ErrorKind::WouldBlock.into())),
-                Wait::Until(deadline) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Err(self.busy(wait, io::ErrorKind::TimedOut.into()));
-                    }
-                    std::thread::sleep(pause.min(left));
-                    pause = (pause * 2).min(Backoff::LONGEST);
-                }
+    /// This object's state, of this process: in a child forked while the
+    /// object held a lock, the hold and the count are the parent's, and
+    /// start afresh (the child's descriptor of the lock is closed, the
+    /// lock left to the parent).
+    fn state(&self) -> MutexGuard<'_, State> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let pid = std::process::id();
+        if state.pid != pid {
+            state.pid = pid;
+            state.readers = 0;
+            state.taking = false;
+            if let Some(holding) = state.held.take() {
+                #[cfg(unix)]
+                holding.file.forget_lock();
+                #[cfg(windows)]
+                drop(holding);
             }
         }
+        state
     }
 
     fn acquire(&self, wait: Wait, shared: bool) -> io::Result<OpenFileGuard<'_>> {
         #[cfg(unix)]
         crate::atfork::install();
-        let mut state = self.state(wait)?;
-        if shared && state.readers > 0 {
-            // This object holds the shared lock already.
-            state.readers += 1;
-            return Ok(OpenFileGuard { lock: self, shared });
-        }
+        let guard = |shared| OpenFileGuard {
+            lock: self,
+            shared,
+            pid: std::process::id(),
+        };
         let scope = Scope::new(self.kind, false, shared);
+        let mut state = self.state();
+        loop {
+            if shared && state.readers > 0 && !state.taking {
+                // This object holds the shared lock already.
+                state.readers += 1;
+                return Ok(guard(shared));
+            }
+            if !state.taking && state.held.is_none() {
+                break;
+            }
+            // Another thread is taking this object's shared lock (the
+            // exclusive one takes `&mut self`): its answer decides.
+            state = match wait {
+                Wait::No => return Err(self.busy(wait, io::ErrorKind::WouldBlock.into())),
+                Wait::Forever => self.changed.wait(state).unwrap_or_else(|p| p.into_inner()),
+                Wait::Until(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(self.busy(wait, io::ErrorKind::TimedOut.into()));
+                    }
+                    let (state, _) = self
+                        .changed
+                        .wait_timeout(state, left)
+                        .unwrap_or_else(|p| p.into_inner());
+                    state
+                }
+            };
+        }
         if matches!(wait, Wait::Forever) {
             // This thread waiting for a file it holds would wait forever.
             if file_id(self.file()).is_ok_and(|id| kernel::held_here(id, shared)) {
                 return Err(kernel::deadlock_error(&self.name));
             }
         }
+        // Taken without the state's mutex held: other threads' attempts on
+        // this object answer meanwhile, and a fork meanwhile finds it free.
+        state.taking = true;
+        drop(state);
         let (held, outcome) = self.attempt(scope, wait);
+        let mut state = self.state();
+        state.taking = false;
+        self.changed.notify_all();
         match outcome {
             Ok(true) => {
                 let (file, id) = held.expect("held when taken");
@@ -275,7 +315,7 @@ impl OpenFileLock {
                     pid: std::process::id(),
                 });
                 state.readers = usize::from(shared);
-                Ok(OpenFileGuard { lock: self, shared })
+                Ok(guard(shared))
             }
             Ok(false) => Err(self.busy(wait, io::ErrorKind::WouldBlock.into())),
             Err(e) => Err(LockError::errno(&self.name, Step::Lock, e)),
@@ -365,6 +405,8 @@ fn release(held: Held, scope: Scope) -> Result<(), Errno> {
 pub struct OpenFileGuard<'a> {
     lock: &'a OpenFileLock,
     shared: bool,
+    /// The process that took it.
+    pid: u32,
 }
 
 impl OpenFileGuard<'_> {
@@ -381,7 +423,24 @@ impl OpenFileGuard<'_> {
     }
 
     fn release(&self) -> io::Result<()> {
-        let mut state = self.lock.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.lock.state();
+        if self.pid != state.pid {
+            // A forked child: the state dropped the parent's hold.
+            let source = io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "this lock was taken by process {}, which this process was forked from: \
+                     it is that process's, and only it can release it",
+                    self.pid
+                ),
+            );
+            return Err(LockError::io(
+                &self.lock.name,
+                Step::Unlock,
+                io::ErrorKind::InvalidInput,
+                source,
+            ));
+        }
         if self.shared {
             state.readers = state.readers.saturating_sub(1);
             if state.readers > 0 {

@@ -1375,10 +1375,14 @@ impl Hold {
             return false;
         }
         let waiting = waiters();
-        let Some(slot) = waiting.iter().find_map(|w| {
-            let slot = w.slot.lock().unwrap_or_else(|p| p.into_inner());
-            (wanted(w) && w.dir == dir && slot.is_none()).then_some(slot)
-        }) else {
+        let Some(slot) = waiting
+            .iter()
+            .filter(|w| wanted(w) && w.dir == dir)
+            .find_map(|w| {
+                let slot = w.slot.lock().unwrap_or_else(|p| p.into_inner());
+                slot.is_none().then_some(slot)
+            })
+        else {
             return false;
         };
         let mut slot = slot;

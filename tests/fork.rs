@@ -283,3 +283,54 @@ fn a_forked_childs_release_of_a_shared_reentrant_guard_is_refused() {
     first.release().unwrap();
     assert!(!path.exists());
 }
+
+/// A child that took the lock after its parent released it keeps it when
+/// it drops the guard it inherited; and a parent that drops its guard
+/// releases at once, though a forked child still has the descriptor.
+#[test]
+fn inherited_guards_neither_keep_nor_release_what_is_not_theirs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let guard = FileLock::new(&path).lock().unwrap();
+    let (to_child, from_parent) = {
+        let (r, w) = pipe();
+        (w, r)
+    };
+    let (to_parent, from_child) = {
+        let (r, w) = pipe();
+        (w, r)
+    };
+    // SAFETY: the child only calls into the library and leaves by _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        // SAFETY: a stuck child ends by SIGALRM.
+        unsafe { libc::alarm(20) };
+        wait_byte(from_parent);
+        let Ok(mine) = FileLock::new(&path).lock_timeout(std::time::Duration::from_secs(10)) else {
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(1) }
+        };
+        drop(guard);
+        send_byte(to_parent);
+        wait_byte(from_parent);
+        drop(mine);
+        // SAFETY: ends the child at once.
+        unsafe { libc::_exit(0) }
+    }
+    // Dropped, not unlocked: the child's copy of the descriptor must not
+    // keep it.
+    drop(guard);
+    FileLock::new(&path).try_lock().unwrap().unlock().unwrap();
+    send_byte(to_child);
+    wait_byte(from_child);
+    let e = FileLock::new(&path).try_lock().unwrap_err();
+    assert_eq!(
+        e.kind(),
+        ErrorKind::WouldBlock,
+        "the child's own lock went: {e}"
+    );
+    send_byte(to_child);
+    assert_eq!(wait_for(pid), 0);
+    FileLock::new(&path).try_lock().unwrap();
+}
