@@ -68,6 +68,27 @@ impl LockError {
         )
     }
 
+    /// The error of a guard used in a child forked while it was held: the
+    /// lock (`what`: "the lock", "the lock and its marker") is the parent
+    /// process `owner`'s, which alone can release it, and is left alone.
+    pub(crate) fn forked(
+        path: &Arc<Path>,
+        step: Step,
+        owner: impl fmt::Display,
+        what: &str,
+    ) -> io::Error {
+        let kind = io::ErrorKind::InvalidInput;
+        let source = io::Error::new(
+            kind,
+            format!(
+                "this guard was taken by process {owner}, which this process was forked \
+                 from: {what} belongs to that process, and only it can release it; it is left \
+                 alone"
+            ),
+        );
+        Self::io(path, step, kind, source)
+    }
+
     pub(crate) fn errno(path: &Arc<Path>, step: Step, errno: swaplock_core::Errno) -> io::Error {
         let source = os_error(errno);
         Self::io(path, step, source.kind(), source)

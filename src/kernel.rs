@@ -727,15 +727,7 @@ impl FileLock {
 /// lock is the parent's.
 #[cfg(unix)]
 fn forked(path: &Arc<Path>, step: Step, owner: u32) -> io::Error {
-    let kind = io::ErrorKind::InvalidInput;
-    let source = io::Error::new(
-        kind,
-        format!(
-            "this guard was taken by process {owner}, which this process was forked from: \
-             the lock is that process's, and only it can release it; the lock is left alone"
-        ),
-    );
-    LockError::io(path, step, kind, source)
+    LockError::forked(path, step, owner, "the lock")
 }
 
 /// A held kernel lock (or, after an `flock` `ENOSYS` fallback, a soft

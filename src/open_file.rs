@@ -119,20 +119,7 @@ impl Holding {
         if self.pid != std::process::id() {
             #[cfg(unix)]
             self.file.forget_lock();
-            let source = io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "this lock was taken by process {}, which this process was forked from: \
-                     it is that process's, and only it can release it",
-                    self.pid
-                ),
-            );
-            return Err(LockError::io(
-                name,
-                Step::Unlock,
-                io::ErrorKind::InvalidInput,
-                source,
-            ));
+            return Err(LockError::forked(name, Step::Unlock, self.pid, "the lock"));
         }
         release(self.file, self.scope).map_err(|e| LockError::errno(name, Step::Unlock, e))
     }
@@ -426,19 +413,11 @@ impl OpenFileGuard<'_> {
         let mut state = self.lock.state();
         if self.pid != state.pid {
             // A forked child: the state dropped the parent's hold.
-            let source = io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "this lock was taken by process {}, which this process was forked from: \
-                     it is that process's, and only it can release it",
-                    self.pid
-                ),
-            );
-            return Err(LockError::io(
+            return Err(LockError::forked(
                 &self.lock.name,
                 Step::Unlock,
-                io::ErrorKind::InvalidInput,
-                source,
+                self.pid,
+                "the lock",
             ));
         }
         if self.shared {

@@ -926,16 +926,7 @@ pub(crate) fn lock_for_fork() -> Vec<Box<dyn std::any::Any>> {
 
 /// The error of a guard used in a child forked while it was held.
 fn forked_error(path: &Arc<Path>, owner: Pid) -> io::Error {
-    let kind = io::ErrorKind::InvalidInput;
-    let source = io::Error::new(
-        kind,
-        format!(
-            "this guard was taken by process {owner}, which this process was forked from: \
-             the lock and its marker are that process's, and only it can release them; \
-             the marker is left alone"
-        ),
-    );
-    LockError::io(path, Step::Unlock, kind, source)
+    LockError::forked(path, Step::Unlock, owner, "the lock, with its marker,")
 }
 
 /// The holds of reentrant soft locks, by canonical path and the thread
