@@ -51,12 +51,7 @@ fn refused(r: std::io::Result<()>) -> i32 {
 /// Whether another process (the reference with-lock-ex) finds the lock
 /// held.
 fn held_elsewhere(dir: &Path) -> bool {
-    let out = common::run(&common::reference(), dir, &["-f", "a.lock", "true"]);
-    match out.status.code() {
-        Some(0) => false,
-        Some(255) => true,
-        _ => panic!("{out:?}"),
-    }
+    common::held_for_the_reference(dir, "a.lock")
 }
 
 #[test]
@@ -191,15 +186,7 @@ fn a_forked_child_cannot_release_a_lock_on_an_open_file() {
     for flock in [false, true] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.lock");
-        let open = || {
-            std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&path)
-                .unwrap()
-        };
+        let open = || common::open_rw(&path);
         let new = |f| {
             if flock {
                 OpenFileLock::flock(f)

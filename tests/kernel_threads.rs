@@ -28,14 +28,9 @@ fn ofd() -> bool {
 }
 
 /// Whether the reference with-lock-ex, another process, finds the lock
-/// free (it runs `true` and exits 0) or held (`-f`: exit 255).
+/// free.
 fn free_to_another_process(dir: &std::path::Path) -> bool {
-    let out = common::run(&common::reference(), dir, &["-f", "a.lock", "true"]);
-    match out.status.code() {
-        Some(0) => true,
-        Some(255) => false,
-        _ => panic!("{out:?}"),
-    }
+    !common::held_for_the_reference(dir, "a.lock")
 }
 
 #[test]
@@ -110,49 +105,29 @@ fn the_read_lock_stays_until_the_last_shared_guard_goes() {
 /// once, counted by a critical section that notices an overlap.
 #[test]
 fn threads_take_turns() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lock");
-    let inside = Arc::new(AtomicUsize::new(0));
-    let overlaps = Arc::new(AtomicUsize::new(0));
-    let threads: Vec<_> = (0..4)
-        .map(|t| {
-            let (path, inside, overlaps) = (path.clone(), inside.clone(), overlaps.clone());
-            std::thread::spawn(move || {
-                for i in 0..200 {
-                    let lock = FileLock::new(&path);
-                    let guard = match (t + i) % 3 {
-                        0 => lock.lock().unwrap(),
-                        1 => lock.lock_timeout(Duration::from_secs(60)).unwrap(),
-                        _ => loop {
-                            match lock.try_lock() {
-                                Ok(g) => break g,
-                                Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                                    std::thread::yield_now()
-                                }
-                                Err(e) => panic!("{e}"),
-                            }
-                        },
-                    };
-                    if inside.fetch_add(1, Ordering::SeqCst) != 0 {
-                        overlaps.fetch_add(1, Ordering::SeqCst);
-                    }
-                    std::thread::yield_now();
-                    inside.fetch_sub(1, Ordering::SeqCst);
-                    if i % 50 == 0 {
-                        guard.remove().unwrap();
-                    } else {
-                        drop(guard);
-                    }
+    let lock_path = path.clone();
+    let take = move |t: usize, i: usize| {
+        let lock = FileLock::new(&lock_path);
+        match (t + i) % 3 {
+            0 => lock.lock().unwrap(),
+            1 => lock.lock_timeout(Duration::from_secs(60)).unwrap(),
+            _ => loop {
+                match lock.try_lock() {
+                    Ok(g) => break g,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::yield_now(),
+                    Err(e) => panic!("{e}"),
                 }
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
-    assert_eq!(overlaps.load(Ordering::SeqCst), 0);
+            },
+        }
+    };
+    let release = |guard: swaplock::FileLockGuard, i: usize| {
+        if i.is_multiple_of(50) {
+            guard.remove().unwrap();
+        }
+    };
+    assert_eq!(common::take_turns(4, 200, take, release), 0);
     assert!(free_to_another_process(dir.path()));
 }
 
@@ -280,15 +255,7 @@ fn another_kind_on_the_file_keeps_the_lock() {
 fn a_lock_on_the_open_file_that_this_thread_holds_is_a_deadlock_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lock");
-    let open = || {
-        std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .unwrap()
-    };
+    let open = || common::open_rw(&path);
     let held = FileLock::new(&path).lock().unwrap();
     let mut other = swaplock::OpenFileLock::new(open());
     let e = other.lock().unwrap_err();

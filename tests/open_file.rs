@@ -8,40 +8,31 @@
 
 mod common;
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::time::Duration;
 use swaplock::{FileLock, OpenFileLock};
 
 fn open(path: &Path) -> File {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .unwrap()
+    common::open_rw(path)
 }
 
 /// Whether another process finds the lock held: the reference
 /// with-lock-ex for `fcntl`, `flock -n` for `flock`.
 fn held_elsewhere(flock: bool, path: &Path) -> bool {
-    let code = if flock {
-        std::process::Command::new("flock")
-            .args(["-n", "-E", "255"])
-            .arg(path)
-            .arg("true")
-            .status()
-            .unwrap()
-            .code()
-    } else {
-        let dir = path.parent().unwrap();
-        let name = path.file_name().unwrap().to_str().unwrap();
-        common::run(&common::reference(), dir, &["-f", name, "true"])
-            .status
-            .code()
-    };
+    let dir = path.parent().unwrap();
+    let name = path.file_name().unwrap().to_str().unwrap();
+    if !flock {
+        return common::held_for_the_reference(dir, name);
+    }
+    let code = std::process::Command::new("flock")
+        .args(["-n", "-E", "255"])
+        .arg(path)
+        .arg("true")
+        .status()
+        .unwrap()
+        .code();
     match code {
         Some(0) => false,
         Some(255) => true,

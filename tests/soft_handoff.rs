@@ -6,6 +6,8 @@
 
 #![cfg(unix)]
 
+mod common;
+
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::Duration;
@@ -82,49 +84,27 @@ fn a_lease_is_not_handed_over() {
 /// among them: never two at once.
 #[test]
 fn threads_take_turns() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lock");
-    let inside = Arc::new(AtomicUsize::new(0));
-    let overlaps = Arc::new(AtomicUsize::new(0));
-    let threads: Vec<_> = (0..4)
-        .map(|t| {
-            let (path, inside, overlaps) = (path.clone(), inside.clone(), overlaps.clone());
-            std::thread::spawn(move || {
-                for i in 0..100 {
-                    let lock = if (t + i) % 2 == 0 {
-                        SoftLock::marker(&path)
-                    } else {
-                        SoftLock::marker(&path).reentrant(true)
-                    };
-                    let guard = match (t + i) % 3 {
-                        0 => lock.lock().unwrap(),
-                        1 => lock.lock_timeout(Duration::from_secs(60)).unwrap(),
-                        _ => loop {
-                            match lock.try_lock() {
-                                Ok(g) => break g,
-                                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                                    std::thread::yield_now()
-                                }
-                                Err(e) => panic!("{e}"),
-                            }
-                        },
-                    };
-                    if inside.fetch_add(1, Ordering::SeqCst) != 0 {
-                        overlaps.fetch_add(1, Ordering::SeqCst);
+    let lock_path = path.clone();
+    let take = move |t: usize, i: usize| {
+        let lock = SoftLock::marker(&lock_path).reentrant((t + i) % 2 == 1);
+        match (t + i) % 3 {
+            0 => lock.lock().unwrap(),
+            1 => lock.lock_timeout(Duration::from_secs(60)).unwrap(),
+            _ => loop {
+                match lock.try_lock() {
+                    Ok(g) => break g,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        std::thread::yield_now()
                     }
-                    std::thread::yield_now();
-                    inside.fetch_sub(1, Ordering::SeqCst);
-                    guard.release().unwrap();
+                    Err(e) => panic!("{e}"),
                 }
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
-    assert_eq!(overlaps.load(Ordering::SeqCst), 0);
+            },
+        }
+    };
+    let release = |guard: swaplock::SoftLockGuard, _| guard.release().unwrap();
+    assert_eq!(common::take_turns(4, 100, take, release), 0);
     assert!(!path.exists());
     assert_eq!(waiting_threads(&path), 0);
 }

@@ -440,29 +440,36 @@ impl swaplock_core::kernel::KernelOs for UnixKernel<'_> {
     }
 }
 
-impl swaplock_core::wait::Clock for UnixKernel<'_> {
-    /// [`monotonic_now`](crate::soft::monotonic_now): a clock that stops
-    /// while the system sleeps.
-    fn now(&mut self) -> Instant {
-        crate::soft::monotonic_now()
-    }
+/// The clocks and the pause of the kernel-lock drivers, the same for each.
+macro_rules! system_clock {
+    ($kernel:ty) => {
+        impl swaplock_core::wait::Clock for $kernel {
+            /// [`monotonic_now`](crate::soft::monotonic_now): a clock that
+            /// stops while the system sleeps.
+            fn now(&mut self) -> Instant {
+                crate::soft::monotonic_now()
+            }
 
-    /// `clock_gettime(CLOCK_REALTIME)`.
-    ///
-    /// # References
-    /// - [`clock_gettime(2)`](https://man7.org/linux/man-pages/man2/clock_gettime.2.html)
-    fn wall(&mut self) -> FileTime {
-        crate::soft::wall_now()
-    }
+            /// `clock_gettime(CLOCK_REALTIME)`.
+            ///
+            /// # References
+            /// - [`clock_gettime(2)`](https://man7.org/linux/man-pages/man2/clock_gettime.2.html)
+            fn wall(&mut self) -> FileTime {
+                crate::soft::wall_now()
+            }
 
-    /// `nanosleep` — pause this thread.
-    ///
-    /// # References
-    /// - [`nanosleep(2)`](https://man7.org/linux/man-pages/man2/nanosleep.2.html)
-    fn sleep(&mut self, duration: Duration) {
-        std::thread::sleep(duration);
-    }
+            /// `nanosleep` — pause this thread.
+            ///
+            /// # References
+            /// - [`nanosleep(2)`](https://man7.org/linux/man-pages/man2/nanosleep.2.html)
+            fn sleep(&mut self, duration: Duration) {
+                std::thread::sleep(duration);
+            }
+        }
+    };
 }
+
+system_clock!(UnixKernel<'_>);
 
 /// The kernel-lock operations on a file the caller opened, for
 /// [`swaplock_core::kernel::acquire`]: each attempt locks a duplicate of
@@ -505,16 +512,4 @@ impl swaplock_core::kernel::KernelOs for OpenKernel<'_> {
     }
 }
 
-impl swaplock_core::wait::Clock for OpenKernel<'_> {
-    fn now(&mut self) -> Instant {
-        crate::soft::monotonic_now()
-    }
-
-    fn wall(&mut self) -> FileTime {
-        crate::soft::wall_now()
-    }
-
-    fn sleep(&mut self, duration: Duration) {
-        std::thread::sleep(duration);
-    }
-}
+system_clock!(OpenKernel<'_>);

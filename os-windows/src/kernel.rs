@@ -332,32 +332,39 @@ impl swaplock_core::kernel::KernelOs for WindowsKernel<'_> {
     }
 }
 
-impl swaplock_core::wait::Clock for WindowsKernel<'_> {
-    /// `QueryPerformanceCounter` (through std's monotonic `Instant`).
-    ///
-    /// # References
-    /// - [`QueryPerformanceCounter`](https://learn.microsoft.com/en-us/windows/win32/api/profileapi/nf-profileapi-queryperformancecounter)
-    fn now(&mut self) -> Instant {
-        crate::soft::monotonic_now()
-    }
+/// The clocks and the pause of the kernel-lock drivers, the same for each.
+macro_rules! system_clock {
+    ($kernel:ty) => {
+        impl swaplock_core::wait::Clock for $kernel {
+            /// `QueryPerformanceCounter` (through std's monotonic `Instant`).
+            ///
+            /// # References
+            /// - [`QueryPerformanceCounter`](https://learn.microsoft.com/en-us/windows/win32/api/profileapi/nf-profileapi-queryperformancecounter)
+            fn now(&mut self) -> Instant {
+                crate::soft::monotonic_now()
+            }
 
-    /// `GetSystemTimePreciseAsFileTime` (through std's `SystemTime`), as
-    /// time since the Unix epoch.
-    ///
-    /// # References
-    /// - [`GetSystemTimePreciseAsFileTime`](https://learn.microsoft.com/en-us/windows/win32/api/sysinfoapi/nf-sysinfoapi-getsystemtimepreciseasfiletime)
-    fn wall(&mut self) -> FileTime {
-        crate::soft::wall_now()
-    }
+            /// `GetSystemTimePreciseAsFileTime` (through std's `SystemTime`),
+            /// as time since the Unix epoch.
+            ///
+            /// # References
+            /// - [`GetSystemTimePreciseAsFileTime`](https://learn.microsoft.com/en-us/windows/win32/api/sysinfoapi/nf-sysinfoapi-getsystemtimepreciseasfiletime)
+            fn wall(&mut self) -> FileTime {
+                crate::soft::wall_now()
+            }
 
-    /// `Sleep` — pause this thread.
-    ///
-    /// # References
-    /// - [`Sleep`](https://learn.microsoft.com/en-us/windows/win32/api/synchapi/nf-synchapi-sleep)
-    fn sleep(&mut self, duration: Duration) {
-        std::thread::sleep(duration);
-    }
+            /// `Sleep` — pause this thread.
+            ///
+            /// # References
+            /// - [`Sleep`](https://learn.microsoft.com/en-us/windows/win32/api/synchapi/nf-synchapi-sleep)
+            fn sleep(&mut self, duration: Duration) {
+                std::thread::sleep(duration);
+            }
+        }
+    };
 }
+
+system_clock!(WindowsKernel<'_>);
 
 /// The kernel-lock operations on a file the caller opened, for
 /// [`swaplock_core::kernel::acquire`]: each attempt locks a duplicate of
@@ -403,16 +410,4 @@ impl swaplock_core::kernel::KernelOs for OpenWindowsKernel<'_> {
     }
 }
 
-impl swaplock_core::wait::Clock for OpenWindowsKernel<'_> {
-    fn now(&mut self) -> Instant {
-        crate::soft::monotonic_now()
-    }
-
-    fn wall(&mut self) -> FileTime {
-        crate::soft::wall_now()
-    }
-
-    fn sleep(&mut self, duration: Duration) {
-        std::thread::sleep(duration);
-    }
-}
+system_clock!(OpenWindowsKernel<'_>);

@@ -67,6 +67,68 @@ pub fn run(binary: &Path, dir: &Path, args: &[&str]) -> Output {
         .expect("spawn with-lock-ex")
 }
 
+/// Whether the reference with-lock-ex, another process, finds the `fcntl`
+/// lock on `dir/name` held (`-f`: exit 255) rather than free (it runs
+/// `true`: exit 0).
+pub fn held_for_the_reference(dir: &Path, name: &str) -> bool {
+    let out = run(&reference(), dir, &["-f", name, "true"]);
+    match out.status.code() {
+        Some(0) => false,
+        Some(255) => true,
+        _ => panic!("{out:?}"),
+    }
+}
+
+/// `path` opened for reading and writing, created if missing, never
+/// truncated: a lock file as a caller opens it.
+pub fn open_rw(path: &Path) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .unwrap()
+}
+
+/// `threads` threads each take a lock `rounds` times (`take(thread,
+/// round)`), stay a moment in a critical section that notices company,
+/// and let go (`release(guard, round)`): how many times two were inside
+/// at once.
+pub fn take_turns<G: 'static>(
+    threads: usize,
+    rounds: usize,
+    take: impl Fn(usize, usize) -> G + Send + Sync + 'static,
+    release: impl Fn(G, usize) + Send + Sync + 'static,
+) -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let inside = Arc::new(AtomicUsize::new(0));
+    let overlaps = Arc::new(AtomicUsize::new(0));
+    let (take, release) = (Arc::new(take), Arc::new(release));
+    let all: Vec<_> = (0..threads)
+        .map(|t| {
+            let (inside, overlaps) = (inside.clone(), overlaps.clone());
+            let (take, release) = (take.clone(), release.clone());
+            std::thread::spawn(move || {
+                for i in 0..rounds {
+                    let guard = take(t, i);
+                    if inside.fetch_add(1, Ordering::SeqCst) != 0 {
+                        overlaps.fetch_add(1, Ordering::SeqCst);
+                    }
+                    std::thread::yield_now();
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    release(guard, i);
+                }
+            })
+        })
+        .collect();
+    for t in all {
+        t.join().unwrap();
+    }
+    overlaps.load(Ordering::SeqCst)
+}
+
 /// A child process that holds a lock until dropped or released: it prints
 /// a line once it holds the lock, then waits for its stdin to close.
 pub struct Holder {
