@@ -209,14 +209,15 @@ fn kernel_os(path: &SysPath, follow: bool, mode: u32, scope: Scope) -> os::Windo
 /// Each with whether it is shared.
 static HELD: Held<(FileId, bool)> = std::sync::Mutex::new(Vec::new());
 
-/// Whether this thread holds such a lock on the file `path` names now, in
-/// a mode that excludes a lock of this one (`shared`; shared locks exclude
-/// only the exclusive lock); the path is looked at only if the thread
-/// holds any.
-fn held_by_this_thread(path: &SysPath, follow: bool, shared: bool) -> bool {
-    held::by_this_thread(&HELD, |&(_, h_shared)| !(h_shared && shared))
-        && path_id(path, follow).is_ok_and(|id| {
-            held::by_this_thread(&HELD, |&(h, h_shared)| h == id && !(h_shared && shared))
+/// Whether this thread holds such a lock on the file `id()` names, in a
+/// mode that excludes a lock of this one (`shared`; shared locks exclude
+/// only the exclusive lock): `id` (a `stat` or an `fstat`) is asked only
+/// if the thread holds any.
+pub(crate) fn held_here(shared: bool, id: impl FnOnce() -> Result<FileId, Errno>) -> bool {
+    let excludes = |h_shared: bool| !(h_shared && shared);
+    held::by_this_thread(&HELD, |&(_, h_shared)| excludes(h_shared))
+        && id().is_ok_and(|id| {
+            held::by_this_thread(&HELD, |&(h, h_shared)| h == id && excludes(h_shared))
         })
 }
 
@@ -224,12 +225,6 @@ fn held_by_this_thread(path: &SysPath, follow: bool, shared: bool) -> bool {
 #[cfg(unix)]
 pub(crate) fn lock_for_fork() -> Vec<Box<dyn std::any::Any>> {
     vec![Box::new(HELD.lock().unwrap_or_else(|p| p.into_inner()))]
-}
-
-/// Whether this thread holds a lock on the file `id` in a mode that
-/// excludes a lock of this one (`shared`).
-pub(crate) fn held_here(id: FileId, shared: bool) -> bool {
-    held::by_this_thread(&HELD, |&(h, h_shared)| h == id && !(h_shared && shared))
 }
 
 /// Enters a lock of this thread on the file `id`, until the entry drops.
@@ -545,7 +540,7 @@ impl FileLock {
         let scope = self.scope(shared);
         if matches!(wait, Wait::Forever) && scope.excludes_own_process() {
             // This thread waiting for a file it holds would wait forever.
-            if held_by_this_thread(&self.sys_path, self.follow_symlinks, shared) {
+            if held_here(shared, || path_id(&self.sys_path, self.follow_symlinks)) {
                 return Err(self.deadlock());
             }
         }

@@ -280,7 +280,7 @@ impl OpenFileLock {
         }
         if matches!(wait, Wait::Forever) {
             // This thread waiting for a file it holds would wait forever.
-            if file_id(self.file()).is_ok_and(|id| kernel::held_here(id, shared)) {
+            if kernel::held_here(shared, || file_id(self.file())) {
                 return Err(kernel::deadlock_error(&self.name));
             }
         }
