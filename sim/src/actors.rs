@@ -35,6 +35,7 @@ pub(crate) fn live(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Opt
 /// exclusively, hold it empty for [`RECORDLESS_HOLD`], remove it while it
 /// is open (it names nobody, so no peer ever moves it), close.
 fn recordless(os: &mut SimOs<'_>) {
+    os.holds_empty();
     let Ok(file) = os.create_new(LOCK, 0o644, true) else {
         return;
     };
@@ -56,6 +57,7 @@ fn recordless(os: &mut SimOs<'_>) {
 /// and close it at once (up to `attempts` times, a poll apart), hold it
 /// empty for [`RECORDLESS_HOLD`], then unlink it by name.
 fn by_name(os: &mut SimOs<'_>, attempts: u32) {
+    os.holds_empty();
     let mut left = attempts;
     let own = loop {
         if let Ok(file) = os.create_new(LOCK, 0o644, true) {

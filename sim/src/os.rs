@@ -10,6 +10,7 @@
 
 use crate::event::{Call, Event, Name, Target, What};
 use crate::model::{Node, SYSCALL_FAULTS};
+use crate::scenario::LOCK;
 use crate::world::{name, World};
 use corosensei::Yielder;
 use std::cell::RefCell;
@@ -30,6 +31,9 @@ pub struct SimOs<'y> {
     pub(crate) world: Rc<RefCell<World>>,
     pub(crate) me: usize,
     yielder: &'y Yielder<(), ()>,
+    /// The next call only looks at a file (`fstat`, `fchmod`): it leaves
+    /// [`crate::world::Proc::unwritten`] as it is.
+    looks: bool,
 }
 
 /// Whether a syscall's answer is a success, as an event records it.
@@ -69,7 +73,17 @@ impl<T> Fallible for Result<T, Errno> {
 
 impl<'y> SimOs<'y> {
     pub(crate) fn new(world: Rc<RefCell<World>>, me: usize, yielder: &'y Yielder<(), ()>) -> Self {
-        SimOs { world, me, yielder }
+        SimOs {
+            world,
+            me,
+            yielder,
+            looks: false,
+        }
+    }
+
+    /// This process holds the markers it creates empty, by design.
+    pub(crate) fn holds_empty(&mut self) {
+        self.world.borrow_mut().procs[self.me].holds_empty = true;
     }
 
     /// One syscall: suspend until scheduled, let a step of time pass, apply
@@ -107,6 +121,9 @@ impl<'y> SimOs<'y> {
         w.time += STEP;
         w.fs.clock += i128::from(STEP);
         let at = w.time;
+        if !std::mem::take(&mut self.looks) && !w.procs[me].holds_empty {
+            w.procs[me].unwritten = None;
+        }
         let injected = fail.and_then(|fail| w.syscall_fault().map(|e| (fail(e), e)));
         let (result, call) = match injected {
             Some((result, e)) => {
@@ -291,6 +308,9 @@ impl Dir for SimOs<'_> {
                 w.procs[me].fds.insert(fd);
             }
             let ino = fd.as_ref().ok().and_then(|&fd| w.fd_ino(fd));
+            if n == LOCK {
+                w.procs[me].unwritten = ino.map(|i| (i, w.fs.inodes[&i].generation));
+            }
             let call = Call::Create {
                 name: w.log.name(n),
                 ino,
@@ -357,6 +377,7 @@ impl Dir for SimOs<'_> {
         })
     }
     fn chmod(&mut self, f: &u32, _mode: u32) -> Result<(), Errno> {
+        self.looks = true;
         self.fallible(format_args!("fchmod fd {f}"), |w, _| {
             (w.fs.fstat(*f).map(|_| ()), Call::Other)
         })
@@ -373,6 +394,7 @@ impl Dir for SimOs<'_> {
         })
     }
     fn fstat(&mut self, f: &u32) -> Result<Stat, Errno> {
+        self.looks = true;
         self.fallible(format_args!("fstat fd {f}"), |w, _| {
             (w.fs.fstat(*f), Call::Other)
         })

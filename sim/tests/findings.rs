@@ -101,6 +101,17 @@
 //!   not a contender about to enter, called the entry a violation. A
 //!   lifetime break voids the guarantee of whoever owns the marker, and
 //!   the oracle now says so for both.
+//! - `a-breaker-killed-after-taking-aside-an-unwritten-marker.bin` (the
+//!   fuzzer in CI; an oracle fix): a breaker paused between its last look
+//!   at the lock path and its exchange; meanwhile the stale marker was
+//!   taken over and released, and a contender created its marker the
+//!   filelock way (create, then write). The exchange took that empty
+//!   marker aside, and both were killed. The fresh contender's recovery
+//!   put the empty file back at the lock path, as it must (it may be a
+//!   live writer's, 7.11 step 6), and the oracle called that a wedge of
+//!   the recovery's making. A writer killed between create and write
+//!   leaves that wedge wherever its file sits (7.2 step 4, I10); the
+//!   oracle now exempts an empty file first created at the lock path.
 
 use swaplock_sim::mutants::replay_traced;
 use swaplock_sim::{scenarios, Policy};
