@@ -146,6 +146,8 @@ mod sys {
 
 use sys::{Dir, DirName, File};
 
+mod wake;
+
 /// The default pause between attempts, as filelock's `poll_interval`.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(50);
 /// The default lease duration, as filelock's `lease_duration`.
@@ -444,6 +446,7 @@ impl SoftLock {
                 poll: self.poll_interval,
             },
             waiting,
+            (&dir, &self.dir_path, &self.base),
         );
         let outcome = protocol::acquire(&mut sys, &cfg, &mut contender, &mut patience);
         *self.contender.lock().unwrap_or_else(|p| p.into_inner()) = contender;
@@ -921,6 +924,8 @@ pub(crate) fn lock_for_fork() -> Vec<Box<dyn std::any::Any>> {
         Box::new(REENTRANT.lock().unwrap_or_else(|p| p.into_inner())),
         Box::new(waiters()),
         Box::new(RELEASES.0.lock().unwrap_or_else(|p| p.into_inner())),
+        wake::list_lock(),
+        wake::spares_lock(),
     ]
 }
 
@@ -964,6 +969,7 @@ fn notify_release() {
     let (count, released) = &RELEASES;
     *count.lock().unwrap_or_else(|p| p.into_inner()) += 1;
     released.notify_all();
+    wake::ring_all();
 }
 
 /// How many soft locks this process has released, and the condition its
@@ -981,14 +987,25 @@ struct WakeOnRelease<'d> {
     /// ends the pause at once.
     seen: u64,
     waiting: Option<Waiting<'d>>,
+    /// The lock: its directory, open and by path, and its name.
+    lock: (&'d Dir, &'d Path, &'d [u8]),
+    /// Where the kernel reports changes of the lock path, the pause ends
+    /// at the first (Linux, Android).
+    watcher: wake::Watcher,
 }
 
 impl<'d> WakeOnRelease<'d> {
-    fn new(deadline: Deadline, waiting: Option<Waiting<'d>>) -> Self {
+    fn new(
+        deadline: Deadline,
+        waiting: Option<Waiting<'d>>,
+        lock: (&'d Dir, &'d Path, &'d [u8]),
+    ) -> Self {
         WakeOnRelease {
             deadline,
             seen: 0,
             waiting,
+            lock,
+            watcher: wake::Watcher::new(),
         }
     }
 
@@ -1089,6 +1106,7 @@ impl<'d> Waiting<'d> {
 
 impl Patience<Holder> for WakeOnRelease<'_> {
     fn attempting(&mut self) {
+        self.watcher.before_attempt();
         self.seen = *RELEASES.0.lock().unwrap_or_else(|p| p.into_inner());
     }
 
@@ -1100,13 +1118,28 @@ impl Patience<Holder> for WakeOnRelease<'_> {
         if self.handed() {
             return None;
         }
+        let (dir, dir_path, name) = self.lock;
+        if self.watcher.start(dir, dir_path, name) {
+            // What changed before the watch existed raised no event.
+            return Some(Duration::ZERO);
+        }
         let (count, released) = &RELEASES;
         let guard = count.lock().unwrap_or_else(|p| p.into_inner());
         let seen = self.seen;
-        // A hand-over counts as a release, so none is missed here.
-        let _ = released
-            .wait_timeout_while(guard, pause, |now| *now == seen)
-            .unwrap_or_else(|p| p.into_inner());
+        if self.watcher.watching() {
+            // A release of this process after `seen` either shows in the
+            // count now or rings the bell, which was in place before.
+            let released_since = *guard != seen;
+            drop(guard);
+            if !released_since {
+                self.watcher.wait(pause);
+            }
+        } else {
+            // A hand-over counts as a release, so none is missed here.
+            let _ = released
+                .wait_timeout_while(guard, pause, |now| *now == seen)
+                .unwrap_or_else(|p| p.into_inner());
+        }
         if self.handed() {
             return None;
         }

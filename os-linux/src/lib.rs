@@ -2,8 +2,9 @@
 //!
 //! Most operations are the POSIX ones of `swaplock-unix`, shared with the
 //! macOS adapter; this crate adds what only Linux has: `O_PATH` pins, start
-//! tokens and the PID-namespace scan from `/proc`, `getrandom`, and reading
-//! the umask without changing it. No protocol decision is made here:
+//! tokens and the PID-namespace scan from `/proc`, `getrandom`, reading
+//! the umask without changing it, and the inotify watch that wakes a
+//! soft-lock waiter when its lock path changes. No protocol decision is made here:
 //! decisions are the core's.
 //!
 //! On other targets this crate is empty.
@@ -13,3 +14,5 @@
 pub mod kernel;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod soft;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub mod watch;
