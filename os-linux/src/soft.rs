@@ -9,7 +9,8 @@
 
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 use swaplock_core::decide::{elsewhere_scan_applies, parse_nspid, task_is_owner};
 use swaplock_core::host::{host_name as escape_host_name, HostName};
 use swaplock_core::names::{NameCase, Token};
@@ -122,10 +123,67 @@ fn urandom() -> Result<[u8; 16], rustix::io::Errno> {
 /// the PID namespace's inode (`stat /proc/self/ns/pid`).
 pub fn host_name() -> HostName {
     let uname = rustix::system::uname();
+    escape_host_name(uname.nodename().to_bytes(), pid_namespace())
+}
+
+/// The identity of this process's PID namespace (the inode of
+/// `/proc/self/ns/pid`), looked up once per process: no call changes the
+/// namespace a process itself runs in (`unshare` and `setns` move its
+/// children), and a forked child has a PID of its own, so the cache is
+/// keyed by PID. Packed with the PID in one word (namespace inodes are
+/// 32-bit numbers), so no lock is taken that a fork could leave held.
+fn pid_namespace() -> Option<u64> {
+    static CACHED: AtomicU64 = AtomicU64::new(0);
+    let pid = rustix::process::getpid().as_raw_nonzero().get() as u32;
+    let cached = CACHED.load(Ordering::Relaxed);
+    if cached != 0 && (cached >> 32) as u32 == pid {
+        return Some(cached & 0xffff_ffff);
+    }
     let ns = swaplock_unix::stat::stat_path(c"/proc/self/ns/pid", true)
         .ok()
-        .map(|st| st.st_ino as u64);
-    escape_host_name(uname.nodename().to_bytes(), ns)
+        .map(|st| st.st_ino as u64)?;
+    if let Ok(small) = u32::try_from(ns) {
+        CACHED.store((u64::from(pid) << 32) | u64::from(small), Ordering::Relaxed);
+    }
+    Some(ns)
+}
+
+/// This process's own start token, computed once per process and time
+/// namespace: the token depends on the process (a forked child starts
+/// later) and on the time namespace it runs in (a boot-time offset makes
+/// it unknowable, PROTOCOL 4.2), which `setns` can change; so each call
+/// still looks at the time namespace (one `stat`), and recomputes when it
+/// or the PID differs. The cache is only tried (`try_lock`): a thread that
+/// forked while another held it leaves the child computing afresh.
+fn own_start_token(pid: u32) -> Option<StartToken> {
+    /// (PID, time namespace inode or `None` where there are none, token).
+    type Own = (u32, Option<u64>, Option<StartToken>);
+    static CACHED: Mutex<Option<Own>> = Mutex::new(None);
+    let time_ns = match swaplock_unix::stat::stat_path(c"/proc/self/ns/time", true) {
+        Ok(st) => Some(st.st_ino as u64),
+        Err(rustix::io::Errno::NOENT) => None,
+        Err(_) => return compute_start_token(pid),
+    };
+    if let Ok(cached) = CACHED.try_lock() {
+        if let Some((p, ns, token)) = *cached {
+            if p == pid && ns == time_ns {
+                return token;
+            }
+        }
+    }
+    let token = compute_start_token(pid);
+    if let Ok(mut cached) = CACHED.try_lock() {
+        *cached = Some((pid, time_ns, token));
+    }
+    token
+}
+
+fn compute_start_token(pid: u32) -> Option<StartToken> {
+    if starttime_unshifted() {
+        read_start_token(u64::from(pid))
+    } else {
+        None
+    }
 }
 
 fn boot_id() -> u128 {
@@ -205,11 +263,10 @@ fn read_start_token(pid: u64) -> Option<StartToken> {
 /// `None` when it cannot be (the process is gone, or this process runs in
 /// a time namespace with a boot-time offset).
 pub fn start_token(pid: u32) -> Option<StartToken> {
-    if starttime_unshifted() {
-        read_start_token(u64::from(pid))
-    } else {
-        None
+    if pid == rustix::process::getpid().as_raw_nonzero().get() as u32 {
+        return own_start_token(pid);
     }
+    compute_start_token(pid)
 }
 
 /// Whether a task in another PID namespace runs as `pid` with the recorded
