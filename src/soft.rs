@@ -448,7 +448,17 @@ impl SoftLock {
             waiting,
             (&dir, &self.dir_path, &self.base),
         );
-        let outcome = protocol::acquire(&mut sys, &cfg, &mut contender, &mut patience);
+        let started = std::time::Instant::now();
+        let mut outcome = protocol::acquire(&mut sys, &cfg, &mut contender, &mut patience);
+        if let Err(e) = &outcome {
+            if patience.watcher.watching() && wake::short_of_descriptors(e) {
+                // The watch's own descriptors may be what ran short: the
+                // wait goes on without them, polling, for the time left.
+                patience.watcher.give_up();
+                patience.deadline.timeout = timeout.map(|t| t.saturating_sub(started.elapsed()));
+                outcome = protocol::acquire(&mut sys, &cfg, &mut contender, &mut patience);
+            }
+        }
         *self.contender.lock().unwrap_or_else(|p| p.into_inner()) = contender;
         let handed = patience.waiting.as_mut().and_then(Waiting::leave);
         let outcome = match (outcome, handed) {
@@ -1120,7 +1130,8 @@ impl Patience<Holder> for WakeOnRelease<'_> {
         }
         let (dir, dir_path, name) = self.lock;
         if self.watcher.start(dir, dir_path, name) {
-            // What changed before the watch existed raised no event.
+            // What changed before the watch existed raised no event, or
+            // the marker is gone already.
             return Some(Duration::ZERO);
         }
         let (count, released) = &RELEASES;

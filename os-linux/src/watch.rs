@@ -1,49 +1,88 @@
 //! Waking a soft-lock waiter when its lock path changes, instead of at its
-//! next poll: inotify on the lock's directory for the lock's own name
-//! leaving or arriving (a release unlinks the marker, a takeover exchanges
-//! it), and an eventfd "bell" that another thread of the process rings when
-//! it releases or hands over a lock, which leaves no trace in the
-//! directory. An event is a hint to look again, never a verdict: the
-//! protocol decides, and the caller's poll stays as the backstop for what
-//! raises no event here (a holder killed in place, a release on another
-//! host of a network filesystem, a lease running out).
+//! next poll: inotify on the marker at the lock path (its link count
+//! changing, which an unlink does; its being moved, which a takeover's
+//! exchange does), and an eventfd "bell" that another thread of the process
+//! rings when it releases or hands over a lock, which leaves no trace in
+//! the directory. The marker's inode is watched, not the directory, so
+//! that files coming and going beside it wake nobody. An event is a hint
+//! to look again, never a verdict: the protocol decides, and the caller's
+//! poll stays as the backstop for what raises no event here (a holder
+//! killed in place, a release on another host of a network filesystem, a
+//! lease running out).
 
 use rustix::event::{eventfd, poll, EventfdFlags, PollFd, PollFlags, Timespec};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::io::Errno;
-use std::mem::MaybeUninit;
+use rustix::process::Pid;
+use std::ffi::CString;
+use std::mem::{ManuallyDrop, MaybeUninit};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A watch on one lock path, and this waiter's bell.
 pub struct Watch {
-    inotify: OwnedFd,
-    /// The watch on the lock's directory.
-    wd: i32,
+    /// Taken only by the drop.
+    inotify: ManuallyDrop<OwnedFd>,
+    /// The watch on the marker now at the lock path, once armed.
+    wd: Option<i32>,
     bell: Bell,
-    /// The lock's file name, as inotify reports it.
-    name: Box<[u8]>,
+    /// The lock path through `/proc/self/fd`, and by the directory's path
+    /// where `/proc` is missing.
+    paths: [Option<CString>; 2],
 }
 
-/// An inotify instance and a bell a finished wait left, its watch
-/// removed, and the process it belongs to (a forked child shares its
-/// parent's instances, and with them their events).
+/// What another thread rings to wake a [`Watch`]'s waiter.
+#[derive(Clone)]
+pub struct Bell {
+    /// The process the eventfd belongs to: a forked child inherits its
+    /// parent's bells, whose descriptor numbers it may since have closed
+    /// and reused for files of its own.
+    pid: Pid,
+    fd: Arc<OwnedFd>,
+}
+
+impl Bell {
+    /// Wakes the waiter (now, or at its next wait); a bell of another
+    /// process (a forked child's inherited list) is left alone.
+    pub fn ring(&self) {
+        if !self.is_this_process() {
+            return;
+        }
+        // EAGAIN only when the counter is about to overflow: it is rung
+        // already.
+        let _ = rustix::io::write(&*self.fd, &1u64.to_ne_bytes());
+    }
+
+    /// Whether `other` is this very bell.
+    pub fn is(&self, other: &Bell) -> bool {
+        Arc::ptr_eq(&self.fd, &other.fd)
+    }
+
+    /// Whether this process made it (not a forked child's inheritance).
+    pub fn is_this_process(&self) -> bool {
+        self.pid == rustix::process::getpid()
+    }
+}
+
+/// An inotify instance a finished wait left, its watch removed, and the
+/// process it belongs to (a forked child shares its parent's instances,
+/// and with them their events).
 struct Spare {
-    pid: rustix::process::Pid,
+    pid: Pid,
     inotify: OwnedFd,
-    bell: Bell,
 }
 
-/// Spares kept for the next waits. Closing an inotify instance waits for
-/// the kernel's grace period (milliseconds), which a waiter that just got
-/// its lock would pay before returning; removing a watch does not. At most
-/// [`SPARES_KEPT`]: instances count against the user's limit
-/// (`fs.inotify.max_user_instances`, 128 by default).
+/// Instances kept for the next waits. Closing an inotify instance waits
+/// for the kernel's grace period (milliseconds, more under load), which a
+/// waiter that just got its lock would pay before returning; removing a
+/// watch does not. At most [`SPARES_KEPT`]: each is a descriptor, and
+/// counts against the user's limit (`fs.inotify.max_user_instances`, 128
+/// by default). Past it, an instance is closed on a thread of its own.
 static SPARES: Mutex<Vec<Spare>> = Mutex::new(Vec::new());
 
-/// How many spares a process keeps.
-const SPARES_KEPT: usize = 4;
+/// How many spare instances a process keeps.
+const SPARES_KEPT: usize = 2;
 
 /// [`SPARES`]'s mutex held, for a fork handler: a thread that forks while
 /// another holds it would leave it locked in the child.
@@ -51,95 +90,126 @@ pub fn lock_for_fork() -> Box<dyn std::any::Any> {
     Box::new(SPARES.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
-/// A spare of this process, if any; another process's go (closing them
-/// here is quick: the process they came from holds them too).
-fn spare() -> Option<(OwnedFd, Bell)> {
+/// Closes the spare instances, here and now (when descriptors run short,
+/// they must be free before the caller's next call). Those of another
+/// process are forgotten, not closed: their numbers may be this process's
+/// own files by now.
+pub fn close_spares() {
+    let spares = std::mem::take(&mut *SPARES.lock().unwrap_or_else(|p| p.into_inner()));
+    let me = rustix::process::getpid();
+    for s in spares {
+        if s.pid == me {
+            drop(s.inotify);
+        } else {
+            std::mem::forget(s.inotify);
+        }
+    }
+}
+
+/// A spare instance of this process, if any; another process's are
+/// forgotten (see [`close_spares`]).
+fn spare() -> Option<OwnedFd> {
     let me = rustix::process::getpid();
     let mut spares = SPARES.lock().unwrap_or_else(|p| p.into_inner());
-    spares.retain(|s| s.pid == me);
-    spares.pop().map(|s| (s.inotify, s.bell))
+    let (mine, others): (Vec<Spare>, Vec<Spare>) = spares.drain(..).partition(|s| s.pid == me);
+    for s in others {
+        std::mem::forget(s.inotify);
+    }
+    *spares = mine;
+    spares.pop().map(|s| s.inotify)
 }
 
-/// What another thread rings to wake a [`Watch`]'s waiter.
-#[derive(Clone)]
-pub struct Bell(Arc<OwnedFd>);
-
-impl Bell {
-    /// Wakes the waiter (now, or at its next wait).
-    pub fn ring(&self) {
-        // EAGAIN only when the counter is about to overflow: it is rung
-        // already.
-        let _ = rustix::io::write(&*self.0, &1u64.to_ne_bytes());
-    }
-
-    /// Whether `other` is this very bell.
-    pub fn is(&self, other: &Bell) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+/// Closes an inotify instance without making the caller wait for it: on a
+/// thread of its own, or here if no thread can be started.
+fn close_aside(inotify: OwnedFd) {
+    let inotify = Arc::new(Mutex::new(Some(inotify)));
+    let other = Arc::clone(&inotify);
+    let spawned = std::thread::Builder::new()
+        .name("swaplock-close".into())
+        .spawn(move || drop(other.lock().unwrap_or_else(|p| p.into_inner()).take()));
+    if spawned.is_err() {
+        drop(inotify.lock().unwrap_or_else(|p| p.into_inner()).take());
     }
 }
 
-/// The events that can free the lock path: its name unlinked or moved
-/// away or in (a release, a takeover's exchange, a rename), the directory
-/// itself removed or moved. Creations and writes cannot free it.
+/// What [`Watch::arm`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Armed {
+    /// The marker at the lock path is watched.
+    Watching,
+    /// Nothing is at the lock path now: look again at once.
+    Gone,
+    /// The kernel refused the watch: only the bell and the poll wake.
+    Unwatched,
+}
+
+/// The events that can free the lock path, on the marker's own inode: its
+/// link count changing (an unlink; a link too), its being moved (an
+/// exchange, a rename), its removal; and the queue overflowing.
 fn concerns_the_lock(flags: ReadFlags) -> bool {
     flags.intersects(
-        ReadFlags::DELETE
-            | ReadFlags::MOVED_FROM
-            | ReadFlags::MOVED_TO
-            | ReadFlags::DELETE_SELF
+        ReadFlags::ATTRIB
             | ReadFlags::MOVE_SELF
-            | ReadFlags::IGNORED
+            | ReadFlags::DELETE_SELF
             | ReadFlags::QUEUE_OVERFLOW,
     )
 }
 
 impl Watch {
-    /// Watches the directory open as `dir` (through `/proc/self/fd`, or
-    /// `dir_path` where `/proc` is missing) for `name`. Errors are the
-    /// kernel's: no inotify (`ENOSYS`, a seccomp filter), no watches or
-    /// instances left (`ENOSPC`, `EMFILE`); the caller then polls.
+    /// A watch for `name` in the directory open as `dir` (whose path is
+    /// `dir_path`), armed by [`Watch::arm`]. Errors are the kernel's: no
+    /// inotify (`ENOSYS`, a seccomp filter), no instances or descriptors
+    /// left (`EMFILE`, `ENFILE`); the caller then polls.
     pub fn new(
         dir: BorrowedFd<'_>,
         dir_path: &std::path::Path,
         name: &[u8],
     ) -> std::io::Result<Self> {
-        let (inotify, bell) = match spare() {
+        let inotify = match spare() {
             Some(spare) => spare,
-            None => (
-                inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK)?,
-                Bell(Arc::new(eventfd(
-                    0,
-                    EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK,
-                )?)),
-            ),
+            None => inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK)?,
         };
-        let flags = WatchFlags::DELETE
-            | WatchFlags::MOVED_FROM
-            | WatchFlags::MOVED_TO
-            | WatchFlags::DELETE_SELF
-            | WatchFlags::MOVE_SELF
-            | WatchFlags::ONLYDIR;
-        let by_fd = format!("/proc/self/fd/{}", rustix::fd::AsRawFd::as_raw_fd(&dir));
-        let wd = match inotify::add_watch(&inotify, by_fd.as_str(), flags) {
-            Ok(wd) => wd,
-            Err(_) => {
-                let dir_path = if dir_path.as_os_str().is_empty() {
-                    std::path::Path::new(".")
-                } else {
-                    dir_path
-                };
-                inotify::add_watch(&inotify, dir_path, flags)?
+        let bell = match eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK) {
+            Ok(fd) => fd,
+            Err(e) => {
+                // Descriptors are short: this one must be free before the
+                // caller's next call, not kept.
+                drop(inotify);
+                return Err(e.into());
             }
         };
-        let mut watch = Watch {
-            inotify,
-            wd,
-            bell,
-            name: name.into(),
+        let by_fd = {
+            let mut p =
+                format!("/proc/self/fd/{}/", rustix::fd::AsRawFd::as_raw_fd(&dir)).into_bytes();
+            p.extend_from_slice(name);
+            CString::new(p).ok()
         };
-        // What a spare instance or bell still held is from before.
+        let by_path = {
+            use std::os::unix::ffi::OsStrExt;
+            let mut p = dir_path.as_os_str().as_bytes().to_vec();
+            if p.is_empty() {
+                p.push(b'.');
+            }
+            p.push(b'/');
+            p.extend_from_slice(name);
+            CString::new(p).ok()
+        };
+        let mut watch = Watch {
+            inotify: ManuallyDrop::new(inotify),
+            wd: None,
+            bell: Bell {
+                pid: rustix::process::getpid(),
+                fd: Arc::new(bell),
+            },
+            paths: [by_fd, by_path],
+        };
+        // What a spare instance still held is from before.
         watch.drain();
         Ok(watch)
+    }
+
+    fn inotify(&self) -> BorrowedFd<'_> {
+        self.inotify.as_fd()
     }
 
     /// This waiter's bell.
@@ -147,23 +217,51 @@ impl Watch {
         self.bell.clone()
     }
 
+    /// Watches the file now at the lock path (the marker the last attempt
+    /// found busy, unless a peer replaced it since: then the new one).
+    pub fn arm(&mut self) -> Armed {
+        let flags = WatchFlags::ATTRIB
+            | WatchFlags::MOVE_SELF
+            | WatchFlags::DELETE_SELF
+            | WatchFlags::DONT_FOLLOW;
+        let mut gone = false;
+        for path in self.paths.iter().flatten() {
+            match inotify::add_watch(self.inotify(), path.as_c_str(), flags) {
+                Ok(wd) => {
+                    if let Some(old) = self.wd.replace(wd).filter(|&old| old != wd) {
+                        let _ = inotify::remove_watch(self.inotify(), old);
+                    }
+                    return Armed::Watching;
+                }
+                Err(Errno::NOENT) => gone = true,
+                Err(_) => {}
+            }
+        }
+        // `/proc` missing and the directory's path no longer leading to
+        // it count as refused, not gone: only the first path's answer is
+        // the lock path's.
+        if gone && self.paths[0].is_some() {
+            Armed::Gone
+        } else {
+            Armed::Unwatched
+        }
+    }
+
     /// Consumes what is pending, the bell included; whether any of it
     /// concerned the lock path (or could have: a queue overflow, an error).
     pub fn drain(&mut self) -> bool {
         let mut rang = [0u8; 8];
-        let mut woken = rustix::io::read(&*self.bell.0, &mut rang).is_ok();
+        let mut woken = rustix::io::read(&*self.bell.fd, &mut rang).is_ok();
         let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
-        let mut reader = inotify::Reader::new(self.inotify.as_fd(), &mut buf);
+        let wd = self.wd;
+        let mut reader = inotify::Reader::new(self.inotify(), &mut buf);
         loop {
             match reader.next() {
                 Ok(event) => {
-                    // A spare instance's earlier watch may still report.
-                    let ours =
-                        event.wd() == self.wd || event.events().contains(ReadFlags::QUEUE_OVERFLOW);
-                    let named = event
-                        .file_name()
-                        .is_none_or(|n| n.to_bytes() == &*self.name);
-                    woken |= ours && named && concerns_the_lock(event.events());
+                    let flags = event.events();
+                    // An earlier watch of this instance may still report.
+                    let ours = Some(event.wd()) == wd || flags.contains(ReadFlags::QUEUE_OVERFLOW);
+                    woken |= ours && concerns_the_lock(flags);
                 }
                 Err(Errno::AGAIN) => return woken,
                 Err(Errno::INTR) => continue,
@@ -189,8 +287,8 @@ impl Watch {
                 tv_nsec: 0,
             });
             let mut fds = [
-                PollFd::new(&self.inotify, PollFlags::IN),
-                PollFd::new(&*self.bell.0, PollFlags::IN),
+                PollFd::new(&*self.inotify, PollFlags::IN),
+                PollFd::new(&*self.bell.fd, PollFlags::IN),
             ];
             match poll(&mut fds, Some(&left)) {
                 Ok(_) | Err(Errno::INTR) => {}
@@ -201,22 +299,35 @@ impl Watch {
     }
 }
 
-impl Drop for Watch {
-    /// Keeps the instance and the bell for a next wait, its watch removed
-    /// (the directory's removal may have removed it already).
-    fn drop(&mut self) {
-        let _ = inotify::remove_watch(&self.inotify, self.wd);
-        let mut spares = SPARES.lock().unwrap_or_else(|p| p.into_inner());
-        if spares.len() >= SPARES_KEPT {
-            return;
-        }
-        let Ok(inotify) = rustix::io::dup(&self.inotify) else {
-            return;
-        };
+/// Keeps an instance whose watch is gone for a next wait, or closes it
+/// aside when enough are kept.
+fn put_away(inotify: OwnedFd) {
+    let mut spares = SPARES.lock().unwrap_or_else(|p| p.into_inner());
+    if spares.len() < SPARES_KEPT {
         spares.push(Spare {
             pid: rustix::process::getpid(),
             inotify,
-            bell: self.bell.clone(),
         });
+    } else {
+        drop(spares);
+        close_aside(inotify);
+    }
+}
+
+impl Drop for Watch {
+    /// Keeps the instance for a next wait, its watch removed (the marker's
+    /// removal may have removed it already).
+    fn drop(&mut self) {
+        // SAFETY: taken once, here, and not used after.
+        let inotify = unsafe { ManuallyDrop::take(&mut self.inotify) };
+        if let Some(wd) = self.wd {
+            let _ = inotify::remove_watch(&inotify, wd);
+        }
+        if self.bell.is_this_process() {
+            put_away(inotify);
+        } else {
+            // A forked child's copy of its parent's watch.
+            std::mem::forget(inotify);
+        }
     }
 }

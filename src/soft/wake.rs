@@ -9,13 +9,15 @@
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod imp {
-    use crate::adapter::watch::{Bell, Watch};
+    use crate::adapter::watch::{self, Armed, Bell, Watch};
     use std::os::fd::AsFd;
     use std::path::Path;
     use std::sync::Mutex;
     use std::time::Duration;
+    use swaplock_core::soft::Error;
 
-    /// The bells of this process's waiters that watch their lock path.
+    /// The bells of this process's waiters that watch their lock path (and,
+    /// in a forked child, its parent's, which ring nothing there).
     static BELLS: Mutex<Vec<Bell>> = Mutex::new(Vec::new());
 
     /// Wakes every waiter of this process that watches its lock path.
@@ -27,7 +29,7 @@ mod imp {
 
     /// The adapter's spare watches' mutex held, for the fork handlers.
     pub(crate) fn spares_lock() -> Box<dyn std::any::Any> {
-        crate::adapter::watch::lock_for_fork()
+        watch::lock_for_fork()
     }
 
     /// The list's mutex held, for the fork handlers.
@@ -35,13 +37,27 @@ mod imp {
         Box::new(BELLS.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
+    /// Whether an acquire failed for want of descriptors (`EMFILE`,
+    /// `ENFILE`), which a watch's own may have taken.
+    pub(crate) fn short_of_descriptors(e: &Error) -> bool {
+        matches!(e, Error::Os { errno, .. }
+            if errno.raw() == libc::EMFILE || errno.raw() == libc::ENFILE)
+    }
+
+    /// At most this many times in a row the marker a busy attempt found is
+    /// gone before it can be watched, each a reason to look again at once;
+    /// then the pause is the poll's.
+    const GONE_IN_A_ROW: u32 = 3;
+
     /// One waiter's watch of its lock path, set up at its first pause.
     pub(crate) enum Watcher {
         /// Not set up yet.
         Idle,
-        /// Watching, its bell in [`BELLS`].
-        Watching(Watch),
-        /// The kernel refused (no inotify, no watches left): polls only.
+        /// Watching, its bell in [`BELLS`]; how many times in a row the
+        /// marker was gone when armed.
+        Watching(Watch, u32),
+        /// The kernel refused (no inotify, no descriptors left), or the
+        /// watch was given up: polls only.
         Refused,
     }
 
@@ -50,29 +66,39 @@ mod imp {
             Watcher::Idle
         }
 
-        /// Sets the watch up at the first pause: `true` if it was just
-        /// set up, when the caller looks again at once, since what
-        /// changed before the watch existed raised no event.
+        /// Sets the watch up at the first pause, then watches the marker
+        /// now at the lock path at each: `true` when the caller should look
+        /// again at once (the watch is new, and a change before it raised
+        /// no event; or the marker is gone already).
         pub(crate) fn start(
             &mut self,
             dir: &super::super::Dir,
             dir_path: &Path,
             name: &[u8],
         ) -> bool {
-            if !matches!(self, Watcher::Idle) {
-                return false;
+            if let Watcher::Idle = self {
+                match Watch::new(dir.as_fd(), dir_path, name) {
+                    Ok(watch) => {
+                        BELLS
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push(watch.bell());
+                        *self = Watcher::Watching(watch, 0);
+                    }
+                    Err(_) => *self = Watcher::Refused,
+                }
             }
-            match Watch::new(dir.as_fd(), dir_path, name) {
-                Ok(watch) => {
-                    BELLS
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push(watch.bell());
-                    *self = Watcher::Watching(watch);
+            let Watcher::Watching(watch, gone) = self else {
+                return false;
+            };
+            match watch.arm() {
+                Armed::Gone if *gone < GONE_IN_A_ROW => {
+                    *gone += 1;
                     true
                 }
-                Err(_) => {
-                    *self = Watcher::Refused;
+                Armed::Gone | Armed::Unwatched => false,
+                Armed::Watching => {
+                    *gone = 0;
                     false
                 }
             }
@@ -80,33 +106,45 @@ mod imp {
 
         /// Whether a watch stands in for the condition variable.
         pub(crate) fn watching(&self) -> bool {
-            matches!(self, Watcher::Watching(_))
+            matches!(self, Watcher::Watching(..))
         }
 
         /// Forgets what happened before an attempt: the attempt sees it.
         pub(crate) fn before_attempt(&mut self) {
-            if let Watcher::Watching(watch) = self {
+            if let Watcher::Watching(watch, _) = self {
                 watch.drain();
             }
         }
 
         /// Waits up to `pause` for the lock path to change or the bell.
         pub(crate) fn wait(&mut self, pause: Duration) {
-            if let Watcher::Watching(watch) = self {
+            if let Watcher::Watching(watch, _) = self {
                 watch.wait(pause);
             }
         }
-    }
 
-    impl Drop for Watcher {
-        fn drop(&mut self) {
-            if let Watcher::Watching(watch) = self {
+        /// Gives the watch and the process's spare ones up, when
+        /// descriptors run short: the waiter polls from then on.
+        pub(crate) fn give_up(&mut self) {
+            self.forget_bell();
+            *self = Watcher::Refused;
+            watch::close_spares();
+        }
+
+        fn forget_bell(&self) {
+            if let Watcher::Watching(watch, _) = self {
                 let bell = watch.bell();
                 BELLS
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .retain(|b| !b.is(&bell));
             }
+        }
+    }
+
+    impl Drop for Watcher {
+        fn drop(&mut self) {
+            self.forget_bell();
         }
     }
 }
@@ -118,6 +156,11 @@ mod imp {
 
     /// Nothing to ring: waiters wait on the condition variable.
     pub(crate) fn ring_all() {}
+
+    /// No watch takes descriptors here.
+    pub(crate) fn short_of_descriptors(_: &swaplock_core::soft::Error) -> bool {
+        false
+    }
 
     /// No list to guard across `fork`.
     #[cfg(unix)]
@@ -142,6 +185,8 @@ mod imp {
         pub(crate) fn start(&mut self, _: &super::super::Dir, _: &Path, _: &[u8]) -> bool {
             false
         }
+
+        pub(crate) fn give_up(&mut self) {}
 
         pub(crate) fn watching(&self) -> bool {
             false
