@@ -1,0 +1,504 @@
+//! swaplock's benchmarks, side by side with its peers, measured in one run
+//! on one machine and printed as a Markdown table of ratios
+//! (`docs/BENCHMARKS.md` keeps the last full run):
+//!
+//! - an uncontended acquire and release of each kind, against its syscall
+//!   floor (the same calls made directly through libc), std's
+//!   `File::lock`, fs2's, and Python filelock 4.2.11's class of that kind;
+//! - the commands, whole-process wall time: `with-lock-ex -w L true`
+//!   against chiark's and `flock(1)`, and `swaplock run`;
+//! - the handoff from a releasing process to a process blocked in `lock()`,
+//!   p50 and p99, for each kind;
+//! - the takeover of a soft lock whose holder was killed (SIGKILL), from
+//!   the kill to the waiter's return;
+//! - heap allocations per uncontended cycle.
+//!
+//! ```text
+//! cargo bench --bench locks                # the full run (about a minute)
+//! cargo bench --bench locks -- --quick     # a smoke run, as CI runs it
+//! ```
+//!
+//! `SWAPLOCK_BENCH_WITH_LOCK_EX` names another `with-lock-ex` to time (the
+//! static musl build, say). Python comes from `SWAPLOCK_PYTHON` or the
+//! workspace's `.venv` (`scripts/setup`).
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod linux {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::ffi::CString;
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+    use swaplock::soft::SoftLock;
+    use swaplock::FileLock;
+
+    /// Counts heap allocations, for the allocations per cycle.
+    struct Counting;
+
+    static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+    // SAFETY: every call is passed on to the system allocator unchanged.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            // SAFETY: the caller's contract is the system allocator's.
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: as above.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new: usize) -> *mut u8 {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            // SAFETY: as above.
+            unsafe { System.realloc(ptr, layout, new) }
+        }
+    }
+
+    #[global_allocator]
+    static GLOBAL: Counting = Counting;
+
+    /// The kinds of lock, as the table and the child processes name them.
+    const KINDS: [&str; 5] = ["fcntl", "flock", "soft", "marker", "lease"];
+
+    /// Mean time of one `cycle`, over `n` after a warm-up of `n / 10`.
+    fn per_cycle(n: u32, mut cycle: impl FnMut()) -> Duration {
+        for _ in 0..n / 10 {
+            cycle();
+        }
+        let began = Instant::now();
+        for _ in 0..n {
+            cycle();
+        }
+        began.elapsed() / n
+    }
+
+    /// A path as a C string, for the libc floors.
+    fn c_path(path: &Path) -> CString {
+        CString::new(path.as_os_str().as_bytes()).unwrap()
+    }
+
+    /// The `fcntl` floor: what the with-lock-ex protocol must call, directly.
+    fn fcntl_floor(path: &Path) {
+        let p = c_path(path);
+        // SAFETY: plain syscalls on a descriptor this function owns, with
+        // buffers that outlive the calls.
+        unsafe {
+            let fd = libc::open(
+                p.as_ptr(),
+                libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC,
+                0o600,
+            );
+            assert!(fd >= 0);
+            let mut fl: libc::flock = std::mem::zeroed();
+            fl.l_type = libc::F_WRLCK as _;
+            fl.l_whence = libc::SEEK_SET as _;
+            fl.l_len = 1;
+            assert_eq!(libc::fcntl(fd, libc::F_OFD_SETLKW, &fl), 0);
+            let mut st: libc::stat = std::mem::zeroed();
+            libc::fstat(fd, &mut st);
+            libc::stat(p.as_ptr(), &mut st);
+            fl.l_type = libc::F_UNLCK as _;
+            libc::fcntl(fd, libc::F_OFD_SETLK, &fl);
+            libc::close(fd);
+        }
+    }
+
+    /// The `flock` floor.
+    fn flock_floor(path: &Path) {
+        let p = c_path(path);
+        // SAFETY: as in `fcntl_floor`.
+        unsafe {
+            let fd = libc::open(
+                p.as_ptr(),
+                libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC,
+                0o600,
+            );
+            assert!(fd >= 0);
+            assert_eq!(libc::flock(fd, libc::LOCK_EX), 0);
+            let mut st: libc::stat = std::mem::zeroed();
+            libc::fstat(fd, &mut st);
+            libc::stat(p.as_ptr(), &mut st);
+            libc::flock(fd, libc::LOCK_UN);
+            libc::close(fd);
+        }
+    }
+
+    /// The soft floor: create the marker exclusively, write a record, remove
+    /// it, close (filelock's own sequence, without any of its checks).
+    fn soft_floor(path: &Path) {
+        let p = c_path(path);
+        let record = b"filelock/2\npid=1\nhost=h\nmode=exclusive\nstart=1\n";
+        // SAFETY: as in `fcntl_floor`.
+        unsafe {
+            let fd = libc::open(
+                p.as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+                0o644,
+            );
+            assert!(fd >= 0);
+            libc::write(fd, record.as_ptr().cast(), record.len());
+            libc::unlink(p.as_ptr());
+            libc::close(fd);
+        }
+    }
+
+    fn soft_lock(kind: &str, path: &Path) -> SoftLock {
+        match kind {
+            "soft" => SoftLock::soft(path),
+            "marker" => SoftLock::marker(path),
+            _ => SoftLock::lease(path),
+        }
+    }
+
+    /// A held lock of `kind` on `path`, and how to release it.
+    fn take(kind: &str, path: &Path) -> Box<dyn FnOnce()> {
+        match kind {
+            "fcntl" | "flock" => {
+                let lock = if kind == "fcntl" {
+                    FileLock::new(path)
+                } else {
+                    FileLock::flock(path)
+                };
+                let g = lock.lock().unwrap();
+                Box::new(move || g.unlock().unwrap())
+            }
+            _ => {
+                let g = soft_lock(kind, path).lock().unwrap();
+                Box::new(move || g.release().unwrap())
+            }
+        }
+    }
+
+    /// Nanoseconds since the epoch: the one clock two processes both read.
+    fn wall_now() -> u128 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    }
+
+    /// The child of a handoff or a takeover: says it is about to wait (or
+    /// holds), waits, prints when it got the lock.
+    fn child(role: &str, kind: &str, path: &Path) {
+        let mut out = std::io::stdout();
+        if role == "hold" {
+            let _held = take(kind, path);
+            writeln!(out, "held").unwrap();
+            out.flush().unwrap();
+            let mut line = String::new();
+            let _ = std::io::stdin().read_line(&mut line);
+            return;
+        }
+        writeln!(out, "waiting").unwrap();
+        out.flush().unwrap();
+        let release = take(kind, path);
+        let got = wall_now();
+        release();
+        writeln!(out, "{got}").unwrap();
+    }
+
+    fn spawn_child(role: &str, kind: &str, path: &Path) -> (std::process::Child, impl BufRead) {
+        let mut c = Command::new(std::env::current_exe().unwrap())
+            .args(["--child", role, kind])
+            .arg(path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = BufReader::new(c.stdout.take().unwrap());
+        (c, out)
+    }
+
+    fn read_line(out: &mut impl BufRead) -> String {
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        line.trim_end().to_owned()
+    }
+
+    /// The time from this process's release to a waiting child's return.
+    fn handoffs(kind: &str, path: &Path, n: usize) -> Vec<Duration> {
+        let mut times = Vec::with_capacity(n);
+        for _ in 0..n {
+            let release = take(kind, path);
+            let (mut c, mut out) = spawn_child("wait", kind, path);
+            assert_eq!(read_line(&mut out), "waiting");
+            // Let the child reach its wait: a pause, not synchronisation; a
+            // child that is late only makes the handoff look shorter.
+            std::thread::sleep(Duration::from_millis(20));
+            let released = wall_now();
+            release();
+            let got: u128 = read_line(&mut out).parse().unwrap();
+            c.wait().unwrap();
+            times.push(Duration::from_nanos(got.saturating_sub(released) as u64));
+        }
+        times.sort();
+        times
+    }
+
+    /// The time from killing a child that holds a soft lock to this process's
+    /// return from `lock()`, waiting since before the kill.
+    fn takeovers(kind: &str, path: &Path, n: usize) -> Vec<Duration> {
+        let mut times = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (mut c, mut out) = spawn_child("hold", kind, path);
+            assert_eq!(read_line(&mut out), "held");
+            let lock = soft_lock(kind, path);
+            let (killed_at, killed) = std::sync::mpsc::channel();
+            let killer = std::thread::spawn(move || {
+                // The waiter below is in its first pause by now (a pause, not
+                // synchronisation: a late waiter only shortens the figure).
+                std::thread::sleep(Duration::from_millis(20));
+                let at = Instant::now();
+                c.kill().unwrap();
+                // Reaped, as its parent would: a zombie's PID still runs.
+                c.wait().unwrap();
+                killed_at.send(at).unwrap();
+            });
+            let g = lock.lock().unwrap();
+            let got = Instant::now();
+            let at = killed.recv().unwrap();
+            killer.join().unwrap();
+            times.push(got.saturating_duration_since(at));
+            g.release().unwrap();
+        }
+        times.sort();
+        times
+    }
+
+    fn quantile(t: &[Duration], q: f64) -> Duration {
+        t[((t.len() as f64 * q) as usize).min(t.len() - 1)]
+    }
+
+    fn us(d: Duration) -> String {
+        format!("{:.1} µs", d.as_secs_f64() * 1e6)
+    }
+
+    fn ms(d: Duration) -> String {
+        format!("{:.2} ms", d.as_secs_f64() * 1e3)
+    }
+
+    fn ratio(a: Duration, b: Duration) -> String {
+        format!("{:.2}x", a.as_secs_f64() / b.as_secs_f64())
+    }
+
+    /// The Python with filelock 4.2.11, if there is one.
+    fn python() -> Option<PathBuf> {
+        let p = std::env::var_os("SWAPLOCK_PYTHON")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
+        p.exists().then_some(p)
+    }
+
+    /// filelock's uncontended cycle per class, in the same run.
+    fn filelock_cycles(dir: &Path, n: u32) -> Option<Vec<(String, Duration)>> {
+        let script = r#"
+    import sys, time
+    from filelock import UnixFileLock, SoftFileLock, MarkerSoftFileLock, SoftFileLease
+    d, n = sys.argv[1], int(sys.argv[2])
+    for name, cls in [("flock", UnixFileLock), ("soft", SoftFileLock), ("marker", MarkerSoftFileLock), ("lease", SoftFileLease)]:
+        lock = cls(d + "/py-" + name + ".lock")
+        for _ in range(max(n // 10, 1)):
+            lock.acquire(); lock.release()
+        t = time.perf_counter()
+        for _ in range(n):
+            lock.acquire(); lock.release()
+        print(name, (time.perf_counter() - t) / n)
+    "#;
+        // The script's lines, without this module's indentation.
+        let script: Vec<&str> = script
+            .lines()
+            .map(|l| l.strip_prefix("    ").unwrap_or(l))
+            .collect();
+        let out = Command::new(python()?)
+            .args(["-c", &script.join("\n")])
+            .arg(dir)
+            .arg(n.to_string())
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            eprintln!("filelock: {}", String::from_utf8_lossy(&out.stderr));
+            return None;
+        }
+        Some(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(|l| {
+                    let (name, secs) = l.split_once(' ')?;
+                    Some((name.to_owned(), Duration::from_secs_f64(secs.parse().ok()?)))
+                })
+                .collect(),
+        )
+    }
+
+    /// Mean wall time of running `cmd` to completion, `n` times.
+    fn per_run(n: u32, mut cmd: impl FnMut() -> Command) -> Option<Duration> {
+        let mut run = || {
+            cmd()
+                .stdout(Stdio::null())
+                .status()
+                .ok()
+                .filter(|s| s.success())
+        };
+        run()?;
+        let began = Instant::now();
+        for _ in 0..n {
+            run()?;
+        }
+        Some(began.elapsed() / n)
+    }
+
+    pub(crate) fn main() {
+        let args: Vec<String> = std::env::args().collect();
+        if args.get(1).map(String::as_str) == Some("--child") {
+            child(&args[2], &args[3], Path::new(&args[4]));
+            return;
+        }
+        let quick = args.iter().any(|a| a == "--quick");
+        let (cycles, runs, handoffs_n) = if quick {
+            (200, 10, 5)
+        } else {
+            (20_000, 300, 100)
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let at = |name: &str| dir.path().join(name);
+
+        println!("## Uncontended acquire and release ({cycles} cycles, mean)\n");
+        let py = filelock_cycles(dir.path(), if quick { 100 } else { 5_000 });
+        let py_of = |kind: &str| {
+            py.as_ref()
+                .and_then(|p| p.iter().find(|(k, _)| k == kind).map(|(_, d)| *d))
+        };
+        println!("| kind | swaplock | syscall floor | vs floor | std `File::lock` | fs2 | filelock 4.2.11 | vs filelock | allocations |");
+        println!("|---|---|---|---|---|---|---|---|---|");
+        for kind in KINDS {
+            let path = at(&format!("{kind}.lock"));
+            let kernel = match kind {
+                "fcntl" => Some(FileLock::new(&path)),
+                "flock" => Some(FileLock::flock(&path)),
+                _ => None,
+            };
+            let mut cycle = || match &kernel {
+                Some(lock) => lock.lock().unwrap().unlock().unwrap(),
+                None => soft_lock(kind, &path).lock().unwrap().release().unwrap(),
+            };
+            let ours = per_cycle(cycles, &mut cycle);
+            let before = ALLOCATIONS.load(Ordering::Relaxed);
+            cycle();
+            let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
+            let floor_path = at(&format!("{kind}-floor.lock"));
+            let floor = per_cycle(cycles, || match kind {
+                "fcntl" => fcntl_floor(&floor_path),
+                "flock" => flock_floor(&floor_path),
+                _ => soft_floor(&floor_path),
+            });
+            let (std_lock, fs2_lock) = if kind == "flock" {
+                let p = at("std.lock");
+                let std_lock = per_cycle(cycles, || {
+                    let f = std::fs::File::create(&p).unwrap();
+                    f.lock().unwrap();
+                    f.unlock().unwrap();
+                });
+                let p = at("fs2.lock");
+                let fs2_lock = per_cycle(cycles, || {
+                    let f = std::fs::File::create(&p).unwrap();
+                    fs2::FileExt::lock_exclusive(&f).unwrap();
+                    fs2::FileExt::unlock(&f).unwrap();
+                });
+                (us(std_lock), us(fs2_lock))
+            } else {
+                ("".to_owned(), "".to_owned())
+            };
+            let (py_cell, vs_py) = match py_of(kind) {
+                Some(d) => (us(d), ratio(ours, d)),
+                None => ("".to_owned(), "".to_owned()),
+            };
+            println!(
+                "| {kind} | {} | {} | {} | {std_lock} | {fs2_lock} | {py_cell} | {vs_py} | {allocations} |",
+                us(ours),
+                us(floor),
+                ratio(ours, floor),
+            );
+        }
+
+        println!("\n## Commands, whole-process wall time ({runs} runs, mean)\n");
+        let ours_wle = std::env::var_os("SWAPLOCK_BENCH_WITH_LOCK_EX")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_with-lock-ex")));
+        let lock = at("cmd.lock");
+        let wle = |bin: PathBuf| {
+            let lock = lock.clone();
+            move || {
+                let mut c = Command::new(&bin);
+                c.args(["-w"]).arg(&lock).arg("true");
+                c
+            }
+        };
+        let ours = per_run(runs, wle(ours_wle.clone()));
+        let chiark = per_run(runs, wle(PathBuf::from("/usr/bin/with-lock-ex")));
+        let flock1 = per_run(runs, || {
+            let mut c = Command::new("flock");
+            c.arg(&lock).arg("true");
+            c
+        });
+        let run = per_run(runs, || {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_swaplock"));
+            c.args(["run", "--kind", "fcntl"]).arg(&lock).arg("true");
+            c
+        });
+        let cell = |d: Option<Duration>| d.map_or("missing".to_owned(), us);
+        println!("| command | wall | vs chiark's `with-lock-ex` |");
+        println!("|---|---|---|");
+        for (name, d) in [
+            (
+                format!("`with-lock-ex -w L true` ({})", ours_wle.display()),
+                ours,
+            ),
+            ("chiark's `with-lock-ex -w L true`".to_owned(), chiark),
+            ("`flock L true` (util-linux)".to_owned(), flock1),
+            ("`swaplock run --kind fcntl L true`".to_owned(), run),
+        ] {
+            let vs = match (d, chiark) {
+                (Some(d), Some(c)) => ratio(d, c),
+                _ => "".to_owned(),
+            };
+            println!("| {name} | {} | {vs} |", cell(d));
+        }
+
+        println!("\n## Handoff between processes ({handoffs_n} handoffs)\n");
+        println!("| kind | p50 | p99 | worst |");
+        println!("|---|---|---|---|");
+        for kind in KINDS {
+            let t = handoffs(kind, &at(&format!("h-{kind}.lock")), handoffs_n);
+            println!(
+                "| {kind} | {} | {} | {} |",
+                ms(quantile(&t, 0.5)),
+                ms(quantile(&t, 0.99)),
+                ms(t[t.len() - 1])
+            );
+        }
+
+        println!("\n## Takeover after the holder's SIGKILL ({handoffs_n} kills)\n");
+        println!("| kind | p50 | p99 | worst |");
+        println!("|---|---|---|---|");
+        for kind in ["soft", "marker", "lease"] {
+            let t = takeovers(kind, &at(&format!("k-{kind}.lock")), handoffs_n);
+            println!(
+                "| {kind} | {} | {} | {} |",
+                ms(quantile(&t, 0.5)),
+                ms(quantile(&t, 0.99)),
+                ms(t[t.len() - 1])
+            );
+        }
+    }
+}
+
+fn main() {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    linux::main();
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    eprintln!("the benchmarks run on Linux and Android");
+}
