@@ -11,9 +11,8 @@
 
 mod common;
 
-use common::{peer_command, swaplock, Holder, HOLD};
+use common::{command, peer_command, swaplock, Holder, HOLD};
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 use swaplock::soft::waiting_threads;
 use swaplock::SoftLock;
@@ -60,7 +59,8 @@ fn by_filelock(kind: &str, path: &Path) -> Holder {
 }
 
 fn by_command(kind: &str, path: &Path) -> Holder {
-    let mut cmd = Command::new(swaplock());
+    // Through the emulator when the tests run under one.
+    let mut cmd = command(&swaplock(), "swaplock");
     cmd.args(["run", "--kind", kind])
         .arg(path)
         .args(["sh", "-c", HOLD]);

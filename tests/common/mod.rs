@@ -15,8 +15,12 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
 /// Debian chiark-utils-bin's with-lock-ex, the reference.
 pub const REFERENCE: &str = "/usr/bin/with-lock-ex";
 
+/// This package's with-lock-ex: `$SWAPLOCK_WITH_LOCK_EX` when set (another
+/// build of it, such as `scripts/build-small`'s), else cargo's.
 pub fn ours() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_with-lock-ex"))
+    std::env::var_os("SWAPLOCK_WITH_LOCK_EX")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_with-lock-ex")))
 }
 
 pub fn reference() -> PathBuf {
