@@ -1129,10 +1129,12 @@ impl Patience<Holder> for WakeOnRelease<'_> {
             return None;
         }
         let (dir, dir_path, name) = self.lock;
-        if self.watcher.start(dir, dir_path, name) {
+        match self.watcher.start(dir, dir_path, name) {
             // What changed before the watch existed raised no event, or
-            // the marker is gone already.
-            return Some(Duration::ZERO);
+            // the marker left before its watch took hold.
+            wake::Next::Now => return Some(Duration::ZERO),
+            wake::Next::After(d) => return Some(d.min(pause)),
+            wake::Next::Wait => {}
         }
         let (count, released) = &RELEASES;
         let guard = count.lock().unwrap_or_else(|p| p.into_inner());

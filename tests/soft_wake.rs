@@ -84,3 +84,74 @@ fn a_swaplock_release_wakes_a_waiter_of_each_kind() {
         woken_by_release(new(kind, &path), by_command(kind, &path));
     }
 }
+
+/// The cycle a contending child runs (see
+/// `contenders_that_poll_once_an_hour_never_miss_a_release`): `ROUNDS`
+/// acquires and releases of `KIND` on `PATH`, each waiting at most 20 s;
+/// exits 1 when a wait took 10 s or more: with four peers holding for
+/// microseconds, only a release it slept through takes that long (its last
+/// look, at the timeout, then finds the lock free).
+#[test]
+#[ignore = "a child of the contention test"]
+fn cycling_child() {
+    let (Ok(kind), Some(path), Ok(rounds)) = (
+        std::env::var("SWAPLOCK_WAKE_KIND"),
+        std::env::var_os("SWAPLOCK_WAKE_PATH"),
+        std::env::var("SWAPLOCK_WAKE_ROUNDS"),
+    ) else {
+        return;
+    };
+    let lock = new(&kind, Path::new(&path)).poll_interval(Duration::from_secs(3600));
+    for _ in 0..rounds.parse::<u32>().unwrap() {
+        let began = Instant::now();
+        match lock.lock_timeout(Duration::from_secs(20)) {
+            Ok(guard) => guard.release().unwrap(),
+            Err(e) => {
+                eprintln!("{kind}: {e}");
+                std::process::exit(1);
+            }
+        }
+        if began.elapsed() >= Duration::from_secs(10) {
+            eprintln!(
+                "{kind}: waited {:?} for a lock held for microseconds",
+                began.elapsed()
+            );
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Several processes take turns on one lock, each polling once an hour:
+/// every release must wake a waiter, through the exchanges, placeholders
+/// and released markers of the releases in between, or a waiter sleeps
+/// until its 20 s timeout and its process fails. A waiter that armed its
+/// watch on a marker already leaving the path, or gave up looking after a
+/// few such markers, did so within a few hundred rounds.
+#[test]
+fn contenders_that_poll_once_an_hour_never_miss_a_release() {
+    let emulated = std::env::var_os("SWAPLOCK_TEST_RUNNER").is_some();
+    let rounds = if emulated { "30" } else { "400" };
+    for kind in ["soft", "marker", "lease"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.lock");
+        let children: Vec<_> = (0..5)
+            .map(|_| {
+                command(&std::env::current_exe().unwrap(), "soft_wake")
+                    .args(["--exact", "cycling_child", "--ignored", "--nocapture"])
+                    .env("SWAPLOCK_WAKE_KIND", kind)
+                    .env("SWAPLOCK_WAKE_PATH", &path)
+                    .env("SWAPLOCK_WAKE_ROUNDS", rounds)
+                    .stdout(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for mut child in children {
+            assert!(
+                child.wait().unwrap().success(),
+                "{kind}: a contender slept through a release until its timeout"
+            );
+        }
+        assert!(!path.exists());
+    }
+}

@@ -1,7 +1,7 @@
 //! Waking a soft-lock waiter when its lock path changes, instead of at its
-//! next poll: inotify on the marker at the lock path (its link count
-//! changing, which an unlink does; its being moved, which a takeover's
-//! exchange does), and an eventfd "bell" that another thread of the process
+//! next poll: inotify on the marker at the lock path (its last link going,
+//! which a release's unlink does; its being moved, which an exchange does),
+//! and an eventfd "bell" that another thread of the process
 //! rings when it releases or hands over a lock, which leaves no trace in
 //! the directory. The marker's inode is watched, not the directory, so
 //! that files coming and going beside it wake nobody. An event is a hint
@@ -27,9 +27,10 @@ pub struct Watch {
     /// The watch on the marker now at the lock path, once armed.
     wd: Option<i32>,
     bell: Bell,
-    /// The lock path through `/proc/self/fd`, and by the directory's path
-    /// where `/proc` is missing.
-    paths: [Option<CString>; 2],
+    /// The lock's name in its directory.
+    name: CString,
+    /// The lock path by the directory's path, for a kernel without `/proc`.
+    by_path: Option<CString>,
 }
 
 /// What another thread rings to wake a [`Watch`]'s waiter.
@@ -144,27 +145,26 @@ pub enum Armed {
 }
 
 /// The events that can free the lock path, on the marker's own inode: its
-/// link count changing (an unlink; a link too), its being moved (an
-/// exchange, a rename), its removal; and the queue overflowing.
+/// being moved (an exchange, a rename), its last link going (an unlink;
+/// reported once no descriptor holds its name either, which a holder's
+/// release closes right after), the watch ending; and the queue
+/// overflowing. Changes of its times or mode (a lease's heartbeat, anyone's
+/// `touch` or `chmod`) wake nobody.
 fn concerns_the_lock(flags: ReadFlags) -> bool {
     flags.intersects(
-        ReadFlags::ATTRIB
-            | ReadFlags::MOVE_SELF
+        ReadFlags::MOVE_SELF
             | ReadFlags::DELETE_SELF
+            | ReadFlags::IGNORED
             | ReadFlags::QUEUE_OVERFLOW,
     )
 }
 
 impl Watch {
-    /// A watch for `name` in the directory open as `dir` (whose path is
-    /// `dir_path`), armed by [`Watch::arm`]. Errors are the kernel's: no
+    /// A watch for `name` in the directory at `dir_path`, armed by
+    /// [`Watch::arm`] with the directory open. Errors are the kernel's: no
     /// inotify (`ENOSYS`, a seccomp filter), no instances or descriptors
     /// left (`EMFILE`, `ENFILE`); the caller then polls.
-    pub fn new(
-        dir: BorrowedFd<'_>,
-        dir_path: &std::path::Path,
-        name: &[u8],
-    ) -> std::io::Result<Self> {
+    pub fn new(dir_path: &std::path::Path, name: &[u8]) -> std::io::Result<Self> {
         let inotify = match spare() {
             Some(spare) => spare,
             None => inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK)?,
@@ -178,12 +178,6 @@ impl Watch {
                 return Err(e.into());
             }
         };
-        let by_fd = {
-            let mut p =
-                format!("/proc/self/fd/{}/", rustix::fd::AsRawFd::as_raw_fd(&dir)).into_bytes();
-            p.extend_from_slice(name);
-            CString::new(p).ok()
-        };
         let by_path = {
             use std::os::unix::ffi::OsStrExt;
             let mut p = dir_path.as_os_str().as_bytes().to_vec();
@@ -194,6 +188,8 @@ impl Watch {
             p.extend_from_slice(name);
             CString::new(p).ok()
         };
+        let name = CString::new(name)
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
         let mut watch = Watch {
             inotify: ManuallyDrop::new(inotify),
             wd: None,
@@ -201,7 +197,8 @@ impl Watch {
                 pid: rustix::process::getpid(),
                 fd: Arc::new(bell),
             },
-            paths: [by_fd, by_path],
+            name,
+            by_path,
         };
         // What a spare instance still held is from before.
         watch.drain();
@@ -217,33 +214,53 @@ impl Watch {
         self.bell.clone()
     }
 
-    /// Watches the file now at the lock path (the marker the last attempt
-    /// found busy, unless a peer replaced it since: then the new one).
-    pub fn arm(&mut self) -> Armed {
-        let flags = WatchFlags::ATTRIB
-            | WatchFlags::MOVE_SELF
-            | WatchFlags::DELETE_SELF
-            | WatchFlags::DONT_FOLLOW;
-        let mut gone = false;
-        for path in self.paths.iter().flatten() {
-            match inotify::add_watch(self.inotify(), path.as_c_str(), flags) {
-                Ok(wd) => {
-                    if let Some(old) = self.wd.replace(wd).filter(|&old| old != wd) {
-                        let _ = inotify::remove_watch(self.inotify(), old);
-                    }
-                    return Armed::Watching;
-                }
-                Err(Errno::NOENT) => gone = true,
-                Err(_) => {}
-            }
+    /// Watches the file now at the lock path in `dir` (the marker the last
+    /// attempt found busy, unless a peer replaced it since: then the new
+    /// one), and checks that it is still there once watched: a file that
+    /// left before its watch took hold raises no event.
+    pub fn arm(&mut self, dir: BorrowedFd<'_>) -> Armed {
+        use rustix::fs::{AtFlags, Mode, OFlags};
+        let pin = match rustix::fs::openat(
+            dir,
+            self.name.as_c_str(),
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(pin) => pin,
+            Err(Errno::NOENT) => return Armed::Gone,
+            Err(_) => return Armed::Unwatched,
+        };
+        let Ok(pinned) = rustix::fs::fstat(&pin) else {
+            return Armed::Unwatched;
+        };
+        let flags = WatchFlags::MOVE_SELF | WatchFlags::DELETE_SELF;
+        let by_pin = format!("/proc/self/fd/{}", rustix::fd::AsRawFd::as_raw_fd(&pin));
+        let wd = match inotify::add_watch(self.inotify(), by_pin.as_str(), flags) {
+            Ok(wd) => wd,
+            // No `/proc`: by the path, which a peer may have pointed at
+            // another file since; the check below sees that.
+            Err(_) => match &self.by_path {
+                Some(path) => match inotify::add_watch(
+                    self.inotify(),
+                    path.as_c_str(),
+                    flags | WatchFlags::DONT_FOLLOW,
+                ) {
+                    Ok(wd) => wd,
+                    Err(Errno::NOENT) => return Armed::Gone,
+                    Err(_) => return Armed::Unwatched,
+                },
+                None => return Armed::Unwatched,
+            },
+        };
+        if let Some(old) = self.wd.replace(wd).filter(|&old| old != wd) {
+            let _ = inotify::remove_watch(self.inotify(), old);
         }
-        // `/proc` missing and the directory's path no longer leading to
-        // it count as refused, not gone: only the first path's answer is
-        // the lock path's.
-        if gone && self.paths[0].is_some() {
-            Armed::Gone
-        } else {
-            Armed::Unwatched
+        match rustix::fs::statat(dir, self.name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(now) if now.st_dev == pinned.st_dev && now.st_ino == pinned.st_ino => {
+                Armed::Watching
+            }
+            // Gone or replaced while the watch was set up.
+            _ => Armed::Gone,
         }
     }
 

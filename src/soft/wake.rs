@@ -45,9 +45,20 @@ mod imp {
     }
 
     /// At most this many times in a row the marker a busy attempt found is
-    /// gone before it can be watched, each a reason to look again at once;
-    /// then the pause is the poll's.
-    const GONE_IN_A_ROW: u32 = 3;
+    /// gone before its watch took hold, each a reason to look again at
+    /// once; then a millisecond passes between looks until one holds.
+    const GONE_IN_A_ROW: u32 = 64;
+
+    /// What the caller does next.
+    pub(crate) enum Next {
+        /// Looks again at once: the watch is new (a change before it raised
+        /// no event), or the marker left before its watch took hold.
+        Now,
+        /// Looks again after this pause (the marker keeps leaving).
+        After(Duration),
+        /// Waits for an event, the bell, or its poll.
+        Wait,
+    }
 
     /// One waiter's watch of its lock path, set up at its first pause.
     pub(crate) enum Watcher {
@@ -66,18 +77,17 @@ mod imp {
             Watcher::Idle
         }
 
-        /// Sets the watch up at the first pause, then watches the marker
-        /// now at the lock path at each: `true` when the caller should look
-        /// again at once (the watch is new, and a change before it raised
-        /// no event; or the marker is gone already).
+        /// Sets the watch up at the first pause, then at each watches the
+        /// marker now at the lock path.
         pub(crate) fn start(
             &mut self,
             dir: &super::super::Dir,
             dir_path: &Path,
             name: &[u8],
-        ) -> bool {
-            if let Watcher::Idle = self {
-                match Watch::new(dir.as_fd(), dir_path, name) {
+        ) -> Next {
+            let new = matches!(self, Watcher::Idle);
+            if new {
+                match Watch::new(dir_path, name) {
                     Ok(watch) => {
                         BELLS
                             .lock()
@@ -89,17 +99,19 @@ mod imp {
                 }
             }
             let Watcher::Watching(watch, gone) = self else {
-                return false;
+                return Next::Wait;
             };
-            match watch.arm() {
+            match watch.arm(dir.as_fd()) {
+                _ if new => Next::Now,
                 Armed::Gone if *gone < GONE_IN_A_ROW => {
                     *gone += 1;
-                    true
+                    Next::Now
                 }
-                Armed::Gone | Armed::Unwatched => false,
+                Armed::Gone => Next::After(Duration::from_millis(1)),
+                Armed::Unwatched => Next::Wait,
                 Armed::Watching => {
                     *gone = 0;
-                    false
+                    Next::Wait
                 }
             }
         }
@@ -174,6 +186,14 @@ mod imp {
         Box::new(())
     }
 
+    /// What the caller does next: here, always its wait.
+    #[allow(dead_code)] // The Linux watch's other answers, never given here.
+    pub(crate) enum Next {
+        Now,
+        After(Duration),
+        Wait,
+    }
+
     /// No watch: the waiter polls.
     pub(crate) struct Watcher;
 
@@ -182,8 +202,8 @@ mod imp {
             Watcher
         }
 
-        pub(crate) fn start(&mut self, _: &super::super::Dir, _: &Path, _: &[u8]) -> bool {
-            false
+        pub(crate) fn start(&mut self, _: &super::super::Dir, _: &Path, _: &[u8]) -> Next {
+            Next::Wait
         }
 
         pub(crate) fn give_up(&mut self) {}
