@@ -1116,7 +1116,7 @@ impl<'d> Waiting<'d> {
 
 impl Patience<Holder> for WakeOnRelease<'_> {
     fn attempting(&mut self) {
-        self.watcher.before_attempt();
+        self.watcher.before_attempt(self.lock.0);
         self.seen = *RELEASES.0.lock().unwrap_or_else(|p| p.into_inner());
     }
 
@@ -1145,7 +1145,7 @@ impl Patience<Holder> for WakeOnRelease<'_> {
             let released_since = *guard != seen;
             drop(guard);
             if !released_since {
-                self.watcher.wait(pause);
+                self.watcher.wait(dir, pause);
             }
         } else {
             // A hand-over counts as a release, so none is missed here.

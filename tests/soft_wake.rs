@@ -155,3 +155,18 @@ fn contenders_that_poll_once_an_hour_never_miss_a_release() {
         assert!(!path.exists());
     }
 }
+
+/// An unlink of a marker that has another link (a backup's `cp -al`, an
+/// `ln`) raises no "deleted" event, only a change of its link count: a
+/// waiter looks at the lock path then, and wakes. filelock releases by
+/// unlinking.
+#[test]
+fn a_release_wakes_a_waiter_though_the_marker_has_another_link() {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in ["soft", "marker", "lease"] {
+        let path = dir.path().join(format!("{kind}.lock"));
+        let holder = by_filelock(kind, &path);
+        std::fs::hard_link(&path, dir.path().join(format!("{kind}.bak"))).unwrap();
+        woken_by_release(new(kind, &path), holder);
+    }
+}

@@ -72,6 +72,23 @@ fn counted(kind: &str) -> Vec<String> {
         // Debug builds of std check that a descriptor is open before
         // closing it.
         .filter(|c| !(c.starts_with("fcntl") && c.contains("F_GETFD")))
+        // Memory, signal-mask and futex calls are the allocator's and threads'
+        // start-up's (a lease's heartbeat), which differ between C
+        // libraries, not the lock's.
+        .filter(|c| {
+            let name = c.split('(').next().unwrap_or_default();
+            !matches!(
+                name,
+                "mmap"
+                    | "mmap2"
+                    | "munmap"
+                    | "mprotect"
+                    | "brk"
+                    | "madvise"
+                    | "rt_sigprocmask"
+                    | "futex"
+            )
+        })
         .map(str::to_owned)
         .collect()
 }
@@ -104,7 +121,7 @@ fn an_uncontended_cycle_stays_within_its_syscall_budget() {
         ("flock", if wide { 15 } else { 16 }),
         ("soft", 40),
         ("marker", 40),
-        ("lease", if wide { 48 } else { 54 }),
+        ("lease", if wide { 46 } else { 48 }),
     ] {
         let calls = counted(kind);
         let names: Vec<&str> = calls

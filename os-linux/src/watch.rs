@@ -10,6 +10,10 @@
 //! killed in place, a release on another host of a network filesystem, a
 //! lease running out).
 
+// `stat` field types differ between targets (and between rustix's raw and
+// libc backends); the casts widen where needed and are no-ops elsewhere.
+#![allow(clippy::unnecessary_cast)]
+
 use rustix::event::{eventfd, poll, EventfdFlags, PollFd, PollFlags, Timespec};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
@@ -24,8 +28,13 @@ use std::time::Duration;
 pub struct Watch {
     /// Taken only by the drop.
     inotify: ManuallyDrop<OwnedFd>,
-    /// The watch on the marker now at the lock path, once armed.
+    /// The watch on the marker now at the lock path, once armed, and that
+    /// marker's (device, inode).
     wd: Option<i32>,
+    watched: Option<(u64, u64)>,
+    /// The last drain looked at the lock path for an attribute change and
+    /// found the marker in place.
+    looked: bool,
     bell: Bell,
     /// The lock's name in its directory.
     name: CString,
@@ -144,19 +153,26 @@ pub enum Armed {
     Unwatched,
 }
 
-/// The events that can free the lock path, on the marker's own inode: its
-/// being moved (an exchange, a rename), its last link going (an unlink;
-/// reported once no descriptor holds its name either, which a holder's
-/// release closes right after), the watch ending; and the queue
-/// overflowing. Changes of its times or mode (a lease's heartbeat, anyone's
-/// `touch` or `chmod`) wake nobody.
-fn concerns_the_lock(flags: ReadFlags) -> bool {
+/// The events that free the lock path for sure, on the marker's own inode:
+/// its being moved (an exchange, a rename), its last link gone, the watch
+/// ending; and the queue overflowing.
+fn frees_the_lock(flags: ReadFlags) -> bool {
     flags.intersects(
         ReadFlags::MOVE_SELF
             | ReadFlags::DELETE_SELF
             | ReadFlags::IGNORED
             | ReadFlags::QUEUE_OVERFLOW,
     )
+}
+
+/// An unlink changes the marker's link count, which inotify reports as a
+/// change of its attributes: the only event an unlink raises while the
+/// marker has another link, or another process holds it open (its last
+/// link's `DELETE_SELF` waits for that). Its times or mode changing (a
+/// lease's heartbeat, anyone's `touch` or `chmod`) raise the same event, so
+/// it only leads to a look at the lock path.
+fn may_free_the_lock(flags: ReadFlags) -> bool {
+    flags.contains(ReadFlags::ATTRIB)
 }
 
 impl Watch {
@@ -193,6 +209,8 @@ impl Watch {
         let mut watch = Watch {
             inotify: ManuallyDrop::new(inotify),
             wd: None,
+            watched: None,
+            looked: false,
             bell: Bell {
                 pid: rustix::process::getpid(),
                 fd: Arc::new(bell),
@@ -201,7 +219,7 @@ impl Watch {
             by_path,
         };
         // What a spare instance still held is from before.
-        watch.drain();
+        watch.discard();
         Ok(watch)
     }
 
@@ -219,7 +237,7 @@ impl Watch {
     /// one), and checks that it is still there once watched: a file that
     /// left before its watch took hold raises no event.
     pub fn arm(&mut self, dir: BorrowedFd<'_>) -> Armed {
-        use rustix::fs::{AtFlags, Mode, OFlags};
+        use rustix::fs::{Mode, OFlags};
         let pin = match rustix::fs::openat(
             dir,
             self.name.as_c_str(),
@@ -233,42 +251,73 @@ impl Watch {
         let Ok(pinned) = rustix::fs::fstat(&pin) else {
             return Armed::Unwatched;
         };
-        let flags = WatchFlags::MOVE_SELF | WatchFlags::DELETE_SELF;
+        let flags = WatchFlags::MOVE_SELF | WatchFlags::DELETE_SELF | WatchFlags::ATTRIB;
         let by_pin = format!("/proc/self/fd/{}", rustix::fd::AsRawFd::as_raw_fd(&pin));
         let wd = match inotify::add_watch(self.inotify(), by_pin.as_str(), flags) {
             Ok(wd) => wd,
-            // No `/proc`: by the path, which a peer may have pointed at
-            // another file since; the check below sees that.
-            Err(_) => match &self.by_path {
-                Some(path) => match inotify::add_watch(
+            // No `/proc`: by the directory's path, which may lead elsewhere
+            // by now (a `chdir` under a relative path, the directory moved):
+            // the watch counts only if that path still shows the pinned
+            // file once watched.
+            Err(_) => {
+                let Some(path) = &self.by_path else {
+                    return Armed::Unwatched;
+                };
+                let Ok(wd) = inotify::add_watch(
                     self.inotify(),
                     path.as_c_str(),
                     flags | WatchFlags::DONT_FOLLOW,
-                ) {
-                    Ok(wd) => wd,
-                    Err(Errno::NOENT) => return Armed::Gone,
-                    Err(_) => return Armed::Unwatched,
-                },
-                None => return Armed::Unwatched,
-            },
+                ) else {
+                    return Armed::Unwatched;
+                };
+                let same = rustix::fs::lstat(path.as_c_str())
+                    .is_ok_and(|st| st.st_dev == pinned.st_dev && st.st_ino == pinned.st_ino);
+                if !same {
+                    if self.wd != Some(wd) {
+                        let _ = inotify::remove_watch(self.inotify(), wd);
+                    }
+                    return Armed::Unwatched;
+                }
+                wd
+            }
         };
         if let Some(old) = self.wd.replace(wd).filter(|&old| old != wd) {
             let _ = inotify::remove_watch(self.inotify(), old);
         }
-        match rustix::fs::statat(dir, self.name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(now) if now.st_dev == pinned.st_dev && now.st_ino == pinned.st_ino => {
-                Armed::Watching
-            }
+        self.watched = Some((pinned.st_dev as u64, pinned.st_ino as u64));
+        if self.still_watched(dir) {
+            Armed::Watching
+        } else {
             // Gone or replaced while the watch was set up.
-            _ => Armed::Gone,
+            Armed::Gone
         }
+    }
+
+    /// Whether the lock path still shows the watched marker.
+    fn still_watched(&self, dir: BorrowedFd<'_>) -> bool {
+        let now = rustix::fs::statat(
+            dir,
+            self.name.as_c_str(),
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        );
+        matches!((now, self.watched), (Ok(st), Some(w)) if (st.st_dev as u64, st.st_ino as u64) == w)
+    }
+
+    /// Consumes what is pending, the bell included, without a look.
+    fn discard(&mut self) {
+        let mut rang = [0u8; 8];
+        let _ = rustix::io::read(&*self.bell.fd, &mut rang);
+        let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
+        let mut reader = inotify::Reader::new(self.inotify(), &mut buf);
+        while let Ok(_) | Err(Errno::INTR) = reader.next().map(|_| ()) {}
     }
 
     /// Consumes what is pending, the bell included; whether any of it
     /// concerned the lock path (or could have: a queue overflow, an error).
-    pub fn drain(&mut self) -> bool {
+    pub fn drain(&mut self, dir: BorrowedFd<'_>) -> bool {
         let mut rang = [0u8; 8];
         let mut woken = rustix::io::read(&*self.bell.fd, &mut rang).is_ok();
+        let mut look = false;
         let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
         let wd = self.wd;
         let mut reader = inotify::Reader::new(self.inotify(), &mut buf);
@@ -278,26 +327,35 @@ impl Watch {
                     let flags = event.events();
                     // An earlier watch of this instance may still report.
                     let ours = Some(event.wd()) == wd || flags.contains(ReadFlags::QUEUE_OVERFLOW);
-                    woken |= ours && concerns_the_lock(flags);
+                    woken |= ours && frees_the_lock(flags);
+                    look |= ours && may_free_the_lock(flags);
                 }
-                Err(Errno::AGAIN) => return woken,
+                Err(Errno::AGAIN) => break,
                 Err(Errno::INTR) => continue,
                 Err(_) => return true,
             }
         }
+        self.looked = look;
+        woken || (look && !self.still_watched(dir))
     }
 
     /// Waits up to `timeout` for an event on the lock path or the bell,
     /// consuming them; whether one came. Events from before the wait count.
-    pub fn wait(&mut self, timeout: Duration) -> bool {
+    pub fn wait(&mut self, dir: BorrowedFd<'_>, timeout: Duration) -> bool {
         let deadline = std::time::Instant::now() + timeout;
         loop {
-            if self.drain() {
+            if self.drain(dir) {
                 return true;
             }
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             if left.is_zero() {
                 return false;
+            }
+            if self.looked {
+                // Another program keeps touching the marker: each touch
+                // costs a look, at most one a millisecond.
+                std::thread::sleep(left.min(Duration::from_millis(1)));
+                continue;
             }
             let left = Timespec::try_from(left).unwrap_or(Timespec {
                 tv_sec: i64::MAX,

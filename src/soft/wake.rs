@@ -122,16 +122,16 @@ mod imp {
         }
 
         /// Forgets what happened before an attempt: the attempt sees it.
-        pub(crate) fn before_attempt(&mut self) {
+        pub(crate) fn before_attempt(&mut self, dir: &super::super::Dir) {
             if let Watcher::Watching(watch, _) = self {
-                watch.drain();
+                watch.drain(dir.as_fd());
             }
         }
 
         /// Waits up to `pause` for the lock path to change or the bell.
-        pub(crate) fn wait(&mut self, pause: Duration) {
+        pub(crate) fn wait(&mut self, dir: &super::super::Dir, pause: Duration) {
             if let Watcher::Watching(watch, _) = self {
-                watch.wait(pause);
+                watch.wait(dir.as_fd(), pause);
             }
         }
 
@@ -212,9 +212,9 @@ mod imp {
             false
         }
 
-        pub(crate) fn before_attempt(&mut self) {}
+        pub(crate) fn before_attempt(&mut self, _: &super::super::Dir) {}
 
-        pub(crate) fn wait(&mut self, _: Duration) {}
+        pub(crate) fn wait(&mut self, _: &super::super::Dir, _: Duration) {}
     }
 }
 
