@@ -81,8 +81,10 @@ mod linux {
         CString::new(path.as_os_str().as_bytes()).unwrap()
     }
 
-    /// The `fcntl` floor: what the with-lock-ex protocol must call, directly.
-    fn fcntl_floor(path: &Path) {
+    /// A kernel lock's floor: what the with-lock-ex protocol must call,
+    /// directly: open, lock (`lock(fd, true)`), the deletion check's
+    /// `fstat` and `stat`, unlock (`lock(fd, false)`), close.
+    fn kernel_floor(path: &Path, lock: impl Fn(i32, bool) -> i32) {
         let p = c_path(path);
         // SAFETY: plain syscalls on a descriptor this function owns, with
         // buffers that outlive the calls.
@@ -93,38 +95,37 @@ mod linux {
                 0o600,
             );
             assert!(fd >= 0);
-            let mut fl: libc::flock = std::mem::zeroed();
-            fl.l_type = libc::F_WRLCK as _;
-            fl.l_whence = libc::SEEK_SET as _;
-            fl.l_len = 1;
-            assert_eq!(libc::fcntl(fd, libc::F_OFD_SETLKW, &fl), 0);
+            assert_eq!(lock(fd, true), 0);
             let mut st: libc::stat = std::mem::zeroed();
             libc::fstat(fd, &mut st);
             libc::stat(p.as_ptr(), &mut st);
-            fl.l_type = libc::F_UNLCK as _;
-            libc::fcntl(fd, libc::F_OFD_SETLK, &fl);
+            lock(fd, false);
             libc::close(fd);
         }
     }
 
-    /// The `flock` floor.
-    fn flock_floor(path: &Path) {
-        let p = c_path(path);
-        // SAFETY: as in `fcntl_floor`.
+    /// `fcntl`'s lock and unlock: an open file description lock on byte 0.
+    fn ofd_lock(fd: i32, lock: bool) -> i32 {
+        // SAFETY: a plain fcntl on a descriptor the caller owns, with a
+        // struct that outlives the call.
         unsafe {
-            let fd = libc::open(
-                p.as_ptr(),
-                libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC,
-                0o600,
-            );
-            assert!(fd >= 0);
-            assert_eq!(libc::flock(fd, libc::LOCK_EX), 0);
-            let mut st: libc::stat = std::mem::zeroed();
-            libc::fstat(fd, &mut st);
-            libc::stat(p.as_ptr(), &mut st);
-            libc::flock(fd, libc::LOCK_UN);
-            libc::close(fd);
+            let mut fl: libc::flock = std::mem::zeroed();
+            fl.l_type = if lock { libc::F_WRLCK } else { libc::F_UNLCK } as _;
+            fl.l_whence = libc::SEEK_SET as _;
+            fl.l_len = 1;
+            let cmd = if lock {
+                libc::F_OFD_SETLKW
+            } else {
+                libc::F_OFD_SETLK
+            };
+            libc::fcntl(fd, cmd, &fl)
         }
+    }
+
+    /// `flock`'s lock and unlock.
+    fn flock_lock(fd: i32, lock: bool) -> i32 {
+        // SAFETY: a plain flock on a descriptor the caller owns.
+        unsafe { libc::flock(fd, if lock { libc::LOCK_EX } else { libc::LOCK_UN }) }
     }
 
     /// The soft floor: create the marker exclusively, write a record, remove
@@ -132,7 +133,7 @@ mod linux {
     fn soft_floor(path: &Path) {
         let p = c_path(path);
         let record = b"filelock/2\npid=1\nhost=h\nmode=exclusive\nstart=1\n";
-        // SAFETY: as in `fcntl_floor`.
+        // SAFETY: as in `kernel_floor`.
         unsafe {
             let fd = libc::open(
                 p.as_ptr(),
@@ -391,8 +392,8 @@ mod linux {
             let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
             let floor_path = at(&format!("{kind}-floor.lock"));
             let floor = per_cycle(cycles, || match kind {
-                "fcntl" => fcntl_floor(&floor_path),
-                "flock" => flock_floor(&floor_path),
+                "fcntl" => kernel_floor(&floor_path, ofd_lock),
+                "flock" => kernel_floor(&floor_path, flock_lock),
                 _ => soft_floor(&floor_path),
             });
             let (std_lock, fs2_lock) = if kind == "flock" {
