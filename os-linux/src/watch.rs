@@ -130,16 +130,12 @@ fn spare() -> Option<OwnedFd> {
 }
 
 /// Closes an inotify instance without making the caller wait for it: on a
-/// thread of its own, or here if no thread can be started.
+/// thread of its own, or here if no thread can be started (`spawn` drops the
+/// closure it could not run, and the instance with it).
 fn close_aside(inotify: OwnedFd) {
-    let inotify = Arc::new(Mutex::new(Some(inotify)));
-    let other = Arc::clone(&inotify);
-    let spawned = std::thread::Builder::new()
+    let _ = std::thread::Builder::new()
         .name("swaplock-close".into())
-        .spawn(move || drop(other.lock().unwrap_or_else(|p| p.into_inner()).take()));
-    if spawned.is_err() {
-        drop(inotify.lock().unwrap_or_else(|p| p.into_inner()).take());
-    }
+        .spawn(move || drop(inotify));
 }
 
 /// What [`Watch::arm`] found.
