@@ -35,6 +35,7 @@ extern "C" fn prepare() {
         crate::kernel::lock_for_fork(),
         crate::soft::lock_for_fork(),
         crate::inodes::lock_for_fork(),
+        crate::kernel_wait::lock_for_fork(),
     ];
     HELD_ACROSS_FORK.with(|held| held.borrow_mut().extend(guards.into_iter().flatten()));
 }

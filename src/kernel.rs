@@ -80,6 +80,8 @@ use crate::held::{self, Held, Registered};
 #[cfg(unix)]
 use crate::inodes;
 #[cfg(unix)]
+use crate::kernel_wait;
+#[cfg(unix)]
 use crate::soft::{SoftLock, SoftLockGuard};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -87,7 +89,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use swaplock_core::decide::{with_lock_ex_mode, FileId};
-use swaplock_core::kernel::{self as protocol, Backoff, Outcome};
+use swaplock_core::kernel as protocol;
+#[cfg(windows)]
+use swaplock_core::kernel::{Backoff, Outcome};
+#[cfg(windows)]
 use swaplock_core::wait::Deadline;
 use swaplock_core::Errno;
 
@@ -95,9 +100,9 @@ use swaplock_core::Errno;
 /// (empty when the path holds a NUL, which every call refuses with
 /// `ENOENT`), NUL-terminated UTF-16 on Windows.
 #[cfg(unix)]
-type SysPath = std::ffi::CStr;
+pub(crate) type SysPath = std::ffi::CStr;
 #[cfg(windows)]
-type SysPath = [u16];
+pub(crate) type SysPath = [u16];
 
 #[cfg(unix)]
 fn sys_path(path: &Path) -> Arc<SysPath> {
@@ -122,7 +127,12 @@ type LockFile = swaplock_windows::kernel::LockHandle;
 /// The adapter's kernel-lock operations on one path, which the core's
 /// driver runs.
 #[cfg(unix)]
-fn kernel_os(path: &SysPath, follow: bool, mode: u32, scope: Scope) -> os::UnixKernel<'_> {
+pub(crate) fn kernel_os(
+    path: &SysPath,
+    follow: bool,
+    mode: u32,
+    scope: Scope,
+) -> os::UnixKernel<'_> {
     os::UnixKernel {
         path,
         follow,
@@ -135,7 +145,7 @@ fn kernel_os(path: &SysPath, follow: bool, mode: u32, scope: Scope) -> os::UnixK
 /// A kernel lock's kind, and for `fcntl` who owns it. (Only 64-bit Linux
 /// and Android tell the owners apart, and Windows has one lock for both
 /// kinds.)
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(
     not(all(
         any(target_os = "linux", target_os = "android"),
@@ -346,6 +356,21 @@ pub struct FileLock {
     soft: Arc<AtomicBool>,
 }
 
+/// What an acquire came to, a lock taken already in its guard's file.
+#[derive(Debug)]
+pub(crate) enum Reached {
+    /// The lock is held on this file.
+    Held(LockFile, FileId),
+    /// The lock stayed busy (the attempt's answer).
+    Busy(Errno),
+    /// `flock` answered `ENOSYS`; the file is open, and whether the
+    /// attempt created it.
+    #[cfg(unix)]
+    Unsupported(std::os::fd::OwnedFd, bool),
+    /// A step failed.
+    Failed(protocol::Step, Errno),
+}
+
 /// How long an attempt may wait.
 #[derive(Clone, Copy)]
 enum Wait {
@@ -507,9 +532,18 @@ impl FileLock {
     }
 
     /// Waits up to `timeout` for the lock; an error of kind
-    /// [`TimedOut`](io::ErrorKind::TimedOut) if it stays held. The kernel
-    /// has no timed wait for these locks, so this polls, pausing 1 ms at
-    /// first and at most 25 ms between attempts (the core's [`Backoff`]).
+    /// [`TimedOut`](io::ErrorKind::TimedOut) if it stays held.
+    ///
+    /// The kernel has no timed wait for these locks. On Unix systems the
+    /// wait is made in the kernel all the same, on a thread of this crate
+    /// that waits in the blocking lock call and hands the lock over, so
+    /// this returns as soon as the kernel grants it. A wait that times out
+    /// leaves that thread waiting; the next timed wait for the same lock
+    /// in this process waits on it, and once the lock is granted with
+    /// nobody waiting any more, the thread releases it at once and ends.
+    /// (Where no thread can be started, and on Windows, this polls,
+    /// pausing 1 ms at first and at most 25 ms between attempts: the core's
+    /// [`Backoff`](swaplock_core::kernel::Backoff).)
     pub fn lock_timeout(&self, timeout: Duration) -> io::Result<FileLockGuard> {
         match Instant::now().checked_add(timeout) {
             Some(deadline) => self.acquire(Wait::Until(deadline), false),
@@ -544,41 +578,59 @@ impl FileLock {
                 return Err(self.deadlock());
             }
         }
-        #[cfg(unix)]
-        let mut kernel = {
-            let until = match wait {
-                Wait::No => inodes::Until::No,
-                Wait::Forever => inodes::Until::Forever,
-                Wait::Until(deadline) => inodes::Until::Deadline(deadline),
-            };
-            let os = kernel_os(&self.sys_path, self.follow_symlinks, self.mode, scope);
-            inodes::Threads::new(os, scope.excludes_own_process(), until)
-        };
-        #[cfg(windows)]
-        let mut kernel = kernel_os(&self.sys_path, self.follow_symlinks, self.mode, scope);
         // Every flock attempt learns whether it created the file, so that
         // one that meets ENOSYS removes only its own (a shared one too,
         // which then reports ENOSYS: a soft lock has no shared form).
         let may_fall_back = self.kind == Kind::Flock;
-        // The core decides when to try again: never without a wait; after a
-        // pause when a wait in the kernel answers busy all the same; until
-        // the deadline with one.
-        let outcome = match wait {
-            Wait::No => protocol::acquire(&mut kernel, false, may_fall_back, &mut Deadline::once()),
-            // A wait in the kernel that answers busy anyway (smbfs) waits on.
-            Wait::Forever => {
-                protocol::acquire(&mut kernel, true, may_fall_back, &mut Backoff::forever())
-            }
-            Wait::Until(deadline) => {
-                let mut backoff = Backoff::new(deadline.saturating_duration_since(Instant::now()));
-                protocol::acquire(&mut kernel, false, may_fall_back, &mut backoff)
+        #[cfg(unix)]
+        let reached = {
+            let job = kernel_wait::Job {
+                path: Arc::clone(&self.path),
+                sys_path: Arc::clone(&self.sys_path),
+                follow: self.follow_symlinks,
+                mode: self.mode,
+                scope,
+                may_fall_back,
+            };
+            match wait {
+                // A timed wait waits in the kernel, on a thread of its own.
+                Wait::Until(deadline) => kernel_wait::until(&job, deadline),
+                Wait::No => job.acquire(inodes::Until::No, false, true),
+                // A wait in the kernel that answers busy anyway (smbfs)
+                // waits on.
+                Wait::Forever => job.acquire(inodes::Until::Forever, true, false),
             }
         };
-        match outcome {
-            Ok(Outcome::Held(fd, id)) => Ok(FileLockGuard(Inner::Kernel {
-                #[cfg(unix)]
-                fd: kernel.guard_fd(fd),
-                #[cfg(windows)]
+        #[cfg(windows)]
+        let reached = {
+            let mut kernel = kernel_os(&self.sys_path, self.follow_symlinks, self.mode, scope);
+            // The core decides when to try again: never without a wait;
+            // after a pause when a wait in the kernel answers busy all the
+            // same; until the deadline with one.
+            let outcome = match wait {
+                Wait::No => {
+                    protocol::acquire(&mut kernel, false, may_fall_back, &mut Deadline::once())
+                }
+                Wait::Forever => {
+                    protocol::acquire(&mut kernel, true, may_fall_back, &mut Backoff::forever())
+                }
+                Wait::Until(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    protocol::acquire(&mut kernel, false, may_fall_back, &mut Backoff::new(left))
+                }
+            };
+            match outcome {
+                Ok(Outcome::Held(fd, id)) => Reached::Held(fd, id),
+                Ok(Outcome::Busy(e)) => Reached::Busy(e),
+                // The Windows adapter never answers ENOSYS.
+                Ok(Outcome::Unsupported { .. }) => {
+                    Reached::Failed(protocol::Step::Lock, Errno::NOSYS)
+                }
+                Err((step, e)) => Reached::Failed(step, e),
+            }
+        };
+        match reached {
+            Reached::Held(fd, id) => Ok(FileLockGuard(Inner::Kernel {
                 fd,
                 pid: std::process::id(),
                 registered: scope
@@ -590,7 +642,7 @@ impl FileLock {
                 follow_symlinks: self.follow_symlinks,
             })),
             // A deadline passed while the lock stayed held.
-            Ok(Outcome::Busy(_)) if matches!(wait, Wait::Until(_)) => {
+            Reached::Busy(_) if matches!(wait, Wait::Until(_)) => {
                 let source = io::Error::from(io::ErrorKind::TimedOut);
                 Err(LockError::io(
                     &self.path,
@@ -600,7 +652,7 @@ impl FileLock {
                 ))
             }
             // One attempt only, and the lock is held.
-            Ok(Outcome::Busy(busy)) => {
+            Reached::Busy(busy) => {
                 let source = crate::error::os_error(busy);
                 Err(LockError::io(
                     &self.path,
@@ -610,7 +662,7 @@ impl FileLock {
                 ))
             }
             #[cfg(unix)]
-            Ok(Outcome::Unsupported { file, created }) if shared => {
+            Reached::Unsupported(file, created) if shared => {
                 // The empty file this attempt may have created must not
                 // stay: a later exclusive lock's soft fallback would take
                 // it for a holder that recorded no PID, for good.
@@ -618,7 +670,7 @@ impl FileLock {
                 Err(self.err(Step::Lock, Errno::NOSYS))
             }
             #[cfg(unix)]
-            Ok(Outcome::Unsupported { file, created }) => {
+            Reached::Unsupported(file, created) => {
                 // flock is not available here: the core removes the file
                 // this attempt created (never a peer's soft marker), and
                 // this lock is a SoftFileLock from now on. A placeholder
@@ -627,10 +679,7 @@ impl FileLock {
                 self.soft.store(true, Ordering::Relaxed);
                 self.acquire_soft(wait)
             }
-            // The Windows adapter never answers ENOSYS.
-            #[cfg(windows)]
-            Ok(Outcome::Unsupported { .. }) => Err(self.err(Step::Lock, Errno::NOSYS)),
-            Err((step, e)) => {
+            Reached::Failed(step, e) => {
                 let step = match step {
                     protocol::Step::Open => Step::Open,
                     protocol::Step::Lock => Step::Lock,

@@ -76,6 +76,8 @@ mod error;
 mod held;
 #[cfg(unix)]
 mod inodes;
+#[cfg(unix)]
+mod kernel_wait;
 pub use error::{LockError, Step};
 
 /// The OS adapter the facade drives: its syscalls, one per step.

@@ -15,8 +15,22 @@ use swaplock::{FileLock, SoftLock};
 const BEGIN: &str = "/swaplock-syscalls-begin";
 const END: &str = "/swaplock-syscalls-end";
 
-/// The child: three cycles of `kind` on `path`, the last between marks.
+/// The child: three cycles of `kind` on `path`, the last between marks;
+/// or (`timed-fcntl`, `timed-flock`) a timed wait that times out on a lock
+/// this process holds through another open file, between marks.
 fn cycles(kind: &str, path: &Path) {
+    if let Some(kind) = kind.strip_prefix("timed-") {
+        let lock = || match kind {
+            "flock" => FileLock::flock(path),
+            _ => FileLock::new(path),
+        };
+        let _held = lock().lock().unwrap();
+        let _ = std::fs::symlink_metadata(BEGIN);
+        let waited = lock().lock_timeout(std::time::Duration::from_millis(300));
+        let _ = std::fs::symlink_metadata(END);
+        assert_eq!(waited.unwrap_err().kind(), std::io::ErrorKind::TimedOut);
+        return;
+    }
     let soft = |p: &Path| match kind {
         "soft" => SoftLock::soft(p),
         "marker" => SoftLock::marker(p),
@@ -42,8 +56,8 @@ fn cycles(kind: &str, path: &Path) {
     }
 }
 
-/// The syscalls the child made between its marks, as strace shows them.
-fn counted(kind: &str) -> Vec<String> {
+/// The child's trace: each line a thread's ID and a call.
+fn traced(kind: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("trace");
     let status = Command::new("strace")
@@ -57,7 +71,13 @@ fn counted(kind: &str) -> Vec<String> {
         .status()
         .expect("strace (Debian strace) runs the child: scripts/setup installs it");
     assert!(status.success());
-    let trace = std::fs::read_to_string(trace).unwrap();
+    std::fs::read_to_string(trace).unwrap()
+}
+
+/// The syscalls the child's thread made between its marks, as strace shows
+/// them.
+fn counted(kind: &str) -> Vec<String> {
+    let trace = traced(kind);
     let begin = trace.lines().position(|l| l.contains(BEGIN)).unwrap();
     let end = trace.lines().position(|l| l.contains(END)).unwrap();
     let tid = trace.lines().nth(begin).unwrap().split(' ').next().unwrap();
@@ -145,5 +165,39 @@ fn an_uncontended_cycle_stays_within_its_syscall_budget() {
                 "{kind}: looked up its identity again: {call}"
             );
         }
+    }
+}
+
+/// A timed wait for a kernel lock waits in the kernel: between its first
+/// attempt and its deadline it makes one blocking lock call (on a thread
+/// of its own), where polling would make one attempt every few
+/// milliseconds (about 15 in 300 ms).
+#[test]
+fn a_timed_wait_for_a_kernel_lock_does_not_poll() {
+    if std::env::var_os("SWAPLOCK_TEST_RUNNER").is_some() {
+        return;
+    }
+    for kind in ["timed-fcntl", "timed-flock"] {
+        let trace = traced(kind);
+        let lines: Vec<&str> = trace.lines().collect();
+        let begin = lines.iter().position(|l| l.contains(BEGIN)).unwrap();
+        let end = lines.iter().position(|l| l.contains(END)).unwrap();
+        // Every thread's lock calls (a blocked call shows as unfinished).
+        let calls: Vec<&str> = lines[begin + 1..end]
+            .iter()
+            .filter_map(|l| l.split_once(' ').map(|(_, call)| call.trim_start()))
+            .filter(|c| c.starts_with("flock(") || (c.starts_with("fcntl(") && c.contains("SETLK")))
+            .collect();
+        println!("{kind}: {calls:#?}");
+        let blocking = calls
+            .iter()
+            .filter(|c| c.contains("SETLKW") || (c.contains("LOCK_EX") && !c.contains("LOCK_NB")))
+            .count();
+        assert!(
+            calls.len() <= 3,
+            "{kind}: {} lock calls in a 300 ms timed wait: {calls:#?}",
+            calls.len()
+        );
+        assert_eq!(blocking, 1, "{kind}: one blocking lock call: {calls:#?}");
     }
 }

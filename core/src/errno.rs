@@ -67,6 +67,9 @@ errnos! {
     ISDIR = linux 21, apple 21, windows 21;
     /// `EINVAL`: invalid argument.
     INVAL = linux 22, apple 22, windows 22;
+    /// `EDEADLK`: a blocking classic `fcntl` lock would deadlock with
+    /// another process's.
+    DEADLK = linux 35, apple 11, windows 36;
     /// `ENOSPC`: no space left on device.
     NOSPC = linux 28, apple 28, windows 28;
     /// `ENOSYS`: function not implemented.
