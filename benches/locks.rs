@@ -156,15 +156,19 @@ mod linux {
     }
 
     /// A held lock of `kind` on `path`, and how to release it.
+    /// (`fcntl-timed` and `flock-timed`: by a wait with a timeout.)
     fn take(kind: &str, path: &Path) -> Box<dyn FnOnce()> {
         match kind {
-            "fcntl" | "flock" => {
-                let lock = if kind == "fcntl" {
+            "fcntl" | "flock" | "fcntl-timed" | "flock-timed" => {
+                let lock = if kind.starts_with("fcntl") {
                     FileLock::new(path)
                 } else {
                     FileLock::flock(path)
                 };
-                let g = lock.lock().unwrap();
+                let g = match kind.ends_with("-timed") {
+                    true => lock.lock_timeout(Duration::from_secs(60)).unwrap(),
+                    false => lock.lock().unwrap(),
+                };
                 Box::new(move || g.unlock().unwrap())
             }
             _ => {
@@ -472,7 +476,7 @@ mod linux {
         println!("\n## Handoff between processes ({handoffs_n} handoffs)\n");
         println!("| kind | p50 | p99 | worst |");
         println!("|---|---|---|---|");
-        for kind in KINDS {
+        for kind in KINDS.iter().chain(&["fcntl-timed", "flock-timed"]) {
             let t = handoffs(kind, &at(&format!("h-{kind}.lock")), handoffs_n);
             println!(
                 "| {kind} | {} | {} | {} |",
