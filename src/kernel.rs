@@ -371,6 +371,14 @@ pub(crate) enum Reached {
     Failed(protocol::Step, Errno),
 }
 
+/// What [`FileLock::settle`] came to.
+enum Settled {
+    Done(io::Result<FileLockGuard>),
+    /// `flock` answered `ENOSYS`: the lock is a soft lock from now on.
+    #[cfg(unix)]
+    FellBack,
+}
+
 /// How long an attempt may wait.
 #[derive(Clone, Copy)]
 enum Wait {
@@ -551,6 +559,81 @@ impl FileLock {
         }
     }
 
+    /// Waits for the lock without blocking the thread, in a tokio runtime
+    /// (feature `tokio`). After a first attempt, the wait is made in the
+    /// kernel on a thread of this crate, as [`lock_timeout`]'s is, and the
+    /// task is woken when the kernel grants the lock; on Windows the task
+    /// polls, sleeping between attempts as [`lock_timeout`] pauses.
+    ///
+    /// Cancel-safe: a future dropped before it returns holds nothing, and
+    /// a lock the waiting thread takes for it afterwards is released at
+    /// once. For a timeout, wrap it in `tokio::time::timeout`. The runtime
+    /// needs its IO and time drivers (`#[tokio::main]`, or
+    /// `Builder::enable_all`); outside a runtime the call fails with an
+    /// error of kind [`Unsupported`](io::ErrorKind::Unsupported). A task
+    /// that awaits a lock it holds waits for ever: unlike [`lock`], no
+    /// deadlock is detected, since a task is no thread.
+    ///
+    /// [`lock_timeout`]: Self::lock_timeout
+    /// [`lock`]: Self::lock
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use swaplock::FileLock;
+    /// # async fn run() -> std::io::Result<()> {
+    /// let lock = FileLock::new("/run/lock/backup.lock");
+    /// let guard = tokio::time::timeout(Duration::from_secs(30), lock.lock_async())
+    ///     .await
+    ///     .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+    /// // ... the lock is held ...
+    /// guard.unlock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "tokio")]
+    pub async fn lock_async(&self) -> io::Result<FileLockGuard> {
+        self.acquire_async(false).await
+    }
+
+    /// Waits for the shared lock without blocking the thread, as
+    /// [`lock_async`](Self::lock_async) waits for the exclusive one.
+    #[cfg(feature = "tokio")]
+    pub async fn lock_shared_async(&self) -> io::Result<FileLockGuard> {
+        self.acquire_async(true).await
+    }
+
+    #[cfg(feature = "tokio")]
+    async fn acquire_async(&self, shared: bool) -> io::Result<FileLockGuard> {
+        use swaplock_core::wait::Patience;
+        crate::async_wait::in_runtime(&self.path)?;
+        // The pauses where the task polls (Windows; no thread to wait on).
+        let mut pauses = swaplock_core::kernel::Backoff::forever();
+        loop {
+            #[cfg(unix)]
+            if self.soft.load(Ordering::Relaxed) && !shared {
+                let guard = SoftLock::soft(&*self.path).lock_async().await?;
+                return Ok(FileLockGuard(Inner::Soft(Box::new(guard))));
+            }
+            match self.acquire(Wait::No, shared) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                done => return done,
+            }
+            #[cfg(unix)]
+            if let Some(reached) = kernel_wait::Handover::new(self.job(shared)).await {
+                match self.settle(reached, shared, false, false) {
+                    Settled::Done(Err(e)) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    Settled::Done(done) => return done,
+                    // A soft lock now: awaited as one.
+                    Settled::FellBack => continue,
+                }
+            }
+            let pause = pauses
+                .busy(&Errno::AGAIN, Duration::ZERO)
+                .unwrap_or(swaplock_core::kernel::Backoff::LONGEST);
+            tokio::time::sleep(pause).await;
+        }
+    }
+
     fn err(&self, step: Step, errno: Errno) -> io::Error {
         LockError::errno(&self.path, step, errno)
     }
@@ -578,20 +661,9 @@ impl FileLock {
                 return Err(self.deadlock());
             }
         }
-        // Every flock attempt learns whether it created the file, so that
-        // one that meets ENOSYS removes only its own (a shared one too,
-        // which then reports ENOSYS: a soft lock has no shared form).
-        let may_fall_back = self.kind == Kind::Flock;
         #[cfg(unix)]
         let reached = {
-            let job = kernel_wait::Job {
-                path: Arc::clone(&self.path),
-                sys_path: Arc::clone(&self.sys_path),
-                follow: self.follow_symlinks,
-                mode: self.mode,
-                scope,
-                may_fall_back,
-            };
+            let job = self.job(shared);
             match wait {
                 // A timed wait waits in the kernel, on a thread of its own.
                 Wait::Until(deadline) => kernel_wait::until(&job, deadline),
@@ -603,6 +675,7 @@ impl FileLock {
         };
         #[cfg(windows)]
         let reached = {
+            let may_fall_back = false;
             let mut kernel = kernel_os(&self.sys_path, self.follow_symlinks, self.mode, scope);
             // The core decides when to try again: never without a wait;
             // after a pause when a wait in the kernel answers busy all the
@@ -629,12 +702,24 @@ impl FileLock {
                 Err((step, e)) => Reached::Failed(step, e),
             }
         };
-        match reached {
+        match self.settle(reached, shared, matches!(wait, Wait::Until(_)), true) {
+            Settled::Done(result) => result,
+            // flock is not available here: this lock is a soft lock now.
+            #[cfg(unix)]
+            Settled::FellBack => self.acquire_soft(wait),
+        }
+    }
+
+    /// The guard, or the error, an acquire came to (`timed`: a deadline
+    /// passed if the lock stayed busy; `register`: the guard is this
+    /// thread's, for [`held_here`]); or the switch to a soft lock, made.
+    fn settle(&self, reached: Reached, shared: bool, timed: bool, register: bool) -> Settled {
+        let scope = self.scope(shared);
+        Settled::Done(match reached {
             Reached::Held(fd, id) => Ok(FileLockGuard(Inner::Kernel {
                 fd,
                 pid: std::process::id(),
-                registered: scope
-                    .excludes_own_process()
+                registered: (register && scope.excludes_own_process())
                     .then(|| Registered::new(&HELD, (id, shared))),
                 scope,
                 path: Arc::clone(&self.path),
@@ -642,7 +727,7 @@ impl FileLock {
                 follow_symlinks: self.follow_symlinks,
             })),
             // A deadline passed while the lock stayed held.
-            Reached::Busy(_) if matches!(wait, Wait::Until(_)) => {
+            Reached::Busy(_) if timed => {
                 let source = io::Error::from(io::ErrorKind::TimedOut);
                 Err(LockError::io(
                     &self.path,
@@ -677,7 +762,7 @@ impl FileLock {
                 // that could not be removed does not stop the switch.
                 let _ = SoftLock::soft(&*self.path).fall_back(file, created);
                 self.soft.store(true, Ordering::Relaxed);
-                self.acquire_soft(wait)
+                return Settled::FellBack;
             }
             Reached::Failed(step, e) => {
                 let step = match step {
@@ -688,6 +773,23 @@ impl FileLock {
                 };
                 Err(self.err(step, e))
             }
+        })
+    }
+
+    /// This lock's acquire, for [`kernel_wait`].
+    #[cfg(unix)]
+    fn job(&self, shared: bool) -> kernel_wait::Job {
+        kernel_wait::Job {
+            path: Arc::clone(&self.path),
+            sys_path: Arc::clone(&self.sys_path),
+            follow: self.follow_symlinks,
+            mode: self.mode,
+            scope: self.scope(shared),
+            // Every flock attempt learns whether it created the file, so
+            // that one that meets ENOSYS removes only its own (a shared
+            // one too, which then reports ENOSYS: a soft lock has no
+            // shared form).
+            may_fall_back: self.kind == Kind::Flock,
         }
     }
 

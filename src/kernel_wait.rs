@@ -31,6 +31,7 @@ use crate::soft::SoftLock;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::Waker;
 use std::time::Instant;
 use swaplock_core::kernel::{self as protocol, Backoff, Outcome};
 use swaplock_core::wait::Deadline;
@@ -130,6 +131,33 @@ struct Report {
     reached: Option<Reached>,
     /// Whether the thread has reported (its outcome may be taken already).
     done: bool,
+    /// The tasks waiting (an async wait's), woken with the report.
+    wakers: Vec<Waker>,
+}
+
+/// What a waiter learned from its waiting thread.
+enum Handed {
+    /// The outcome: the lock, or why not.
+    Reached(Reached),
+    /// Another waiter took the thread's lock: wait on another thread.
+    Again,
+    /// The kernel refused the wait (`EDEADLK`): poll instead.
+    Poll,
+}
+
+impl Report {
+    /// The thread's outcome for this waiter, who leaves; `None` while the
+    /// thread waits.
+    fn take(&mut self) -> Option<Handed> {
+        let handed = match self.reached.take() {
+            Some(Reached::Failed(protocol::Step::Lock, e)) if e == Errno::DEADLK => Handed::Poll,
+            Some(reached) => Handed::Reached(reached),
+            None if self.done => Handed::Again,
+            None => return None,
+        };
+        self.waiters -= 1;
+        Some(handed)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -179,17 +207,11 @@ fn in_kernel(job: &Job, deadline: Instant) -> Option<Reached> {
         let slot = join(job)?;
         let mut report = slot.report();
         loop {
-            if let Some(reached) = report.reached.take() {
-                report.waiters -= 1;
-                return match reached {
-                    Reached::Failed(protocol::Step::Lock, e) if e == Errno::DEADLK => None,
-                    reached => Some(reached),
-                };
-            }
-            if report.done {
-                // Another waiter took this thread's lock: wait on another.
-                report.waiters -= 1;
-                break;
+            match report.take() {
+                Some(Handed::Reached(reached)) => return Some(reached),
+                Some(Handed::Poll) => return None,
+                Some(Handed::Again) => break,
+                None => {}
             }
             let now = Instant::now();
             if now >= deadline {
@@ -261,6 +283,89 @@ fn wait_in_kernel(job: Job, slot: Arc<Slot>) {
         return job.discard(reached);
     }
     report.reached = Some(reached);
+    let wakers = std::mem::take(&mut report.wakers);
     drop(report);
     slot.changed.notify_all();
+    wakers.into_iter().for_each(Waker::wake);
+}
+
+#[cfg(feature = "tokio")]
+/// An async wait for a kernel lock: a place at the waiting thread for
+/// its lock, as a future of the outcome; `None` where the wait must poll.
+/// Dropped before the outcome is taken, it leaves: a lock the thread took
+/// for nobody else is released.
+pub(crate) struct Handover {
+    job: Job,
+    slot: Option<Arc<Slot>>,
+}
+
+#[cfg(feature = "tokio")]
+impl Handover {
+    pub(crate) fn new(job: Job) -> Self {
+        Handover { job, slot: None }
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl std::future::Future for Handover {
+    type Output = Option<Reached>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Reached>> {
+        use std::task::Poll;
+        loop {
+            if self.slot.is_none() {
+                match join(&self.job) {
+                    Some(slot) => self.slot = Some(slot),
+                    None => return Poll::Ready(None),
+                }
+            }
+            let slot = Arc::clone(self.slot.as_ref().expect("joined above"));
+            let mut report = slot.report();
+            match report.take() {
+                Some(Handed::Reached(reached)) => {
+                    drop(report);
+                    self.slot = None;
+                    return Poll::Ready(Some(reached));
+                }
+                Some(Handed::Poll) => {
+                    drop(report);
+                    self.slot = None;
+                    return Poll::Ready(None);
+                }
+                Some(Handed::Again) => {
+                    drop(report);
+                    self.slot = None;
+                }
+                None => {
+                    if !report.wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                        report.wakers.push(cx.waker().clone());
+                    }
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl Drop for Handover {
+    fn drop(&mut self) {
+        let Some(slot) = self.slot.take() else {
+            return;
+        };
+        let mut report = slot.report();
+        report.waiters -= 1;
+        // The outcome came for the waiters, and none is left to take it.
+        let orphan = match report.waiters {
+            0 => report.reached.take(),
+            _ => None,
+        };
+        drop(report);
+        if let Some(reached) = orphan {
+            self.job.discard(reached);
+        }
+    }
 }

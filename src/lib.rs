@@ -70,6 +70,8 @@
 
 pub use swaplock_core as core;
 
+#[cfg(feature = "tokio")]
+mod async_wait;
 #[cfg(unix)]
 mod atfork;
 mod error;

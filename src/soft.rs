@@ -352,6 +352,69 @@ impl SoftLock {
         self.acquire(Some(timeout), true)
     }
 
+    /// Waits for the lock without blocking the thread, in a tokio runtime
+    /// (feature `tokio`): between attempts the task sleeps until the lock
+    /// path changes (on Linux and Android, the watch of the blocking wait,
+    /// polled by the runtime's reactor), another lock of this process is
+    /// released, or the poll interval passes. Each attempt itself is a few
+    /// quick file calls, made on the task's thread.
+    ///
+    /// Cancel-safe: a future dropped before it returns has taken nothing
+    /// and left no marker. For a timeout, wrap it in
+    /// `tokio::time::timeout`. The runtime needs its IO and time drivers
+    /// (`#[tokio::main]`, or `Builder::enable_all`); outside a runtime the
+    /// call fails with an error of kind
+    /// [`Unsupported`](io::ErrorKind::Unsupported). A
+    /// [reentrant](Self::reentrant) lock cannot be awaited (an error of
+    /// kind [`InvalidInput`](io::ErrorKind::InvalidInput)): its holds are a
+    /// thread's, and a task moves between threads. A task that awaits a
+    /// lock it holds waits for ever: no deadlock is detected.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use swaplock::SoftLock;
+    /// # async fn run() -> std::io::Result<()> {
+    /// let lock = SoftLock::soft("/mnt/nfs/jobs.lock");
+    /// let guard = tokio::time::timeout(Duration::from_secs(30), lock.lock_async())
+    ///     .await
+    ///     .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+    /// // ... the lock is held ...
+    /// guard.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "tokio")]
+    pub async fn lock_async(&self) -> io::Result<SoftLockGuard> {
+        crate::async_wait::in_runtime(&self.path)?;
+        if self.reentrant {
+            let source = io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a reentrant lock's holds are a thread's, and a task moves between threads: \
+                 await a lock made without reentrant(true)",
+            );
+            return Err(LockError::io(
+                &self.path,
+                Step::Lock,
+                io::ErrorKind::InvalidInput,
+                source,
+            ));
+        }
+        let mut watcher = wake::Watcher::new();
+        loop {
+            let dir = self.open_dir()?;
+            watcher.before_attempt(&dir);
+            match self.acquire(None, false) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                done => return done,
+            }
+            match watcher.start(&dir, &self.dir_path, &self.base) {
+                wake::Next::Now => continue,
+                wake::Next::After(pause) => tokio::time::sleep(pause).await,
+                wake::Next::Wait => watcher.wait_async(&dir, self.poll_interval).await,
+            }
+        }
+    }
+
     fn err(&self, step: Step, errno: Errno) -> io::Error {
         LockError::errno(&self.path, step, errno)
     }

@@ -223,6 +223,22 @@ impl Watch {
         self.inotify.as_fd()
     }
 
+    /// The descriptors [`Watch::wait`] polls, the inotify instance's and
+    /// the bell's, for a waiter that polls them itself (an async
+    /// runtime's reactor): readable when [`Watch::drain`] has something
+    /// to consume.
+    pub fn descriptors(&self) -> [BorrowedFd<'_>; 2] {
+        [self.inotify(), self.bell.fd.as_fd()]
+    }
+
+    /// Whether the last [`Watch::drain`] looked at the lock path for an
+    /// attribute change and found the marker still there: another program
+    /// may be touching it, and a waiter should pause a millisecond before
+    /// waiting again, as [`Watch::wait`] does.
+    pub fn looked(&self) -> bool {
+        self.looked
+    }
+
     /// This waiter's bell.
     pub fn bell(&self) -> Bell {
         self.bell.clone()

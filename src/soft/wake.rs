@@ -135,6 +135,86 @@ mod imp {
             }
         }
 
+        /// Waits up to `pause` for the lock path to change or the bell,
+        /// without blocking the thread: the watch's descriptors polled by
+        /// the tokio runtime's reactor. (Without a watch: the pause.)
+        #[cfg(feature = "tokio")]
+        pub(crate) async fn wait_async(&mut self, dir: &super::super::Dir, pause: Duration) {
+            use std::future::Future;
+            use std::os::fd::AsRawFd;
+            use std::task::Poll;
+            use tokio::io::unix::AsyncFd;
+            use tokio::io::Interest;
+            let deadline = tokio::time::Instant::now() + pause;
+            let mut until = std::pin::pin!(tokio::time::sleep_until(deadline));
+            let Watcher::Watching(watch, _) = self else {
+                return until.await;
+            };
+            /// A descriptor of the watch, by number: the watch is drained
+            /// while the reactor polls it.
+            struct Raw(std::os::fd::RawFd);
+            impl std::os::fd::AsRawFd for Raw {
+                fn as_raw_fd(&self) -> std::os::fd::RawFd {
+                    self.0
+                }
+            }
+            let [inotify, bell] = watch.descriptors().map(|fd| Raw(fd.as_raw_fd()));
+            // SAFETY: the descriptors are the watch's, which keeps them open
+            // and unchanged for longer than the registrations live (they
+            // drop at the end of this function; the watch is borrowed
+            // until then).
+            let registered = unsafe {
+                (
+                    AsyncFd::register_with_interest(inotify, Interest::READABLE),
+                    AsyncFd::register_with_interest(bell, Interest::READABLE),
+                )
+            };
+            let (Ok(inotify), Ok(bell)) = registered else {
+                return until.await;
+            };
+            loop {
+                if watch.drain(dir.as_fd()) {
+                    return;
+                }
+                if watch.looked() {
+                    // Another program keeps touching the marker: each touch
+                    // costs a look, at most one a millisecond.
+                    let soon = tokio::time::Instant::now() + Duration::from_millis(1);
+                    tokio::time::sleep_until(soon.min(deadline)).await;
+                    if tokio::time::Instant::now() >= deadline {
+                        return;
+                    }
+                    continue;
+                }
+                let woken = std::future::poll_fn(|cx| {
+                    if until.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(false);
+                    }
+                    let mut woken = false;
+                    for fd in [&inotify, &bell] {
+                        match fd.poll_read_ready(cx) {
+                            // Consumed by the drain that follows.
+                            Poll::Ready(Ok(mut ready)) => {
+                                ready.clear_ready();
+                                woken = true;
+                            }
+                            // The reactor failed this descriptor: the
+                            // pause's end wakes the waiter.
+                            Poll::Ready(Err(_)) | Poll::Pending => {}
+                        }
+                    }
+                    match woken {
+                        true => Poll::Ready(true),
+                        false => Poll::Pending,
+                    }
+                })
+                .await;
+                if !woken {
+                    return;
+                }
+            }
+        }
+
         /// Gives the watch and the process's spare ones up, when
         /// descriptors run short: the waiter polls from then on.
         pub(crate) fn give_up(&mut self) {
@@ -215,6 +295,12 @@ mod imp {
         pub(crate) fn before_attempt(&mut self, _: &super::super::Dir) {}
 
         pub(crate) fn wait(&mut self, _: &super::super::Dir, _: Duration) {}
+
+        /// The pause, without blocking the thread.
+        #[cfg(feature = "tokio")]
+        pub(crate) async fn wait_async(&mut self, _: &super::super::Dir, pause: Duration) {
+            tokio::time::sleep(pause).await
+        }
     }
 }
 

@@ -1,0 +1,253 @@
+//! `lock_async` (feature `tokio`): a task that waits for a lock never
+//! blocks its runtime's thread, wakes when the lock is released, and a
+//! wait dropped before it ends leaves nothing behind.
+//!
+//! Each test runs a current-thread runtime on a thread of its own and
+//! fails if that runtime has not finished within a minute: a wait that
+//! blocked the runtime's only thread would keep it from ever finishing.
+
+#![cfg(feature = "tokio")]
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod common;
+
+use std::future::Future;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+use swaplock::{FileLock, SoftLock};
+
+const KINDS: [&str; 5] = ["fcntl", "flock", "soft", "marker", "lease"];
+
+/// The soft locks' poll. On Linux and Android a long one: only a wake-up,
+/// never the poll, ends a soft wait in time. Elsewhere a task polls.
+const POLL: Duration = match cfg!(any(target_os = "linux", target_os = "android")) {
+    true => Duration::from_secs(3600),
+    false => Duration::from_millis(10),
+};
+
+fn soft(kind: &str, path: &Path) -> SoftLock {
+    let lock = match kind {
+        "soft" => SoftLock::soft(path),
+        "marker" => SoftLock::marker(path),
+        _ => SoftLock::lease(path),
+    };
+    lock.poll_interval(POLL)
+}
+
+fn kernel(kind: &str, path: &Path) -> FileLock {
+    match kind {
+        "fcntl" => FileLock::new(path),
+        _ => FileLock::flock(path),
+    }
+}
+
+/// A held lock of `kind` (by another lock object), and its release.
+fn hold(kind: &str, path: &Path) -> Box<dyn FnOnce() + Send> {
+    match kind {
+        "fcntl" | "flock" => {
+            let g = kernel(kind, path).lock().unwrap();
+            Box::new(move || g.unlock().unwrap())
+        }
+        _ => {
+            let g = soft(kind, path).lock().unwrap();
+            Box::new(move || g.release().unwrap())
+        }
+    }
+}
+
+/// Awaits the lock of `kind` as a task would; a guard's release.
+async fn take_async(kind: &str, path: &Path) -> std::io::Result<Box<dyn FnOnce() + Send>> {
+    Ok(match kind {
+        "fcntl" | "flock" => {
+            let g = kernel(kind, path).lock_async().await?;
+            Box::new(move || g.unlock().unwrap())
+        }
+        _ => {
+            let g = soft(kind, path).lock_async().await?;
+            Box::new(move || g.release().unwrap())
+        }
+    })
+}
+
+/// Runs `test` in a current-thread runtime on its own thread; fails if it
+/// has not finished within a minute.
+fn in_runtime<F>(test: impl FnOnce() -> F + Send + 'static)
+where
+    F: std::future::Future<Output = ()>,
+{
+    let (done_tx, done_rx) = mpsc::channel();
+    let runner = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(test());
+        done_tx.send(()).unwrap();
+    });
+    match done_rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(()) => runner.join().unwrap(),
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            std::panic::resume_unwind(runner.join().unwrap_err())
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("the runtime did not finish: a wait blocked its thread, or never woke")
+        }
+    }
+}
+
+/// While one task waits for a held lock, another task of the same
+/// single-threaded runtime runs, and it is the one that releases the
+/// lock: the waiter then takes it.
+#[test]
+fn a_waiting_task_leaves_its_runtime_running() {
+    for kind in KINDS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.lock");
+        in_runtime(move || async move {
+            let release = hold(kind, &path);
+            let waiter = {
+                let path = path.clone();
+                tokio::spawn(async move { take_async(kind, &path).await })
+            };
+            let mut turns = 0;
+            for _ in 0..20 {
+                tokio::task::yield_now().await;
+                turns += 1;
+            }
+            assert_eq!(turns, 20);
+            assert!(!waiter.is_finished(), "{kind}: taken while held");
+            release();
+            let release = waiter.await.unwrap().unwrap();
+            release();
+        });
+    }
+}
+
+/// Tasks of one runtime, each with its own lock object, take turns: never
+/// two inside at once.
+#[test]
+fn waiting_tasks_take_turns() {
+    for kind in KINDS {
+        let dir = tempfile::tempdir().unwrap();
+        let path: PathBuf = dir.path().join("t.lock");
+        in_runtime(move || async move {
+            let inside = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let tasks: Vec<_> = (0..4)
+                .map(|_| {
+                    let (path, inside) = (path.clone(), std::sync::Arc::clone(&inside));
+                    tokio::spawn(async move {
+                        for _ in 0..10 {
+                            let release = take_async(kind, &path).await.unwrap();
+                            let before = inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            assert_eq!(before, 0, "{kind}: two holders");
+                            tokio::task::yield_now().await;
+                            inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                            release();
+                        }
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.unwrap();
+            }
+        });
+    }
+}
+
+/// A wait cut short by a timeout has taken nothing: the holder's release
+/// leaves a soft lock's path empty, and a kernel lock free for another
+/// lock object.
+#[test]
+fn a_dropped_wait_leaves_nothing_behind() {
+    for kind in KINDS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.lock");
+        in_runtime(move || async move {
+            let release = hold(kind, &path);
+            let waited =
+                tokio::time::timeout(Duration::from_millis(30), take_async(kind, &path)).await;
+            assert!(waited.is_err(), "{kind}: taken while held");
+            release();
+            match kind {
+                "fcntl" | "flock" => {
+                    // Another lock object (another mode: not the dropped
+                    // wait's waiting thread) takes it.
+                    let other = kernel(kind, &path).mode(0o600);
+                    let g = other.lock_timeout(Duration::from_secs(30)).unwrap();
+                    g.unlock().unwrap();
+                }
+                _ => {
+                    let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+                        .unwrap()
+                        .map(|e| e.unwrap().file_name())
+                        .collect();
+                    assert!(names.is_empty(), "{kind}: left behind: {names:?}");
+                }
+            }
+        });
+    }
+}
+
+/// Outside a runtime the wait fails, naming the remedy, rather than
+/// panicking; a reentrant soft lock cannot be awaited.
+#[test]
+fn misuse_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.lock");
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let kernel_lock = FileLock::new(&path);
+    let mut wait = std::pin::pin!(kernel_lock.lock_async());
+    match wait.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(Err(e)) => {
+            assert_eq!(e.kind(), ErrorKind::Unsupported);
+            assert!(e.to_string().contains("tokio runtime"), "{e}");
+        }
+        other => panic!("outside a runtime: {other:?}"),
+    }
+    let soft_lock = SoftLock::soft(&path);
+    let mut wait = std::pin::pin!(soft_lock.lock_async());
+    assert!(matches!(
+        wait.as_mut().poll(&mut cx),
+        std::task::Poll::Ready(Err(e)) if e.kind() == ErrorKind::Unsupported
+    ));
+    in_runtime(move || async move {
+        let err = SoftLock::soft(&path)
+            .reentrant(true)
+            .lock_async()
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    });
+}
+
+/// A soft lock released by another process (the `swaplock` command) wakes
+/// a waiting task through the runtime's reactor, not at its poll (an
+/// hour away): on Linux and Android, where the lock path is watched.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[test]
+fn another_process_release_wakes_a_waiting_task() {
+    for kind in ["soft", "marker", "lease"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.lock");
+        in_runtime(move || async move {
+            let mut cmd = common::command(&common::swaplock(), "swaplock");
+            cmd.args(["run", "--kind", kind])
+                .arg(&path)
+                .args(["sh", "-c", common::HOLD]);
+            let holder = common::Holder::spawn(cmd).0;
+            let waiter = {
+                let path = path.clone();
+                tokio::spawn(async move { take_async(kind, &path).await })
+            };
+            for _ in 0..20 {
+                tokio::task::yield_now().await;
+            }
+            assert!(!waiter.is_finished(), "{kind}: taken while held");
+            assert!(holder.release().success());
+            let release = waiter.await.unwrap().unwrap();
+            release();
+        });
+    }
+}
