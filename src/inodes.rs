@@ -233,6 +233,24 @@ pub(crate) fn close(fd: OwnedFd) {
 ))]
 static OFD: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 
+/// Whether a lock taken by `call` belongs to its open file description
+/// (an `flock` lock, an open file description `fcntl` lock where the
+/// kernel has them), so that a descriptor taken by one thread hands it to
+/// another: not a classic `fcntl` lock, which is the process's, nor the
+/// registry's stand-in for open file description locks (`None`: not yet
+/// known).
+pub(crate) fn owned_by_description(call: os::LockCall) -> Option<bool> {
+    match call {
+        os::LockCall::Flock => Some(true),
+        os::LockCall::Fcntl => Some(false),
+        #[cfg(all(
+            any(target_os = "linux", target_os = "android"),
+            target_pointer_width = "64"
+        ))]
+        os::LockCall::FcntlOfd => needs_registry().map(|r| !r),
+    }
+}
+
 /// Whether a lock that must exclude this process's threads needs the
 /// registry: `Some(true)` where the kernel has no open file description
 /// locks, `None` while that is not yet known.

@@ -217,17 +217,38 @@ fn kernel_os(path: &SysPath, follow: bool, mode: u32, scope: Scope) -> os::Windo
 /// The kernel locks this process holds whose second lock in this process
 /// would wait for the first, by the locked file's identity ([`held`]).
 /// Each with whether it is shared.
-static HELD: Held<(FileId, bool)> = std::sync::Mutex::new(Vec::new());
+static HELD: Held<(FileId, Family, bool)> = std::sync::Mutex::new(Vec::new());
+
+/// Which locks of a file exclude each other: on Linux and Android, `fcntl`
+/// and `flock` locks never meet, so a thread holding one kind waits for
+/// the other as for any free lock; elsewhere (Apple systems, the BSDs,
+/// Windows) the two kinds are one lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Family(u8);
+
+impl Family {
+    pub(crate) fn of(kind: Kind) -> Self {
+        match (kind, cfg!(any(target_os = "linux", target_os = "android"))) {
+            (Kind::Flock, true) => Family(1),
+            _ => Family(0),
+        }
+    }
+}
 
 /// Whether this thread holds such a lock on the file `id()` names, in a
 /// mode that excludes a lock of this one (`shared`; shared locks exclude
 /// only the exclusive lock): `id` (a `stat` or an `fstat`) is asked only
 /// if the thread holds any.
-pub(crate) fn held_here(shared: bool, id: impl FnOnce() -> Result<FileId, Errno>) -> bool {
-    let excludes = |h_shared: bool| !(h_shared && shared);
-    held::by_this_thread(&HELD, |&(_, h_shared)| excludes(h_shared))
+pub(crate) fn held_here(
+    kind: Kind,
+    shared: bool,
+    id: impl FnOnce() -> Result<FileId, Errno>,
+) -> bool {
+    let family = Family::of(kind);
+    let excludes = |f: Family, h_shared: bool| f == family && !(h_shared && shared);
+    held::by_this_thread(&HELD, |&(_, f, h_shared)| excludes(f, h_shared))
         && id().is_ok_and(|id| {
-            held::by_this_thread(&HELD, |&(h, h_shared)| h == id && excludes(h_shared))
+            held::by_this_thread(&HELD, |&(h, f, h_shared)| h == id && excludes(f, h_shared))
         })
 }
 
@@ -238,8 +259,8 @@ pub(crate) fn lock_for_fork() -> Vec<Box<dyn std::any::Any>> {
 }
 
 /// Enters a lock of this thread on the file `id`, until the entry drops.
-pub(crate) fn register(id: FileId, shared: bool) -> Registered<(FileId, bool)> {
-    Registered::new(&HELD, (id, shared))
+pub(crate) fn register(id: FileId, kind: Kind, shared: bool) -> Registered<(FileId, Family, bool)> {
+    Registered::new(&HELD, (id, Family::of(kind), shared))
 }
 
 /// The error of a wait that could never end: this thread holds the
@@ -542,16 +563,20 @@ impl FileLock {
     /// Waits up to `timeout` for the lock; an error of kind
     /// [`TimedOut`](io::ErrorKind::TimedOut) if it stays held.
     ///
-    /// The kernel has no timed wait for these locks. On Unix systems the
-    /// wait is made in the kernel all the same, on a thread of this crate
-    /// that waits in the blocking lock call and hands the lock over, so
-    /// this returns as soon as the kernel grants it. A wait that times out
-    /// leaves that thread waiting; the next timed wait for the same lock
-    /// in this process waits on it, and once the lock is granted with
-    /// nobody waiting any more, the thread releases it at once and ends.
-    /// (Where no thread can be started, and on Windows, this polls,
-    /// pausing 1 ms at first and at most 25 ms between attempts: the core's
-    /// [`Backoff`](swaplock_core::kernel::Backoff).)
+    /// The kernel has no timed wait for these locks. For a lock that
+    /// belongs to its open file (`flock`; `fcntl` on 64-bit Linux and
+    /// Android, unless [owned by the process](Self::owned_by_process))
+    /// the wait is made in the kernel all the same, on a thread of this
+    /// crate that waits in the blocking lock call and hands the lock over,
+    /// so this returns as soon as the kernel grants it. A wait that times
+    /// out leaves that thread waiting (at most 16 such threads per
+    /// process); the next timed wait for the same lock in this process
+    /// waits on it, and once the lock is granted with nobody waiting any
+    /// more, the thread releases it at once and ends. A classic `fcntl`
+    /// lock is the process's, which such a thread would share: its timed
+    /// wait polls, as do waits beyond those 16 and on Windows, pausing
+    /// 1 ms at first and at most 25 ms between attempts (the core's
+    /// [`Backoff`](swaplock_core::kernel::Backoff)).
     pub fn lock_timeout(&self, timeout: Duration) -> io::Result<FileLockGuard> {
         match Instant::now().checked_add(timeout) {
             Some(deadline) => self.acquire(Wait::Until(deadline), false),
@@ -657,7 +682,9 @@ impl FileLock {
         let scope = self.scope(shared);
         if matches!(wait, Wait::Forever) && scope.excludes_own_process() {
             // This thread waiting for a file it holds would wait forever.
-            if held_here(shared, || path_id(&self.sys_path, self.follow_symlinks)) {
+            if held_here(self.kind, shared, || {
+                path_id(&self.sys_path, self.follow_symlinks)
+            }) {
                 return Err(self.deadlock());
             }
         }
@@ -720,7 +747,7 @@ impl FileLock {
                 fd,
                 pid: std::process::id(),
                 registered: (register && scope.excludes_own_process())
-                    .then(|| Registered::new(&HELD, (id, shared))),
+                    .then(|| self::register(id, self.kind, shared)),
                 scope,
                 path: Arc::clone(&self.path),
                 sys_path: Arc::clone(&self.sys_path),
@@ -889,7 +916,7 @@ enum Inner {
         /// Held only to be dropped with the guard, after `fd` (fields drop
         /// in order).
         #[allow(dead_code)]
-        registered: Option<Registered<(FileId, bool)>>,
+        registered: Option<Registered<(FileId, Family, bool)>>,
         /// The process that took it: a forked child may not release it.
         pid: u32,
         scope: Scope,

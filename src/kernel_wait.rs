@@ -7,24 +7,33 @@
 //! sleeps on a condition variable until that thread reports or the
 //! deadline passes. The lock, once taken, is the waiter's: an open file
 //! description or `flock` lock belongs to the descriptor, which the waiting
-//! thread hands over; a classic `fcntl` lock belongs to the process, which
-//! both threads are. So the waiter returns as soon as the kernel grants the
-//! lock, whoever released it and however (an unlock, a close, an exit).
+//! thread hands over. So the waiter returns as soon as the kernel grants
+//! the lock, whoever released it and however (an unlock, a close, an exit).
+//!
+//! Only such locks are waited for so. A classic `fcntl` lock (one owned by
+//! the process, and the registry's stand-in for open file description
+//! locks where the kernel has none) is the process's: a thread left
+//! waiting for one would merge with, and by its close release, another
+//! guard's lock of the process; would make the kernel's deadlock check
+//! fail another process's wait; and would keep the registry's reservation
+//! from this process's readers. Those waits poll.
 //!
 //! A waiter that gives up leaves its waiting thread blocked in the kernel:
 //! nothing can interrupt that call but a signal, which a library must not
 //! take over. The thread stays for that lock (path, kind and mode), and
 //! the next timed wait for the same lock in this process waits on it
 //! rather than starting another, so at most one such thread waits per lock
-//! a process waits for. When the kernel grants it the lock and no waiter
-//! is left, it releases the lock at once and ends.
+//! a process waits for, and at most [`MOST_THREADS`] in all. When the
+//! kernel grants it the lock and no waiter is left, it releases the lock
+//! at once and ends; and if the lock file was replaced meanwhile, it opens
+//! (and so creates) the new one only while someone still waits.
 //!
-//! Where no thread can be started, or the kernel reports a deadlock
-//! between processes (`EDEADLK`, classic locks only), the waiter polls for
-//! the time left, as the core's [`Backoff`] says.
+//! Where no thread can be started (or [`MOST_THREADS`] wait already), the
+//! waiter polls for the time left, as the core's [`Backoff`] says.
 //!
 //! [`Backoff`]: swaplock_core::kernel::Backoff
 
+use crate::adapter::kernel as os;
 use crate::inodes::{self, Threads};
 use crate::kernel::{kernel_os, Reached, Scope, SysPath};
 use crate::soft::SoftLock;
@@ -81,7 +90,22 @@ impl Job {
         wait_in_kernel: bool,
         once: bool,
     ) -> Reached {
-        let os = kernel_os(&self.sys_path, self.follow, self.mode, self.scope);
+        self.acquire_gated(until, wait_in_kernel, once, None)
+    }
+
+    /// [`Job::acquire`], each open first allowed by `gate` (a waiting
+    /// thread's: someone still waits).
+    fn acquire_gated(
+        &self,
+        until: inodes::Until,
+        wait_in_kernel: bool,
+        once: bool,
+        gate: Option<&Slot>,
+    ) -> Reached {
+        let os = Gated {
+            os: kernel_os(&self.sys_path, self.follow, self.mode, self.scope),
+            gate,
+        };
         let mut kernel = Threads::new(os, self.scope.excludes_own_process(), until);
         let outcome = match (once, until) {
             (true, _) => protocol::acquire(
@@ -172,6 +196,98 @@ impl Slot {
     }
 }
 
+/// The adapter's operations on the lock path, whose opens a waiting
+/// thread's slot may refuse: once nobody waits, a thread that found the
+/// lock file replaced does not create the new one.
+struct Gated<'a> {
+    os: os::UnixKernel<'a>,
+    gate: Option<&'a Slot>,
+}
+
+impl swaplock_core::kernel::KernelOs for Gated<'_> {
+    type File = OwnedFd;
+
+    fn open(&mut self, exclusive: bool) -> Result<OwnedFd, Errno> {
+        if let Some(slot) = self.gate {
+            if !still_awaited(slot) {
+                // Not `EAGAIN`, which would be taken for a busy lock.
+                return Err(Errno::INTR);
+            }
+        }
+        self.os.open(exclusive)
+    }
+
+    fn lock(&mut self, file: &OwnedFd, wait: bool) -> Result<(), Errno> {
+        self.os.lock(file, wait)
+    }
+
+    fn fstat(&mut self, file: &OwnedFd) -> Result<swaplock_core::decide::FileId, Errno> {
+        self.os.fstat(file)
+    }
+
+    fn stat(&mut self) -> Result<swaplock_core::decide::FileId, Errno> {
+        self.os.stat()
+    }
+
+    fn close(&mut self, file: OwnedFd) {
+        self.os.close(file)
+    }
+}
+
+impl swaplock_core::wait::Clock for Gated<'_> {
+    fn now(&mut self) -> swaplock_core::decide::Instant {
+        self.os.now()
+    }
+
+    fn wall(&mut self) -> swaplock_core::decide::FileTime {
+        self.os.wall()
+    }
+
+    fn sleep(&mut self, duration: std::time::Duration) {
+        self.os.sleep(duration)
+    }
+}
+
+impl inodes::Calls for Gated<'_> {
+    fn shared(&self) -> bool {
+        self.os.shared()
+    }
+
+    fn call(&self) -> os::LockCall {
+        self.os.call()
+    }
+
+    fn use_classic_call(&mut self) {
+        self.os.use_classic_call()
+    }
+
+    fn owns_description(&self) -> bool {
+        self.os.owns_description()
+    }
+}
+
+/// Whether anyone still waits on the waiting thread of `slot`: if not,
+/// its entry leaves the list (under the list's lock, so nobody joins
+/// after) and the thread is done.
+fn still_awaited(slot: &Slot) -> bool {
+    let mut list = waiting();
+    let mut report = slot.report();
+    if report.waiters > 0 {
+        return true;
+    }
+    report.done = true;
+    drop(report);
+    if let Some(at) = list.iter().position(|(_, _, s)| std::ptr::eq(&**s, slot)) {
+        list.swap_remove(at);
+    }
+    false
+}
+
+/// At most this many waiting threads per process; further timed waits
+/// poll. (Each keeps a descriptor and a small stack until its lock is
+/// granted.)
+pub(crate) const MOST_THREADS: usize = 16;
+
 /// The waiting threads of this process, by the process that started them:
 /// a forked child has none of its parent's threads.
 static WAITING: Mutex<Vec<(u32, Job, Arc<Slot>)>> = Mutex::new(Vec::new());
@@ -204,6 +320,9 @@ pub(crate) fn until(job: &Job, deadline: Instant) -> Reached {
 /// wait must poll instead.
 fn in_kernel(job: &Job, deadline: Instant) -> Option<Reached> {
     loop {
+        if Instant::now() >= deadline {
+            return Some(Reached::Busy(Errno::AGAIN));
+        }
         let slot = join(job)?;
         let mut report = slot.report();
         loop {
@@ -232,6 +351,9 @@ fn in_kernel(job: &Job, deadline: Instant) -> Option<Reached> {
 /// Counts this waiter in on the waiting thread for `job`, starting one if
 /// none waits; `None` if none could be started.
 fn join(job: &Job) -> Option<Arc<Slot>> {
+    if inodes::owned_by_description(job.scope.call()) != Some(true) {
+        return None;
+    }
     let pid = std::process::id();
     let mut list = waiting();
     // A forked child's copy of its parent's list names threads it does not
@@ -248,6 +370,9 @@ fn join(job: &Job) -> Option<Arc<Slot>> {
     if let Some((_, _, slot)) = list.iter().find(|(_, j, _)| j.same(job)) {
         slot.report().waiters += 1;
         return Some(Arc::clone(slot));
+    }
+    if list.len() >= MOST_THREADS {
+        return None;
     }
     let slot = Arc::new(Slot::default());
     slot.report().waiters = 1;
@@ -268,7 +393,12 @@ fn join(job: &Job) -> Option<Arc<Slot>> {
 /// The waiting thread: acquires in the kernel, then hands the outcome to a
 /// waiter, or lets it go if none is left.
 fn wait_in_kernel(job: Job, slot: Arc<Slot>) {
-    let reached = job.acquire(inodes::Until::Forever, true, false);
+    let acquired = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        job.acquire_gated(inodes::Until::Forever, true, false, Some(&slot))
+    }));
+    // A panic is reported as a failed lock call, so that no waiter waits on
+    // a thread that is gone.
+    let reached = acquired.unwrap_or(Reached::Failed(protocol::Step::Lock, Errno::IO));
     // No waiter joins once the entry is gone.
     {
         let mut list = waiting();

@@ -107,7 +107,7 @@ struct Holding {
     /// The thread's entry among the kernel locks this process holds (for
     /// the `Deadlock` check), removed with it.
     #[allow(dead_code)]
-    registered: Registered<(FileId, bool)>,
+    registered: Registered<(FileId, kernel::Family, bool)>,
     /// The process that took it: a forked child must not release it.
     pid: u32,
 }
@@ -280,7 +280,7 @@ impl OpenFileLock {
         }
         if matches!(wait, Wait::Forever) {
             // This thread waiting for a file it holds would wait forever.
-            if kernel::held_here(shared, || file_id(self.file())) {
+            if kernel::held_here(self.kind, shared, || file_id(self.file())) {
                 return Err(kernel::deadlock_error(&self.name));
             }
         }
@@ -298,7 +298,7 @@ impl OpenFileLock {
                 state.held = Some(Holding {
                     file,
                     scope,
-                    registered: kernel::register(id, shared),
+                    registered: kernel::register(id, self.kind, shared),
                     pid: std::process::id(),
                 });
                 state.readers = usize::from(shared);

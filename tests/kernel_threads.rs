@@ -165,6 +165,23 @@ fn a_process_owned_lock_is_the_classic_one() {
     drop(classic);
 }
 
+/// On Linux and Android `fcntl` and `flock` locks never meet: a thread
+/// that holds one kind of a file takes the other kind too, rather than
+/// being told it would wait for itself.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[test]
+fn a_thread_holding_one_kind_takes_the_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let fcntl = FileLock::new(&path).lock().unwrap();
+    let flock = FileLock::flock(&path).lock().unwrap();
+    flock.unlock().unwrap();
+    let shared = FileLock::flock(&path).lock_shared().unwrap();
+    drop(fcntl);
+    let fcntl = FileLock::new(&path).lock().unwrap();
+    drop((fcntl, shared));
+}
+
 /// A thread that waits with no timeout for a file it holds through another
 /// guard would wait forever (the kernel has no deadlock detection for these
 /// locks): it gets an error of kind `Deadlock` at once. A timed wait times

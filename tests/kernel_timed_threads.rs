@@ -1,0 +1,105 @@
+//! The waiting threads that timed kernel-lock waits leave behind
+//! (`src/kernel_wait.rs`), counted by name in `/proc/self/task`: one test,
+//! alone in its process, so that no other test's threads are counted.
+//!
+//! - A classic `fcntl` lock (owned by the process) is never waited for on
+//!   such a thread: its wait in the kernel would be the process's, merging
+//!   with another guard's lock and releasing it on close.
+//! - A thread left waiting for a lock file its holder removes does not
+//!   create the file again once nobody waits.
+//! - At most 16 such threads wait at once; further timed waits poll.
+
+#![cfg(any(target_os = "linux", target_os = "android"))]
+
+mod common;
+
+use std::io::ErrorKind;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use swaplock::FileLock;
+
+/// The waiting threads of this process now.
+fn waiting_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim_end() == "swaplock-wait")
+        .count()
+}
+
+/// Yields until no waiting thread is left (they end once granted the lock
+/// and nobody waits); fails after 30 s.
+fn until_none_wait() {
+    let began = Instant::now();
+    while waiting_threads() > 0 {
+        assert!(
+            began.elapsed() < Duration::from_secs(30),
+            "a waiting thread stays"
+        );
+        std::thread::yield_now();
+    }
+}
+
+fn timed_out(lock: &FileLock) {
+    let err = lock.lock_timeout(Duration::from_millis(10)).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::TimedOut, "{err}");
+}
+
+#[test]
+fn waiting_threads_stay_few_and_harmless() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name);
+    assert_eq!(waiting_threads(), 0);
+
+    // A classic lock's timed wait polls: no thread is left. (Held by
+    // another process: this one's classic lock would merge with it.)
+    let mut cmd = common::command(&common::ours(), "with-lock-ex");
+    cmd.arg("-w")
+        .arg(at("classic.lock"))
+        .args(["sh", "-c", common::HOLD]);
+    let holder = common::Holder::spawn(cmd).0;
+    timed_out(&FileLock::new(at("classic.lock")).owned_by_process());
+    assert_eq!(waiting_threads(), 0, "a classic lock's wait left a thread");
+    assert!(holder.release().success());
+
+    // An open file description lock's does leave one (where the kernel
+    // has them, and unless they are turned off), which ends once granted.
+    let ofd = std::env::var_os("SWAPLOCK_FCNTL_OFD").is_none_or(|v| v != "0")
+        && cfg!(target_pointer_width = "64");
+    for (name, make) in [
+        (
+            "fcntl.lock",
+            (|p: &Path| FileLock::new(p)) as fn(&Path) -> FileLock,
+        ),
+        ("flock.lock", |p: &Path| FileLock::flock(p)),
+    ] {
+        let path = at(name);
+        let holder = make(&path).lock().unwrap();
+        timed_out(&make(&path));
+        let by_thread = name == "flock.lock" || ofd;
+        assert_eq!(waiting_threads(), usize::from(by_thread), "{name}");
+        // The holder removes the file: the thread locks the orphan, finds
+        // the path empty, and leaves it so, nobody waiting.
+        holder.remove().unwrap();
+        until_none_wait();
+        assert!(
+            !path.exists(),
+            "{name}: created again by a thread nobody waits on"
+        );
+    }
+
+    // At most 16 threads wait; later timed waits poll, and still time out.
+    let holders: Vec<_> = (0..20)
+        .map(|i| {
+            FileLock::flock(at(&format!("many-{i}.lock")))
+                .lock()
+                .unwrap()
+        })
+        .collect();
+    for i in 0..20 {
+        timed_out(&FileLock::flock(at(&format!("many-{i}.lock"))));
+    }
+    assert_eq!(waiting_threads(), 16);
+    drop(holders);
+    until_none_wait();
+}
