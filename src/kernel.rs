@@ -33,7 +33,7 @@
 //!   a registry of the files it locks, by device and inode: a second lock
 //!   of a held file, by any thread, waits for the first as another
 //!   process would (or fails at once, or times out); descriptors this
-//!   crate opens on a held file (failed attempts, [`FileLock::holder`],
+//!   crate opens on a held file (failed attempts, `FileLock::holder` (Unix),
 //!   [`OpenFileLock`](crate::OpenFileLock)s) are kept open until the last
 //!   holder releases, so they never release it; shared guards share one
 //!   read lock, released with the last of them. A descriptor the program
@@ -409,7 +409,7 @@ enum Wait {
 }
 
 /// Who holds a kernel lock that keeps an `fcntl` write lock on the whole
-/// file from being taken, as [`FileLock::holder`] finds it.
+/// file from being taken, as `FileLock::holder` (Unix) finds it.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelHolder {
@@ -454,7 +454,7 @@ impl FileLock {
     /// owned by this lock's open file. Owned by the process, the lock does
     /// not exclude another lock of this process on the same file, and
     /// closing *any* descriptor of the file in the process releases it; in
-    /// exchange `F_GETLK` (`with-lock-ex -l`, [`FileLock::holder`]) reports
+    /// exchange `F_GETLK` (`with-lock-ex -l`, `FileLock::holder` on Unix) reports
     /// this process's PID rather than -1. Elsewhere (macOS and the other
     /// BSDs, Linux before 3.15) every `fcntl` lock is owned by the process.
     /// Both exclude each other across processes. No effect on `flock`.
@@ -575,8 +575,8 @@ impl FileLock {
     /// more, the thread releases it at once and ends. A classic `fcntl`
     /// lock is the process's, which such a thread would share: its timed
     /// wait polls, as do waits beyond those 16 and on Windows, pausing
-    /// 1 ms at first and at most 25 ms between attempts (the core's
-    /// [`Backoff`](swaplock_core::kernel::Backoff)).
+    /// 1 ms at first and at most 25 ms between attempts (the
+    /// [core's `Backoff`](swaplock_core::kernel::Backoff)).
     pub fn lock_timeout(&self, timeout: Duration) -> io::Result<FileLockGuard> {
         match Instant::now().checked_add(timeout) {
             Some(deadline) => self.acquire(Wait::Until(deadline), false),

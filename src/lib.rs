@@ -67,6 +67,8 @@
 //!   holder's marker; a stale one (its holder exited) is renamed aside and
 //!   deleted through a handle on the judged file. A live holder's marker is
 //!   never broken there, an expired lease included.
+// docs.rs labels each platform's and feature's items with what they need.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use swaplock_core as core;
 

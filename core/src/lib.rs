@@ -26,6 +26,8 @@
 //!     other => panic!("unexpected {other:?}"),
 //! }
 //! ```
+// docs.rs labels each platform's and feature's items with what they need.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![no_std]
 #![forbid(unsafe_code)]
 

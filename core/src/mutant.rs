@@ -5,7 +5,7 @@
 //!
 //! Only builds with the `protocol-mutants` feature can switch mutants on
 //! (one, or a pair whose guards cover each other), and only for the
-//! current thread ([`select`]); without the feature
+//! current thread (`select`, with the feature); without it
 //! [`active`] is a constant `false` that the compiler removes, and the
 //! shipped protocol is exactly the one the simulator proves.
 //!

@@ -8,6 +8,8 @@
 //! decisions are the core's.
 //!
 //! On other targets this crate is empty.
+// docs.rs labels each platform's and feature's items with what they need.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![cfg_attr(not(any(target_os = "linux", target_os = "android")), no_std)]
 
 #[cfg(any(target_os = "linux", target_os = "android"))]

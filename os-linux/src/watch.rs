@@ -94,8 +94,8 @@ static SPARES: Mutex<Vec<Spare>> = Mutex::new(Vec::new());
 /// How many spare instances a process keeps.
 const SPARES_KEPT: usize = 2;
 
-/// [`SPARES`]'s mutex held, for a fork handler: a thread that forks while
-/// another holds it would leave it locked in the child.
+/// The spare instances' mutex held, for a fork handler: a thread that
+/// forks while another holds it would leave it locked in the child.
 pub fn lock_for_fork() -> Box<dyn std::any::Any> {
     Box::new(SPARES.lock().unwrap_or_else(|p| p.into_inner()))
 }

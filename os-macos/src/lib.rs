@@ -9,6 +9,8 @@
 //! suffix. No protocol decision is made here: decisions are the core's.
 //!
 //! On other targets this crate is empty.
+// docs.rs labels each platform's and feature's items with what they need.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![cfg_attr(not(target_vendor = "apple"), no_std)]
 
 #[cfg(target_vendor = "apple")]

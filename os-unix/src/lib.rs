@@ -9,6 +9,8 @@
 //! systems is a [`soft::Platform`], which each adapter implements.
 //!
 //! On other targets this crate is empty.
+// docs.rs labels each platform's and feature's items with what they need.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![cfg_attr(
     not(any(target_os = "linux", target_os = "android", target_vendor = "apple")),
     no_std

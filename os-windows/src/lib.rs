@@ -14,6 +14,8 @@
 //! stale marker moved and deleted only through a handle on it.
 //!
 //! On other targets this crate is empty.
+// docs.rs labels each platform's and feature's items with what they need.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![cfg_attr(not(windows), no_std)]
 
 #[cfg(windows)]
