@@ -839,15 +839,24 @@ impl FileLock {
         self.soft.load(Ordering::Relaxed)
     }
 
-    /// Who holds an `fcntl` lock on the file now, as with-lock-ex's `-l`
-    /// reports it: the lock that would keep a write lock on the whole file
-    /// from being taken (`F_GETLK`), or `None` when nothing would. The file
-    /// must exist (it is opened read only, never created: an error of step
-    /// [`Step::Open`] otherwise); a failed query is of step [`Step::Lock`].
+    /// Who holds the lock now, or `None` when it is free.
     ///
-    /// It sees `fcntl` locks only, whatever this lock's [`Kind`]. An open
-    /// file description lock (this process's own included) is reported
-    /// with PID -1. A classic lock of this process is never seen (it does
+    /// For an `fcntl` lock, as with-lock-ex's `-l` reports it: the lock
+    /// that would keep a write lock on the whole file from being taken
+    /// (`F_GETLK`). The file must exist (it is opened read only, never
+    /// created: an error of step [`Step::Open`] otherwise); a failed query
+    /// is of step [`Step::Lock`]. An open file description lock (this
+    /// process's own included) is reported with PID -1.
+    ///
+    /// For an `flock` lock, which has no query call, as the kernel's lock
+    /// table (`/proc/locks`) lists it on Linux and Android: an exclusive
+    /// holder, else one of the shared ones. A missing file is free. The
+    /// PID is that of the process that took the lock (0 if it runs in a
+    /// PID namespace this one cannot see); a forked child may share it.
+    /// Elsewhere, or without `/proc`, an error of kind
+    /// [`Unsupported`](io::ErrorKind::Unsupported).
+    ///
+    /// For `fcntl`: A classic lock of this process is never seen (it does
     /// not conflict with the query), and closing the query's descriptor
     /// releases it: do not call this in a process that holds a classic
     /// lock on the file (see the [module docs](self)).
@@ -865,6 +874,9 @@ impl FileLock {
     /// ```
     #[cfg(unix)]
     pub fn holder(&self) -> io::Result<Option<KernelHolder>> {
+        if self.kind == Kind::Flock {
+            return self.flock_holder();
+        }
         // A descriptor this process keeps for the file (see the module
         // docs) serves, rather than one more kept until the lock's release.
         let kept = path_id(&self.sys_path, self.follow_symlinks)
@@ -893,6 +905,31 @@ impl FileLock {
             os::Conflict::Write(pid) => Some(KernelHolder { pid, shared: false }),
             os::Conflict::Read(pid) => Some(KernelHolder { pid, shared: true }),
         })
+    }
+
+    /// [`holder`](Self::holder) of an `flock` lock: the kernel's lock
+    /// table.
+    #[cfg(unix)]
+    fn flock_holder(&self) -> io::Result<Option<KernelHolder>> {
+        let id = match path_id(&self.sys_path, self.follow_symlinks) {
+            Ok(id) => id,
+            Err(e) if e == Errno::NOENT => return Ok(None),
+            Err(e) => return Err(self.err(Step::Stat, e)),
+        };
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if let Some(holders) = os::flock_holders(id) {
+            return Ok(holders.first().map(|h| KernelHolder {
+                pid: h.pid,
+                shared: h.shared,
+            }));
+        }
+        let _ = id;
+        let kind = io::ErrorKind::Unsupported;
+        let source = io::Error::new(
+            kind,
+            "flock locks have no query call; only Linux and Android list them (in /proc/locks)",
+        );
+        Err(LockError::io(&self.path, Step::Lock, kind, source))
     }
 }
 

@@ -1,5 +1,6 @@
 //! The syscalls of the kernel-lock protocols: the shared POSIX ones of
-//! [`swaplock_unix::kernel`], and reading the umask from `/proc`.
+//! [`swaplock_unix::kernel`], reading the umask from `/proc`, and the kernel's
+//! table of `flock` locks.
 
 pub use swaplock_unix::kernel::*;
 
@@ -15,4 +16,92 @@ pub fn read_umask() -> Option<u32> {
         .find_map(|l| l.strip_prefix(b"Umask:"))?;
     let text = std::str::from_utf8(line).ok()?.trim();
     u32::from_str_radix(text, 8).ok()
+}
+
+/// An `flock` lock the kernel's lock table lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlockHolder {
+    /// The PID that took it, in this process's PID namespace (0 where the
+    /// holder's namespace is not visible from here).
+    pub pid: i32,
+    /// Whether it is a shared (`LOCK_SH`) lock rather than an exclusive one.
+    pub shared: bool,
+}
+
+/// The `flock` locks held on file `id`, as `/proc/locks` lists them
+/// (granted ones, not waiters), exclusive ones first; `None` without
+/// `/proc`.
+///
+/// # References
+/// - [`proc_locks(5)`](https://man7.org/linux/man-pages/man5/proc_locks.5.html)
+pub fn flock_holders(id: swaplock_core::decide::FileId) -> Option<Vec<FlockHolder>> {
+    let table = std::fs::read_to_string("/proc/locks").ok()?;
+    let mut holders: Vec<FlockHolder> = table
+        .lines()
+        .filter_map(|line| flock_line(line, id))
+        .collect();
+    holders.sort_by_key(|h| h.shared);
+    Some(holders)
+}
+
+/// One line of `/proc/locks`, `N: FLOCK ADVISORY WRITE PID MAJ:MIN:INO 0
+/// EOF` (device numbers in hex, the inode in decimal), if it is a granted
+/// `flock` lock on `id`.
+fn flock_line(line: &str, id: swaplock_core::decide::FileId) -> Option<FlockHolder> {
+    let mut fields = line.split_whitespace().skip(1);
+    if fields.next()? != "FLOCK" {
+        // Another kind, or "->": a waiter, not a holder.
+        return None;
+    }
+    let _advisory = fields.next()?;
+    let shared = match fields.next()? {
+        "READ" => true,
+        "WRITE" => false,
+        _ => return None,
+    };
+    let pid = fields.next()?.parse().ok()?;
+    let mut place = fields.next()?.split(':');
+    let major = u32::from_str_radix(place.next()?, 16).ok()?;
+    let minor = u32::from_str_radix(place.next()?, 16).ok()?;
+    let ino: u64 = place.next()?.parse().ok()?;
+    let dev = rustix::fs::makedev(major, minor);
+    ((dev, ino) == (id.dev, id.ino)).then_some(FlockHolder { pid, shared })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use swaplock_core::decide::FileId;
+
+    #[test]
+    fn lock_table_lines() {
+        let id = FileId {
+            dev: rustix::fs::makedev(0xfe, 0),
+            ino: 10011334,
+        };
+        let line = "1: FLOCK  ADVISORY  WRITE 5138 fe:00:10011334 0 EOF";
+        assert_eq!(
+            flock_line(line, id),
+            Some(FlockHolder {
+                pid: 5138,
+                shared: false
+            })
+        );
+        let read = "2: FLOCK  ADVISORY  READ 77 fe:00:10011334 0 EOF";
+        assert_eq!(flock_line(read, id).map(|h| h.shared), Some(true));
+        // Another file, another kind, a waiter.
+        assert_eq!(
+            flock_line("1: FLOCK  ADVISORY  WRITE 5 fe:00:1 0 EOF", id),
+            None
+        );
+        assert_eq!(
+            flock_line("1: POSIX  ADVISORY  WRITE 5 fe:00:10011334 0 0", id),
+            None
+        );
+        assert_eq!(
+            flock_line("1: -> FLOCK  ADVISORY  WRITE 6 fe:00:10011334 0 EOF", id),
+            None
+        );
+        assert_eq!(flock_line("garbage", id), None);
+    }
 }

@@ -52,25 +52,52 @@ mod cli {
     use swaplock::{FileLock, FileLockGuard};
 
     /// The help text: usage, exit statuses, and the limits of supervision.
-    pub(crate) const USAGE: &str =
-        "usage: swaplock run [--kind fcntl|flock|soft|marker|lease] [--wait|--fail|--quiet]
-                    [--shared|-s] [--timeout SECS] [--lifetime SECS] [--lease SECS]
-                    LOCKFILE COMMAND [ARGS...]
-       swaplock status [--kind soft|marker|lease] LOCKFILE
-       swaplock break [--kind soft|marker|lease] [--force] LOCKFILE
+    pub(crate) const USAGE: &str = "usage: swaplock run [OPTIONS] LOCKFILE COMMAND [ARGS...]
+       swaplock run [OPTIONS] LOCKFILE -c 'SHELL COMMAND'
+       swaplock status [--kind KIND] [--json] LOCKFILE
+       swaplock break [--kind KIND] [--force] LOCKFILE
+       swaplock --help | --version      swaplock COMMAND --help
 
-run exits with the command's status (128 + N if signal N ended it), or:
-  255  the lock is busy (--fail, --timeout) or cannot be taken, or the
-       command cannot be started; 0 instead when busy under --quiet
+Runs a command while holding a lock, or says who holds one.
+KIND is fcntl, flock, soft, marker (the default) or lease; see
+`swaplock run --help` for the options and exit statuses, and swaplock(1).";
+
+    /// `swaplock run --help`.
+    pub(crate) const RUN_USAGE: &str = "usage: swaplock run [OPTIONS] LOCKFILE COMMAND [ARGS...]
+       swaplock run [OPTIONS] LOCKFILE -c 'SHELL COMMAND'
+
+Runs COMMAND (or SHELL COMMAND, by sh -c) while holding the lock LOCKFILE.
+
+options:
+  --kind KIND       fcntl | flock | soft | marker (default) | lease
+  --wait            wait for the lock (the default)
+  --fail, -n        exit with the conflict status at once if the lock is held
+  --quiet           exit 0 without running the command if the lock is held
+  --timeout SECS, -w SECS
+                    wait at most SECS, then exit with the conflict status
+  -E N, --conflict-exit-code N
+                    the conflict status (default 255)
+  -s, --shared      the shared (read) lock of a kernel kind: commands run
+                    under it together, and none while an exclusive holder
+                    has the lock
+  -c CMD, --command CMD
+                    run CMD by sh -c instead of COMMAND ARGS
+  --lifetime SECS   soft kinds: a marker older than SECS is broken
+  --lease SECS      lease: the lease duration (default 30)
+  -v, --verbose     say who holds the lock while waiting
+  -h, --help        this help
+Options take their value as --opt VALUE or --opt=VALUE; -- ends them.
+
+exit status: the command's (128 + N if signal N ended it), or
+  255  the lock is held (--fail, --timeout; unless -E says otherwise), it
+       cannot be taken, or the command cannot be started
+  0    the lock is held under --quiet
   75   soft kinds: the lease was lost while the command ran; the command
        was stopped (its group got SIGTERM, then SIGKILL after 2 s)
   74   soft kinds: the command succeeded but the lock could not be released
        (a failed command keeps its status; the message is printed either way)
   2    usage error
---shared (-s) takes the shared (read) lock of a kernel kind: commands run
-under it together, and none while an exclusive holder has the lock.
-status exits 0 when free, 1 when held, 2 on error; break exits 0 once the
-lock is free, 1 when it refuses or fails.
+Use -E to tell a held lock from the command's own statuses, as flock(1).
 
 With soft kinds the command runs in its own process group under a
 supervisor that holds the lock; the group gets SIGINT, SIGTERM and SIGHUP
@@ -80,6 +107,28 @@ escaping: a process that leaves the group (setsid, setpgid, a daemon); and
 if the supervisor itself is killed with SIGKILL, every process but the
 command itself (which gets SIGKILL from the kernel on Linux and Android;
 on macOS the command runs on too).";
+
+    /// `swaplock status --help`.
+    pub(crate) const STATUS_USAGE: &str = "usage: swaplock status [--kind KIND] [--json] LOCKFILE
+
+Says who holds the lock LOCKFILE, judged as a contender judges it. KIND is
+fcntl, flock, soft, marker (the default) or lease. For fcntl the holder is
+the lock's query (F_GETLK: PID -1 for an open file description lock); for
+flock, the kernel's lock table (/proc/locks) on Linux and Android.
+--json prints one JSON object (schema in swaplock(1)).
+
+exit status: 0 free, 1 held, 2 error or usage error.";
+
+    /// `swaplock break --help`.
+    pub(crate) const BREAK_USAGE: &str = "usage: swaplock break [--kind KIND] [--force] LOCKFILE
+
+Removes a stale soft-lock marker by the same safe path a contender uses,
+and explains why a marker stays. KIND is soft, marker (the default) or
+lease. --force removes the marker of a holder that may be alive: mutual
+exclusion with it is lost.
+
+exit status: 0 once the lock is free, 1 when it refuses or fails, 2 usage
+error.";
 
     #[derive(Clone, Copy, PartialEq)]
     enum LockKind {
@@ -95,6 +144,24 @@ on macOS the command runs on too).";
         Quiet,
     }
 
+    /// The subcommand.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Sub {
+        Run,
+        Status,
+        Break,
+    }
+
+    impl Sub {
+        fn usage(self) -> &'static str {
+            match self {
+                Sub::Run => RUN_USAGE,
+                Sub::Status => STATUS_USAGE,
+                Sub::Break => BREAK_USAGE,
+            }
+        }
+    }
+
     struct Options {
         kind: LockKind,
         busy: Busy,
@@ -103,90 +170,227 @@ on macOS the command runs on too).";
         lease: Option<Duration>,
         force: bool,
         shared: bool,
+        /// The exit status when the lock is held (`-E`).
+        conflict: i32,
+        verbose: bool,
+        json: bool,
+        /// The lock file, then the command and its arguments.
         rest: Vec<OsString>,
     }
 
-    fn usage(why: &str) -> i32 {
-        eprintln!("swaplock: {why}\n{USAGE}");
+    /// What the options asked for.
+    enum Parsed {
+        Options(Options),
+        Help,
+    }
+
+    fn usage(sub: Option<Sub>, why: &str) -> i32 {
+        let usage = sub.map_or(USAGE, Sub::usage);
+        let first = usage.lines().next().unwrap_or_default();
+        eprintln!(
+            "swaplock: {why}\n{first}\nTry 'swaplock{} --help' for more.",
+            match sub {
+                Some(Sub::Run) => " run",
+                Some(Sub::Status) => " status",
+                Some(Sub::Break) => " break",
+                None => "",
+            }
+        );
         2
     }
 
-    fn seconds(value: Option<OsString>) -> Result<Duration, String> {
-        let text = value.ok_or("an option needs a value")?;
-        let text = text.to_str().ok_or("a number of seconds must be text")?;
+    fn seconds(value: OsString) -> Result<Duration, String> {
+        let text = value.to_str().ok_or("a number of seconds must be text")?;
         let secs: f64 = text
             .parse()
             .map_err(|_| format!("not a number of seconds: {text}"))?;
         Duration::try_from_secs_f64(secs).map_err(|_| format!("not a number of seconds: {text}"))
     }
 
-    fn parse(args: Vec<OsString>, default: LockKind) -> Result<Options, String> {
+    fn kind(value: OsString) -> Result<LockKind, String> {
+        Ok(match value.to_str() {
+            Some("fcntl") => LockKind::Fcntl,
+            Some("flock") => LockKind::Flock,
+            Some("soft") => LockKind::Soft(Kind::Soft),
+            Some("marker") => LockKind::Soft(Kind::Marker),
+            Some("lease") => LockKind::Soft(Kind::Lease),
+            _ => {
+                return Err(format!(
+                    "unknown kind {}: fcntl, flock, soft, marker or lease",
+                    value.to_string_lossy()
+                ))
+            }
+        })
+    }
+
+    fn exit_code(value: OsString) -> Result<i32, String> {
+        value
+            .to_str()
+            .and_then(|t| t.parse::<u8>().ok())
+            .map(i32::from)
+            .ok_or_else(|| format!("not an exit status (0-255): {}", value.to_string_lossy()))
+    }
+
+    fn parse(sub: Sub, args: Vec<OsString>) -> Result<Parsed, String> {
+        use lexopt::prelude::*;
         let mut o = Options {
-            kind: default,
+            kind: LockKind::Soft(Kind::Marker),
             busy: Busy::Wait,
             timeout: None,
             lifetime: None,
             lease: None,
             force: false,
             shared: false,
+            conflict: 255,
+            verbose: false,
+            json: false,
             rest: Vec::new(),
         };
-        let mut it = args.into_iter();
-        while let Some(arg) = it.next() {
-            match arg.to_str() {
-                Some("--kind") => {
-                    o.kind = match it.next().as_ref().and_then(|k| k.to_str()) {
-                        Some("fcntl") => LockKind::Fcntl,
-                        Some("flock") => LockKind::Flock,
-                        Some("soft") => LockKind::Soft(Kind::Soft),
-                        Some("marker") => LockKind::Soft(Kind::Marker),
-                        Some("lease") => LockKind::Soft(Kind::Lease),
-                        other => return Err(format!("unknown kind {other:?}")),
+        let mut shell = None;
+        let mut p = lexopt::Parser::from_args(args);
+        let only = |name: &str, subs: &[Sub]| match subs.contains(&sub) {
+            true => Ok(()),
+            false => Err(format!("{name} is not an option of this command")),
+        };
+        while let Some(arg) = p.next().map_err(|e| e.to_string())? {
+            let value = |p: &mut lexopt::Parser| p.value().map_err(|e| e.to_string());
+            match arg {
+                Short('h') | Long("help") => return Ok(Parsed::Help),
+                Long("kind") => o.kind = kind(value(&mut p)?)?,
+                Long("wait") => {
+                    only("--wait", &[Sub::Run])?;
+                    o.busy = Busy::Wait;
+                }
+                Long("fail") | Short('n') => {
+                    only("--fail", &[Sub::Run])?;
+                    o.busy = Busy::Fail;
+                }
+                Long("quiet") => {
+                    only("--quiet", &[Sub::Run])?;
+                    o.busy = Busy::Quiet;
+                }
+                Long("force") => {
+                    only("--force", &[Sub::Break])?;
+                    o.force = true;
+                }
+                Long("json") => {
+                    only("--json", &[Sub::Status])?;
+                    o.json = true;
+                }
+                Long("shared") | Short('s') => {
+                    only("--shared", &[Sub::Run])?;
+                    o.shared = true;
+                }
+                Long("verbose") | Short('v') => {
+                    only("--verbose", &[Sub::Run])?;
+                    o.verbose = true;
+                }
+                Long("timeout") | Short('w') => {
+                    only("--timeout", &[Sub::Run])?;
+                    o.timeout = Some(seconds(value(&mut p)?)?);
+                }
+                Long("conflict-exit-code") | Short('E') => {
+                    only("--conflict-exit-code", &[Sub::Run])?;
+                    o.conflict = exit_code(value(&mut p)?)?;
+                }
+                Long("command") | Short('c') => {
+                    only("--command", &[Sub::Run])?;
+                    shell = Some(value(&mut p)?);
+                }
+                Long("lifetime") => {
+                    only("--lifetime", &[Sub::Run, Sub::Status, Sub::Break])?;
+                    o.lifetime = Some(seconds(value(&mut p)?)?);
+                }
+                Long("lease") => {
+                    only("--lease", &[Sub::Run, Sub::Status, Sub::Break])?;
+                    o.lease = Some(seconds(value(&mut p)?)?);
+                }
+                Value(v) => {
+                    o.rest.push(v);
+                    if sub == Sub::Run {
+                        // The command and its arguments are its own, options
+                        // included; `-c` may follow the lock file, as in
+                        // flock(1).
+                        let mut raw: Vec<OsString> =
+                            p.raw_args().map_err(|e| e.to_string())?.collect();
+                        if raw.first().is_some_and(|a| a == "--") {
+                            raw.remove(0);
+                        } else if shell.is_none() {
+                            match raw.first().and_then(|a| a.to_str()) {
+                                Some("-c" | "--command") if raw.len() == 2 => {
+                                    shell = raw.pop();
+                                    raw.clear();
+                                }
+                                Some("-c" | "--command") => {
+                                    return Err("-c takes one shell command, in one argument".into())
+                                }
+                                _ => {}
+                            }
+                        }
+                        o.rest.extend(raw);
+                        break;
                     }
                 }
-                Some("--wait") => o.busy = Busy::Wait,
-                Some("--fail") => o.busy = Busy::Fail,
-                Some("--quiet") => o.busy = Busy::Quiet,
-                Some("--force") => o.force = true,
-                Some("--shared" | "-s") => o.shared = true,
-                Some("--timeout") => o.timeout = Some(seconds(it.next())?),
-                Some("--lifetime") => o.lifetime = Some(seconds(it.next())?),
-                Some("--lease") => o.lease = Some(seconds(it.next())?),
-                Some("--") => {
-                    o.rest.extend(it);
-                    break;
-                }
-                Some(s) if s.starts_with("--") => return Err(format!("unknown option {s}")),
-                _ => {
-                    o.rest.push(arg);
-                    o.rest.extend(it);
-                    break;
-                }
+                _ => return Err(arg.unexpected().to_string()),
             }
         }
-        Ok(o)
+        if let Some(shell) = shell {
+            if o.rest.len() != 1 {
+                return Err(
+                    "-c takes the lock file and one shell command, no other command".into(),
+                );
+            }
+            o.rest.extend(["sh".into(), "-c".into(), shell]);
+        }
+        let wanted = match sub {
+            Sub::Run if o.rest.is_empty() => Some("a lock file and a command"),
+            Sub::Run if o.rest.len() < 2 => Some("a command to run under the lock"),
+            Sub::Status | Sub::Break if o.rest.len() != 1 => Some("one lock file"),
+            _ => None,
+        };
+        if let Some(wanted) = wanted {
+            return Err(format!("missing or extra arguments: it takes {wanted}"));
+        }
+        if o.shared && !matches!(o.kind, LockKind::Fcntl | LockKind::Flock) {
+            return Err("--shared needs a kernel kind: --kind fcntl or --kind flock".into());
+        }
+        Ok(Parsed::Options(o))
     }
 
     pub(crate) fn main(args: Vec<OsString>) -> i32 {
         let mut args = args.into_iter();
-        let command = args.next();
-        let default = LockKind::Soft(Kind::Marker);
-        let opts = match parse(args.collect(), default) {
-            Ok(o) => o,
-            Err(why) => return usage(&why),
-        };
-        if opts.shared && !matches!(opts.kind, LockKind::Fcntl | LockKind::Flock) {
-            return usage("--shared needs a kernel kind: --kind fcntl or --kind flock");
-        }
-        match command.as_ref().and_then(|c| c.to_str()) {
-            Some("run") if opts.rest.len() >= 2 => run(opts),
-            Some("status") if opts.rest.len() == 1 => status(opts),
-            Some("break") if opts.rest.len() == 1 => break_lock(opts),
-            Some("--help" | "-h" | "help") => {
+        let sub = match args.next().as_ref().map(|c| c.to_str()) {
+            Some(Some("run")) => Sub::Run,
+            Some(Some("status")) => Sub::Status,
+            Some(Some("break")) => Sub::Break,
+            Some(Some("--help" | "-h" | "help")) => {
                 println!("{USAGE}");
-                0
+                return 0;
             }
-            _ => usage("missing or unknown arguments"),
+            Some(Some("--version" | "-V")) => {
+                println!("swaplock {}", env!("CARGO_PKG_VERSION"));
+                return 0;
+            }
+            Some(other) => {
+                return usage(
+                    None,
+                    &format!("unknown command {}", other.unwrap_or("(not text)")),
+                )
+            }
+            None => return usage(None, "missing command: run, status or break"),
+        };
+        let opts = match parse(sub, args.collect()) {
+            Ok(Parsed::Options(o)) => o,
+            Ok(Parsed::Help) => {
+                println!("{}", sub.usage());
+                return 0;
+            }
+            Err(why) => return usage(Some(sub), &why),
+        };
+        match sub {
+            Sub::Run => run(opts),
+            Sub::Status => status(opts),
+            Sub::Break => break_lock(opts),
         }
     }
 
@@ -207,7 +411,7 @@ on macOS the command runs on too).";
             return 0;
         }
         eprintln!("swaplock: {e}");
-        255
+        opts.conflict
     }
 
     /// Takes a lock as the options say (wait, fail, quiet, timeout); on
@@ -215,10 +419,13 @@ on macOS the command runs on too).";
     fn take<G>(
         opts: &Options,
         lock: impl FnOnce() -> std::io::Result<G>,
-        try_lock: impl FnOnce() -> std::io::Result<G>,
-        lock_timeout: impl FnOnce(Duration) -> std::io::Result<G>,
+        try_lock: impl Fn() -> std::io::Result<G>,
+        lock_timeout: impl Fn(Duration) -> std::io::Result<G>,
     ) -> Result<G, i32> {
         let result = match (opts.busy, opts.timeout) {
+            (Busy::Wait, timeout) if opts.verbose => {
+                waiting_aloud(opts, timeout, try_lock, lock_timeout)
+            }
             (_, Some(t)) => lock_timeout(t),
             (Busy::Wait, None) => lock(),
             _ => try_lock(),
@@ -231,6 +438,77 @@ on macOS the command runs on too).";
                 255
             }
         })
+    }
+
+    /// `--verbose`: waits as `take` would, saying on stderr who holds the
+    /// lock and for how long: when the wait begins, when the holder
+    /// changes, and every 10 s.
+    fn waiting_aloud<G>(
+        opts: &Options,
+        timeout: Option<Duration>,
+        try_lock: impl Fn() -> std::io::Result<G>,
+        lock_timeout: impl Fn(Duration) -> std::io::Result<G>,
+    ) -> std::io::Result<G> {
+        const EVERY: Duration = Duration::from_secs(10);
+        let began = std::time::Instant::now();
+        let path = opts.rest[0].to_string_lossy();
+        // Who was last said to hold it (`Some(None)`: nobody could be named).
+        let mut last: Option<Option<(Option<i64>, Option<String>)>> = None;
+        let mut said = began;
+        loop {
+            match try_lock() {
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                done => {
+                    if last.is_some() {
+                        eprintln!(
+                            "swaplock: took {path} after {:.1} s",
+                            began.elapsed().as_secs_f64()
+                        );
+                    }
+                    return done;
+                }
+            }
+            let found = find_holder(opts).ok().flatten();
+            let who = found.as_ref().map(|f| (f.pid, f.host.clone()));
+            if last.as_ref() != Some(&who) || said.elapsed() >= EVERY {
+                let holder = match &found {
+                    Some(f) => {
+                        let mut h = match (f.pid, &f.host) {
+                            (Some(pid), Some(host)) => format!("held by pid {pid} on {host}"),
+                            (Some(pid), None) => format!("held by pid {pid}"),
+                            _ => format!("held ({} marker)", f.mode),
+                        };
+                        if let Some(age) = f.age {
+                            h.push_str(&format!(" for {:.1} s", age.as_secs_f64()));
+                        }
+                        h
+                    }
+                    None => "held".to_owned(),
+                };
+                eprintln!(
+                    "swaplock: waiting for {path}: {holder} (waited {:.1} s)",
+                    began.elapsed().as_secs_f64()
+                );
+                last = Some(who);
+                said = std::time::Instant::now();
+            }
+            let left = timeout.map(|t| t.saturating_sub(began.elapsed()));
+            let chunk = left.map_or(EVERY, |l| l.min(EVERY));
+            match lock_timeout(chunk) {
+                Err(e) if e.kind() == ErrorKind::TimedOut => {
+                    if left.is_some_and(|l| l <= chunk) {
+                        return Err(e);
+                    }
+                }
+                done => {
+                    eprintln!(
+                        "swaplock: took {path} after {:.1} s",
+                        began.elapsed().as_secs_f64()
+                    );
+                    return done;
+                }
+            }
+        }
     }
 
     fn run(opts: Options) -> i32 {
@@ -881,41 +1159,143 @@ on macOS the command runs on too).";
         }
     }
 
+    /// `s` as a JSON string.
+    fn json_string(s: &str) -> String {
+        let mut out = String::with_capacity(s.len() + 2);
+        out.push('"');
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    /// What `status` found: the holder, if any.
+    struct Found {
+        pid: Option<i64>,
+        host: Option<String>,
+        mode: String,
+        age: Option<Duration>,
+        lease: Option<f64>,
+        standing: &'static str,
+    }
+
+    fn kind_name(kind: LockKind) -> &'static str {
+        match kind {
+            LockKind::Fcntl => "fcntl",
+            LockKind::Flock => "flock",
+            LockKind::Soft(Kind::Soft) => "soft",
+            LockKind::Soft(Kind::Marker) => "marker",
+            LockKind::Soft(_) => "lease",
+        }
+    }
+
+    /// Who holds the lock of `opts`, as a contender judges it.
+    fn find_holder(opts: &Options) -> std::io::Result<Option<Found>> {
+        let path = PathBuf::from(&opts.rest[0]);
+        let kernel = match opts.kind {
+            LockKind::Fcntl => FileLock::new(&path),
+            LockKind::Flock => FileLock::flock(&path),
+            LockKind::Soft(kind) => {
+                return Ok(soft_lock(opts, kind)
+                    .status()?
+                    .map(|(owner, standing)| Found {
+                        pid: owner.pid.map(i64::from),
+                        host: owner.host.clone(),
+                        mode: owner.mode.to_string(),
+                        age: owner.age,
+                        lease: owner.lease_seconds,
+                        standing: describe_holder(standing),
+                    }))
+            }
+        };
+        // An fcntl query needs the file; a missing one is free.
+        if opts.kind == LockKind::Fcntl && std::fs::symlink_metadata(&path).is_err() {
+            return Ok(None);
+        }
+        Ok(kernel.holder()?.map(|h| Found {
+            pid: Some(i64::from(h.pid)),
+            host: None,
+            mode: if h.shared { "shared" } else { "exclusive" }.into(),
+            age: None,
+            lease: None,
+            // A kernel lock ends with its holder.
+            standing: "alive",
+        }))
+    }
+
     fn status(opts: Options) -> i32 {
-        let kind = match opts.kind {
-            LockKind::Soft(k) => k,
-            _ => {
-                eprintln!("swaplock: status reads soft locks; use with-lock-ex -l for fcntl locks");
+        let path = opts.rest[0].to_string_lossy().into_owned();
+        let found = match find_holder(&opts) {
+            Ok(found) => found,
+            Err(e) => {
+                eprintln!("swaplock: {e}");
                 return 2;
             }
         };
-        let lock = soft_lock(&opts, kind);
-        match lock.status() {
-            Ok(None) => {
+        if opts.json {
+            let holder = match &found {
+                None => "null".to_owned(),
+                Some(f) => format!(
+                    "{{\"pid\":{},\"host\":{},\"mode\":{},\"age_seconds\":{},\
+                     \"lease_seconds\":{},\"standing\":{}}}",
+                    f.pid.map_or("null".into(), |p| p.to_string()),
+                    f.host.as_deref().map_or("null".into(), json_string),
+                    json_string(&f.mode),
+                    f.age
+                        .map_or("null".into(), |a| format!("{:.3}", a.as_secs_f64())),
+                    f.lease
+                        .filter(|l| l.is_finite())
+                        .map_or("null".into(), |l| l.to_string()),
+                    json_string(f.standing),
+                ),
+            };
+            println!(
+                "{{\"path\":{},\"kind\":{},\"held\":{},\"holder\":{holder}}}",
+                json_string(&path),
+                json_string(kind_name(opts.kind)),
+                found.is_some(),
+            );
+            return i32::from(found.is_some());
+        }
+        match found {
+            None => {
                 println!("free");
                 0
             }
-            Ok(Some((owner, standing))) => {
-                let holder = describe_holder(standing);
-                let age = owner
+            Some(f) => {
+                let age = f
                     .age
                     .map(|a| format!("{:.1}s", a.as_secs_f64()))
                     .unwrap_or_else(|| "?".into());
-                println!(
-                    "held: mode {} pid {} host {} age {age} holder {holder}{}",
-                    owner.mode,
-                    owner.pid.map_or("-".into(), |p| p.to_string()),
-                    owner.host.as_deref().unwrap_or("-"),
-                    owner
-                        .lease_seconds
-                        .map(|d| format!(" lease {d}s"))
-                        .unwrap_or_default(),
-                );
+                match opts.kind {
+                    LockKind::Soft(_) => println!(
+                        "held: mode {} pid {} host {} age {age} holder {}{}",
+                        f.mode,
+                        f.pid.map_or("-".into(), |p| p.to_string()),
+                        f.host.as_deref().unwrap_or("-"),
+                        f.standing,
+                        f.lease.map(|d| format!(" lease {d}s")).unwrap_or_default(),
+                    ),
+                    _ => println!(
+                        "held: mode {} pid {}{}",
+                        f.mode,
+                        f.pid.map_or("-".into(), |p| p.to_string()),
+                        match f.pid {
+                            Some(-1) => " (an open file description lock: no one process)",
+                            _ => "",
+                        }
+                    ),
+                }
                 1
-            }
-            Err(e) => {
-                eprintln!("swaplock: {e}");
-                2
             }
         }
     }

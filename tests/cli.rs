@@ -1,0 +1,234 @@
+//! The `swaplock` command as a user meets it: help and version, options
+//! spelled as flock(1) spells them (`--opt=value`, `--`, `-s`, `-c`,
+//! `-E`, `-w`), unknown options refused, `status` of every kind (as text
+//! and as JSON), and `--verbose` naming the holder while it waits.
+
+#![cfg(any(target_os = "linux", target_os = "android"))]
+
+mod common;
+
+use common::{command, swaplock, Holder, HOLD};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn cli() -> Command {
+    command(&swaplock(), "swaplock")
+}
+
+fn run(args: &[&str]) -> Output {
+    cli().args(args).output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Holds `path` with `swaplock run --kind KIND`, the command printing its
+/// PID and waiting: the holder, and the PID that holds the lock (the
+/// command's, which kernel kinds exec; soft kinds' supervisor is its
+/// parent).
+fn held_by_command(kind: &str, path: &Path) -> (Holder, u32) {
+    let mut cmd = cli();
+    cmd.args(["run", "--kind", kind])
+        .arg(path)
+        .args(["sh", "-c", HOLD]);
+    let (holder, line) = Holder::spawn(cmd);
+    let pid: u32 = line.parse().unwrap();
+    let holding = match kind {
+        "fcntl" | "flock" => pid,
+        _ => {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+            let after = &stat[stat.rfind(')').unwrap() + 2..];
+            after.split(' ').nth(1).unwrap().parse().unwrap()
+        }
+    };
+    (holder, holding)
+}
+
+#[test]
+fn help_and_version() {
+    for args in [
+        &["--help"][..],
+        &["-h"],
+        &["run", "--help"],
+        &["status", "-h"],
+        &["break", "--help"],
+    ] {
+        let out = run(args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        assert!(text(&out.stdout).starts_with("usage: swaplock"), "{args:?}");
+    }
+    let out = run(&["run", "--help"]);
+    assert!(text(&out.stdout).contains("--conflict-exit-code"));
+    let out = run(&["--version"]);
+    assert!(out.status.success());
+    assert_eq!(
+        text(&out.stdout).trim(),
+        format!("swaplock {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn options_are_refused_or_taken_as_flock_takes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("o.lock");
+    let lock = lock.to_str().unwrap();
+    // An unknown option is an error, never a lock file.
+    let out = run(&["run", "-x", lock, "true"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(text(&out.stderr).contains("-x"), "{out:?}");
+    // -w is the timeout, as in flock(1): a lock file is no number.
+    let out = run(&["run", "-w", lock, "true"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        text(&out.stderr).contains("not a number of seconds"),
+        "{out:?}"
+    );
+    // --opt=value, and -- before the command.
+    let out = run(&[
+        "run",
+        "--kind=fcntl",
+        "--timeout=5",
+        lock,
+        "--",
+        "echo",
+        "ran",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(text(&out.stdout), "ran\n");
+    // Options after the lock file belong to the command.
+    let out = run(&["run", "--kind", "fcntl", lock, "echo", "-s", "--kind"]);
+    assert_eq!(text(&out.stdout), "-s --kind\n");
+    // An option of another command.
+    let out = run(&["status", "--force", lock]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
+/// `-c` runs a shell command under the lock, which another process sees
+/// held meanwhile.
+#[test]
+fn a_shell_command_runs_under_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let me = swaplock();
+    let me = me.to_str().unwrap();
+    // A path per kind: every process on a path must use the same kind.
+    for kind in ["fcntl", "flock", "marker"] {
+        let lock = dir.path().join(format!("{kind}.lock"));
+        let lock = lock.to_str().unwrap();
+        let inner = format!("{me} status --kind {kind} {lock} >/dev/null; echo $?");
+        let out = run(&["run", "--kind", kind, lock, "-c", &inner]);
+        assert!(out.status.success(), "{kind}: {out:?}");
+        assert_eq!(
+            text(&out.stdout),
+            "1\n",
+            "{kind}: the lock was not held: {out:?}"
+        );
+        let out = run(&["run", "-c", "true", "--kind", kind, lock]);
+        assert!(
+            out.status.success(),
+            "{kind}: -c before the lock file: {out:?}"
+        );
+    }
+}
+
+/// `-E` sets the status of a held lock, told apart from the command's.
+#[test]
+fn the_conflict_exit_code_tells_a_held_lock_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in ["fcntl", "flock", "soft", "marker", "lease"] {
+        let path = dir.path().join(format!("{kind}.lock"));
+        let (holder, _) = held_by_command(kind, &path);
+        let p = path.to_str().unwrap();
+        let out = run(&["run", "--kind", kind, "--fail", "-E", "7", p, "true"]);
+        assert_eq!(out.status.code(), Some(7), "{kind}: {out:?}");
+        let out = run(&[
+            "run",
+            "--kind",
+            kind,
+            "-w",
+            "0.05",
+            "--conflict-exit-code=9",
+            p,
+            "true",
+        ]);
+        assert_eq!(out.status.code(), Some(9), "{kind}: {out:?}");
+        let out = run(&["run", "--kind", kind, "--fail", p, "true"]);
+        assert_eq!(out.status.code(), Some(255), "{kind}: {out:?}");
+        assert!(holder.release().success());
+        let out = run(&[
+            "run", "--kind", kind, "--fail", "-E", "7", p, "sh", "-c", "exit 3",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{kind}: the command's own status: {out:?}"
+        );
+    }
+}
+
+/// `status` of every kind names the holder's PID; `--json` says the same
+/// as one object.
+#[test]
+fn status_of_every_kind_names_the_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in ["fcntl", "flock", "soft", "marker", "lease"] {
+        let path = dir.path().join(format!("{kind}.lock"));
+        let p = path.to_str().unwrap();
+        let out = run(&["status", "--kind", kind, p]);
+        assert_eq!(out.status.code(), Some(0), "{kind}: {out:?}");
+        assert_eq!(text(&out.stdout), "free\n");
+        let out = run(&["status", "--kind", kind, "--json", p]);
+        let free: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(free["held"], false, "{kind}");
+        assert_eq!(free["holder"], serde_json::Value::Null, "{kind}");
+        assert_eq!(free["kind"], kind);
+
+        let (holder, pid) = held_by_command(kind, &path);
+        let out = run(&["status", "--kind", kind, p]);
+        assert_eq!(out.status.code(), Some(1), "{kind}: {out:?}");
+        assert!(
+            text(&out.stdout).contains(&format!("pid {pid}")),
+            "{kind}: {out:?}"
+        );
+        let out = run(&["status", "--kind", kind, "--json", p]);
+        assert_eq!(out.status.code(), Some(1), "{kind}: {out:?}");
+        let held: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(held["held"], true, "{kind}");
+        assert_eq!(held["path"], p);
+        assert_eq!(held["holder"]["pid"], pid, "{kind}: {held}");
+        assert_eq!(held["holder"]["standing"], "alive", "{kind}: {held}");
+        assert!(holder.release().success());
+    }
+}
+
+/// `--verbose` says who holds the lock while it waits, then that it took
+/// it.
+#[test]
+fn verbose_names_the_holder_while_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in ["flock", "marker"] {
+        let path = dir.path().join(format!("v-{kind}.lock"));
+        let (holder, pid) = held_by_command(kind, &path);
+        let mut waiter = cli()
+            .args(["run", "-v", "--kind", kind])
+            .arg(&path)
+            .arg("true")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(waiter.stderr.take().unwrap());
+        let mut line = String::new();
+        stderr.read_line(&mut line).unwrap();
+        assert!(line.contains("waiting for"), "{kind}: {line}");
+        assert!(
+            line.contains(&format!("held by pid {pid}")),
+            "{kind}: {line}"
+        );
+        assert!(holder.release().success());
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+        assert!(waiter.wait().unwrap().success());
+        assert!(rest.contains("took"), "{kind}: {rest}");
+    }
+}
