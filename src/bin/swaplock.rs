@@ -93,7 +93,7 @@ exit status: the command's (128 + N if signal N ended it), or
        cannot be taken, or the command cannot be started
   0    the lock is held under --quiet
   75   soft kinds: the lease was lost while the command ran; the command
-       was stopped (its group got SIGTERM, then SIGKILL after 2 s)
+       was stopped (its group got SIGKILL at once)
   74   soft kinds: the command succeeded but the lock could not be released
        (a failed command keeps its status; the message is printed either way)
   2    usage error
