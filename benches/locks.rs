@@ -169,7 +169,7 @@ mod linux {
                     true => lock.lock_timeout(Duration::from_secs(60)).unwrap(),
                     false => lock.lock().unwrap(),
                 };
-                Box::new(move || g.unlock().unwrap())
+                Box::new(move || g.release().unwrap())
             }
             _ => {
                 let g = soft_lock(kind, path).lock().unwrap();
@@ -387,7 +387,7 @@ mod linux {
                 _ => None,
             };
             let mut cycle = || match &kernel {
-                Some(lock) => lock.lock().unwrap().unlock().unwrap(),
+                Some(lock) => lock.lock().unwrap().release().unwrap(),
                 None => soft_lock(kind, &path).lock().unwrap().release().unwrap(),
             };
             let ours = per_cycle(cycles, &mut cycle);

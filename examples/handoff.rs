@@ -57,7 +57,7 @@ fn main() {
     let kernel = handoffs(
         n,
         move || FileLock::new(&fcntl_path).lock().unwrap(),
-        |g| g.unlock().unwrap(),
+        |g| g.release().unwrap(),
     );
     let median = |t: &[Duration]| t[t.len() / 2];
     println!(

@@ -356,7 +356,7 @@ pub enum Kind {
 /// match lock.try_lock() {
 ///     Ok(guard) => {
 ///         // ... the lock is held until `guard` is dropped ...
-///         guard.unlock()?;
+///         guard.release()?;
 ///     }
 ///     Err(e) if e.kind() == ErrorKind::WouldBlock => eprintln!("backup already running"),
 ///     Err(e) => return Err(e),
@@ -611,7 +611,7 @@ impl FileLock {
     ///     .await
     ///     .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
     /// // ... the lock is held ...
-    /// guard.unlock()?;
+    /// guard.release()?;
     /// # Ok(())
     /// # }
     /// ```
@@ -983,7 +983,7 @@ impl FileLockGuard {
     /// parent's: the descriptor is closed, the lock is left alone, and the
     /// answer is an error of kind
     /// [`InvalidInput`](io::ErrorKind::InvalidInput).
-    pub fn unlock(self) -> io::Result<()> {
+    pub fn release(self) -> io::Result<()> {
         match self.0 {
             Inner::Kernel {
                 fd,

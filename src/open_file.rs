@@ -402,14 +402,15 @@ impl OpenFileGuard<'_> {
         self.lock.file()
     }
 
-    /// Releases the lock, reporting a failure to.
-    pub fn unlock(self) -> io::Result<()> {
-        let result = self.release();
+    /// Releases the lock, reporting a failure to release (which dropping
+    /// the guard cannot).
+    pub fn release(self) -> io::Result<()> {
+        let result = self.release_held();
         std::mem::forget(self);
         result
     }
 
-    fn release(&self) -> io::Result<()> {
+    fn release_held(&self) -> io::Result<()> {
         let mut state = self.lock.state();
         if self.pid != state.pid {
             // A forked child: the state dropped the parent's hold.
@@ -443,7 +444,7 @@ impl std::ops::Deref for OpenFileGuard<'_> {
 
 impl Drop for OpenFileGuard<'_> {
     fn drop(&mut self) {
-        let _ = self.release();
+        let _ = self.release_held();
     }
 }
 

@@ -52,7 +52,7 @@ fn lock_and_unlock_do_not_allocate() {
             "lock + drop"
         );
         assert_eq!(
-            allocations_in(|| lock.try_lock().unwrap().unlock().unwrap()),
+            allocations_in(|| lock.try_lock().unwrap().release().unwrap()),
             0,
             "try_lock + unlock"
         );

@@ -48,7 +48,7 @@ fn hold(kind: &str, path: &Path) -> Box<dyn FnOnce() + Send> {
     match kind {
         "fcntl" | "flock" => {
             let g = kernel(kind, path).lock().unwrap();
-            Box::new(move || g.unlock().unwrap())
+            Box::new(move || g.release().unwrap())
         }
         _ => {
             let g = soft(kind, path).lock().unwrap();
@@ -62,7 +62,7 @@ async fn take_async(kind: &str, path: &Path) -> std::io::Result<Box<dyn FnOnce()
     Ok(match kind {
         "fcntl" | "flock" => {
             let g = kernel(kind, path).lock_async().await?;
-            Box::new(move || g.unlock().unwrap())
+            Box::new(move || g.release().unwrap())
         }
         _ => {
             let g = soft(kind, path).lock_async().await?;
@@ -176,7 +176,7 @@ fn a_dropped_wait_leaves_nothing_behind() {
                     // wait's waiting thread) takes it.
                     let other = kernel(kind, &path).mode(0o600);
                     let g = other.lock_timeout(Duration::from_secs(30)).unwrap();
-                    g.unlock().unwrap();
+                    g.release().unwrap();
                 }
                 _ => {
                     let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())

@@ -1,5 +1,5 @@
 //! A guard used in a child forked while it was held: the lock is the
-//! parent's, so the child's `unlock`, `remove` and `release` are refused
+//! parent's, so the child's `release` and `remove` are refused
 //! with an error of kind `InvalidInput`, and neither they nor dropping the
 //! guard in the child release the parent's lock or remove its marker.
 //! (Without the check, the child's unlock of an open file description or
@@ -65,7 +65,7 @@ fn a_forked_child_cannot_release_its_parents_lock() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.lock");
         let guard = new(&path).lock().unwrap();
-        assert_eq!(in_forked_child!(refused(guard.unlock())), 0, "kind {n}");
+        assert_eq!(in_forked_child!(refused(guard.release())), 0, "kind {n}");
         assert_eq!(in_forked_child!(refused(guard.remove())), 0, "kind {n}");
         assert_eq!(
             in_forked_child!({
@@ -154,7 +154,7 @@ fn a_forked_child_takes_the_lock_its_parent_released() {
             let g = FileLock::new(&other).lock().unwrap();
             held_tx.send(()).unwrap();
             go_rx.recv().unwrap();
-            g.unlock().unwrap();
+            g.release().unwrap();
         })
     };
     held_rx.recv().unwrap();
@@ -163,7 +163,7 @@ fn a_forked_child_takes_the_lock_its_parent_released() {
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0);
     if pid == 0 {
-        let refused = refused(guard.unlock());
+        let refused = refused(guard.release());
         wait_byte(rx);
         let t = std::time::Duration::from_secs(10);
         let took = FileLock::new(&path).lock_timeout(t).is_ok()
@@ -171,7 +171,7 @@ fn a_forked_child_takes_the_lock_its_parent_released() {
         // SAFETY: ends the child at once.
         unsafe { libc::_exit(if refused == 0 && took { 0 } else { 1 }) }
     }
-    guard.unlock().unwrap();
+    guard.release().unwrap();
     go_tx.send(()).unwrap();
     thread.join().unwrap();
     send_byte(tx);
@@ -196,7 +196,7 @@ fn a_forked_child_cannot_release_a_lock_on_an_open_file() {
         };
         let mut lock = new(open());
         let guard = lock.lock().unwrap();
-        assert_eq!(in_forked_child!(refused(guard.unlock())), 0);
+        assert_eq!(in_forked_child!(refused(guard.release())), 0);
         assert_eq!(
             in_forked_child!({
                 drop(guard);
@@ -206,7 +206,7 @@ fn a_forked_child_cannot_release_a_lock_on_an_open_file() {
         );
         let e = new(open()).try_lock().unwrap_err();
         assert_eq!(e.kind(), ErrorKind::WouldBlock, "flock {flock}: {e}");
-        guard.unlock().unwrap();
+        guard.release().unwrap();
         new(open()).try_lock().unwrap();
     }
 }
@@ -308,7 +308,7 @@ fn inherited_guards_neither_keep_nor_release_what_is_not_theirs() {
     // Dropped, not unlocked: the child's copy of the descriptor must not
     // keep it.
     drop(guard);
-    FileLock::new(&path).try_lock().unwrap().unlock().unwrap();
+    FileLock::new(&path).try_lock().unwrap().release().unwrap();
     send_byte(to_child);
     wait_byte(from_child);
     let e = FileLock::new(&path).try_lock().unwrap_err();

@@ -40,7 +40,7 @@ fn shared_locks_share_and_exclude_the_exclusive_one() {
         assert_eq!(e.kind(), ErrorKind::WouldBlock, "{name}: {e}");
         let e = second.remove().unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidInput, "{name}: {e}");
-        first.unlock().unwrap();
+        first.release().unwrap();
         let exclusive = new(&path).try_lock().unwrap();
         let e = new(&path).try_lock_shared().unwrap_err();
         assert_eq!(e.kind(), ErrorKind::WouldBlock, "{name}: {e}");
@@ -64,7 +64,7 @@ fn a_shared_flock_is_shared_with_flock_s_and_excludes_flock_n() {
         "flock -s shares it"
     );
     assert_eq!(flock_tool(&["-n"], &path), Some(1), "flock -n is excluded");
-    shared.unlock().unwrap();
+    shared.release().unwrap();
     assert_eq!(flock_tool(&["-n"], &path), Some(0));
 }
 
@@ -75,7 +75,7 @@ fn a_shared_fcntl_lock_excludes_with_lock_ex() {
     let shared = FileLock::new(&path).lock_shared().unwrap();
     let out = common::run(&common::reference(), dir.path(), &["-f", "a.lock", "true"]);
     assert_eq!(out.status.code(), Some(255), "{out:?}");
-    shared.unlock().unwrap();
+    shared.release().unwrap();
     let out = common::run(&common::reference(), dir.path(), &["-f", "a.lock", "true"]);
     assert!(out.status.success(), "{out:?}");
 }
@@ -110,7 +110,7 @@ fn swaplock_run_shared_runs_beside_readers_and_not_beside_a_writer() {
             (Some(255), b"".as_slice()),
             "{kind}"
         );
-        reader.unlock().unwrap();
+        reader.release().unwrap();
     }
     let out = run(&["--kind", "soft", "--shared"]);
     assert_eq!(out.status.code(), Some(2), "soft kinds have no shared lock");

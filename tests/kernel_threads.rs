@@ -47,9 +47,9 @@ fn a_second_lock_of_the_file_in_this_process_is_excluded() {
     // Another thread waits for it, and gets it once the first lets go.
     let waiter = {
         let path = path.clone();
-        std::thread::spawn(move || FileLock::new(&path).lock().and_then(|g| g.unlock()))
+        std::thread::spawn(move || FileLock::new(&path).lock().and_then(|g| g.release()))
     };
-    first.unlock().unwrap();
+    first.release().unwrap();
     waiter.join().unwrap().unwrap();
     FileLock::new(&path).try_lock().unwrap();
 }
@@ -74,7 +74,7 @@ fn failed_attempts_and_queries_keep_the_lock() {
         FileLock::new(&path).holder().unwrap();
     }
     assert!(!free_to_another_process(dir.path()));
-    guard.unlock().unwrap();
+    guard.release().unwrap();
     assert!(free_to_another_process(dir.path()));
 }
 
@@ -92,7 +92,7 @@ fn the_read_lock_stays_until_the_last_shared_guard_goes() {
         } else {
             (second, first)
         };
-        a.unlock().unwrap();
+        a.release().unwrap();
         assert!(!free_to_another_process(dir.path()));
         let e = FileLock::new(&path).try_lock().unwrap_err();
         assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
@@ -142,7 +142,7 @@ fn closing_another_descriptor_of_the_file() {
     std::fs::read(&path).unwrap();
     drop(std::fs::File::open(&path).unwrap());
     assert_eq!(free_to_another_process(dir.path()), !ofd());
-    guard.unlock().unwrap();
+    guard.release().unwrap();
     assert!(free_to_another_process(dir.path()));
 }
 
@@ -161,7 +161,7 @@ fn a_process_owned_lock_is_the_classic_one() {
     // Closing any descriptor of the file releases the process's lock.
     drop(again);
     assert!(free_to_another_process(dir.path()));
-    FileLock::new(&path).try_lock().unwrap().unlock().unwrap();
+    FileLock::new(&path).try_lock().unwrap().release().unwrap();
     drop(classic);
 }
 
@@ -175,7 +175,7 @@ fn a_thread_holding_one_kind_takes_the_other() {
     let path = dir.path().join("a.lock");
     let fcntl = FileLock::new(&path).lock().unwrap();
     let flock = FileLock::flock(&path).lock().unwrap();
-    flock.unlock().unwrap();
+    flock.release().unwrap();
     let shared = FileLock::flock(&path).lock_shared().unwrap();
     drop(fcntl);
     let fcntl = FileLock::new(&path).lock().unwrap();
@@ -202,17 +202,17 @@ fn this_thread_waiting_for_a_lock_it_holds_is_a_deadlock_error() {
             .lock_timeout(Duration::from_millis(20))
             .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
-        held.unlock().unwrap();
+        held.release().unwrap();
         let reader = new(path.clone()).lock_shared().unwrap();
         let e = new(path.clone()).lock().unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Deadlock, "{e}");
         let waiter = {
             let path = path.clone();
-            std::thread::spawn(move || new(path.clone()).lock().and_then(|g| g.unlock()))
+            std::thread::spawn(move || new(path.clone()).lock().and_then(|g| g.release()))
         };
         drop(reader);
         waiter.join().unwrap().unwrap();
-        new(path.clone()).lock().unwrap().unlock().unwrap();
+        new(path.clone()).lock().unwrap().release().unwrap();
     }
 }
 
@@ -261,7 +261,7 @@ fn another_kind_on_the_file_keeps_the_lock() {
         assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
     }
     assert!(!free_to_another_process(dir.path()));
-    guard.unlock().unwrap();
+    guard.release().unwrap();
     assert!(free_to_another_process(dir.path()));
 }
 
@@ -282,5 +282,5 @@ fn a_lock_on_the_open_file_that_this_thread_holds_is_a_deadlock_error() {
     let e = FileLock::new(&path).lock().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Deadlock, "{e}");
     drop(guard);
-    FileLock::new(&path).lock().unwrap().unlock().unwrap();
+    FileLock::new(&path).lock().unwrap().release().unwrap();
 }

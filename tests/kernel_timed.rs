@@ -59,7 +59,7 @@ fn timed_waiters_take_turns_and_never_overlap() {
                         std::thread::yield_now();
                         inside.fetch_sub(1, Ordering::SeqCst);
                         done.fetch_add(1, Ordering::SeqCst);
-                        guard.unlock().unwrap();
+                        guard.release().unwrap();
                     }
                 })
             })
@@ -86,9 +86,9 @@ fn a_wait_that_timed_out_wedges_nothing() {
         let waiter = make(&path);
         let err = waiter.lock_timeout(Duration::from_millis(20)).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::TimedOut, "{kind}: {err}");
-        holder.unlock().unwrap();
+        holder.release().unwrap();
         let guard = waiter.lock_timeout(LONG).unwrap();
-        guard.unlock().unwrap();
+        guard.release().unwrap();
 
         // A waiting thread left with nobody to hand the lock to releases
         // it: another lock object (its own waiting thread) gets it.
@@ -97,7 +97,7 @@ fn a_wait_that_timed_out_wedges_nothing() {
             .lock_timeout(Duration::from_millis(20))
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::TimedOut, "{kind}: {err}");
-        holder.unlock().unwrap();
+        holder.release().unwrap();
         let other = make(&path).mode(0o600);
         let guard = other.lock_timeout(LONG).unwrap();
         // And while held, the first lock object's thread waits again,
@@ -106,8 +106,8 @@ fn a_wait_that_timed_out_wedges_nothing() {
             .lock_timeout(Duration::from_millis(20))
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::TimedOut, "{kind}: {err}");
-        guard.unlock().unwrap();
-        make(&path).lock_timeout(LONG).unwrap().unlock().unwrap();
+        guard.release().unwrap();
+        make(&path).lock_timeout(LONG).unwrap().release().unwrap();
     }
 }
 
@@ -134,7 +134,7 @@ fn a_timed_wait_follows_a_deleted_lock_file() {
         use std::os::unix::fs::MetadataExt;
         let now = std::fs::metadata(&path).unwrap();
         assert_eq!((held.dev(), held.ino()), (now.dev(), now.ino()), "{kind}");
-        guard.unlock().unwrap();
+        guard.release().unwrap();
     }
 }
 
@@ -164,14 +164,14 @@ fn a_forked_child_never_waits_on_its_parents_thread() {
             unsafe { libc::read(fds[0], (&raw mut b).cast(), 1) };
             let took = make(&path).lock_timeout(LONG);
             let code = match took {
-                Ok(g) => i32::from(g.unlock().is_err()),
+                Ok(g) => i32::from(g.release().is_err()),
                 Err(e) if e.kind() == ErrorKind::TimedOut => 2,
                 Err(_) => 3,
             };
             // SAFETY: ends the child at once.
             unsafe { libc::_exit(code) }
         }
-        holder.unlock().unwrap();
+        holder.release().unwrap();
         // SAFETY: writes one byte from a valid buffer.
         assert_eq!(unsafe { libc::write(fds[1], b"x".as_ptr().cast(), 1) }, 1);
         let mut status = 0;
@@ -201,7 +201,7 @@ fn shared_timed_waits_share() {
                 std::thread::spawn(move || make(&path).lock_shared_timeout(LONG).unwrap())
             })
             .collect();
-        writer.unlock().unwrap();
+        writer.release().unwrap();
         let guards: Vec<_> = readers.into_iter().map(|r| r.join().unwrap()).collect();
         let err = make(&path)
             .lock_timeout(Duration::from_millis(20))
@@ -212,6 +212,6 @@ fn shared_timed_waits_share() {
             "{kind}: a writer among readers"
         );
         drop(guards);
-        make(&path).lock_timeout(LONG).unwrap().unlock().unwrap();
+        make(&path).lock_timeout(LONG).unwrap().release().unwrap();
     }
 }

@@ -90,7 +90,7 @@ fn an_open_file_locks_against_processes_and_this_process() {
         assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
         drop(path_guard);
         let guard = lock.lock().unwrap();
-        guard.unlock().unwrap();
+        guard.release().unwrap();
         let mut file = lock.into_inner();
         file.seek(SeekFrom::Start(0)).unwrap();
         let mut text = String::new();
@@ -120,10 +120,10 @@ fn shared_guards_of_one_object_share_one_lock() {
         let second = lock.lock_shared().unwrap();
         let third = lock.lock_shared_timeout(Duration::from_millis(5)).unwrap();
         // Other readers share it; writers wait.
-        by_path(&path).try_lock_shared().unwrap().unlock().unwrap();
+        by_path(&path).try_lock_shared().unwrap().release().unwrap();
         let e = by_path(&path).try_lock().unwrap_err();
         assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
-        first.unlock().unwrap();
+        first.release().unwrap();
         drop(third);
         assert!(
             held_elsewhere(flock, &path),
@@ -131,6 +131,6 @@ fn shared_guards_of_one_object_share_one_lock() {
         );
         drop(second);
         assert!(!held_elsewhere(flock, &path));
-        by_path(&path).try_lock().unwrap().unlock().unwrap();
+        by_path(&path).try_lock().unwrap().release().unwrap();
     }
 }

@@ -715,7 +715,7 @@ fn flock_holders_exclude_both_ways_and_the_file_is_kept() {
         "busy\n",
         "our flock must block Python's FileLock"
     );
-    guard.unlock().unwrap();
+    guard.release().unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), b"hook", "never truncated");
 }
 

@@ -47,7 +47,7 @@ fn cycles(kind: &str, path: &Path) {
             let _ = std::fs::symlink_metadata(BEGIN);
         }
         match kind {
-            "fcntl" | "flock" => kernel.lock().unwrap().unlock().unwrap(),
+            "fcntl" | "flock" => kernel.lock().unwrap().release().unwrap(),
             _ => soft(path).lock().unwrap().release().unwrap(),
         }
         if n == 2 {

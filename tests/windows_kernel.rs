@@ -25,7 +25,7 @@ fn worker() {
         ["hold", path] => {
             let guard = FileLock::new(path).lock().unwrap();
             hold_until_told();
-            guard.unlock().unwrap();
+            guard.release().unwrap();
         }
         ["count", path, n] => {
             let lock = FileLock::new(path);
@@ -51,7 +51,7 @@ fn a_second_handle_in_this_process_is_excluded() {
         .lock_timeout(Duration::from_millis(50))
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
-    first.unlock().unwrap();
+    first.release().unwrap();
     FileLock::new(&path).try_lock().unwrap();
 }
 
@@ -131,7 +131,7 @@ fn an_open_refused_while_a_peer_works_is_waited_out() {
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
     drop(exclusive);
-    FileLock::new(&path).try_lock().unwrap().unlock().unwrap();
+    FileLock::new(&path).try_lock().unwrap().release().unwrap();
 
     // Being deleted: a handle that shares delete keeps the deleted file
     // pending until it closes. Where the system deletes with POSIX
@@ -145,11 +145,11 @@ fn an_open_refused_while_a_peer_works_is_waited_out() {
         .unwrap();
     std::fs::remove_file(&path).unwrap();
     match FileLock::new(&path).try_lock() {
-        Ok(guard) => guard.unlock().unwrap(),
+        Ok(guard) => guard.release().unwrap(),
         Err(e) => assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}"),
     }
     drop(pending);
-    FileLock::new(&path).lock().unwrap().unlock().unwrap();
+    FileLock::new(&path).lock().unwrap().release().unwrap();
 }
 
 #[test]
@@ -162,11 +162,11 @@ fn shared_locks_share_and_exclude_the_exclusive_one() {
     assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
     let e = second.remove().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
-    first.unlock().unwrap();
+    first.release().unwrap();
     let exclusive = FileLock::new(&path).try_lock().unwrap();
     let e = FileLock::new(&path).try_lock_shared().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
-    exclusive.unlock().unwrap();
+    exclusive.release().unwrap();
 }
 
 /// A lock on a file the caller opened excludes the path's locks of this
@@ -187,7 +187,7 @@ fn an_open_file_locks_against_the_path_and_shares() {
     let guard = lock.try_lock().unwrap();
     let e = FileLock::new(&path).try_lock().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
-    guard.unlock().unwrap();
+    guard.release().unwrap();
     let by_path = FileLock::new(&path).try_lock().unwrap();
     let e = lock.try_lock().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
@@ -198,5 +198,5 @@ fn an_open_file_locks_against_the_path_and_shares() {
     let e = FileLock::new(&path).try_lock().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
     drop(second);
-    FileLock::new(&path).try_lock().unwrap().unlock().unwrap();
+    FileLock::new(&path).try_lock().unwrap().release().unwrap();
 }

@@ -554,7 +554,7 @@ error.";
                 Ok(e) => e,
                 Err(e) => {
                     eprintln!("swaplock: cannot make a pipe: {e}");
-                    let _ = guard.unlock();
+                    let _ = guard.release();
                     return 255;
                 }
             };
@@ -858,7 +858,7 @@ error.";
             None
         }
         fn release(self) -> std::io::Result<()> {
-            self.unlock()
+            FileLockGuard::release(self)
         }
     }
 
