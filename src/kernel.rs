@@ -334,6 +334,7 @@ pub fn current_umask() -> u32 {
 }
 
 /// Which kernel lock a [`FileLock`] takes.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// An `fcntl` write lock on byte 0: the with-lock-ex protocol, shared

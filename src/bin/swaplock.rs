@@ -800,6 +800,7 @@ error.";
             Compromise::MarkerMissing => "its marker was removed".into(),
             Compromise::OwnerChanged => "another marker replaced it".into(),
             Compromise::RefreshFailed(errno) => format!("it could not be refreshed: {errno}"),
+            other => format!("{other:?}"),
         }
     }
 

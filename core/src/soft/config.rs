@@ -11,6 +11,7 @@ use core::fmt;
 use core::time::Duration;
 
 /// Which soft lock, and so which record it writes and which it reads.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Kind {

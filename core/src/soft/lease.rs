@@ -50,6 +50,7 @@ pub fn refresh<O: Os + ?Sized>(os: &mut O, cfg: &Config<'_>, held: &Held<O::File
 }
 
 /// Why a lease holder learned it may have lost its lease.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Compromise {
