@@ -84,6 +84,7 @@ use crate::kernel_wait;
 #[cfg(unix)]
 use crate::soft::{SoftLock, SoftLockGuard};
 use std::io;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -409,6 +410,31 @@ enum Wait {
     Until(Instant),
 }
 
+/// What a waiting acquire knows, for its [`FileLock::lock_with`] hook.
+pub struct WaitStatus<'a> {
+    lock: &'a FileLock,
+    waited: Duration,
+}
+
+impl WaitStatus<'_> {
+    /// How long the acquire has waited.
+    pub fn waited(&self) -> Duration {
+        self.waited
+    }
+
+    /// Who holds the lock now ([`FileLock::holder`], queried anew at each
+    /// call).
+    #[cfg(unix)]
+    pub fn holder(&self) -> io::Result<Option<KernelHolder>> {
+        self.lock.holder()
+    }
+
+    /// The lock waited for.
+    pub fn lock(&self) -> &FileLock {
+        self.lock
+    }
+}
+
 /// Who holds a kernel lock that keeps an `fcntl` write lock on the whole
 /// file from being taken, as `FileLock::holder` (Unix) finds it.
 #[non_exhaustive]
@@ -582,6 +608,73 @@ impl FileLock {
         match Instant::now().checked_add(timeout) {
             Some(deadline) => self.acquire(Wait::Until(deadline), false),
             None => self.acquire(Wait::Forever, false),
+        }
+    }
+
+    /// Waits for the lock (up to `timeout`, if given), calling `hook`
+    /// while it is held: after the first attempt, then every 100 ms. The
+    /// hook can say who holds the lock ([`WaitStatus::holder`]) and for how
+    /// long the acquire has waited, for a progress line, and cancel the
+    /// wait by returning [`ControlFlow::Break`]: the acquire then fails
+    /// with an error of kind [`Interrupted`](io::ErrorKind::Interrupted),
+    /// holding nothing. (Another thread cancels by setting a flag the hook
+    /// reads.) Without a timeout, a thread that holds the lock through
+    /// another guard gets the [`Deadlock`](io::ErrorKind::Deadlock) error,
+    /// as from [`lock`](Self::lock).
+    ///
+    /// ```no_run
+    /// use std::ops::ControlFlow;
+    /// use std::time::Duration;
+    /// use swaplock::FileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let lock = FileLock::new("/run/lock/backup.lock");
+    /// let guard = lock.lock_with(Some(Duration::from_secs(60)), |wait| {
+    ///     if let Ok(Some(h)) = wait.holder() {
+    ///         eprintln!("waiting {:.1?} for pid {}", wait.waited(), h.pid);
+    ///     }
+    ///     ControlFlow::Continue(())
+    /// })?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn lock_with(
+        &self,
+        timeout: Option<Duration>,
+        mut hook: impl FnMut(&WaitStatus<'_>) -> ControlFlow<()>,
+    ) -> io::Result<FileLockGuard> {
+        /// How often the hook is called while the lock stays held.
+        const EVERY: Duration = Duration::from_millis(100);
+        let began = Instant::now();
+        if timeout.is_none()
+            && self.scope(false).excludes_own_process()
+            && held_here(self.kind, false, || {
+                path_id(&self.sys_path, self.follow_symlinks)
+            })
+        {
+            return Err(self.deadlock());
+        }
+        let mut guard = self.try_lock();
+        loop {
+            match guard {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) => {}
+                done => return done,
+            }
+            let waited = began.elapsed();
+            if hook(&WaitStatus { lock: self, waited }).is_break() {
+                let kind = io::ErrorKind::Interrupted;
+                let source = io::Error::new(kind, "the wait was cancelled by its hook");
+                return Err(LockError::io(&self.path, Step::Lock, kind, source));
+            }
+            let left = timeout.map(|t| t.saturating_sub(waited));
+            if left == Some(Duration::ZERO) {
+                let kind = io::ErrorKind::TimedOut;
+                return Err(LockError::io(&self.path, Step::Lock, kind, kind.into()));
+            }
+            guard = self.lock_timeout(left.map_or(EVERY, |l| l.min(EVERY)));
         }
     }
 

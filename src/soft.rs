@@ -55,6 +55,7 @@ use crate::adapter::soft::{self as os, SoftOs};
 use crate::error::{LockError, Step};
 use crate::held::{self, Registered};
 use std::io;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
 use std::thread::JoinHandle;
@@ -352,6 +353,42 @@ impl SoftLock {
         self.acquire(Some(timeout), true)
     }
 
+    /// Waits for the lock (up to `timeout`, if given), calling `hook` after
+    /// each attempt that found it held: at each release seen and at least
+    /// every poll interval. The hook can say who holds the lock and for
+    /// how long ([`WaitStatus::holder`]), for a progress line, and cancel
+    /// the wait by returning [`ControlFlow::Break`]: the acquire then
+    /// fails with an error of kind [`Interrupted`](io::ErrorKind::Interrupted),
+    /// having taken nothing. (Another thread cancels by setting a flag the
+    /// hook reads.)
+    ///
+    /// ```no_run
+    /// use std::ops::ControlFlow;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use swaplock::SoftLock;
+    ///
+    /// static SHUTDOWN: AtomicBool = AtomicBool::new(false);
+    /// # fn main() -> std::io::Result<()> {
+    /// let guard = SoftLock::marker("/mnt/nfs/jobs.lock").lock_with(None, |wait| {
+    ///     if let Ok(Some(holder)) = wait.holder() {
+    ///         eprintln!("waiting {:.1?}: held by {:?} on {:?}", wait.waited(), holder.pid, holder.host);
+    ///     }
+    ///     match SHUTDOWN.load(Ordering::Relaxed) {
+    ///         true => ControlFlow::Break(()),
+    ///         false => ControlFlow::Continue(()),
+    ///     }
+    /// })?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn lock_with(
+        &self,
+        timeout: Option<Duration>,
+        mut hook: impl FnMut(&WaitStatus<'_>) -> ControlFlow<()>,
+    ) -> io::Result<SoftLockGuard> {
+        self.acquire_with(timeout, true, Some(&mut hook))
+    }
+
     /// Waits for the lock without blocking the thread, in a tokio runtime
     /// (feature `tokio`): between attempts the task sleeps until the lock
     /// path changes (on Linux and Android, the watch of the blocking wait,
@@ -433,6 +470,15 @@ impl SoftLock {
     }
 
     fn acquire(&self, timeout: Option<Duration>, blocking: bool) -> io::Result<SoftLockGuard> {
+        self.acquire_with(timeout, blocking, None)
+    }
+
+    fn acquire_with<'h>(
+        &'h self,
+        timeout: Option<Duration>,
+        blocking: bool,
+        hook: Option<&'h mut WaitHook<'h>>,
+    ) -> io::Result<SoftLockGuard> {
         #[cfg(unix)]
         crate::atfork::install();
         if self
@@ -511,6 +557,7 @@ impl SoftLock {
             waiting,
             (&dir, &self.dir_path, &self.base),
         );
+        patience.hook = hook.map(|hook| (hook, self));
         let started = std::time::Instant::now();
         let mut outcome = protocol::acquire(&mut sys, &cfg, &mut contender, &mut patience);
         if let Err(e) = &outcome {
@@ -547,6 +594,11 @@ impl SoftLock {
                     None => HoldRef::Own(hold),
                 };
                 Ok(SoftLockGuard { hold: Some(hold) })
+            }
+            Ok(Attempt::Busy(_)) if patience.cancelled => {
+                let kind = io::ErrorKind::Interrupted;
+                let source = io::Error::new(kind, "the wait was cancelled by its hook");
+                Err(LockError::io(&self.path, Step::Lock, kind, source))
             }
             Ok(Attempt::Busy(holder)) => {
                 let kind = if blocking {
@@ -1054,7 +1106,7 @@ static RELEASES: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
 /// A wait's patience, as [`Deadline`] says, whose pauses end early when
 /// any soft lock of this process is released, and which ends the wait
 /// once a releasing thread handed this one its hold.
-struct WakeOnRelease<'d> {
+struct WakeOnRelease<'d, 'h> {
     deadline: Deadline,
     /// [`RELEASES`]'s count as the last attempt began: a release after it
     /// ends the pause at once.
@@ -1065,9 +1117,41 @@ struct WakeOnRelease<'d> {
     /// Where the kernel reports changes of the lock path, the pause ends
     /// at the first (Linux, Android).
     watcher: wake::Watcher,
+    /// The caller's hook ([`SoftLock::lock_with`]), and the lock it waits
+    /// for.
+    hook: Option<(&'h mut WaitHook<'h>, &'h SoftLock)>,
+    /// Whether the hook cancelled the wait.
+    cancelled: bool,
 }
 
-impl<'d> WakeOnRelease<'d> {
+/// A [`SoftLock::lock_with`] hook.
+type WaitHook<'a> = dyn FnMut(&WaitStatus<'_>) -> ControlFlow<()> + 'a;
+
+/// What a waiting acquire knows, for its [`SoftLock::lock_with`] hook.
+pub struct WaitStatus<'a> {
+    lock: &'a SoftLock,
+    waited: Duration,
+}
+
+impl WaitStatus<'_> {
+    /// How long the acquire has waited.
+    pub fn waited(&self) -> Duration {
+        self.waited
+    }
+
+    /// Who holds the lock now, as its marker says (read anew at each
+    /// call: [`SoftLock::owner`]).
+    pub fn holder(&self) -> io::Result<Option<OwnerInfo>> {
+        self.lock.owner()
+    }
+
+    /// The lock waited for.
+    pub fn lock(&self) -> &SoftLock {
+        self.lock
+    }
+}
+
+impl<'d> WakeOnRelease<'d, '_> {
     fn new(
         deadline: Deadline,
         waiting: Option<Waiting<'d>>,
@@ -1079,6 +1163,8 @@ impl<'d> WakeOnRelease<'d> {
             waiting,
             lock,
             watcher: wake::Watcher::new(),
+            hook: None,
+            cancelled: false,
         }
     }
 
@@ -1177,7 +1263,7 @@ impl<'d> Waiting<'d> {
     }
 }
 
-impl Patience<Holder> for WakeOnRelease<'_> {
+impl Patience<Holder> for WakeOnRelease<'_, '_> {
     fn attempting(&mut self) {
         self.watcher.before_attempt(self.lock.0);
         self.seen = *RELEASES.0.lock().unwrap_or_else(|p| p.into_inner());
@@ -1185,6 +1271,16 @@ impl Patience<Holder> for WakeOnRelease<'_> {
 
     fn busy(&mut self, holder: &Holder, elapsed: Duration) -> Option<Duration> {
         let pause = self.deadline.busy(holder, elapsed)?;
+        if let Some((hook, lock)) = &mut self.hook {
+            let status = WaitStatus {
+                lock,
+                waited: elapsed,
+            };
+            if hook(&status).is_break() {
+                self.cancelled = true;
+                return None;
+            }
+        }
         if let Some(waiting) = &mut self.waiting {
             waiting.enter();
         }
