@@ -757,6 +757,13 @@ impl FileLock {
         LockError::errno(&self.path, step, errno)
     }
 
+    /// The lock object's identity in log messages (filelock's `id(self)`):
+    /// the same for its clones and its guards.
+    #[cfg(feature = "log")]
+    fn log_id(&self) -> usize {
+        Arc::as_ptr(&self.path).cast::<u8>() as usize
+    }
+
     /// The error of a wait that could never end: this thread holds the
     /// file already, through another guard.
     fn deadlock(&self) -> io::Error {
@@ -774,6 +781,11 @@ impl FileLock {
             return self.acquire_soft(wait);
         }
         let scope = self.scope(shared);
+        debug!(
+            "Attempting to acquire lock {} on {}",
+            self.log_id(),
+            self.path.display()
+        );
         if matches!(wait, Wait::Forever) && scope.excludes_own_process() {
             // This thread waiting for a file it holds would wait forever.
             if held_here(self.kind, shared, || {
@@ -823,6 +835,23 @@ impl FileLock {
                 Err((step, e)) => Reached::Failed(step, e),
             }
         };
+        #[cfg(feature = "log")]
+        match (&reached, wait) {
+            (Reached::Held(..), _) => {
+                debug!("Lock {} acquired on {}", self.log_id(), self.path.display())
+            }
+            (Reached::Busy(_), Wait::No) => debug!(
+                "Failed to immediately acquire lock {} on {}",
+                self.log_id(),
+                self.path.display()
+            ),
+            (Reached::Busy(_), _) => debug!(
+                "Timeout on acquiring lock {} on {}",
+                self.log_id(),
+                self.path.display()
+            ),
+            _ => {}
+        }
         match self.settle(reached, shared, matches!(wait, Wait::Until(_)), true) {
             Settled::Done(result) => result,
             // flock is not available here: this lock is a soft lock now.
@@ -1091,6 +1120,8 @@ impl FileLockGuard {
                     fd.forget_lock();
                     return Err(forked(&path, Step::Unlock, pid));
                 }
+                let log_id = Arc::as_ptr(&path).cast::<u8>() as usize;
+                debug!("Attempting to release lock {log_id} on {}", path.display());
                 #[cfg(unix)]
                 let result = fd.unlock(|fd| scope.call().unlock(fd));
                 #[cfg(windows)]
@@ -1100,6 +1131,10 @@ impl FileLockGuard {
                     let _ = scope;
                     os::unlock_byte0(&fd)
                 };
+                if result.is_ok() {
+                    debug!("Lock {log_id} released on {}", path.display());
+                }
+                let _ = log_id;
                 result.map_err(|e| LockError::errno(&path, Step::Unlock, e))
             }
             #[cfg(unix)]

@@ -74,6 +74,18 @@ pub use swaplock_core as core;
 
 #[cfg(feature = "tokio")]
 mod async_wait;
+/// A debug message of the `log` feature, on the target `swaplock` (as
+/// filelock logs each acquire and release, at debug level, on its logger
+/// `filelock`); nothing, its arguments unevaluated, without the feature.
+macro_rules! debug {
+    ($($arg:tt)+) => {{
+        #[cfg(feature = "log")]
+        {
+            log::debug!(target: "swaplock", $($arg)+);
+        }
+    }};
+}
+
 #[cfg(unix)]
 mod atfork;
 mod error;

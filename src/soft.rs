@@ -456,6 +456,13 @@ impl SoftLock {
         LockError::errno(&self.path, step, errno)
     }
 
+    /// The lock object's identity in log messages (filelock's `id(self)`):
+    /// the same for its clones.
+    #[cfg(feature = "log")]
+    fn log_id(&self) -> usize {
+        Arc::as_ptr(&self.contender) as usize
+    }
+
     fn open_dir(&self) -> io::Result<Dir> {
         match os::open_dir(&self.dir) {
             Ok(fd) => Ok(fd),
@@ -536,6 +543,11 @@ impl SoftLock {
         let me = Identity::now();
         let cfg = me.config(self, lease.map(|l| l.0));
         let mut sys = SoftOs::on(&dir);
+        debug!(
+            "Attempting to acquire lock {} on {}",
+            self.log_id(),
+            self.path.display()
+        );
         // The instance's memory of the marker it watches, copied: the
         // instance's mutex is not held while this acquire waits, so that
         // another thread's attempt on the same instance (its holder's
@@ -558,6 +570,10 @@ impl SoftLock {
             (&dir, &self.dir_path, &self.base),
         );
         patience.hook = hook.map(|hook| (hook, self));
+        #[cfg(feature = "log")]
+        {
+            patience.soft = Some(self);
+        }
         let started = std::time::Instant::now();
         let mut outcome = protocol::acquire(&mut sys, &cfg, &mut contender, &mut patience);
         if let Err(e) = &outcome {
@@ -581,6 +597,28 @@ impl SoftLock {
             (_, Some(held)) => Ok(Attempt::Acquired(held)),
             (outcome, None) => outcome,
         };
+        #[cfg(feature = "log")]
+        match &outcome {
+            Ok(Attempt::Acquired(_)) => {
+                debug!("Lock {} acquired on {}", self.log_id(), self.path.display())
+            }
+            Ok(Attempt::Busy(_)) if patience.cancelled => debug!(
+                "Cancellation requested for lock {} on {}",
+                self.log_id(),
+                self.path.display()
+            ),
+            Ok(Attempt::Busy(_)) if blocking => debug!(
+                "Timeout on acquiring lock {} on {}",
+                self.log_id(),
+                self.path.display()
+            ),
+            Ok(Attempt::Busy(_)) => debug!(
+                "Failed to immediately acquire lock {} on {}",
+                self.log_id(),
+                self.path.display()
+            ),
+            Err(_) => {}
+        }
         match outcome {
             Ok(Attempt::Acquired(held)) => {
                 let registered = key.clone().map(|key| Registered::new(&HELD, key));
@@ -1122,6 +1160,9 @@ struct WakeOnRelease<'d, 'h> {
     hook: Option<(&'h mut WaitHook<'h>, &'h SoftLock)>,
     /// Whether the hook cancelled the wait.
     cancelled: bool,
+    /// The lock, for log messages.
+    #[cfg(feature = "log")]
+    soft: Option<&'h SoftLock>,
 }
 
 /// A [`SoftLock::lock_with`] hook.
@@ -1165,6 +1206,8 @@ impl<'d> WakeOnRelease<'d, '_> {
             watcher: wake::Watcher::new(),
             hook: None,
             cancelled: false,
+            #[cfg(feature = "log")]
+            soft: None,
         }
     }
 
@@ -1286,6 +1329,15 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
         }
         if self.handed() {
             return None;
+        }
+        #[cfg(feature = "log")]
+        if let Some(lock) = self.soft {
+            debug!(
+                "Lock {} not acquired on {}, waiting {} seconds ...",
+                lock.log_id(),
+                lock.path.display(),
+                pause.as_secs_f64()
+            );
         }
         let (dir, dir_path, name) = self.lock;
         match self.watcher.start(dir, dir_path, name) {
@@ -1516,12 +1568,24 @@ impl Hold {
         let Some(held) = self.held.take() else {
             return Ok(());
         };
+        debug!(
+            "Attempting to release lock {} on {}",
+            self.lock.log_id(),
+            self.lock.path.display()
+        );
         let cfg = self.me.config(&self.lock, self.lease);
         let mut sys = SoftOs::on(&self.dir);
         let released = protocol::release(&mut sys, &cfg, held).map_err(|e| match e {
             protocol::Error::Os { errno, .. } => self.lock.err(Step::Unlock, errno),
             other => self.lock.protocol_error(other),
         });
+        if released.is_ok() {
+            debug!(
+                "Lock {} released on {}",
+                self.lock.log_id(),
+                self.lock.path.display()
+            );
+        }
         // Released (or failing to): no longer this thread's to wait for,
         // and this process's waiters look again now (RELEASES).
         drop(self.registered.take());
