@@ -40,6 +40,19 @@ fn until_none_wait() {
     }
 }
 
+/// Yields until `n` waiting threads are named so (a new thread takes its
+/// name as it starts); fails after 30 s.
+fn until_waiting(n: usize) {
+    let began = Instant::now();
+    while waiting_threads() < n {
+        assert!(
+            began.elapsed() < Duration::from_secs(30),
+            "fewer than {n} waiting threads"
+        );
+        std::thread::yield_now();
+    }
+}
+
 fn timed_out(lock: &FileLock) {
     let err = lock.lock_timeout(Duration::from_millis(10)).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::TimedOut, "{err}");
@@ -77,6 +90,7 @@ fn waiting_threads_stay_few_and_harmless() {
         let holder = make(&path).lock().unwrap();
         timed_out(&make(&path));
         let by_thread = name == "flock.lock" || ofd;
+        until_waiting(usize::from(by_thread));
         assert_eq!(waiting_threads(), usize::from(by_thread), "{name}");
         // The holder removes the file: the thread locks the orphan, finds
         // the path empty, and leaves it so, nobody waiting.
@@ -99,6 +113,7 @@ fn waiting_threads_stay_few_and_harmless() {
     for i in 0..20 {
         timed_out(&FileLock::flock(at(&format!("many-{i}.lock"))));
     }
+    until_waiting(16);
     assert_eq!(waiting_threads(), 16);
     drop(holders);
     until_none_wait();
