@@ -399,6 +399,38 @@ impl<O: Calls> KernelOs for Threads<O> {
     type File = OwnedFd;
 
     fn open(&mut self, exclusive: bool) -> Result<OwnedFd, Errno> {
+        self.open_by(|os| os.open(exclusive))
+    }
+
+    fn open_existing(&mut self) -> Result<OwnedFd, Errno> {
+        self.open_by(O::open_existing)
+    }
+
+    fn lock(&mut self, file: &OwnedFd, wait: bool) -> Result<(), Errno> {
+        self.lock_by(file, wait)
+    }
+
+    fn fstat(&mut self, file: &OwnedFd) -> Result<FileId, Errno> {
+        self.os.fstat(file)
+    }
+
+    fn stat(&mut self) -> Result<FileId, Errno> {
+        self.os.stat()
+    }
+
+    fn close(&mut self, file: OwnedFd) {
+        self.close_by(file)
+    }
+}
+
+impl<O: Calls> Threads<O> {
+    /// An attempt's open, by `open`: where the registry takes part, it
+    /// waits while this process holds the file, and reuses a descriptor
+    /// kept for it.
+    fn open_by(
+        &mut self,
+        open: impl FnOnce(&mut O) -> Result<OwnedFd, Errno>,
+    ) -> Result<OwnedFd, Errno> {
         if self.on == Some(true) {
             // Waits while this process holds the file the path names, so
             // that a busy attempt opens (and keeps) no descriptor.
@@ -419,7 +451,7 @@ impl<O: Calls> KernelOs for Threads<O> {
                 }
             }
         }
-        let fd = self.os.open(exclusive)?;
+        let fd = open(&mut self.os)?;
         if self.on.is_none() {
             let on = probe(&fd);
             self.on = Some(on);
@@ -430,7 +462,7 @@ impl<O: Calls> KernelOs for Threads<O> {
         Ok(fd)
     }
 
-    fn lock(&mut self, file: &OwnedFd, wait: bool) -> Result<(), Errno> {
+    fn lock_by(&mut self, file: &OwnedFd, wait: bool) -> Result<(), Errno> {
         self.last = None;
         if self.on != Some(true) {
             return self.os.lock(file, wait);
@@ -479,15 +511,7 @@ impl<O: Calls> KernelOs for Threads<O> {
         locked
     }
 
-    fn fstat(&mut self, file: &OwnedFd) -> Result<FileId, Errno> {
-        self.os.fstat(file)
-    }
-
-    fn stat(&mut self) -> Result<FileId, Errno> {
-        self.os.stat()
-    }
-
-    fn close(&mut self, file: OwnedFd) {
+    fn close_by(&mut self, file: OwnedFd) {
         if self.on != Some(true) {
             return put_away(self.os.call(), file, self.os.owns_description());
         }

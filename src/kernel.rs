@@ -613,8 +613,8 @@ impl FileLock {
 
     /// Waits for the lock (up to `timeout`, if given), calling `hook`
     /// while it is held: after the first attempt, then every 100 ms. The
-    /// hook can say who holds the lock ([`WaitStatus::holder`]) and for how
-    /// long the acquire has waited, for a progress line, and cancel the
+    /// hook can say who holds the lock (`WaitStatus::holder`, on Unix) and
+    /// for how long the acquire has waited, for a progress line, and cancel the
     /// wait by returning [`ControlFlow::Break`]: the acquire then fails
     /// with an error of kind [`Interrupted`](io::ErrorKind::Interrupted),
     /// holding nothing. (Another thread cancels by setting a flag the hook
@@ -629,8 +629,10 @@ impl FileLock {
     /// # fn main() -> std::io::Result<()> {
     /// let lock = FileLock::new("/run/lock/backup.lock");
     /// let guard = lock.lock_with(Some(Duration::from_secs(60)), |wait| {
+    ///     eprintln!("waited {:.1?} so far", wait.waited());
+    ///     #[cfg(unix)]
     ///     if let Ok(Some(h)) = wait.holder() {
-    ///         eprintln!("waiting {:.1?} for pid {}", wait.waited(), h.pid);
+    ///         eprintln!("held by pid {}", h.pid);
     ///     }
     ///     ControlFlow::Continue(())
     /// })?;
@@ -693,6 +695,12 @@ impl FileLock {
     /// that awaits a lock it holds waits for ever: unlike [`lock`], no
     /// deadlock is detected, since a task is no thread.
     ///
+    /// # Panics
+    ///
+    /// Where it polls (Windows, classic locks), in a runtime without its
+    /// time driver: tokio's timer panics. (tokio cannot be asked whether
+    /// a driver is enabled.)
+    ///
     /// [`lock_timeout`]: Self::lock_timeout
     /// [`lock`]: Self::lock
     ///
@@ -737,9 +745,15 @@ impl FileLock {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 done => return done,
             }
+            // flock answered ENOSYS: a soft lock now, awaited as one (no
+            // kernel attempt on it any more).
+            #[cfg(unix)]
+            if self.soft.load(Ordering::Relaxed) {
+                continue;
+            }
             #[cfg(unix)]
             if let Some(reached) = kernel_wait::Handover::new(self.job(shared)).await {
-                match self.settle(reached, shared, false, false) {
+                match self.settle(reached, shared, false) {
                     Settled::Done(Err(e)) if e.kind() == io::ErrorKind::WouldBlock => continue,
                     Settled::Done(done) => return done,
                     // A soft lock now: awaited as one.
@@ -852,7 +866,7 @@ impl FileLock {
             ),
             _ => {}
         }
-        match self.settle(reached, shared, matches!(wait, Wait::Until(_)), true) {
+        match self.settle(reached, shared, matches!(wait, Wait::Until(_))) {
             Settled::Done(result) => result,
             // flock is not available here: this lock is a soft lock now.
             #[cfg(unix)]
@@ -861,15 +875,16 @@ impl FileLock {
     }
 
     /// The guard, or the error, an acquire came to (`timed`: a deadline
-    /// passed if the lock stayed busy; `register`: the guard is this
-    /// thread's, for [`held_here`]); or the switch to a soft lock, made.
-    fn settle(&self, reached: Reached, shared: bool, timed: bool, register: bool) -> Settled {
+    /// passed if the lock stayed busy); or the switch to a soft lock, made.
+    /// The guard counts as this thread's ([`held_here`]).
+    fn settle(&self, reached: Reached, shared: bool, timed: bool) -> Settled {
         let scope = self.scope(shared);
         Settled::Done(match reached {
             Reached::Held(fd, id) => Ok(FileLockGuard(Inner::Kernel {
                 fd,
                 pid: std::process::id(),
-                registered: (register && scope.excludes_own_process())
+                registered: scope
+                    .excludes_own_process()
                     .then(|| self::register(id, self.kind, shared)),
                 scope,
                 path: Arc::clone(&self.path),

@@ -40,7 +40,6 @@ use crate::soft::SoftLock;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::task::Waker;
 use std::time::Instant;
 use swaplock_core::kernel::{self as protocol, Backoff, Outcome};
 use swaplock_core::wait::Deadline;
@@ -155,8 +154,9 @@ struct Report {
     reached: Option<Reached>,
     /// Whether the thread has reported (its outcome may be taken already).
     done: bool,
-    /// The tasks waiting (an async wait's), woken with the report.
-    wakers: Vec<Waker>,
+    /// The tasks waiting (async waits), woken with the report.
+    #[cfg(feature = "tokio")]
+    wakers: crate::async_wait::Wakers,
 }
 
 /// What a waiter learned from its waiting thread.
@@ -215,6 +215,15 @@ impl swaplock_core::kernel::KernelOs for Gated<'_> {
             }
         }
         self.os.open(exclusive)
+    }
+
+    fn open_existing(&mut self) -> Result<OwnedFd, Errno> {
+        if let Some(slot) = self.gate {
+            if !still_awaited(slot) {
+                return Err(Errno::INTR);
+            }
+        }
+        self.os.open_existing()
     }
 
     fn lock(&mut self, file: &OwnedFd, wait: bool) -> Result<(), Errno> {
@@ -413,10 +422,12 @@ fn wait_in_kernel(job: Job, slot: Arc<Slot>) {
         return job.discard(reached);
     }
     report.reached = Some(reached);
-    let wakers = std::mem::take(&mut report.wakers);
+    #[cfg(feature = "tokio")]
+    let mut wakers = std::mem::take(&mut report.wakers);
     drop(report);
     slot.changed.notify_all();
-    wakers.into_iter().for_each(Waker::wake);
+    #[cfg(feature = "tokio")]
+    crate::async_wait::wake_all(&mut wakers);
 }
 
 #[cfg(feature = "tokio")]
@@ -427,12 +438,18 @@ fn wait_in_kernel(job: Job, slot: Arc<Slot>) {
 pub(crate) struct Handover {
     job: Job,
     slot: Option<Arc<Slot>>,
+    /// This wait's id among the slot's wakers.
+    id: u64,
 }
 
 #[cfg(feature = "tokio")]
 impl Handover {
     pub(crate) fn new(job: Job) -> Self {
-        Handover { job, slot: None }
+        Handover {
+            job,
+            slot: None,
+            id: crate::async_wait::next_id(),
+        }
     }
 }
 
@@ -454,7 +471,11 @@ impl std::future::Future for Handover {
             }
             let slot = Arc::clone(self.slot.as_ref().expect("joined above"));
             let mut report = slot.report();
-            match report.take() {
+            let handed = report.take();
+            if handed.is_some() {
+                crate::async_wait::unregister(&mut report.wakers, self.id);
+            }
+            match handed {
                 Some(Handed::Reached(reached)) => {
                     drop(report);
                     self.slot = None;
@@ -470,9 +491,7 @@ impl std::future::Future for Handover {
                     self.slot = None;
                 }
                 None => {
-                    if !report.wakers.iter().any(|w| w.will_wake(cx.waker())) {
-                        report.wakers.push(cx.waker().clone());
-                    }
+                    crate::async_wait::register(&mut report.wakers, self.id, cx.waker());
                     return Poll::Pending;
                 }
             }
@@ -488,6 +507,7 @@ impl Drop for Handover {
         };
         let mut report = slot.report();
         report.waiters -= 1;
+        crate::async_wait::unregister(&mut report.wakers, self.id);
         // The outcome came for the waiters, and none is left to take it.
         let orphan = match report.waiters {
             0 => report.reached.take(),

@@ -407,6 +407,11 @@ impl SoftLock {
     /// thread's, and a task moves between threads. A task that awaits a
     /// lock it holds waits for ever: no deadlock is detected.
     ///
+    /// # Panics
+    ///
+    /// In a runtime without its IO or time driver: tokio's reactor and
+    /// timer panic. (tokio cannot be asked whether a driver is enabled.)
+    ///
     /// ```no_run
     /// use std::time::Duration;
     /// use swaplock::SoftLock;
@@ -440,14 +445,26 @@ impl SoftLock {
         loop {
             let dir = self.open_dir()?;
             watcher.before_attempt(&dir);
+            // A release of this process after this shows in the count.
+            let seen = *RELEASES.0.lock().unwrap_or_else(|p| p.into_inner());
             match self.acquire(None, false) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if watcher.watching() && short_of_descriptors(&e) => {
+                    // The watch's own descriptors may be what ran short:
+                    // the wait goes on without them.
+                    watcher.give_up();
+                    continue;
+                }
                 done => return done,
             }
             match watcher.start(&dir, &self.dir_path, &self.base) {
                 wake::Next::Now => continue,
                 wake::Next::After(pause) => tokio::time::sleep(pause).await,
-                wake::Next::Wait => watcher.wait_async(&dir, self.poll_interval).await,
+                wake::Next::Wait if watcher.watching() => {
+                    watcher.wait_async(&dir, self.poll_interval).await
+                }
+                // No watch: the poll, or a release of this process.
+                wake::Next::Wait => Released::after(seen, self.poll_interval).await,
             }
         }
     }
@@ -1087,6 +1104,8 @@ pub(crate) fn lock_for_fork() -> Vec<Box<dyn std::any::Any>> {
         Box::new(REENTRANT.lock().unwrap_or_else(|p| p.into_inner())),
         Box::new(waiters()),
         Box::new(RELEASES.0.lock().unwrap_or_else(|p| p.into_inner())),
+        #[cfg(feature = "tokio")]
+        Box::new(release_wakers()),
         wake::list_lock(),
         wake::spares_lock(),
     ]
@@ -1133,6 +1152,79 @@ fn notify_release() {
     *count.lock().unwrap_or_else(|p| p.into_inner()) += 1;
     released.notify_all();
     wake::ring_all();
+    #[cfg(feature = "tokio")]
+    crate::async_wait::wake_all(&mut release_wakers());
+}
+
+/// Whether an acquire failed for want of descriptors (`EMFILE`,
+/// `ENFILE`), which a watch's own may have taken.
+#[cfg(feature = "tokio")]
+fn short_of_descriptors(e: &io::Error) -> bool {
+    let raw = LockError::of(e).and_then(|l| l.os_error().raw_os_error());
+    #[cfg(unix)]
+    return raw.is_some_and(|r| r == libc::EMFILE || r == libc::ENFILE);
+    #[cfg(windows)]
+    return raw.is_some_and(|r| r == 4); // ERROR_TOO_MANY_OPEN_FILES
+}
+
+/// The tasks waiting for a release of this process ([`Released`]).
+#[cfg(feature = "tokio")]
+static RELEASE_WAKERS: Mutex<crate::async_wait::Wakers> = Mutex::new(Vec::new());
+
+#[cfg(feature = "tokio")]
+fn release_wakers() -> std::sync::MutexGuard<'static, crate::async_wait::Wakers> {
+    RELEASE_WAKERS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A task's pause without a watch: until this process releases a soft
+/// lock after the count `seen`, or `pause` passes.
+#[cfg(feature = "tokio")]
+struct Released {
+    seen: u64,
+    id: u64,
+    until: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+#[cfg(feature = "tokio")]
+impl Released {
+    fn after(seen: u64, pause: Duration) -> Self {
+        Released {
+            seen,
+            id: crate::async_wait::next_id(),
+            until: Box::pin(tokio::time::sleep(pause)),
+        }
+    }
+
+    fn released(&self) -> bool {
+        *RELEASES.0.lock().unwrap_or_else(|p| p.into_inner()) != self.seen
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl std::future::Future for Released {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.released() || self.until.as_mut().poll(cx).is_ready() {
+            return std::task::Poll::Ready(());
+        }
+        crate::async_wait::register(&mut release_wakers(), self.id, cx.waker());
+        // A release between the look and the registration woke nobody.
+        match self.released() {
+            true => std::task::Poll::Ready(()),
+            false => std::task::Poll::Pending,
+        }
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl Drop for Released {
+    fn drop(&mut self) {
+        crate::async_wait::unregister(&mut release_wakers(), self.id);
+    }
 }
 
 /// How many soft locks this process has released, and the condition its

@@ -251,3 +251,38 @@ fn another_process_release_wakes_a_waiting_task() {
         });
     }
 }
+
+/// A wait dropped while the waiting thread waits takes its waker out: the
+/// task's memory is not kept until the lock is released.
+#[cfg(unix)]
+#[test]
+fn a_dropped_kernel_wait_keeps_no_waker() {
+    use std::sync::Arc;
+    use std::task::{Context, Wake, Waker};
+    struct Noop;
+    impl Wake for Noop {
+        fn wake(self: Arc<Self>) {}
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("k.lock");
+    // Held by another lock object (its own open file).
+    let held = FileLock::flock(&path).lock().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let _inside = rt.enter();
+    let wakers: Vec<Arc<Noop>> = (0..100).map(|_| Arc::new(Noop)).collect();
+    for w in &wakers {
+        let waker = Waker::from(Arc::clone(w));
+        let lock = FileLock::flock(&path);
+        let mut wait = std::pin::pin!(lock.lock_async());
+        assert!(wait
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+    }
+    let kept: usize = wakers.iter().map(|w| Arc::strong_count(w) - 1).sum();
+    assert_eq!(kept, 0, "wakers of dropped waits kept");
+    held.release().unwrap();
+}

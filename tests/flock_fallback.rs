@@ -180,6 +180,9 @@ impl<F: FnMut()> KernelOs for NoFlock<'_, F> {
     fn open(&mut self, exclusive: bool) -> Result<OwnedFd, Errno> {
         self.inner.open(exclusive)
     }
+    fn open_existing(&mut self) -> Result<OwnedFd, Errno> {
+        self.inner.open_existing()
+    }
     fn lock(&mut self, _: &OwnedFd, _: bool) -> Result<(), Errno> {
         (self.peer)();
         Err(Errno::NOSYS)
@@ -291,6 +294,66 @@ fn the_fallback_removes_only_its_own_placeholder() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(others.len(), 1, "left {others:?}");
+}
+
+/// The file a fallback attempt found there is removed before its second
+/// open (a soft holder released): the attempt creates it anew, exclusively,
+/// knows it did, and the fallback removes it, so no empty file is left at
+/// the path for every soft contender to wait on for ever.
+#[test]
+fn a_file_gone_between_the_two_opens_is_created_and_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let cpath = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    std::fs::write(&path, "a released marker's last moment").unwrap();
+    /// Removes the file when the exclusive open finds it there.
+    struct RemovedBetween<'p> {
+        inner: UnixKernel<'p>,
+        path: &'p Path,
+    }
+    impl KernelOs for RemovedBetween<'_> {
+        type File = OwnedFd;
+        fn open(&mut self, exclusive: bool) -> Result<OwnedFd, Errno> {
+            let opened = self.inner.open(exclusive);
+            if opened.as_ref().is_err_and(|e| *e == Errno::EXIST) {
+                std::fs::remove_file(self.path).unwrap();
+            }
+            opened
+        }
+        fn open_existing(&mut self) -> Result<OwnedFd, Errno> {
+            self.inner.open_existing()
+        }
+        fn lock(&mut self, _: &OwnedFd, _: bool) -> Result<(), Errno> {
+            Err(Errno::NOSYS)
+        }
+        fn fstat(&mut self, file: &OwnedFd) -> Result<FileId, Errno> {
+            self.inner.fstat(file)
+        }
+        fn stat(&mut self) -> Result<FileId, Errno> {
+            self.inner.stat()
+        }
+        fn close(&mut self, file: OwnedFd) {
+            self.inner.close(file)
+        }
+    }
+    let mut os = RemovedBetween {
+        inner: UnixKernel {
+            path: &cpath,
+            follow: false,
+            mode: 0o644,
+            call: LockCall::Flock,
+            shared: false,
+        },
+        path: &path,
+    };
+    match attempt(&mut os, false, true).unwrap() {
+        Outcome::Unsupported { file, created } => {
+            assert!(created, "the attempt created the file anew");
+            fallback_cleanup(dir.path(), file, created);
+        }
+        other => panic!("expected ENOSYS, got {other:?}"),
+    }
+    assert!(!path.exists(), "an empty file was left at the lock path");
 }
 
 /// A shared `flock` has no soft form: without `flock` it reports `ENOSYS`,

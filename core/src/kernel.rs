@@ -30,6 +30,9 @@ pub trait KernelOs {
     /// being deleted, or is open elsewhere without sharing), which the
     /// driver takes as contention.
     fn open(&mut self, exclusive: bool) -> Result<Self::File, Errno>;
+    /// `open(path, O_RDWR)`: the lock file if it exists, never created
+    /// (`ENOENT` otherwise).
+    fn open_existing(&mut self) -> Result<Self::File, Errno>;
     /// Takes the lock (`fcntl` on byte 0, or `flock`), waiting or not.
     fn lock(&mut self, file: &Self::File, wait: bool) -> Result<(), Errno>;
     /// `fstat(file)`.
@@ -87,10 +90,22 @@ pub fn attempt<O: KernelOs>(
 ) -> Result<Outcome<O::File>, (Step, Errno)> {
     loop {
         let opened = match may_fall_back {
-            true => match os.open(true) {
-                Ok(file) => Ok((file, true)),
-                Err(e) if e == Errno::EXIST => os.open(false).map(|f| (f, false)),
-                Err(e) => Err(e),
+            // Whether this attempt created the file must be known for
+            // sure: the file a plain open found may be a peer's marker,
+            // which the fallback must never remove.
+            true => loop {
+                match os.open(true) {
+                    Ok(file) => break Ok((file, true)),
+                    Err(e) if e == Errno::EXIST => match os.open_existing() {
+                        Ok(file) => break Ok((file, false)),
+                        // Removed between the two opens: create it anew,
+                        // exclusively, rather than by a plain open that
+                        // could not say it created it.
+                        Err(e) if e == Errno::NOENT => continue,
+                        Err(e) => break Err(e),
+                    },
+                    Err(e) => break Err(e),
+                }
             },
             false => os.open(false).map(|f| (f, false)),
         };
@@ -299,6 +314,10 @@ mod tests {
         free: Result<(), Errno>,
         /// What an exclusive open answers (`EEXIST`: the file is there).
         exclusive_open: Result<(), Errno>,
+        /// What an open of the existing file answers.
+        existing_open: Result<(), Errno>,
+        /// How many opens of the existing file find it removed since.
+        vanished: u32,
         /// How many lock calls answer `EINTR` first.
         interrupts: u32,
         /// How many opens answer first, and with what (`EAGAIN`: a peer
@@ -319,6 +338,8 @@ mod tests {
                 busy_for,
                 free: Ok(()),
                 exclusive_open: Ok(()),
+                existing_open: Ok(()),
+                vanished: 0,
                 interrupts: 0,
                 refused_opens: (0, Errno::AGAIN),
                 calls: 0,
@@ -352,6 +373,18 @@ mod tests {
                 true => self.exclusive_open.map(|()| ID),
                 false => Ok(ID),
             }
+        }
+        fn open_existing(&mut self) -> Result<FileId, Errno> {
+            self.call();
+            self.attempts += 1;
+            if self.vanished > 0 {
+                // A peer removed the file since the exclusive open failed,
+                // and the next one succeeds.
+                self.vanished -= 1;
+                self.exclusive_open = Ok(());
+                return Err(Errno::NOENT);
+            }
+            self.existing_open.map(|()| ID)
         }
         fn lock(&mut self, _file: &FileId, _wait: bool) -> Result<(), Errno> {
             self.call();
@@ -453,6 +486,30 @@ mod tests {
             out,
             Ok(Outcome::Unsupported { created: false, .. })
         ));
+    }
+
+    #[test]
+    fn a_fallback_attempt_that_finds_the_file_gone_creates_it_and_says_so() {
+        let mut os = Fake::new(Duration::ZERO);
+        os.free = Err(Errno::NOSYS);
+        os.exclusive_open = Err(Errno::EXIST);
+        os.vanished = 1;
+        let out = attempt(&mut os, false, true);
+        assert!(matches!(
+            out,
+            Ok(Outcome::Unsupported { created: true, .. })
+        ));
+        assert_eq!(os.attempts, 3, "exclusive, existing, exclusive again");
+    }
+
+    #[test]
+    fn a_fallback_attempt_reports_any_other_error_of_its_second_open() {
+        let mut os = Fake::new(Duration::ZERO);
+        os.exclusive_open = Err(Errno::EXIST);
+        os.existing_open = Err(Errno::ACCES);
+        let out = attempt(&mut os, false, true);
+        assert!(matches!(out, Err((Step::Open, e)) if e == Errno::ACCES));
+        assert_eq!(os.attempts, 2);
     }
 
     #[test]

@@ -354,12 +354,15 @@ impl Watch {
     /// Waits up to `timeout` for an event on the lock path or the bell,
     /// consuming them; whether one came. Events from before the wait count.
     pub fn wait(&mut self, dir: BorrowedFd<'_>, timeout: Duration) -> bool {
-        let deadline = std::time::Instant::now() + timeout;
+        // `None`: a timeout too long to add, as good as for ever.
+        let deadline = std::time::Instant::now().checked_add(timeout);
         loop {
             if self.drain(dir) {
                 return true;
             }
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let left = deadline.map_or(Duration::MAX, |d| {
+                d.saturating_duration_since(std::time::Instant::now())
+            });
             if left.is_zero() {
                 return false;
             }

@@ -47,6 +47,19 @@ pub fn open_lock_file(
     rustix::fs::open(path, flags, crate::soft::permissions(mode)).map_err(errno)
 }
 
+/// `open(path, O_RDWR|O_CLOEXEC[|O_NOFOLLOW])` — open the lock file if it
+/// exists, never creating it (`ENOENT` otherwise).
+///
+/// # References
+/// - [`open(2)`](https://man7.org/linux/man-pages/man2/open.2.html)
+pub fn open_existing_lock_file(path: &CStr, follow: bool) -> Result<OwnedFd, Errno> {
+    let mut flags = OFlags::RDWR | OFlags::CLOEXEC;
+    if !follow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    rustix::fs::open(path, flags, Mode::empty()).map_err(errno)
+}
+
 /// `open(path, O_RDONLY|O_CLOEXEC[|O_NOFOLLOW])` — open an existing lock
 /// file to query it.
 ///
@@ -423,6 +436,10 @@ impl swaplock_core::kernel::KernelOs for UnixKernel<'_> {
         open_lock_file(self.path, self.follow, self.mode, exclusive)
     }
 
+    fn open_existing(&mut self) -> Result<OwnedFd, Errno> {
+        open_existing_lock_file(self.path, self.follow)
+    }
+
     fn lock(&mut self, file: &OwnedFd, wait: bool) -> Result<(), Errno> {
         Self::take(self.call, file, wait, self.shared)
     }
@@ -491,6 +508,11 @@ impl swaplock_core::kernel::KernelOs for OpenKernel<'_> {
 
     /// `fcntl(file, F_DUPFD_CLOEXEC, 0)`.
     fn open(&mut self, _exclusive: bool) -> Result<OwnedFd, Errno> {
+        dup(self.file)
+    }
+
+    /// As `open`: the caller's file always exists.
+    fn open_existing(&mut self) -> Result<OwnedFd, Errno> {
         dup(self.file)
     }
 

@@ -123,9 +123,30 @@ pub fn open_lock_file(
     mode: u32,
     exclusive: bool,
 ) -> Result<OwnedHandle, Errno> {
-    use windows_sys::Wdk::Storage::FileSystem::{
-        FILE_CREATE, FILE_NON_DIRECTORY_FILE, FILE_OPEN_IF, FILE_OPEN_REPARSE_POINT,
-    };
+    use windows_sys::Wdk::Storage::FileSystem::{FILE_CREATE, FILE_OPEN_IF};
+    open_with(
+        path,
+        follow,
+        mode,
+        if exclusive { FILE_CREATE } else { FILE_OPEN_IF },
+    )
+}
+
+/// [`open_lock_file`] of a file that exists, never creating it (`ENOENT`
+/// otherwise).
+pub fn open_existing_lock_file(path: &[u16], follow: bool) -> Result<OwnedHandle, Errno> {
+    use windows_sys::Wdk::Storage::FileSystem::FILE_OPEN;
+    open_with(path, follow, 0o600, FILE_OPEN)
+}
+
+/// The open of [`open_lock_file`], with the create disposition given.
+fn open_with(
+    path: &[u16],
+    follow: bool,
+    mode: u32,
+    disposition: u32,
+) -> Result<OwnedHandle, Errno> {
+    use windows_sys::Wdk::Storage::FileSystem::{FILE_NON_DIRECTORY_FILE, FILE_OPEN_REPARSE_POINT};
     let attributes = if mode & 0o200 == 0 {
         FILE_ATTRIBUTE_READONLY
     } else {
@@ -135,7 +156,6 @@ pub fn open_lock_file(
     if !follow {
         options |= FILE_OPEN_REPARSE_POINT;
     }
-    let disposition = if exclusive { FILE_CREATE } else { FILE_OPEN_IF };
     let nt_path = nt::nt_path_of(&nt::full_path(path)?);
     let opened = nt::create(
         &nt_path,
@@ -315,6 +335,10 @@ impl swaplock_core::kernel::KernelOs for WindowsKernel<'_> {
         open_lock_file(self.path, self.follow, self.mode, exclusive).map(LockHandle)
     }
 
+    fn open_existing(&mut self) -> Result<LockHandle, Errno> {
+        open_existing_lock_file(self.path, self.follow).map(LockHandle)
+    }
+
     fn lock(&mut self, file: &LockHandle, wait: bool) -> Result<(), Errno> {
         take_byte0(file, wait, self.shared)
     }
@@ -390,6 +414,11 @@ impl swaplock_core::kernel::KernelOs for OpenWindowsKernel<'_> {
             .try_clone_to_owned()
             .map(LockHandle)
             .map_err(|e| errno_from_win32(e.raw_os_error().map_or(0, |c| c as u32)))
+    }
+
+    /// As `open`: the caller's file always exists.
+    fn open_existing(&mut self) -> Result<LockHandle, Errno> {
+        self.open(false)
     }
 
     fn lock(&mut self, file: &LockHandle, wait: bool) -> Result<(), Errno> {

@@ -145,7 +145,12 @@ mod imp {
             use std::task::Poll;
             use tokio::io::unix::AsyncFd;
             use tokio::io::Interest;
-            let deadline = tokio::time::Instant::now() + pause;
+            // A pause too long to add (`poll_interval(Duration::MAX)`) is
+            // as good as for ever: thirty years.
+            let now = tokio::time::Instant::now();
+            let deadline = now
+                .checked_add(pause)
+                .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 86_400));
             let mut until = std::pin::pin!(tokio::time::sleep_until(deadline));
             let Watcher::Watching(watch, _) = self else {
                 return until.await;
