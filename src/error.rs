@@ -95,6 +95,20 @@ impl LockError {
     }
 
     /// The lock error inside an [`io::Error`] returned by this crate.
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use swaplock::{FileLock, LockError, Step};
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("no-such-dir").join("backup.lock");
+    /// let err = FileLock::new(&path).lock().unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::NotFound);
+    /// let lock_err = LockError::of(&err).expect("an error of this crate");
+    /// assert_eq!((lock_err.path(), lock_err.step()), (&*path, Step::Open));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn of(error: &io::Error) -> Option<&LockError> {
         error.get_ref().and_then(|e| e.downcast_ref())
     }

@@ -454,11 +454,38 @@ impl FileLock {
     /// and write for each class of user the umask grants write to (0660
     /// under umask 002, 0600 under 022), unless [`mode`](Self::mode) says
     /// otherwise. A path with a NUL byte fails at the first lock call.
+    ///
+    /// ```
+    /// use swaplock::FileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("backup.lock");
+    /// let guard = FileLock::new(&path).lock()?;
+    /// assert!(path.exists()); // created by the first lock
+    /// guard.release()?;
+    /// assert!(path.exists()); // and left for the next holder
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self::with_kind(path.into(), Kind::Fcntl)
     }
 
     /// An `flock` lock on `path`, with the same identity check.
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use swaplock::FileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("jobs.lock");
+    /// let _guard = FileLock::flock(&path).lock()?;
+    /// // Held, it excludes another flock lock of the file, even in this process:
+    /// let again = FileLock::flock(&path).try_lock();
+    /// assert_eq!(again.unwrap_err().kind(), ErrorKind::WouldBlock);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn flock(path: impl Into<PathBuf>) -> Self {
         Self::with_kind(path.into(), Kind::Flock)
     }
@@ -504,6 +531,15 @@ impl FileLock {
     }
 
     /// The mode a newly created lock file gets (before the umask applies).
+    ///
+    /// ```no_run
+    /// use swaplock::FileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// // Only the owner may open a new lock file (a reader could block the lock).
+    /// let _guard = FileLock::new("/run/lock/backup.lock").mode(0o600).lock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn mode(mut self, mode: u32) -> Self {
         self.mode = mode & 0o7777;
         self
@@ -512,6 +548,15 @@ impl FileLock {
     /// Whether a symlink at the path is followed to the file it names
     /// (`with-lock-ex` does). By default it is not: opening fails with
     /// `ELOOP`, so a planted link cannot redirect the lock.
+    ///
+    /// ```no_run
+    /// use swaplock::FileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// // /run/lock/app.lock is a symlink to the lock file on the data volume.
+    /// let _guard = FileLock::new("/run/lock/app.lock").follow_symlinks(true).lock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn follow_symlinks(mut self, follow: bool) -> Self {
         self.follow_symlinks = follow;
         self
@@ -536,12 +581,40 @@ impl FileLock {
     /// instead of waiting forever. A guard counts as its acquiring
     /// thread's, even once moved to another thread: wait with a timeout
     /// where guards move.
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use swaplock::FileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let lock = FileLock::new(dir.path().join("backup.lock"));
+    /// let guard = lock.lock()?;
+    /// // Waiting for it again on this thread would never end: refused at once.
+    /// assert_eq!(lock.lock().unwrap_err().kind(), ErrorKind::Deadlock);
+    /// guard.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lock(&self) -> io::Result<FileLockGuard> {
         self.acquire(Wait::Forever, false)
     }
 
     /// Takes the lock if it is free; an error of kind
     /// [`WouldBlock`](io::ErrorKind::WouldBlock) if another process holds it.
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use swaplock::FileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("backup.lock");
+    /// let _running = FileLock::new(&path).try_lock()?;
+    /// // Another lock of the file finds it taken, without waiting:
+    /// let second = FileLock::new(&path).try_lock();
+    /// assert_eq!(second.unwrap_err().kind(), ErrorKind::WouldBlock);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn try_lock(&self) -> io::Result<FileLockGuard> {
         self.acquire(Wait::No, false)
     }
@@ -573,6 +646,20 @@ impl FileLock {
 
     /// Takes the shared lock if no exclusive holder has the lock; an error
     /// of kind [`WouldBlock`](io::ErrorKind::WouldBlock) otherwise.
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use swaplock::FileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("config.lock");
+    /// let _reader = FileLock::new(&path).try_lock_shared()?;
+    /// let _other_reader = FileLock::new(&path).try_lock_shared()?; // readers share it
+    /// let writer = FileLock::new(&path).try_lock();
+    /// assert_eq!(writer.unwrap_err().kind(), ErrorKind::WouldBlock);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn try_lock_shared(&self) -> io::Result<FileLockGuard> {
         self.acquire(Wait::No, true)
     }
@@ -580,6 +667,20 @@ impl FileLock {
     /// Waits up to `timeout` for the shared lock; an error of kind
     /// [`TimedOut`](io::ErrorKind::TimedOut) if an exclusive holder keeps
     /// it.
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use std::time::Duration;
+    /// use swaplock::FileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("config.lock");
+    /// let _writer = FileLock::new(&path).lock()?;
+    /// let reader = FileLock::new(&path).lock_shared_timeout(Duration::from_millis(50));
+    /// assert_eq!(reader.unwrap_err().kind(), ErrorKind::TimedOut);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lock_shared_timeout(&self, timeout: Duration) -> io::Result<FileLockGuard> {
         match Instant::now().checked_add(timeout) {
             Some(deadline) => self.acquire(Wait::Until(deadline), true),
@@ -604,6 +705,20 @@ impl FileLock {
     /// wait polls, as do waits beyond those 16 and on Windows, pausing
     /// 1 ms at first and at most 25 ms between attempts (the
     /// [core's `Backoff`](swaplock_core::kernel::Backoff)).
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use std::time::Duration;
+    /// use swaplock::FileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("backup.lock");
+    /// let _running = FileLock::new(&path).lock()?;
+    /// let waited = FileLock::new(&path).lock_timeout(Duration::from_millis(50));
+    /// assert_eq!(waited.unwrap_err().kind(), ErrorKind::TimedOut);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lock_timeout(&self, timeout: Duration) -> io::Result<FileLockGuard> {
         match Instant::now().checked_add(timeout) {
             Some(deadline) => self.acquire(Wait::Until(deadline), false),
@@ -973,6 +1088,18 @@ impl FileLock {
 
     /// Whether `flock` answered `ENOSYS` here, so this lock is now a soft
     /// lock (filelock's `SoftFileLock`, protocol 1).
+    ///
+    /// ```no_run
+    /// use swaplock::FileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let lock = FileLock::flock("/mnt/nfs/jobs.lock");
+    /// let _guard = lock.lock()?;
+    /// if lock.fell_back_to_soft() {
+    ///     eprintln!("no flock on this filesystem: holding a SoftFileLock marker instead");
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn fell_back_to_soft(&self) -> bool {
         self.soft.load(Ordering::Relaxed)
     }
@@ -1121,6 +1248,19 @@ impl FileLockGuard {
     /// parent's: the descriptor is closed, the lock is left alone, and the
     /// answer is an error of kind
     /// [`InvalidInput`](io::ErrorKind::InvalidInput).
+    ///
+    /// ```
+    /// use swaplock::FileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let lock = FileLock::new(dir.path().join("backup.lock"));
+    /// let guard = lock.lock()?;
+    /// // ... the backup ...
+    /// guard.release()?; // a failed unlock is an error here, unseen on drop
+    /// assert!(lock.try_lock().is_ok());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn release(self) -> io::Result<()> {
         match self.0 {
             Inner::Kernel {
@@ -1175,6 +1315,19 @@ impl FileLockGuard {
     /// and keeps nothing: others may hold the lock too. So does a guard in
     /// a child forked while it was held (the lock and the file are its
     /// parent's).
+    ///
+    /// ```
+    /// use swaplock::FileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("backup.lock");
+    /// let guard = FileLock::new(&path).lock()?;
+    /// // ... the backup ...
+    /// guard.remove()?; // the hold ends, and the file is gone
+    /// assert!(!path.exists());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn remove(self) -> io::Result<()> {
         match self.0 {
             Inner::Kernel {

@@ -137,11 +137,38 @@ impl OpenFileLock {
     /// An `fcntl` lock on the first byte of `file` (the with-lock-ex
     /// protocol's lock), which must be open for writing for the exclusive
     /// lock and for reading for the shared one, as `fcntl` requires.
+    ///
+    /// ```
+    /// use std::fs::OpenOptions;
+    /// use std::io::ErrorKind;
+    /// use swaplock::OpenFileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("journal");
+    /// let open = || OpenOptions::new().read(true).append(true).create(true).open(&path);
+    /// let mut lock = OpenFileLock::new(open()?);
+    /// let mut other = OpenFileLock::new(open()?); // another open of the file
+    /// let _guard = lock.lock()?;
+    /// assert_eq!(other.try_lock().unwrap_err().kind(), ErrorKind::WouldBlock);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(file: File) -> Self {
         Self::with_kind(file, Kind::Fcntl)
     }
 
     /// An `flock` lock on `file`.
+    ///
+    /// ```no_run
+    /// use std::fs::OpenOptions;
+    /// use swaplock::OpenFileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let file = OpenOptions::new().read(true).write(true).open("/var/lib/app/journal")?;
+    /// let mut lock = OpenFileLock::flock(file);
+    /// let _guard = lock.lock()?; // `flock /var/lib/app/journal true` waits meanwhile
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn flock(file: File) -> Self {
         Self::with_kind(file, Kind::Flock)
     }
@@ -165,6 +192,22 @@ impl OpenFileLock {
     /// open file description locks, closing it releases any `fcntl` lock
     /// this process holds on the file: see [`FileLock`](crate::FileLock).
     /// Dropping the `OpenFileLock` instead closes it safely.)
+    ///
+    /// ```
+    /// use std::fs::OpenOptions;
+    /// use std::io::Write;
+    /// use swaplock::OpenFileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("journal");
+    /// let file = OpenOptions::new().read(true).append(true).create(true).open(&path)?;
+    /// let mut lock = OpenFileLock::new(file);
+    /// lock.lock()?.file().write_all(b"entry\n")?; // the guard drops, releasing, here
+    /// let file = lock.into_inner(); // the file back, unlocked
+    /// file.sync_all()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn into_inner(mut self) -> File {
         self.unlock_leaked();
         self.file.take().expect("taken only when consumed")
@@ -180,23 +223,85 @@ impl OpenFileLock {
     }
 
     /// Waits for the exclusive lock; see [`FileLock::lock`](crate::FileLock::lock).
+    ///
+    /// ```
+    /// use std::fs::OpenOptions;
+    /// use std::io::Write;
+    /// use swaplock::OpenFileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("journal");
+    /// let file = OpenOptions::new().read(true).append(true).create(true).open(&path)?;
+    /// let mut lock = OpenFileLock::new(file);
+    /// let guard = lock.lock()?;
+    /// guard.file().write_all(b"entry\n")?;
+    /// guard.release()?;
+    /// assert_eq!(std::fs::read(&path)?, b"entry\n");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lock(&mut self) -> io::Result<OpenFileGuard<'_>> {
         self.acquire(Wait::Forever, false)
     }
 
     /// Takes the exclusive lock if it is free; an error of kind
     /// [`WouldBlock`](io::ErrorKind::WouldBlock) otherwise.
+    ///
+    /// ```no_run
+    /// use std::fs::OpenOptions;
+    /// use std::io::{ErrorKind, Write};
+    /// use swaplock::OpenFileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let file = OpenOptions::new().read(true).append(true).open("/var/lib/app/journal")?;
+    /// let mut lock = OpenFileLock::new(file);
+    /// match lock.try_lock() {
+    ///     Ok(guard) => guard.file().write_all(b"entry\n")?,
+    ///     Err(e) if e.kind() == ErrorKind::WouldBlock => eprintln!("the journal is busy"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn try_lock(&mut self) -> io::Result<OpenFileGuard<'_>> {
         self.acquire(Wait::No, false)
     }
 
     /// Waits up to `timeout` for the exclusive lock; an error of kind
     /// [`TimedOut`](io::ErrorKind::TimedOut) if it stays held.
+    ///
+    /// ```no_run
+    /// use std::fs::OpenOptions;
+    /// use std::time::Duration;
+    /// use swaplock::OpenFileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let file = OpenOptions::new().read(true).write(true).open("/var/lib/app/journal")?;
+    /// let mut lock = OpenFileLock::new(file);
+    /// let _guard = lock.lock_timeout(Duration::from_secs(5))?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lock_timeout(&mut self, timeout: Duration) -> io::Result<OpenFileGuard<'_>> {
         self.acquire(until(timeout), false)
     }
 
     /// Waits for the shared lock.
+    ///
+    /// ```
+    /// use std::fs::File;
+    /// use std::io::Read;
+    /// use swaplock::OpenFileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("index");
+    /// std::fs::write(&path, "v1")?;
+    /// let lock = OpenFileLock::new(File::open(&path)?); // read only: enough to share
+    /// let guard = lock.lock_shared()?;
+    /// let mut text = String::new();
+    /// guard.file().read_to_string(&mut text)?;
+    /// assert_eq!(text, "v1");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lock_shared(&self) -> io::Result<OpenFileGuard<'_>> {
         self.acquire(Wait::Forever, true)
     }
@@ -404,6 +509,21 @@ impl OpenFileGuard<'_> {
 
     /// Releases the lock, reporting a failure to release (which dropping
     /// the guard cannot).
+    ///
+    /// ```
+    /// use std::fs::OpenOptions;
+    /// use swaplock::OpenFileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("journal");
+    /// let file = OpenOptions::new().read(true).append(true).create(true).open(&path)?;
+    /// let mut lock = OpenFileLock::new(file);
+    /// let guard = lock.lock()?;
+    /// guard.release()?; // a failed unlock is an error here, unseen on drop
+    /// let _again = lock.try_lock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn release(self) -> io::Result<()> {
         let result = self.release_held();
         std::mem::forget(self);

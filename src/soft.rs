@@ -216,6 +216,15 @@ impl SoftLock {
     /// [`MAX_LOCK_NAME`] (203) bytes,
     /// fails at the first lock call, before anything is created: the names
     /// a soft lock derives from it must fit in a file name too.
+    ///
+    /// ```
+    /// use swaplock::soft::{Kind, SoftLock};
+    ///
+    /// let across_hosts = true; // say, from the configuration
+    /// let kind = if across_hosts { Kind::Lease } else { Kind::Marker };
+    /// let lock = SoftLock::new(kind, "/mnt/nfs/jobs.lock");
+    /// assert_eq!(lock.kind(), Kind::Lease);
+    /// ```
     pub fn new(kind: Kind, path: impl Into<PathBuf>) -> Self {
         let path: PathBuf = path.into();
         let dir_path = match path.parent() {
@@ -242,21 +251,74 @@ impl SoftLock {
     }
 
     /// filelock's `SoftFileLock`: protocol 1 records.
+    ///
+    /// ```
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("jobs.lock");
+    /// let guard = SoftLock::soft(&path).lock()?;
+    /// // The marker, as SoftFileLock writes it: the PID first, then the host.
+    /// let record = std::fs::read_to_string(&path)?;
+    /// assert_eq!(record.lines().next(), Some(&*std::process::id().to_string()));
+    /// guard.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn soft(path: impl Into<PathBuf>) -> Self {
         Self::new(Kind::Soft, path)
     }
 
     /// filelock's `MarkerSoftFileLock`: protocol 2, `mode=exclusive`.
+    ///
+    /// ```
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("jobs.lock");
+    /// let guard = SoftLock::marker(&path).lock()?;
+    /// let record = std::fs::read_to_string(&path)?;
+    /// assert!(record.starts_with(&format!("filelock/2\npid={}\n", std::process::id())));
+    /// assert!(record.contains("\nmode=exclusive\n"));
+    /// guard.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn marker(path: impl Into<PathBuf>) -> Self {
         Self::new(Kind::Marker, path)
     }
 
     /// filelock's `SoftFileLease`: protocol 2, `mode=lease`, 30 s by default.
+    ///
+    /// ```
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let lock = SoftLock::lease(dir.path().join("nightly.lock"));
+    /// let guard = lock.lock()?; // a heartbeat thread refreshes it until released
+    /// let owner = lock.owner()?.expect("a marker");
+    /// assert_eq!((owner.mode.as_str(), owner.lease_seconds), ("lease", Some(30.0)));
+    /// guard.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lease(path: impl Into<PathBuf>) -> Self {
         Self::new(Kind::Lease, path)
     }
 
     /// The pause between attempts while waiting (default 50 ms).
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// // Try a busy lock every half second rather than every 50 ms.
+    /// let lock = SoftLock::marker("/mnt/nfs/jobs.lock")
+    ///     .poll_interval(Duration::from_millis(500));
+    /// let _guard = lock.lock_timeout(Duration::from_secs(60))?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn poll_interval(mut self, interval: Duration) -> Self {
         self.poll_interval = interval;
         self
@@ -271,6 +333,18 @@ impl SoftLock {
     /// Break any marker whose mtime is older than `lifetime`, whoever holds
     /// it (`Soft` and `Marker` only; filelock's `lifetime`). This can
     /// overlap a live holder; prefer a lease.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// // No job runs for two hours: a marker that old is broken, whoever holds it.
+    /// let lock = SoftLock::marker("/mnt/nfs/jobs.lock")
+    ///     .lifetime(Duration::from_secs(2 * 3600));
+    /// let _guard = lock.lock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lifetime(mut self, lifetime: Duration) -> Self {
         self.lifetime = Some(lifetime);
         self
@@ -278,6 +352,18 @@ impl SoftLock {
 
     /// The lease duration (`Lease` only; default 30 s). Every contender for
     /// a path must use the same one.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// // Every host that runs the job uses the same two minutes.
+    /// let lock = SoftLock::lease("/mnt/nfs/jobs/nightly.lock")
+    ///     .lease_duration(Duration::from_secs(120));
+    /// let _guard = lock.lock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lease_duration(mut self, duration: Duration) -> Self {
         self.lease = duration;
         self
@@ -285,6 +371,19 @@ impl SoftLock {
 
     /// How often the holder refreshes its lease (default: a third of the
     /// duration; must be shorter than the duration).
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// // A 60 s lease, refreshed every 10 s rather than every 20 s.
+    /// let lock = SoftLock::lease("/mnt/nfs/jobs/nightly.lock")
+    ///     .lease_duration(Duration::from_secs(60))
+    ///     .heartbeat_interval(Duration::from_secs(10));
+    /// let _guard = lock.lock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn heartbeat_interval(mut self, interval: Duration) -> Self {
         self.heartbeat = Some(interval);
         self
@@ -322,6 +421,28 @@ impl SoftLock {
     }
 
     /// Called on the heartbeat thread when the lease may be lost.
+    ///
+    /// ```no_run
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use swaplock::SoftLock;
+    ///
+    /// static LOST: AtomicBool = AtomicBool::new(false);
+    /// # fn main() -> std::io::Result<()> {
+    /// let lock = SoftLock::lease("/mnt/nfs/jobs/nightly.lock").on_compromise(|why| {
+    ///     eprintln!("the lease may be lost: {why:?}");
+    ///     LOST.store(true, Ordering::Relaxed);
+    /// });
+    /// let guard = lock.lock()?;
+    /// for batch in 0..16 {
+    ///     if LOST.load(Ordering::Relaxed) {
+    ///         break; // another holder may have the lock now
+    ///     }
+    ///     println!("batch {batch}");
+    /// }
+    /// guard.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn on_compromise(mut self, hook: impl Fn(Compromise) + Send + Sync + 'static) -> Self {
         self.on_compromise = Some(Arc::new(hook));
         self
@@ -338,17 +459,59 @@ impl SoftLock {
     }
 
     /// Waits for the lock.
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let lock = SoftLock::marker(dir.path().join("jobs.lock"));
+    /// let guard = lock.lock()?;
+    /// // Waiting for its own marker, this thread would wait forever: refused at once.
+    /// assert_eq!(lock.lock().unwrap_err().kind(), ErrorKind::Deadlock);
+    /// guard.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lock(&self) -> io::Result<SoftLockGuard> {
         self.acquire(None, true)
     }
 
     /// One attempt; an error of kind `WouldBlock` if the lock is held.
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("jobs.lock");
+    /// let _running = SoftLock::marker(&path).try_lock()?;
+    /// let second = SoftLock::marker(&path).try_lock();
+    /// assert_eq!(second.unwrap_err().kind(), ErrorKind::WouldBlock);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn try_lock(&self) -> io::Result<SoftLockGuard> {
         self.acquire(None, false)
     }
 
     /// Waits up to `timeout`; an error of kind `TimedOut` if the lock stays
     /// held. The first attempt always runs, even with a zero timeout.
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use std::time::Duration;
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("jobs.lock");
+    /// let _running = SoftLock::marker(&path).lock()?;
+    /// let err = SoftLock::marker(&path).lock_timeout(Duration::ZERO).unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::TimedOut);
+    /// eprintln!("{err}"); // names the path and its holder
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lock_timeout(&self, timeout: Duration) -> io::Result<SoftLockGuard> {
         self.acquire(Some(timeout), true)
     }
@@ -793,6 +956,19 @@ impl SoftLock {
     /// filesystem that cannot exchange names. On Windows a live holder's
     /// marker cannot be removed at all (its holder keeps it open without
     /// delete sharing): the call then fails with a permission error.
+    ///
+    /// ```no_run
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// // The holder's host is known to be down: its marker would never go.
+    /// let lock = SoftLock::marker("/mnt/nfs/jobs.lock");
+    /// if let Some(owner) = lock.owner()? {
+    ///     eprintln!("breaking the lock of pid {:?} on {:?}", owner.pid, owner.host);
+    ///     lock.force_break()?;
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn force_break(&self) -> io::Result<()> {
         /// Windows' `ERROR_SHARING_VIOLATION`, which std leaves uncategorised.
         const SHARING_VIOLATION: i32 = 32;
@@ -836,6 +1012,20 @@ impl SoftLock {
 
     /// Who holds the lock now, as the marker says; `None` when there is no
     /// marker.
+    ///
+    /// ```
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let lock = SoftLock::marker(dir.path().join("jobs.lock"));
+    /// assert_eq!(lock.owner()?, None); // no marker: free
+    /// let _guard = lock.lock()?;
+    /// let owner = lock.owner()?.expect("a marker");
+    /// assert_eq!(owner.pid, Some(std::process::id()));
+    /// println!("held by pid {:?} on {:?} for {:?}", owner.pid, owner.host, owner.age);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn owner(&self) -> io::Result<Option<OwnerInfo>> {
         let Some(read) = self.read_marker()? else {
             return Ok(None);
@@ -1522,11 +1712,40 @@ impl SoftLockGuard {
     }
 
     /// The lease's claim token (32 hex digits), for a lease.
+    ///
+    /// ```
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("nightly.lock");
+    /// let guard = SoftLock::lease(&path).lock()?;
+    /// let token = guard.token().expect("a lease has a token");
+    /// assert_eq!(token.len(), 32);
+    /// assert!(std::fs::read_to_string(&path)?.contains(&format!("\ntoken={token}\n")));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn token(&self) -> Option<String> {
         self.hold().token()
     }
 
     /// Whether the heartbeat found the lease compromised, and why.
+    ///
+    /// ```no_run
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let guard = SoftLock::lease("/mnt/nfs/jobs/nightly.lock").lock()?;
+    /// for batch in 0..16 {
+    ///     if let Some(why) = guard.compromise() {
+    ///         eprintln!("lease lost ({why:?}): stopping before batch {batch}");
+    ///         break;
+    ///     }
+    ///     println!("batch {batch}");
+    /// }
+    /// guard.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn compromise(&self) -> Option<Compromise> {
         self.hold().compromise()
     }
@@ -1565,6 +1784,19 @@ impl SoftLockGuard {
     /// parent's: the marker is left alone (as on drop there), the
     /// descriptor closed, and the answer is an error of kind
     /// [`InvalidInput`](io::ErrorKind::InvalidInput).
+    ///
+    /// ```
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("jobs.lock");
+    /// let guard = SoftLock::marker(&path).lock()?;
+    /// // ... exclusive work ...
+    /// guard.release()?; // a marker that could not be removed is an error here
+    /// assert!(!path.exists());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn release(mut self) -> io::Result<()> {
         let owner = self.hold().me.pid;
         if owner != os::current_pid() {
