@@ -173,12 +173,21 @@ fn without_flock_the_lock_is_a_soft_file_lock() {
 struct NoFlock<'p, F: FnMut()> {
     inner: UnixKernel<'p>,
     peer: F,
+    /// A file removed as soon as an exclusive open finds it there (a soft
+    /// holder releasing between the attempt's two opens).
+    removed_between: Option<&'p Path>,
 }
 
 impl<F: FnMut()> KernelOs for NoFlock<'_, F> {
     type File = OwnedFd;
     fn open(&mut self, exclusive: bool) -> Result<OwnedFd, Errno> {
-        self.inner.open(exclusive)
+        let opened = self.inner.open(exclusive);
+        if opened.as_ref().is_err_and(|e| *e == Errno::EXIST) {
+            if let Some(path) = self.removed_between.take() {
+                std::fs::remove_file(path).unwrap();
+            }
+        }
+        opened
     }
     fn open_existing(&mut self) -> Result<OwnedFd, Errno> {
         self.inner.open_existing()
@@ -239,6 +248,7 @@ fn the_fallback_removes_only_its_own_placeholder() {
     let mut os = NoFlock {
         inner: kernel,
         peer: || {},
+        removed_between: None,
     };
     match attempt(&mut os, false, true).unwrap() {
         Outcome::Unsupported { file, created } => {
@@ -258,6 +268,7 @@ fn the_fallback_removes_only_its_own_placeholder() {
             std::fs::remove_file(&path).unwrap();
             std::fs::write(&path, &record).unwrap();
         },
+        removed_between: None,
     };
     match attempt(&mut os, false, true).unwrap() {
         Outcome::Unsupported { file, created } => {
@@ -276,6 +287,7 @@ fn the_fallback_removes_only_its_own_placeholder() {
     let mut os = NoFlock {
         inner: kernel,
         peer: || {},
+        removed_between: None,
     };
     match attempt(&mut os, false, true).unwrap() {
         Outcome::Unsupported { file, created } => {
@@ -306,37 +318,7 @@ fn a_file_gone_between_the_two_opens_is_created_and_removed() {
     let path = dir.path().join("a.lock");
     let cpath = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
     std::fs::write(&path, "a released marker's last moment").unwrap();
-    /// Removes the file when the exclusive open finds it there.
-    struct RemovedBetween<'p> {
-        inner: UnixKernel<'p>,
-        path: &'p Path,
-    }
-    impl KernelOs for RemovedBetween<'_> {
-        type File = OwnedFd;
-        fn open(&mut self, exclusive: bool) -> Result<OwnedFd, Errno> {
-            let opened = self.inner.open(exclusive);
-            if opened.as_ref().is_err_and(|e| *e == Errno::EXIST) {
-                std::fs::remove_file(self.path).unwrap();
-            }
-            opened
-        }
-        fn open_existing(&mut self) -> Result<OwnedFd, Errno> {
-            self.inner.open_existing()
-        }
-        fn lock(&mut self, _: &OwnedFd, _: bool) -> Result<(), Errno> {
-            Err(Errno::NOSYS)
-        }
-        fn fstat(&mut self, file: &OwnedFd) -> Result<FileId, Errno> {
-            self.inner.fstat(file)
-        }
-        fn stat(&mut self) -> Result<FileId, Errno> {
-            self.inner.stat()
-        }
-        fn close(&mut self, file: OwnedFd) {
-            self.inner.close(file)
-        }
-    }
-    let mut os = RemovedBetween {
+    let mut os = NoFlock {
         inner: UnixKernel {
             path: &cpath,
             follow: false,
@@ -344,7 +326,8 @@ fn a_file_gone_between_the_two_opens_is_created_and_removed() {
             call: LockCall::Flock,
             shared: false,
         },
-        path: &path,
+        peer: || {},
+        removed_between: Some(&path),
     };
     match attempt(&mut os, false, true).unwrap() {
         Outcome::Unsupported { file, created } => {
