@@ -4,10 +4,10 @@
 //! marker.
 //!
 //! ```text
-//! cargo run --example shared_with_python -- /tmp/jobs.lock
+//! cargo run --example shared_with_python -- jobs.lock
 //! # meanwhile, in Python:
 //! #   from filelock import MarkerSoftFileLock
-//! #   with MarkerSoftFileLock("/tmp/jobs.lock", timeout=30): ...
+//! #   with MarkerSoftFileLock("jobs.lock", timeout=30): ...
 //! ```
 
 use std::time::Duration;
