@@ -165,8 +165,6 @@ enum Handed {
     Reached(Reached),
     /// Another waiter took the thread's lock: wait on another thread.
     Again,
-    /// The kernel refused the wait (`EDEADLK`): poll instead.
-    Poll,
 }
 
 impl Report {
@@ -174,7 +172,6 @@ impl Report {
     /// thread waits.
     fn take(&mut self) -> Option<Handed> {
         let handed = match self.reached.take() {
-            Some(Reached::Failed(protocol::Step::Lock, e)) if e == Errno::DEADLK => Handed::Poll,
             Some(reached) => Handed::Reached(reached),
             None if self.done => Handed::Again,
             None => return None,
@@ -204,25 +201,27 @@ struct Gated<'a> {
     gate: Option<&'a Slot>,
 }
 
+impl Gated<'_> {
+    /// Whether an open may be made: an error once nobody waits (not
+    /// `EAGAIN`, which would be taken for a busy lock).
+    fn allowed(&self) -> Result<(), Errno> {
+        match self.gate.is_some_and(|slot| !still_awaited(slot)) {
+            true => Err(Errno::INTR),
+            false => Ok(()),
+        }
+    }
+}
+
 impl swaplock_core::kernel::KernelOs for Gated<'_> {
     type File = OwnedFd;
 
     fn open(&mut self, exclusive: bool) -> Result<OwnedFd, Errno> {
-        if let Some(slot) = self.gate {
-            if !still_awaited(slot) {
-                // Not `EAGAIN`, which would be taken for a busy lock.
-                return Err(Errno::INTR);
-            }
-        }
+        self.allowed()?;
         self.os.open(exclusive)
     }
 
     fn open_existing(&mut self) -> Result<OwnedFd, Errno> {
-        if let Some(slot) = self.gate {
-            if !still_awaited(slot) {
-                return Err(Errno::INTR);
-            }
-        }
+        self.allowed()?;
         self.os.open_existing()
     }
 
@@ -337,7 +336,6 @@ fn in_kernel(job: &Job, deadline: Instant) -> Option<Reached> {
         loop {
             match report.take() {
                 Some(Handed::Reached(reached)) => return Some(reached),
-                Some(Handed::Poll) => return None,
                 Some(Handed::Again) => break,
                 None => {}
             }
@@ -480,11 +478,6 @@ impl std::future::Future for Handover {
                     drop(report);
                     self.slot = None;
                     return Poll::Ready(Some(reached));
-                }
-                Some(Handed::Poll) => {
-                    drop(report);
-                    self.slot = None;
-                    return Poll::Ready(None);
                 }
                 Some(Handed::Again) => {
                     drop(report);
