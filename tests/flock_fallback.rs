@@ -371,3 +371,32 @@ fn without_flock_a_shared_lock_fails_and_leaves_nothing() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// An `flock` lock that follows symlinks, at a symlink to a missing file:
+/// the exclusive open finds the link, the open of the existing file finds
+/// no target. The attempt ends, creating the target as a plain open does,
+/// rather than trying the two opens for ever.
+#[test]
+fn a_followed_dangling_symlink_ends_the_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let target = dir.path().join("missing");
+    std::os::unix::fs::symlink(&target, &path).unwrap();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let locker = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            let taken = swaplock::FileLock::flock(&path)
+                .follow_symlinks(true)
+                .try_lock()
+                .map(|g| g.release());
+            done_tx.send(()).unwrap();
+            taken
+        })
+    };
+    done_rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the attempt never ended");
+    locker.join().unwrap().unwrap().unwrap();
+    assert!(target.exists(), "the plain open created the link's target");
+}

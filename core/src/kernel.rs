@@ -74,6 +74,11 @@ pub enum Outcome<F> {
     },
 }
 
+/// How many times in a row a fallback attempt finds the file there for its
+/// exclusive open and gone for the next before it opens as a plain open
+/// would (a dangling symlink it follows stays so for ever).
+const VANISHED_AT_MOST: u32 = 8;
+
 /// One attempt: open (creating if needed), lock, and keep the lock only if
 /// the path still names the locked file. `may_fall_back`: the caller
 /// switches to a soft lock where the lock call answers `ENOSYS` (`flock`,
@@ -93,20 +98,32 @@ pub fn attempt<O: KernelOs>(
             // Whether this attempt created the file must be known for
             // sure: the file a plain open found may be a peer's marker,
             // which the fallback must never remove.
-            true => loop {
-                match os.open(true) {
-                    Ok(file) => break Ok((file, true)),
-                    Err(e) if e == Errno::EXIST => match os.open_existing() {
-                        Ok(file) => break Ok((file, false)),
-                        // Removed between the two opens: create it anew,
-                        // exclusively, rather than by a plain open that
-                        // could not say it created it.
-                        Err(e) if e == Errno::NOENT => continue,
+            true => {
+                let mut vanished = 0;
+                loop {
+                    match os.open(true) {
+                        Ok(file) => break Ok((file, true)),
+                        Err(e) if e == Errno::EXIST => match os.open_existing() {
+                            Ok(file) => break Ok((file, false)),
+                            // Removed between the two opens: create it
+                            // anew, exclusively, rather than by a plain
+                            // open that could not say it created it.
+                            Err(e) if e == Errno::NOENT && vanished < VANISHED_AT_MOST => {
+                                vanished += 1;
+                            }
+                            // Still there for the exclusive open and gone
+                            // for the other: a symlink to a missing file
+                            // (followed). The plain open creates its
+                            // target, which is then not known to be ours.
+                            Err(e) if e == Errno::NOENT => {
+                                break os.open(false).map(|f| (f, false));
+                            }
+                            Err(e) => break Err(e),
+                        },
                         Err(e) => break Err(e),
-                    },
-                    Err(e) => break Err(e),
+                    }
                 }
-            },
+            }
             false => os.open(false).map(|f| (f, false)),
         };
         let (file, created) = match opened {
@@ -318,6 +335,9 @@ mod tests {
         existing_open: Result<(), Errno>,
         /// How many opens of the existing file find it removed since.
         vanished: u32,
+        /// Every open of the existing file finds it missing, and every
+        /// exclusive open finds it there: a dangling symlink.
+        dangling: bool,
         /// How many lock calls answer `EINTR` first.
         interrupts: u32,
         /// How many opens answer first, and with what (`EAGAIN`: a peer
@@ -340,6 +360,7 @@ mod tests {
                 exclusive_open: Ok(()),
                 existing_open: Ok(()),
                 vanished: 0,
+                dangling: false,
                 interrupts: 0,
                 refused_opens: (0, Errno::AGAIN),
                 calls: 0,
@@ -377,6 +398,9 @@ mod tests {
         fn open_existing(&mut self) -> Result<FileId, Errno> {
             self.call();
             self.attempts += 1;
+            if self.dangling {
+                return Err(Errno::NOENT);
+            }
             if self.vanished > 0 {
                 // A peer removed the file since the exclusive open failed,
                 // and the next one succeeds.
@@ -500,6 +524,21 @@ mod tests {
             Ok(Outcome::Unsupported { created: true, .. })
         ));
         assert_eq!(os.attempts, 3, "exclusive, existing, exclusive again");
+    }
+
+    #[test]
+    fn a_fallback_attempt_on_a_dangling_symlink_ends() {
+        let mut os = Fake::new(Duration::ZERO);
+        os.free = Err(Errno::NOSYS);
+        os.exclusive_open = Err(Errno::EXIST);
+        os.dangling = true;
+        let out = attempt(&mut os, false, true);
+        // The target created by a plain open is not known to be ours.
+        assert!(matches!(
+            out,
+            Ok(Outcome::Unsupported { created: false, .. })
+        ));
+        assert_eq!(os.attempts, 2 * (VANISHED_AT_MOST + 1) + 1);
     }
 
     #[test]
