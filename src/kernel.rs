@@ -441,7 +441,9 @@ impl WaitStatus<'_> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelHolder {
     /// The holder's PID as `F_GETLK` reports it: -1 for an open file
-    /// description lock (Linux's `F_OFD_SETLK`), which no one process owns.
+    /// description lock (Linux's `F_OFD_SETLK`), which no one process owns,
+    /// and for an `flock` holder the kernel does not name; 0 for a holder
+    /// in a PID namespace this process cannot see.
     pub pid: i32,
     /// Whether the lock is a read (shared) lock rather than a write lock.
     pub shared: bool,
@@ -770,28 +772,58 @@ impl FileLock {
         {
             return Err(self.deadlock());
         }
-        let mut guard = self.try_lock();
+        let mut wait = Wait::No;
         loop {
+            debug!(
+                "Attempting to acquire lock {} on {}",
+                self.log_id(),
+                self.path.display()
+            );
+            let guard = self.acquire_logged(wait, false, false);
             match guard {
                 Err(e)
                     if matches!(
                         e.kind(),
                         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                     ) => {}
-                done => return done,
+                done => {
+                    if done.is_ok() {
+                        debug!("Lock {} acquired on {}", self.log_id(), self.path.display());
+                    }
+                    return done;
+                }
             }
             let waited = began.elapsed();
             if hook(&WaitStatus { lock: self, waited }).is_break() {
+                debug!(
+                    "Cancellation requested for lock {} on {}",
+                    self.log_id(),
+                    self.path.display()
+                );
                 let kind = io::ErrorKind::Interrupted;
                 let source = io::Error::new(kind, "the wait was cancelled by its hook");
                 return Err(LockError::io(&self.path, Step::Lock, kind, source));
             }
             let left = timeout.map(|t| t.saturating_sub(waited));
             if left == Some(Duration::ZERO) {
+                debug!(
+                    "Timeout on acquiring lock {} on {}",
+                    self.log_id(),
+                    self.path.display()
+                );
                 let kind = io::ErrorKind::TimedOut;
                 return Err(LockError::io(&self.path, Step::Lock, kind, kind.into()));
             }
-            guard = self.lock_timeout(left.map_or(EVERY, |l| l.min(EVERY)));
+            let pause = left.map_or(EVERY, |l| l.min(EVERY));
+            debug!(
+                "Lock {} not acquired on {}, waiting {} seconds ...",
+                self.log_id(),
+                self.path.display(),
+                pause.as_secs_f64()
+            );
+            // The next attempt waits that long in the kernel.
+            let deadline = Instant::now().checked_add(pause);
+            wait = deadline.map_or(Wait::Forever, Wait::Until);
         }
     }
 
@@ -900,6 +932,13 @@ impl FileLock {
     }
 
     fn acquire(&self, wait: Wait, shared: bool) -> io::Result<FileLockGuard> {
+        self.acquire_logged(wait, shared, true)
+    }
+
+    /// [`acquire`](Self::acquire), logging its attempt and outcome (as
+    /// filelock does) only if `logged`: [`lock_with`](Self::lock_with)'s
+    /// steps log as one wait.
+    fn acquire_logged(&self, wait: Wait, shared: bool, logged: bool) -> io::Result<FileLockGuard> {
         #[cfg(unix)]
         crate::atfork::install();
         #[cfg(unix)]
@@ -910,11 +949,13 @@ impl FileLock {
             return self.acquire_soft(wait);
         }
         let scope = self.scope(shared);
-        debug!(
-            "Attempting to acquire lock {} on {}",
-            self.log_id(),
-            self.path.display()
-        );
+        if logged {
+            debug!(
+                "Attempting to acquire lock {} on {}",
+                self.log_id(),
+                self.path.display()
+            );
+        }
         if matches!(wait, Wait::Forever) && scope.excludes_own_process() {
             // This thread waiting for a file it holds would wait forever.
             if held_here(self.kind, shared, || {
@@ -966,6 +1007,7 @@ impl FileLock {
         };
         #[cfg(feature = "log")]
         match (&reached, wait) {
+            _ if !logged => {}
             (Reached::Held(..), _) => {
                 debug!("Lock {} acquired on {}", self.log_id(), self.path.display())
             }
@@ -1115,11 +1157,15 @@ impl FileLock {
     ///
     /// For an `flock` lock, which has no query call, as the kernel's lock
     /// table (`/proc/locks`) lists it on Linux and Android: an exclusive
-    /// holder, else one of the shared ones. A missing file is free. The
-    /// PID is that of the process that took the lock (0 if it runs in a
-    /// PID namespace this one cannot see); a forked child may share it.
-    /// Elsewhere, or without `/proc`, an error of kind
-    /// [`Unsupported`](io::ErrorKind::Unsupported).
+    /// holder, else one of the shared ones. Its PID is that of the process
+    /// that took the lock, which may have exited since (a child that
+    /// inherited the descriptor holds it then). Where the table names no
+    /// holder (elsewhere, without `/proc`, or for a holder in a PID
+    /// namespace this process cannot see), a probe takes the lock without
+    /// waiting, shared and then exclusive, on a descriptor of its own, and
+    /// lets it go at once: a holder it finds has PID -1 (unknown), and a
+    /// concurrent attempt may find the lock busy meanwhile. A missing file
+    /// is free; a filesystem without `flock` answers the `ENOSYS` error.
     ///
     /// For `fcntl`: A classic lock of this process is never seen (it does
     /// not conflict with the query), and closing the query's descriptor
@@ -1173,7 +1219,8 @@ impl FileLock {
     }
 
     /// [`holder`](Self::holder) of an `flock` lock: the kernel's lock
-    /// table.
+    /// table; or, where it names no holder (none, or one this process's PID
+    /// namespace cannot see) or there is none, a probe.
     #[cfg(unix)]
     fn flock_holder(&self) -> io::Result<Option<KernelHolder>> {
         let id = match path_id(&self.sys_path, self.follow_symlinks) {
@@ -1182,19 +1229,37 @@ impl FileLock {
             Err(e) => return Err(self.err(Step::Stat, e)),
         };
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        if let Some(holders) = os::flock_holders(id) {
-            return Ok(holders.first().map(|h| KernelHolder {
+        if let Some(h) = os::flock_holders(id).and_then(|h| h.first().copied()) {
+            return Ok(Some(KernelHolder {
                 pid: h.pid,
                 shared: h.shared,
             }));
         }
         let _ = id;
-        let kind = io::ErrorKind::Unsupported;
-        let source = io::Error::new(
-            kind,
-            "flock locks have no query call; only Linux and Android list them (in /proc/locks)",
-        );
-        Err(LockError::io(&self.path, Step::Lock, kind, source))
+        // The probe: the lock taken without waiting, shared, then
+        // exclusive, on a descriptor of its own, and let go at once.
+        let fd = os::open_existing_read_only(&self.sys_path, self.follow_symlinks)
+            .map_err(|e| self.err(Step::Open, e))?;
+        let held = |shared| match os::flock_take(&fd, false, shared) {
+            Ok(()) => os::LockCall::Flock.unlock(&fd).map(|()| false),
+            Err(e) if e == Errno::AGAIN => Ok(true),
+            Err(e) => Err(e),
+        };
+        let found = match held(true) {
+            Ok(true) => Ok(Some(KernelHolder {
+                pid: -1,
+                shared: false,
+            })),
+            Ok(false) => held(false).map(|shared| {
+                shared.then_some(KernelHolder {
+                    pid: -1,
+                    shared: true,
+                })
+            }),
+            Err(e) => Err(e),
+        };
+        inodes::close(fd);
+        found.map_err(|e| self.err(Step::Lock, e))
     }
 }
 

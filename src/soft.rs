@@ -723,11 +723,6 @@ impl SoftLock {
         let me = Identity::now();
         let cfg = me.config(self, lease.map(|l| l.0));
         let mut sys = SoftOs::on(&dir);
-        debug!(
-            "Attempting to acquire lock {} on {}",
-            self.log_id(),
-            self.path.display()
-        );
         // The instance's memory of the marker it watches, copied: the
         // instance's mutex is not held while this acquire waits, so that
         // another thread's attempt on the same instance (its holder's
@@ -767,6 +762,18 @@ impl SoftLock {
         }
         *self.contender.lock().unwrap_or_else(|p| p.into_inner()) = contender;
         let handed = patience.waiting.as_mut().and_then(Waiting::leave);
+        // A cancelled wait holds nothing, even a hold handed over since.
+        let handed = match handed {
+            Some(held) if patience.cancelled => {
+                let _ = protocol::release(&mut sys, &cfg, held);
+                notify_release();
+                None
+            }
+            handed => handed,
+        };
+        if let Some(panic) = patience.panicked.take() {
+            std::panic::resume_unwind(panic);
+        }
         let outcome = match (outcome, handed) {
             (Ok(Attempt::Acquired(held)), Some(extra)) => {
                 // Handed a hold while an attempt took the lock afresh (the
@@ -1440,8 +1447,10 @@ struct WakeOnRelease<'d, 'h> {
     /// The caller's hook ([`SoftLock::lock_with`]), and the lock it waits
     /// for.
     hook: Option<(&'h mut WaitHook<'h>, &'h SoftLock)>,
-    /// Whether the hook cancelled the wait.
+    /// Whether the hook cancelled the wait (or panicked).
     cancelled: bool,
+    /// The panic of the hook (or a logger), resumed once the wait has left.
+    panicked: Option<Box<dyn std::any::Any + Send>>,
     /// The lock, for log messages.
     #[cfg(feature = "log")]
     soft: Option<&'h SoftLock>,
@@ -1488,6 +1497,7 @@ impl<'d> WakeOnRelease<'d, '_> {
             watcher: wake::Watcher::new(),
             hook: None,
             cancelled: false,
+            panicked: None,
             #[cfg(feature = "log")]
             soft: None,
         }
@@ -1588,30 +1598,10 @@ impl<'d> Waiting<'d> {
     }
 }
 
-impl Patience<Holder> for WakeOnRelease<'_, '_> {
-    fn attempting(&mut self) {
-        self.watcher.before_attempt(self.lock.0);
-        self.seen = *RELEASES.0.lock().unwrap_or_else(|p| p.into_inner());
-    }
-
-    fn busy(&mut self, holder: &Holder, elapsed: Duration) -> Option<Duration> {
-        let pause = self.deadline.busy(holder, elapsed)?;
-        if let Some((hook, lock)) = &mut self.hook {
-            let status = WaitStatus {
-                lock,
-                waited: elapsed,
-            };
-            if hook(&status).is_break() {
-                self.cancelled = true;
-                return None;
-            }
-        }
-        if let Some(waiting) = &mut self.waiting {
-            waiting.enter();
-        }
-        if self.handed() {
-            return None;
-        }
+impl WakeOnRelease<'_, '_> {
+    /// What the caller asked to hear of a busy attempt: the log message,
+    /// and the hook, whose answer this is.
+    fn call_out(&mut self, elapsed: Duration, pause: Duration) -> ControlFlow<()> {
         #[cfg(feature = "log")]
         if let Some(lock) = self.soft {
             debug!(
@@ -1620,6 +1610,65 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
                 lock.path.display(),
                 pause.as_secs_f64()
             );
+        }
+        let _ = pause;
+        match &mut self.hook {
+            Some((hook, lock)) => hook(&WaitStatus {
+                lock,
+                waited: elapsed,
+            }),
+            None => ControlFlow::Continue(()),
+        }
+    }
+}
+
+impl Patience<Holder> for WakeOnRelease<'_, '_> {
+    fn attempting(&mut self) {
+        #[cfg(feature = "log")]
+        if let Some(lock) = self.soft {
+            debug!(
+                "Attempting to acquire lock {} on {}",
+                lock.log_id(),
+                lock.path.display()
+            );
+        }
+        self.watcher.before_attempt(self.lock.0);
+        self.seen = *RELEASES.0.lock().unwrap_or_else(|p| p.into_inner());
+    }
+
+    fn busy(&mut self, holder: &Holder, elapsed: Duration) -> Option<Duration> {
+        let pause = self.deadline.busy(holder, elapsed)?;
+        // The caller's code (the hook, a logger) runs caught: its panic
+        // must not leave this wait among the waiters a release hands its
+        // hold to. The acquire unwinds once this wait has left.
+        let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.call_out(elapsed, pause)
+        }));
+        match called {
+            Ok(ControlFlow::Continue(())) => {}
+            Ok(ControlFlow::Break(())) => {
+                self.cancelled = true;
+                return None;
+            }
+            Err(panic) => {
+                self.cancelled = true;
+                self.panicked = Some(panic);
+                return None;
+            }
+        }
+        if self.hook.is_some() {
+            // Releases the hook's own code made (another soft lock) ring
+            // no bell for this wait; a change of this lock's path does.
+            self.seen = *RELEASES.0.lock().unwrap_or_else(|p| p.into_inner());
+            if self.watcher.path_changed(self.lock.0) {
+                return Some(Duration::ZERO);
+            }
+        }
+        if let Some(waiting) = &mut self.waiting {
+            waiting.enter();
+        }
+        if self.handed() {
+            return None;
         }
         let (dir, dir_path, name) = self.lock;
         match self.watcher.start(dir, dir_path, name) {

@@ -232,3 +232,71 @@ fn verbose_names_the_holder_while_waiting() {
         assert!(rest.contains("took"), "{kind}: {rest}");
     }
 }
+
+/// An `flock` holder the kernel's lock table does not name to this
+/// process (another PID namespace), or names by a process that has exited
+/// since (a shell's `flock 9`, whose child holds the descriptor): `status`
+/// still finds the lock held, with what can be said of its holder.
+#[test]
+fn status_finds_an_flock_holder_the_lock_table_does_not_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("n.lock");
+    let p = path.to_str().unwrap();
+    // flock(1) locks the shell's descriptor and exits.
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &format!("exec 9>'{p}'; flock 9; echo $$; read x")]);
+    let (holder, _) = Holder::spawn(cmd);
+    let out = run(&["status", "--kind", "flock", "--json", p]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let held: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(held["held"], true);
+    assert_eq!(held["holder"]["standing"], "cannot tell", "{held}");
+    // From another PID namespace the table names nobody: the probe finds
+    // the holder, unnamed.
+    let mut unshare = Command::new("unshare");
+    unshare.args(["--pid", "--fork", "--mount-proc"]);
+    // Through the emulator when the tests run under one.
+    if let Some(runner) = std::env::var_os("SWAPLOCK_TEST_RUNNER") {
+        unshare.arg(runner);
+    }
+    let out = unshare
+        .arg(swaplock())
+        .args(["status", "--kind", "flock", "--json", p])
+        .output()
+        .expect("unshare (util-linux) runs the status: scripts/setup installs it");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let held: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(held["holder"]["pid"], -1, "{held}");
+    assert!(holder.release().success());
+    let out = run(&["status", "--kind", "flock", p]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+/// `-n` never waits, a timeout given or not, as flock(1)'s.
+#[test]
+fn fail_wins_over_a_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.lock");
+    let (holder, _) = held_by_command("flock", &path);
+    let mut child = cli()
+        .args(["run", "--kind", "flock", "-n", "-w", "3600"])
+        .arg(&path)
+        .arg("true")
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let pid = child.id();
+    let waiter = std::thread::spawn(move || {
+        let status = child.wait().unwrap();
+        tx.send(()).unwrap();
+        status
+    });
+    if rx.recv_timeout(std::time::Duration::from_secs(60)).is_err() {
+        // SAFETY: signals our own child, which waited for the lock.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        panic!("-n waited for the timeout");
+    }
+    assert_eq!(waiter.join().unwrap().code(), Some(255));
+    assert!(holder.release().success());
+}

@@ -72,10 +72,129 @@ a.release()
         .collect()
 }
 
+/// Installs the capture, once for the process's tests, and keeps the
+/// other tests, whose messages would mix with this one's, out until the
+/// guard drops.
+fn capture() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        log::set_logger(&Capture).unwrap();
+        log::set_max_level(log::LevelFilter::Debug);
+    });
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A message's shape ([`shape`]'s), its pause's length out too.
+fn kind_of(message: &str) -> String {
+    message
+        .split(' ')
+        .map(|w| match w.parse::<f64>() {
+            Ok(_) => "<n>",
+            Err(_) => w,
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Whether `messages` is one wait that timed out, as filelock logs it: an
+/// attempt, then pauses and attempts, then the timeout.
+fn a_timed_out_wait(messages: &[String]) -> bool {
+    let shapes: Vec<String> = messages.iter().map(|m| kind_of(m)).collect();
+    let attempt = "Attempting to acquire lock <id> on <path>";
+    let pause = "Lock <id> not acquired on <path>, waiting <n> seconds ...";
+    let timeout = "Timeout on acquiring lock <id> on <path>";
+    let n = shapes.len();
+    n >= 4
+        && shapes[0] == attempt
+        && shapes[n - 1] == timeout
+        && shapes[1..n - 1]
+            .chunks(2)
+            .all(|pair| pair.len() == 2 && pair[0] == pause && pair[1] == attempt)
+}
+
+/// A wait to run, which must time out.
+type Wait = Box<dyn Fn() -> std::io::Result<()>>;
+
+#[test]
+fn a_wait_that_times_out_logs_as_filelocks() {
+    let _alone = capture();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.lock");
+    let p = path.to_str().unwrap();
+    let script = r#"
+import logging, sys
+from filelock import SoftFileLock
+logging.basicConfig(level=logging.DEBUG, format="%(name)s|%(message)s", stream=sys.stdout)
+a = SoftFileLock(sys.argv[1], is_singleton=False)
+a.acquire()
+try:
+    SoftFileLock(sys.argv[1], is_singleton=False, timeout=0.3, poll_interval=0.05).acquire()
+except Exception:
+    pass
+a.release()
+"#;
+    let out = std::process::Command::new(common::python())
+        .args(["-c", script, p])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let theirs: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("filelock|"))
+        .map(|m| shape(m, p))
+        .collect();
+    // Theirs: the holder's two, the wait, the holder's release.
+    assert!(
+        a_timed_out_wait(&theirs[2..theirs.len() - 2]),
+        "{theirs:#?}"
+    );
+
+    let held = std::thread::spawn({
+        let path = path.clone();
+        move || SoftLock::soft(&path).lock().unwrap()
+    })
+    .join()
+    .unwrap();
+    let kernel_path = dir.path().join("k.lock");
+    let kernel_held = swaplock::FileLock::new(&kernel_path).lock().unwrap();
+    let kp = kernel_path.to_str().unwrap();
+    let waits: [(&str, Wait); 2] = [
+        (p, {
+            let path = path.clone();
+            Box::new(move || {
+                SoftLock::soft(&path)
+                    .poll_interval(std::time::Duration::from_millis(50))
+                    .lock_timeout(std::time::Duration::from_millis(300))
+                    .map(drop)
+            })
+        }),
+        (kp, {
+            let path = kernel_path.clone();
+            Box::new(move || {
+                swaplock::FileLock::new(&path)
+                    .lock_with(Some(std::time::Duration::from_millis(300)), |_| {
+                        std::ops::ControlFlow::Continue(())
+                    })
+                    .map(drop)
+            })
+        }),
+    ];
+    for (p, wait) in waits {
+        LOGGED.lock().unwrap().clear();
+        let err = wait().unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+        let ours: Vec<String> = LOGGED.lock().unwrap().iter().map(|m| shape(m, p)).collect();
+        assert!(a_timed_out_wait(&ours), "{p}: {ours:#?}");
+    }
+    held.release().unwrap();
+    kernel_held.release().unwrap();
+}
+
 #[test]
 fn the_messages_are_filelocks() {
-    log::set_logger(&Capture).unwrap();
-    log::set_max_level(log::LevelFilter::Debug);
+    let _alone = capture();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("l.lock");
     let p = path.to_str().unwrap();

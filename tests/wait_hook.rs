@@ -153,3 +153,101 @@ fn a_kernel_wait_for_a_lock_this_thread_holds_is_a_deadlock_error() {
     assert_eq!(err.kind(), ErrorKind::Deadlock, "{err}");
     held.release().unwrap();
 }
+
+/// Holds a soft lock of `kind` in a thread of its own until told: the
+/// path, the go-ahead, and the thread.
+fn held_elsewhere(
+    kind: &'static str,
+    path: &std::path::Path,
+) -> (mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    let (held_tx, held_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let holder = {
+        let path = path.to_path_buf();
+        std::thread::spawn(move || {
+            let g = soft(kind, &path).lock().unwrap();
+            held_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+            g.release().unwrap();
+        })
+    };
+    held_rx.recv().unwrap();
+    (go_tx, holder)
+}
+
+/// A hook that panics leaves the wait for good: no release hands its hold
+/// to the dead wait, and the lock is free once its holder releases.
+#[test]
+fn a_panicking_hook_leaves_no_waiter_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.lock");
+    let (go, holder) = held_elsewhere("marker", &path);
+    let waiter = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            let mut calls = 0;
+            soft("marker", &path).lock_with(None, |_| {
+                calls += 1;
+                assert!(calls < 2, "the hook's own panic");
+                ControlFlow::Continue(())
+            })
+        })
+    };
+    assert!(
+        waiter.join().is_err(),
+        "the hook's panic reaches the caller"
+    );
+    assert_eq!(swaplock::soft::waiting_threads(&path), 0);
+    go.send(()).unwrap();
+    holder.join().unwrap();
+    assert!(!path.exists(), "the release was handed to a dead wait");
+}
+
+/// A hook that cancels after a release handed this wait the hold: the
+/// wait still holds nothing, and the lock is free.
+#[test]
+fn a_cancelled_wait_gives_back_a_hold_handed_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.lock");
+    let (go, holder) = held_elsewhere("marker", &path);
+    let mut holder = Some(holder);
+    let mut calls = 0;
+    let got = soft("marker", &path).lock_with(None, |_| {
+        calls += 1;
+        if calls == 2 {
+            // The holder releases now, handing its hold to this wait,
+            // which entered the waiters at its first busy attempt.
+            go.send(()).unwrap();
+            holder.take().unwrap().join().unwrap();
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    });
+    let err = got.map(drop).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Interrupted, "{err}");
+    assert!(!path.exists(), "a cancelled wait kept the lock");
+}
+
+/// A hook that itself takes and releases another soft lock does not make
+/// the wait spin: its own release is no reason to look again.
+#[test]
+fn a_hook_that_uses_another_soft_lock_waits_its_poll() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.lock");
+    let other = dir.path().join("other.lock");
+    let (go, holder) = held_elsewhere("marker", &path);
+    let mut calls = 0;
+    let err = SoftLock::marker(&path)
+        .poll_interval(Duration::from_millis(100))
+        .lock_with(Some(Duration::from_secs(1)), |_| {
+            calls += 1;
+            SoftLock::marker(&other).lock().unwrap().release().unwrap();
+            ControlFlow::Continue(())
+        })
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::TimedOut, "{err}");
+    // About ten polls in a second; a spin makes thousands.
+    assert!(calls <= 40, "{calls} hook calls in 1 s");
+    go.send(()).unwrap();
+    holder.join().unwrap();
+}

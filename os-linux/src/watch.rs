@@ -327,8 +327,23 @@ impl Watch {
     /// Consumes what is pending, the bell included; whether any of it
     /// concerned the lock path (or could have: a queue overflow, an error).
     pub fn drain(&mut self, dir: BorrowedFd<'_>) -> bool {
+        let (rang, path) = self.drain_apart(dir);
+        rang || path
+    }
+
+    /// Consumes what is pending, the bell included; whether the lock path
+    /// changed (or could have), the bell aside: for a waiter whose own
+    /// thread released a lock meanwhile, which rang it.
+    pub fn drain_path(&mut self, dir: BorrowedFd<'_>) -> bool {
+        self.drain_apart(dir).1
+    }
+
+    /// Consumes what is pending: whether the bell rang, and whether the lock
+    /// path changed (or could have).
+    fn drain_apart(&mut self, dir: BorrowedFd<'_>) -> (bool, bool) {
         let mut rang = [0u8; 8];
-        let mut woken = rustix::io::read(&*self.bell.fd, &mut rang).is_ok();
+        let bell = rustix::io::read(&*self.bell.fd, &mut rang).is_ok();
+        let mut woken = false;
         let mut look = false;
         let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
         let wd = self.wd;
@@ -344,11 +359,11 @@ impl Watch {
                 }
                 Err(Errno::AGAIN) => break,
                 Err(Errno::INTR) => continue,
-                Err(_) => return true,
+                Err(_) => return (bell, true),
             }
         }
         self.looked = look;
-        woken || (look && !self.still_watched(dir))
+        (bell, woken || (look && !self.still_watched(dir)))
     }
 
     /// Waits up to `timeout` for an event on the lock path or the bell,

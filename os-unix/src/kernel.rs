@@ -60,15 +60,16 @@ pub fn open_existing_lock_file(path: &CStr, follow: bool) -> Result<OwnedFd, Err
     rustix::fs::open(path, flags, Mode::empty()).map_err(errno)
 }
 
-/// `open(path, O_RDONLY|O_CLOEXEC[|O_NOFOLLOW])` — open an existing lock
-/// file to query it.
+/// `open(path, O_RDONLY|O_NONBLOCK|O_CLOEXEC[|O_NOFOLLOW])` — open an
+/// existing lock file to query it (a FIFO at the path does not block the
+/// open).
 ///
 /// Without `follow`, a symlink at `path` fails with `ELOOP`.
 ///
 /// # References
 /// - [`open(2)`](https://man7.org/linux/man-pages/man2/open.2.html)
 pub fn open_existing_read_only(path: &CStr, follow: bool) -> Result<OwnedFd, Errno> {
-    let mut flags = OFlags::RDONLY | OFlags::CLOEXEC;
+    let mut flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
     if !follow {
         flags |= OFlags::NOFOLLOW;
     }

@@ -64,6 +64,7 @@ options:
   --kind KIND       fcntl | flock | soft | marker (default) | lease
   --wait            wait for the lock (the default)
   --fail, -n        exit with the conflict status at once if the lock is held
+                    (even with --timeout, as flock(1)'s -n)
   --quiet           exit 0 without running the command if the lock is held
   --timeout SECS, -w SECS
                     wait at most SECS, then exit with the conflict status
@@ -177,8 +178,10 @@ error.";
     }
 
     fn usage(sub: Option<Sub>, why: &str) -> i32 {
-        let usage = sub.map_or(USAGE, Sub::usage);
-        let first = usage.lines().next().unwrap_or_default();
+        let first = match sub {
+            Some(sub) => sub.usage().lines().next().unwrap_or_default(),
+            None => "usage: swaplock run|status|break [OPTIONS] LOCKFILE ...",
+        };
         eprintln!(
             "swaplock: {why}\n{first}\nTry 'swaplock{} --help' for more.",
             match sub {
@@ -287,6 +290,9 @@ error.";
                 }
                 Long("command") | Short('c') => {
                     only("--command", &[Sub::Run])?;
+                    if shell.is_some() {
+                        return Err("-c takes one shell command; it was given twice".into());
+                    }
                     shell = Some(value(&mut p)?);
                 }
                 Long("lifetime") => {
@@ -345,6 +351,12 @@ error.";
         };
         if let Some(wanted) = wanted {
             return Err(format!("missing or extra arguments: it takes {wanted}"));
+        }
+        if o.lifetime.is_some() && !matches!(o.kind, LockKind::Soft(_)) {
+            return Err("--lifetime applies to soft kinds: soft, marker or lease".into());
+        }
+        if o.lease.is_some() && o.kind != LockKind::Soft(Kind::Lease) {
+            return Err("--lease needs --kind lease".into());
         }
         if o.shared && !matches!(o.kind, LockKind::Fcntl | LockKind::Flock) {
             return Err("--shared needs a kernel kind: --kind fcntl or --kind flock".into());
@@ -409,21 +421,116 @@ error.";
         opts.conflict
     }
 
-    /// Takes a lock as the options say (wait, fail, quiet, timeout); on
-    /// failure, the exit status (after printing why).
-    fn take<G>(
-        opts: &Options,
-        lock: impl FnOnce() -> std::io::Result<G>,
-        try_lock: impl Fn() -> std::io::Result<G>,
-        lock_timeout: impl Fn(Duration) -> std::io::Result<G>,
-    ) -> Result<G, i32> {
-        let result = match (opts.busy, opts.timeout) {
-            (Busy::Wait, timeout) if opts.verbose => {
-                waiting_aloud(opts, timeout, try_lock, lock_timeout)
+    /// The ways `take` acquires a lock.
+    trait Acquire {
+        type Guard;
+        fn lock(&self) -> std::io::Result<Self::Guard>;
+        fn try_lock(&self) -> std::io::Result<Self::Guard>;
+        fn lock_timeout(&self, timeout: Duration) -> std::io::Result<Self::Guard>;
+        /// Waits (up to `timeout`), calling `hook` with the time waited
+        /// while the lock is held.
+        fn lock_with(
+            &self,
+            timeout: Option<Duration>,
+            hook: &mut dyn FnMut(Duration) -> std::ops::ControlFlow<()>,
+        ) -> std::io::Result<Self::Guard>;
+    }
+
+    impl Acquire for FileLock {
+        type Guard = swaplock::FileLockGuard;
+        fn lock(&self) -> std::io::Result<Self::Guard> {
+            FileLock::lock(self)
+        }
+        fn try_lock(&self) -> std::io::Result<Self::Guard> {
+            FileLock::try_lock(self)
+        }
+        fn lock_timeout(&self, timeout: Duration) -> std::io::Result<Self::Guard> {
+            FileLock::lock_timeout(self, timeout)
+        }
+        fn lock_with(
+            &self,
+            timeout: Option<Duration>,
+            hook: &mut dyn FnMut(Duration) -> std::ops::ControlFlow<()>,
+        ) -> std::io::Result<Self::Guard> {
+            FileLock::lock_with(self, timeout, |wait| hook(wait.waited()))
+        }
+    }
+
+    /// A kernel lock's shared form.
+    struct Shared<'a>(&'a FileLock);
+
+    impl Acquire for Shared<'_> {
+        type Guard = swaplock::FileLockGuard;
+        fn lock(&self) -> std::io::Result<Self::Guard> {
+            self.0.lock_shared()
+        }
+        fn try_lock(&self) -> std::io::Result<Self::Guard> {
+            self.0.try_lock_shared()
+        }
+        fn lock_timeout(&self, timeout: Duration) -> std::io::Result<Self::Guard> {
+            self.0.lock_shared_timeout(timeout)
+        }
+        /// The hook is called once, when the wait begins.
+        fn lock_with(
+            &self,
+            timeout: Option<Duration>,
+            hook: &mut dyn FnMut(Duration) -> std::ops::ControlFlow<()>,
+        ) -> std::io::Result<Self::Guard> {
+            match self.try_lock() {
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    let _ = hook(Duration::ZERO);
+                }
+                done => return done,
             }
-            (_, Some(t)) => lock_timeout(t),
-            (Busy::Wait, None) => lock(),
-            _ => try_lock(),
+            match timeout {
+                Some(t) => self.lock_timeout(t),
+                None => self.lock(),
+            }
+        }
+    }
+
+    impl Acquire for SoftLock {
+        type Guard = swaplock::soft::SoftLockGuard;
+        fn lock(&self) -> std::io::Result<Self::Guard> {
+            SoftLock::lock(self)
+        }
+        fn try_lock(&self) -> std::io::Result<Self::Guard> {
+            SoftLock::try_lock(self)
+        }
+        fn lock_timeout(&self, timeout: Duration) -> std::io::Result<Self::Guard> {
+            SoftLock::lock_timeout(self, timeout)
+        }
+        fn lock_with(
+            &self,
+            timeout: Option<Duration>,
+            hook: &mut dyn FnMut(Duration) -> std::ops::ControlFlow<()>,
+        ) -> std::io::Result<Self::Guard> {
+            SoftLock::lock_with(self, timeout, |wait| hook(wait.waited()))
+        }
+    }
+
+    /// Takes a lock as the options say (wait, fail, quiet, timeout); on
+    /// failure, the exit status (after printing why). `--fail` never waits,
+    /// a timeout given or not, as flock(1)'s `-n`.
+    fn take<A: Acquire>(opts: &Options, lock: &A) -> Result<A::Guard, i32> {
+        let result = match (opts.busy, opts.timeout) {
+            (Busy::Fail, _) => lock.try_lock(),
+            (Busy::Wait, timeout) if opts.verbose => {
+                let began = std::time::Instant::now();
+                let mut aloud = Aloud::new(opts);
+                let taken = lock.lock_with(timeout, &mut |waited| aloud.say(waited));
+                if aloud.said && taken.is_ok() {
+                    eprintln!(
+                        "swaplock: took {} after {:.1} s",
+                        opts.rest[0].to_string_lossy(),
+                        began.elapsed().as_secs_f64()
+                    );
+                }
+                taken
+            }
+            (_, Some(t)) => lock.lock_timeout(t),
+            (Busy::Wait, None) => lock.lock(),
+            (Busy::Quiet, None) => lock.try_lock(),
         };
         result.map_err(|e| {
             if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
@@ -435,37 +542,35 @@ error.";
         })
     }
 
-    /// `--verbose`: waits as `take` would, saying on stderr who holds the
-    /// lock and for how long: when the wait begins, when the holder
-    /// changes, and every 10 s.
-    fn waiting_aloud<G>(
-        opts: &Options,
-        timeout: Option<Duration>,
-        try_lock: impl Fn() -> std::io::Result<G>,
-        lock_timeout: impl Fn(Duration) -> std::io::Result<G>,
-    ) -> std::io::Result<G> {
+    /// `--verbose`: says on stderr who holds the lock and for how long,
+    /// when the wait begins, when the holder changes, and every 10 s.
+    struct Aloud<'a> {
+        opts: &'a Options,
+        /// Who was last said to hold it (`None`: nobody could be named).
+        last: Option<(Option<i64>, Option<String>)>,
+        /// When it was last said.
+        when: Option<std::time::Instant>,
+        /// Whether anything was said.
+        said: bool,
+    }
+
+    impl<'a> Aloud<'a> {
         const EVERY: Duration = Duration::from_secs(10);
-        let began = std::time::Instant::now();
-        let path = opts.rest[0].to_string_lossy();
-        // Who was last said to hold it (`Some(None)`: nobody could be named).
-        let mut last: Option<Option<(Option<i64>, Option<String>)>> = None;
-        let mut said = began;
-        loop {
-            match try_lock() {
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                done => {
-                    if last.is_some() {
-                        eprintln!(
-                            "swaplock: took {path} after {:.1} s",
-                            began.elapsed().as_secs_f64()
-                        );
-                    }
-                    return done;
-                }
+
+        fn new(opts: &'a Options) -> Self {
+            Aloud {
+                opts,
+                last: None,
+                when: None,
+                said: false,
             }
-            let found = find_holder(opts).ok().flatten();
+        }
+
+        fn say(&mut self, waited: Duration) -> std::ops::ControlFlow<()> {
+            let found = find_holder(self.opts).ok().flatten();
             let who = found.as_ref().map(|f| (f.pid, f.host.clone()));
-            if last.as_ref() != Some(&who) || said.elapsed() >= EVERY {
+            let due = self.when.is_none_or(|w| w.elapsed() >= Self::EVERY);
+            if !self.said || self.last != who || due {
                 let holder = match &found {
                     Some(f) => {
                         let mut h = match (f.pid, &f.host) {
@@ -481,28 +586,15 @@ error.";
                     None => "held".to_owned(),
                 };
                 eprintln!(
-                    "swaplock: waiting for {path}: {holder} (waited {:.1} s)",
-                    began.elapsed().as_secs_f64()
+                    "swaplock: waiting for {}: {holder} (waited {:.1} s)",
+                    self.opts.rest[0].to_string_lossy(),
+                    waited.as_secs_f64()
                 );
-                last = Some(who);
-                said = std::time::Instant::now();
+                self.last = who;
+                self.when = Some(std::time::Instant::now());
+                self.said = true;
             }
-            let left = timeout.map(|t| t.saturating_sub(began.elapsed()));
-            let chunk = left.map_or(EVERY, |l| l.min(EVERY));
-            match lock_timeout(chunk) {
-                Err(e) if e.kind() == ErrorKind::TimedOut => {
-                    if left.is_some_and(|l| l <= chunk) {
-                        return Err(e);
-                    }
-                }
-                done => {
-                    eprintln!(
-                        "swaplock: took {path} after {:.1} s",
-                        began.elapsed().as_secs_f64()
-                    );
-                    return done;
-                }
-            }
+            std::ops::ControlFlow::Continue(())
         }
     }
 
@@ -531,18 +623,8 @@ error.";
                     _ => FileLock::new(path),
                 };
                 let taken = match opts.shared {
-                    true => take(
-                        &opts,
-                        || lock.lock_shared(),
-                        || lock.try_lock_shared(),
-                        |t| lock.lock_shared_timeout(t),
-                    ),
-                    false => take(
-                        &opts,
-                        || lock.lock(),
-                        || lock.try_lock(),
-                        |t| lock.lock_timeout(t),
-                    ),
+                    true => take(&opts, &Shared(&lock)),
+                    false => take(&opts, &lock),
                 };
                 match taken {
                     Ok(g) => Guard::Kernel(g),
@@ -553,12 +635,7 @@ error.";
                 let flag = Arc::clone(&lost);
                 let lock = soft_lock(&opts, kind)
                     .on_compromise(move |_: Compromise| flag.store(true, Ordering::SeqCst));
-                match take(
-                    &opts,
-                    || lock.lock(),
-                    || lock.try_lock(),
-                    |t| lock.lock_timeout(t),
-                ) {
+                match take(&opts, &lock) {
                     Ok(g) => Guard::Soft(Box::new(g)),
                     Err(code) => return code,
                 }
@@ -674,19 +751,9 @@ error.";
                 FileLock::new(path).owned_by_process()
             };
             let taken = if opts.shared {
-                take(
-                    &opts,
-                    || lock.lock_shared(),
-                    || lock.try_lock_shared(),
-                    |t| lock.lock_shared_timeout(t),
-                )
+                take(&opts, &Shared(&lock))
             } else {
-                take(
-                    &opts,
-                    || lock.lock(),
-                    || lock.try_lock(),
-                    |t| lock.lock_timeout(t),
-                )
+                take(&opts, &lock)
             };
             let guard = match taken {
                 Ok(g) => g,
@@ -960,12 +1027,7 @@ error.";
                 }
             };
             let lock = soft_lock(&opts, kind).on_compromise(|_| wake(LEASE_EVENT));
-            let guard = match take(
-                &opts,
-                || lock.lock(),
-                || lock.try_lock(),
-                |t| lock.lock_timeout(t),
-            ) {
+            let guard = match take(&opts, &lock) {
                 Ok(g) => g,
                 Err(code) => return code,
             };
@@ -1330,6 +1392,8 @@ error.";
         pid: Option<i64>,
         host: Option<String>,
         mode: String,
+        /// Why a marker is malformed, or what is unknown about it.
+        reason: Option<String>,
         age: Option<Duration>,
         lease: Option<f64>,
         standing: &'static str,
@@ -1351,18 +1415,7 @@ error.";
         let kernel = match opts.kind {
             LockKind::Fcntl => FileLock::new(&path),
             LockKind::Flock => FileLock::flock(&path),
-            LockKind::Soft(kind) => {
-                return Ok(soft_lock(opts, kind)
-                    .status()?
-                    .map(|(owner, standing)| Found {
-                        pid: owner.pid.map(i64::from),
-                        host: owner.host.clone(),
-                        mode: owner.mode.to_string(),
-                        age: owner.age,
-                        lease: owner.lease_seconds,
-                        standing: describe_holder(standing),
-                    }))
-            }
+            LockKind::Soft(kind) => return soft_holder(soft_lock(opts, kind)),
         };
         // An fcntl query needs the file; a missing one is free.
         if opts.kind == LockKind::Fcntl && std::fs::symlink_metadata(&path).is_err() {
@@ -1371,15 +1424,62 @@ error.";
         #[cfg(windows)]
         return probe_kernel(&kernel, &path);
         #[cfg(unix)]
-        Ok(kernel.holder()?.map(|h| Found {
-            pid: Some(i64::from(h.pid)),
-            host: None,
-            mode: if h.shared { "shared" } else { "exclusive" }.into(),
-            age: None,
-            lease: None,
-            // A kernel lock ends with its holder.
-            standing: "alive",
+        match kernel.holder() {
+            Ok(holder) => Ok(holder.map(|h| Found {
+                // 0: a holder in a PID namespace this one cannot see.
+                pid: (h.pid != 0).then_some(i64::from(h.pid)),
+                host: None,
+                mode: if h.shared { "shared" } else { "exclusive" }.into(),
+                reason: None,
+                age: None,
+                lease: None,
+                // A kernel lock ends with its holder; the process the
+                // lock table names may have passed it on and exited.
+                standing: match h.pid {
+                    // SAFETY: signal 0 only asks whether the PID exists.
+                    pid if pid > 0
+                        && unsafe { libc::kill(pid, 0) } == -1
+                        && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) =>
+                    {
+                        "cannot tell"
+                    }
+                    _ => "alive",
+                },
+            })),
+            // flock answered ENOSYS: the lock is a soft lock here, as
+            // run --kind flock takes it (filelock's SoftFileLock).
+            Err(e) if opts.kind == LockKind::Flock && is_enosys(&e) => {
+                soft_holder(SoftLock::soft(&path))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Who holds soft lock `lock`, as a contender judges it.
+    fn soft_holder(lock: SoftLock) -> std::io::Result<Option<Found>> {
+        Ok(lock.status()?.map(|(owner, standing)| {
+            // "malformed (why)": the mode, and the reason apart.
+            let (mode, reason) = match owner.mode.split_once(" (") {
+                Some((mode, why)) => (mode.to_owned(), Some(why.trim_end_matches(')').to_owned())),
+                None => (owner.mode.clone(), None),
+            };
+            Found {
+                pid: owner.pid.map(i64::from),
+                host: owner.host.clone(),
+                mode,
+                reason,
+                age: owner.age,
+                lease: owner.lease_seconds,
+                standing: describe_holder(standing),
+            }
         }))
+    }
+
+    /// Whether `e` is the `ENOSYS` of a filesystem without `flock`.
+    #[cfg(unix)]
+    fn is_enosys(e: &std::io::Error) -> bool {
+        let raw = swaplock::LockError::of(e).and_then(|l| l.os_error().raw_os_error());
+        raw == Some(libc::ENOSYS)
     }
 
     /// Windows has no query for `LockFileEx` locks: whether the lock is
@@ -1394,6 +1494,7 @@ error.";
             pid: None,
             host: None,
             mode: if shared { "shared" } else { "exclusive" }.into(),
+            reason: None,
             age: None,
             lease: None,
             standing: "alive",
@@ -1422,11 +1523,12 @@ error.";
             let holder = match &found {
                 None => "null".to_owned(),
                 Some(f) => format!(
-                    "{{\"pid\":{},\"host\":{},\"mode\":{},\"age_seconds\":{},\
+                    "{{\"pid\":{},\"host\":{},\"mode\":{},\"reason\":{},\"age_seconds\":{},\
                      \"lease_seconds\":{},\"standing\":{}}}",
                     f.pid.map_or("null".into(), |p| p.to_string()),
                     f.host.as_deref().map_or("null".into(), json_string),
                     json_string(&f.mode),
+                    f.reason.as_deref().map_or("null".into(), json_string),
                     f.age
                         .map_or("null".into(), |a| format!("{:.3}", a.as_secs_f64())),
                     f.lease
@@ -1453,21 +1555,28 @@ error.";
                     .age
                     .map(|a| format!("{:.1}s", a.as_secs_f64()))
                     .unwrap_or_else(|| "?".into());
-                match opts.kind {
-                    LockKind::Soft(_) => println!(
-                        "held: mode {} pid {} host {} age {age} holder {}{}",
-                        f.mode,
+                let mode = match &f.reason {
+                    Some(why) => format!("{} ({why})", f.mode),
+                    None => f.mode.clone(),
+                };
+                // A marker has an age; a kernel lock has none.
+                match f.age.is_some() {
+                    true => println!(
+                        "held: mode {mode} pid {} host {} age {age} holder {}{}",
                         f.pid.map_or("-".into(), |p| p.to_string()),
                         f.host.as_deref().unwrap_or("-"),
                         f.standing,
                         f.lease.map(|d| format!(" lease {d}s")).unwrap_or_default(),
                     ),
-                    _ => println!(
-                        "held: mode {} pid {}{}",
-                        f.mode,
+                    false => println!(
+                        "held: mode {mode} pid {}{}",
                         f.pid.map_or("-".into(), |p| p.to_string()),
-                        match f.pid {
-                            Some(-1) => " (an open file description lock: no one process)",
+                        match (f.pid, f.standing) {
+                            (Some(-1), _) =>
+                                " (no one process: an open file description lock, \
+                                              or a holder the kernel does not name)",
+                            (_, "cannot tell") =>
+                                " (exited: a process it passed the lock to holds it)",
                             _ => "",
                         }
                     ),

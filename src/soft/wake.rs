@@ -128,6 +128,15 @@ mod imp {
             }
         }
 
+        /// Forgets the bell (a release this thread made), and says whether
+        /// the lock path changed meanwhile.
+        pub(crate) fn path_changed(&mut self, dir: &super::super::Dir) -> bool {
+            match self {
+                Watcher::Watching(watch, _) => watch.drain_path(dir.as_fd()),
+                _ => false,
+            }
+        }
+
         /// Waits up to `pause` for the lock path to change or the bell.
         pub(crate) fn wait(&mut self, dir: &super::super::Dir, pause: Duration) {
             if let Watcher::Watching(watch, _) = self {
@@ -298,6 +307,10 @@ mod imp {
         }
 
         pub(crate) fn before_attempt(&mut self, _: &super::super::Dir) {}
+
+        pub(crate) fn path_changed(&mut self, _: &super::super::Dir) -> bool {
+            false
+        }
 
         pub(crate) fn wait(&mut self, _: &super::super::Dir, _: Duration) {}
 
