@@ -22,6 +22,17 @@ pub(crate) fn by_this_thread<K>(held: &Held<K>, mut is: impl FnMut(&K) -> bool) 
         .any(|(k, t, p)| *t == me && *p == pid && is(k))
 }
 
+/// Whether any thread of this process holds a lock of `held` whose key
+/// `is` accepts.
+#[cfg(unix)]
+pub(crate) fn by_this_process<K>(held: &Held<K>, mut is: impl FnMut(&K) -> bool) -> bool {
+    let pid = std::process::id();
+    held.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .any(|(k, _, p)| *p == pid && is(k))
+}
+
 /// A guard's entry in its family's list, removed when it drops.
 #[derive(Debug)]
 pub(crate) struct Registered<K: PartialEq + 'static> {

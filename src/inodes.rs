@@ -102,12 +102,6 @@ pub(crate) fn lock_for_fork() -> Vec<Box<dyn std::any::Any>> {
     vec![Box::new(FILES.lock().unwrap_or_else(|p| p.into_inner()))]
 }
 
-/// Whether this process has any entry: only then must a descriptor of a
-/// lock file be closed through the registry.
-fn any() -> bool {
-    !files().entries.is_empty()
-}
-
 /// A descriptor of file `id` kept open while this process holds a lock on
 /// it, taken for reuse (and given back by [`close`] or a guard): opening
 /// the file again instead would keep one more descriptor until the last
@@ -216,8 +210,14 @@ fn put_down(
 /// through the registry: while this process holds a classic lock on the
 /// file, closing it would release that lock.
 pub(crate) fn close(fd: OwnedFd) {
-    if !any() {
-        return drop(fd);
+    {
+        // Checked and closed under the registry's lock: a thread that
+        // enters the file meanwhile takes its lock after this close.
+        let files = files();
+        if files.entries.is_empty() {
+            drop(fd);
+            return drop(files);
+        }
     }
     let id = os::fstat_id(&fd).ok();
     let _ = put_down(id, fd, None, |_| Ok(()));

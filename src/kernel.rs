@@ -774,6 +774,19 @@ impl FileLock {
         }
         let mut wait = Wait::No;
         loop {
+            // A soft lock since flock answered ENOSYS: the soft lock's own
+            // wait, which logs and calls the hook as a soft wait does.
+            #[cfg(unix)]
+            if self.soft.load(Ordering::Relaxed) {
+                let left = timeout.map(|t| t.saturating_sub(began.elapsed()));
+                let guard = SoftLock::soft(&*self.path).lock_with(left, |_| {
+                    hook(&WaitStatus {
+                        lock: self,
+                        waited: began.elapsed(),
+                    })
+                })?;
+                return Ok(FileLockGuard(Inner::Soft(Box::new(guard))));
+            }
             debug!(
                 "Attempting to acquire lock {} on {}",
                 self.log_id(),
@@ -1229,17 +1242,38 @@ impl FileLock {
             Err(e) => return Err(self.err(Step::Stat, e)),
         };
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        if let Some(h) = os::flock_holders(id).and_then(|h| h.first().copied()) {
+        let listed = os::flock_holders(id);
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if let Some(h) = listed.as_ref().and_then(|h| h.first().copied()) {
             return Ok(Some(KernelHolder {
                 pid: h.pid,
                 shared: h.shared,
             }));
         }
-        let _ = id;
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        let listed: Option<()> = None;
+        // This process's own holds are known without a probe, whose lock
+        // calls could change them where flock is emulated with the
+        // process's record locks (NFS).
+        let family = Family::of(Kind::Flock);
+        for shared in [false, true] {
+            let own = |&(h, f, s): &(FileId, Family, bool)| h == id && f == family && s == shared;
+            if held::by_this_process(&HELD, own) {
+                let pid = std::process::id() as i32;
+                return Ok(Some(KernelHolder { pid, shared }));
+            }
+        }
         // The probe: the lock taken without waiting, shared, then
         // exclusive, on a descriptor of its own, and let go at once.
-        let fd = os::open_existing_read_only(&self.sys_path, self.follow_symlinks)
-            .map_err(|e| self.err(Step::Open, e))?;
+        let fd = match os::open_existing_read_only(&self.sys_path, self.follow_symlinks) {
+            Ok(fd) => fd,
+            // Unreadable here: the lock table, which listed no holder,
+            // answers.
+            Err(e) if listed.is_some() && (e == Errno::ACCES || e == Errno::PERM) => {
+                return Ok(None)
+            }
+            Err(e) => return Err(self.err(Step::Open, e)),
+        };
         let held = |shared| match os::flock_take(&fd, false, shared) {
             Ok(()) => os::LockCall::Flock.unlock(&fd).map(|()| false),
             Err(e) if e == Errno::AGAIN => Ok(true),

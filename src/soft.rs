@@ -54,6 +54,7 @@
 use crate::adapter::soft::{self as os, SoftOs};
 use crate::error::{LockError, Step};
 use crate::held::{self, Registered};
+use std::cell::Cell;
 use std::io;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -750,16 +751,35 @@ impl SoftLock {
             patience.soft = Some(self);
         }
         let started = std::time::Instant::now();
-        let mut outcome = protocol::acquire(&mut sys, &cfg, &mut contender, &mut patience);
-        if let Err(e) = &outcome {
-            if patience.watcher.watching() && wake::short_of_descriptors(e) {
-                // The watch's own descriptors may be what ran short: the
-                // wait goes on without them, polling, for the time left.
-                patience.watcher.give_up();
-                patience.deadline.timeout = timeout.map(|t| t.saturating_sub(started.elapsed()));
-                outcome = protocol::acquire(&mut sys, &cfg, &mut contender, &mut patience);
+        // Whatever panics in the wait (a logger called from it, say), the
+        // wait leaves the waiters a release hands its hold to, and gives
+        // back a hold handed over meanwhile, before the panic goes on.
+        let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut outcome = protocol::acquire(&mut sys, &cfg, &mut contender, &mut patience);
+            if let Err(e) = &outcome {
+                if patience.watcher.watching() && wake::short_of_descriptors(e) {
+                    // The watch's own descriptors may be what ran short:
+                    // the wait goes on without them, polling, for the
+                    // time left.
+                    patience.watcher.give_up();
+                    patience.deadline.timeout =
+                        timeout.map(|t| t.saturating_sub(started.elapsed()));
+                    outcome = protocol::acquire(&mut sys, &cfg, &mut contender, &mut patience);
+                }
             }
-        }
+            outcome
+        }));
+        let outcome = match waited {
+            Ok(outcome) => outcome,
+            Err(panic) => {
+                patience.cancelled = true;
+                patience.panicked = Some(panic);
+                Err(protocol::Error::Os {
+                    op: protocol::Op::Create,
+                    errno: Errno::INTR,
+                })
+            }
+        };
         *self.contender.lock().unwrap_or_else(|p| p.into_inner()) = contender;
         let handed = patience.waiting.as_mut().and_then(Waiting::leave);
         // A cancelled wait holds nothing, even a hold handed over since.
@@ -1347,6 +1367,7 @@ fn enter_reentrant(key: Arc<Path>, hold: &Arc<Hold>) {
 fn notify_release() {
     let (count, released) = &RELEASES;
     *count.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+    OWN_RELEASES.with(|own| own.set(own.get() + 1));
     released.notify_all();
     wake::ring_all();
     #[cfg(feature = "tokio")]
@@ -1429,6 +1450,12 @@ impl Drop for Released {
 /// this process holds looks again as soon as that one is released, instead
 /// of at its next poll.
 static RELEASES: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
+
+std::thread_local! {
+    /// How many of [`RELEASES`] this thread made: a wait's hook's own
+    /// releases are no reason for the wait to look again.
+    static OWN_RELEASES: Cell<u64> = const { Cell::new(0) };
+}
 
 /// A wait's patience, as [`Deadline`] says, whose pauses end early when
 /// any soft lock of this process is released, and which ends the wait
@@ -1641,6 +1668,7 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
         // The caller's code (the hook, a logger) runs caught: its panic
         // must not leave this wait among the waiters a release hands its
         // hold to. The acquire unwinds once this wait has left.
+        let own_before = OWN_RELEASES.with(Cell::get);
         let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.call_out(elapsed, pause)
         }));
@@ -1657,9 +1685,11 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
             }
         }
         if self.hook.is_some() {
-            // Releases the hook's own code made (another soft lock) ring
-            // no bell for this wait; a change of this lock's path does.
-            self.seen = *RELEASES.0.lock().unwrap_or_else(|p| p.into_inner());
+            // Releases the hook's own code made (another soft lock) are no
+            // reason to look again, and its bell is forgotten; another
+            // thread's release meanwhile still is (the count moved
+            // further), as is a change of this lock's path.
+            self.seen += OWN_RELEASES.with(Cell::get) - own_before;
             if self.watcher.path_changed(self.lock.0) {
                 return Some(Duration::ZERO);
             }

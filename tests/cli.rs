@@ -300,3 +300,22 @@ fn fail_wins_over_a_timeout() {
     assert_eq!(waiter.join().unwrap().code(), Some(255));
     assert!(holder.release().success());
 }
+
+/// A marker's mode that the reader does not know is reported as
+/// `unknown`, with the mode as written as its reason, parentheses and all.
+#[test]
+fn status_json_keeps_an_unknown_modes_words_as_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.lock");
+    std::fs::write(&path, "filelock/2\npid=1\nhost=vm\nmode=weird (x)\n").unwrap();
+    let out = run(&[
+        "status",
+        "--kind",
+        "lease",
+        "--json",
+        path.to_str().unwrap(),
+    ]);
+    let held: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(held["holder"]["mode"], "unknown", "{held}");
+    assert_eq!(held["holder"]["reason"], "weird (x)", "{held}");
+}

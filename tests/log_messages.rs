@@ -13,6 +13,10 @@ use swaplock::SoftLock;
 /// The messages logged on the target `swaplock`.
 static LOGGED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
+/// When set, the capture panics at the next "Attempting" message, as a
+/// logger may.
+static PANIC_AT_ATTEMPT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 struct Capture;
 
 impl log::Log for Capture {
@@ -22,7 +26,12 @@ impl log::Log for Capture {
 
     fn log(&self, record: &log::Record<'_>) {
         if self.enabled(record.metadata()) {
-            LOGGED.lock().unwrap().push(record.args().to_string());
+            let message = record.args().to_string();
+            let attempt = message.starts_with("Attempting to acquire");
+            LOGGED.lock().unwrap().push(message);
+            if attempt && PANIC_AT_ATTEMPT.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                panic!("a logger's own panic");
+            }
         }
     }
 
@@ -209,4 +218,52 @@ fn the_messages_are_filelocks() {
     let ours: Vec<String> = LOGGED.lock().unwrap().iter().map(|m| shape(m, p)).collect();
     assert!(!ours.is_empty());
     assert_eq!(ours, theirs);
+}
+
+/// A logger that panics while a soft wait waits: the wait leaves the
+/// waiters a release hands its hold to, so the lock is free once its
+/// holder releases.
+#[test]
+fn a_panicking_logger_leaves_no_waiter_behind() {
+    let _alone = capture();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.lock");
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let holder = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            let g = SoftLock::soft(&path).lock().unwrap();
+            held_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+            g.release().unwrap();
+        })
+    };
+    held_rx.recv().unwrap();
+    let waiter = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            let mut calls = 0;
+            SoftLock::soft(&path)
+                .poll_interval(std::time::Duration::from_millis(5))
+                .lock_with(None, |_| {
+                    // After the first busy attempt the wait is among the
+                    // waiters; its next attempt's message panics.
+                    calls += 1;
+                    if calls == 1 {
+                        PANIC_AT_ATTEMPT.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    std::ops::ControlFlow::Continue(())
+                })
+                .map(drop)
+        })
+    };
+    assert!(
+        waiter.join().is_err(),
+        "the logger's panic reaches the caller"
+    );
+    assert_eq!(swaplock::soft::waiting_threads(&path), 0);
+    go_tx.send(()).unwrap();
+    holder.join().unwrap();
+    assert!(!path.exists(), "the release was handed to a dead wait");
 }

@@ -1460,7 +1460,10 @@ error.";
         Ok(lock.status()?.map(|(owner, standing)| {
             // "malformed (why)": the mode, and the reason apart.
             let (mode, reason) = match owner.mode.split_once(" (") {
-                Some((mode, why)) => (mode.to_owned(), Some(why.trim_end_matches(')').to_owned())),
+                Some((mode, why)) => {
+                    let why = why.strip_suffix(')').unwrap_or(why);
+                    (mode.to_owned(), Some(why.to_owned()))
+                }
                 None => (owner.mode.clone(), None),
             };
             Found {
