@@ -28,18 +28,7 @@ fn a_soft_wait_hook_names_the_holder_and_cancels() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("h.lock");
         // Held by another thread: this one would deadlock on itself.
-        let (held_tx, held_rx) = mpsc::channel();
-        let (go_tx, go_rx) = mpsc::channel::<()>();
-        let holder = {
-            let path = path.clone();
-            std::thread::spawn(move || {
-                let g = soft(kind, &path).lock().unwrap();
-                held_tx.send(()).unwrap();
-                go_rx.recv().unwrap();
-                g.release().unwrap();
-            })
-        };
-        held_rx.recv().unwrap();
+        let (go_tx, holder) = held_elsewhere(kind, &path);
         let mut calls = 0;
         let mut seen = None;
         let err = soft(kind, &path)
