@@ -3,7 +3,7 @@
 //! (a dropped wait holds nothing).
 //!
 //! ```text
-//! cargo run --example async_wait --features tokio -- /tmp/a.lock
+//! cargo run --example async_wait --features tokio -- a.lock
 //! ```
 
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! file when done (safe: the with-lock-ex protocol's identity check).
 //!
 //! ```text
-//! cargo run --example nightly -- /tmp/nightly.lock
+//! cargo run --example nightly -- nightly.lock
 //! ```
 
 use std::ops::ControlFlow;
