@@ -111,7 +111,11 @@ fn options_are_refused_or_taken_as_flock_takes_them() {
 fn a_shell_command_runs_under_the_lock() {
     let dir = tempfile::tempdir().unwrap();
     let me = swaplock();
-    let me = me.to_str().unwrap();
+    // The command, through the emulator when the tests run under one.
+    let me = match std::env::var("SWAPLOCK_TEST_RUNNER") {
+        Ok(runner) => format!("{runner} {}", me.display()),
+        Err(_) => me.display().to_string(),
+    };
     // A path per kind: every process on a path must use the same kind.
     for kind in ["fcntl", "flock", "marker"] {
         let lock = dir.path().join(format!("{kind}.lock"));
