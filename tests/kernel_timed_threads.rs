@@ -60,6 +60,12 @@ fn timed_out(lock: &FileLock) {
 
 #[test]
 fn waiting_threads_stay_few_and_harmless() {
+    if std::env::var_os("SWAPLOCK_TEST_RUNNER").is_some() {
+        // Under an emulator the task list is the emulator's, whose threads
+        // outlive the program's (seen under qemu-arm, loaded): counted by
+        // the native runs (x86_64, i686).
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let at = |name: &str| dir.path().join(name);
     assert_eq!(waiting_threads(), 0);

@@ -10,6 +10,14 @@ use swaplock::{FileLock, SoftLock};
 
 const SOFT: [&str; 3] = ["soft", "marker", "lease"];
 
+/// Whether `FileLock::new` takes open file description locks here.
+fn ofd() -> bool {
+    cfg!(all(
+        any(target_os = "linux", target_os = "android"),
+        target_pointer_width = "64"
+    )) && std::env::var_os("SWAPLOCK_FCNTL_OFD").is_none_or(|v| v != "0")
+}
+
 /// A kernel kind's name, and how a lock object of it is made.
 type Make = (&'static str, fn(&std::path::Path) -> FileLock);
 
@@ -103,8 +111,13 @@ fn a_kernel_wait_hook_names_the_holder_and_cancels() {
         let err = make(&path)
             .lock_with(None, |wait| {
                 calls += 1;
+                // A classic lock of this process is never seen by the
+                // query (the registry stands in where the kernel has no
+                // open file description locks).
                 #[cfg(unix)]
-                assert!(wait.holder().unwrap().is_some(), "{kind}: a holder");
+                if kind == "flock" || ofd() {
+                    assert!(wait.holder().unwrap().is_some(), "{kind}: a holder");
+                }
                 let _ = wait;
                 match calls {
                     2 => ControlFlow::Break(()),
