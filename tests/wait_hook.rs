@@ -11,6 +11,7 @@ use swaplock::{FileLock, SoftLock};
 const SOFT: [&str; 3] = ["soft", "marker", "lease"];
 
 /// Whether `FileLock::new` takes open file description locks here.
+#[cfg(unix)]
 fn ofd() -> bool {
     cfg!(all(
         any(target_os = "linux", target_os = "android"),
