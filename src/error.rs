@@ -24,6 +24,10 @@ pub enum Step {
     Unlock,
     /// Removing the lock file.
     Remove,
+    /// Checking what the lock's filesystem offers: the lock is refused
+    /// there (a network filesystem whose locks, or exclusive creates, do
+    /// not reach other hosts).
+    Filesystem,
 }
 
 impl Step {
@@ -35,6 +39,7 @@ impl Step {
             Step::Stat => "could not stat lockfile",
             Step::Unlock => "could not release lock",
             Step::Remove => "could not remove lock file",
+            Step::Filesystem => "refused on this filesystem",
         }
     }
 }

@@ -377,6 +377,12 @@ pub struct FileLock {
     /// Set for good once `flock` answered `ENOSYS`: from then on this lock
     /// is a `SoftFileLock`, as filelock switches.
     soft: Arc<AtomicBool>,
+    /// Whether a filesystem that keeps locks per client mount is accepted
+    /// ([`FileLock::allow_client_local`]).
+    client_local: bool,
+    /// Set once the filesystem was found to share its locks between hosts
+    /// (or not known to keep them per client).
+    fs_checked: Arc<AtomicBool>,
 }
 
 /// What an acquire came to, a lock taken already in its guard's file.
@@ -501,7 +507,49 @@ impl FileLock {
             mode: with_lock_ex_mode(current_umask()),
             follow_symlinks: false,
             soft: Arc::new(AtomicBool::new(false)),
+            client_local: false,
+            fs_checked: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// Accepts a filesystem whose kernel locks exclude only the processes
+    /// that use this client mount: an SFTP or SMB client in userspace
+    /// (`fuse.sshfs`, `fuse.smbnetfs`, ...), NFS mounted `nolock` or
+    /// `local_lock=`, SMB mounted `nobrl` (PROTOCOL 13.5). By default a
+    /// lock there is refused (`ErrorKind::Unsupported`, [`Step::Filesystem`]),
+    /// because a process on another host could hold it at the same time;
+    /// accept it only when no other host uses the directory. Linux and
+    /// Android read the filesystem; elsewhere nothing is refused.
+    ///
+    /// ```no_run
+    /// use swaplock::FileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// // A laptop's sshfs mount of a build directory that only it uses.
+    /// let _guard = FileLock::new("mnt/build/.lock").allow_client_local(true).lock()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn allow_client_local(mut self, allow: bool) -> Self {
+        self.client_local = allow;
+        self
+    }
+
+    /// Refuses this lock, once per lock object, where its filesystem keeps
+    /// kernel locks per client mount (PROTOCOL 13.5).
+    fn check_filesystem(&self) -> io::Result<()> {
+        if self.client_local || self.fs_checked.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            let family = match self.kind {
+                Kind::Flock => swaplock_core::fs::Family::Flock,
+                _ => swaplock_core::fs::Family::Fcntl,
+            };
+            crate::netfs::check_kernel(&self.path, family)?;
+        }
+        self.fs_checked.store(true, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Makes an `fcntl` lock a classic POSIX record lock, owned by the
@@ -961,6 +1009,7 @@ impl FileLock {
             }
             return self.acquire_soft(wait);
         }
+        self.check_filesystem()?;
         let scope = self.scope(shared);
         if logged {
             debug!(

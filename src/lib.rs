@@ -94,6 +94,9 @@ mod held;
 mod inodes;
 #[cfg(unix)]
 mod kernel_wait;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg_attr(docsrs, doc(cfg(any(target_os = "linux", target_os = "android"))))]
+pub mod netfs;
 pub use error::{LockError, Step};
 
 /// The OS adapter the facade drives: its syscalls, one per step.

@@ -87,6 +87,12 @@ pub struct OpenFileLock {
     changed: Condvar,
     /// What error messages name: the file has no path here.
     name: Arc<Path>,
+    /// Whether a filesystem that keeps locks per client mount is accepted
+    /// ([`OpenFileLock::allow_client_local`]).
+    client_local: bool,
+    /// Set once the file's filesystem was found to share its locks
+    /// between hosts (or not known to keep them per client).
+    fs_checked: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -180,7 +186,44 @@ impl OpenFileLock {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
             name: Arc::from(Path::new("(an open file)")),
+            client_local: false,
+            fs_checked: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Accepts a file on a filesystem whose kernel locks exclude only the
+    /// processes that use this client mount, as
+    /// [`FileLock::allow_client_local`](crate::FileLock::allow_client_local)
+    /// does; by default a lock there is refused.
+    pub fn allow_client_local(mut self, allow: bool) -> Self {
+        self.client_local = allow;
+        self
+    }
+
+    /// Refuses a lock, once per object, where the file's filesystem keeps
+    /// kernel locks per client mount (PROTOCOL 13.5).
+    fn check_filesystem(&self) -> io::Result<()> {
+        use std::sync::atomic::Ordering;
+        if self.client_local || self.fs_checked.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if let Ok(fs) = swaplock_linux::fs::of_file(self.file()) {
+            let family = match self.kind {
+                Kind::Flock => swaplock_core::fs::Family::Flock,
+                _ => swaplock_core::fs::Family::Fcntl,
+            };
+            if let Some(refusal) = swaplock_core::fs::kernel_lock_refusal(&fs.traits, family) {
+                return Err(crate::netfs::refused(
+                    &self.name,
+                    &fs.fstype,
+                    refusal,
+                    Some(family),
+                ));
+            }
+        }
+        self.fs_checked.store(true, Ordering::Relaxed);
+        Ok(())
     }
 
     /// The file.
@@ -349,6 +392,7 @@ impl OpenFileLock {
     fn acquire(&self, wait: Wait, shared: bool) -> io::Result<OpenFileGuard<'_>> {
         #[cfg(unix)]
         crate::atfork::install();
+        self.check_filesystem()?;
         let guard = |shared| OpenFileGuard {
             lock: self,
             shared,

@@ -58,6 +58,7 @@ use std::cell::Cell;
 use std::io;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -200,6 +201,9 @@ pub struct SoftLock {
     /// Whether a thread that holds the path through a reentrant lock
     /// re-enters it ([`SoftLock::reentrant`]).
     reentrant: bool,
+    /// Set once the lock's directory was found to create files exclusively
+    /// between clients (or not known not to).
+    fs_checked: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for SoftLock {
@@ -248,6 +252,7 @@ impl SoftLock {
             contender: Arc::new(Mutex::new(Contender::new())),
             key: Arc::new(OnceLock::new()),
             reentrant: false,
+            fs_checked: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -657,6 +662,18 @@ impl SoftLock {
         }
     }
 
+    /// Refuses this lock, once per lock object, where two hosts can both
+    /// create the marker: no soft lock is safe there (PROTOCOL 13.5).
+    fn check_filesystem(&self) -> io::Result<()> {
+        if self.fs_checked.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        crate::netfs::check_soft(&self.path, &self.dir_path)?;
+        self.fs_checked.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
     fn acquire(&self, timeout: Option<Duration>, blocking: bool) -> io::Result<SoftLockGuard> {
         self.acquire_with(timeout, blocking, None)
     }
@@ -679,6 +696,7 @@ impl SoftLock {
         if self.base.is_empty() {
             return Err(self.err(Step::Open, Errno::INVAL));
         }
+        self.check_filesystem()?;
         let lease = match self.kind {
             Kind::Lease => {
                 let interval = self.heartbeat.unwrap_or(self.lease / 3);

@@ -181,9 +181,21 @@ fn status_of_every_kind_names_the_holder() {
         let p = path.to_str().unwrap();
         let out = run(&["status", "--kind", kind, p]);
         assert_eq!(out.status.code(), Some(0), "{kind}: {out:?}");
-        assert_eq!(text(&out.stdout), "free\n");
+        let stdout = text(&out.stdout);
+        let mut lines = stdout.lines();
+        assert_eq!(lines.next(), Some("free"), "{stdout}");
+        // The filesystem, and what it offers a lock: a local one here.
+        #[cfg(target_os = "linux")]
+        {
+            let fs = lines.next().unwrap_or_default();
+            assert!(fs.starts_with("filesystem: "), "{stdout}");
+            assert!(fs.contains("fcntl locks reach all hosts"), "{stdout}");
+        }
+        assert_eq!(lines.next(), None, "{stdout}");
         let out = run(&["status", "--kind", kind, "--json", p]);
         let free: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        #[cfg(target_os = "linux")]
+        assert_eq!(free["filesystem"]["remote"], "no", "{free}");
         assert_eq!(free["held"], false, "{kind}");
         assert_eq!(free["holder"], serde_json::Value::Null, "{kind}");
         assert_eq!(free["kind"], kind);

@@ -35,6 +35,7 @@ pub mod claims;
 pub mod decide;
 pub mod decimal;
 pub mod errno;
+pub mod fs;
 pub mod host;
 pub mod kernel;
 pub mod mutant;

@@ -26,6 +26,12 @@
 //! marker by the same safe path a contender uses, explains by the same
 //! judgement why a marker stays, and refuses a live holder unless `--force`.
 
+/// Whether `SWAPLOCK_ALLOW_CLIENT_LOCAL=1` accepts kernel locks on a
+/// filesystem that keeps them per client mount (no other host uses it).
+fn client_local() -> bool {
+    std::env::var_os("SWAPLOCK_ALLOW_CLIENT_LOCAL").is_some_and(|v| v == "1")
+}
+
 fn main() {
     std::process::exit(cli::main(std::env::args_os().skip(1).collect()));
 }
@@ -621,7 +627,8 @@ error.";
                 let lock = match opts.kind {
                     LockKind::Flock => FileLock::flock(path),
                     _ => FileLock::new(path),
-                };
+                }
+                .allow_client_local(crate::client_local());
                 let taken = match opts.shared {
                     true => take(&opts, &Shared(&lock)),
                     false => take(&opts, &lock),
@@ -749,7 +756,8 @@ error.";
                 FileLock::flock(path)
             } else {
                 FileLock::new(path).owned_by_process()
-            };
+            }
+            .allow_client_local(crate::client_local());
             let taken = if opts.shared {
                 take(&opts, &Shared(&lock))
             } else {
@@ -1513,16 +1521,83 @@ error.";
         }
     }
 
+    /// The lock's filesystem and what it offers (PROTOCOL 13.5), as
+    /// `status` shows it: text, and JSON.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn filesystem(path: &std::path::Path) -> Option<(String, String)> {
+        use swaplock::netfs::{Reach, Support};
+        let fs = swaplock::netfs::filesystem(path).ok()?;
+        let name = match fs.name.as_str() {
+            "" => swaplock::core::fs::magic_name(fs.magic)
+                .map_or_else(|| format!("0x{:x}", fs.magic), str::to_owned),
+            name => name.to_owned(),
+        };
+        let reach = |r: Reach| match r {
+            Reach::AllHosts => "all hosts",
+            Reach::ThisClient => "this client only",
+            _ => "unknown",
+        };
+        let support = |s: Support| match s {
+            Support::Yes => "yes",
+            Support::No => "no",
+            _ => "unknown",
+        };
+        let t = fs.traits;
+        let create = match (t.exclusive_create, t.exists_as_eperm) {
+            (Support::Yes, true) => "atomic (EPERM for an existing name)",
+            (Support::Yes, false) => "atomic",
+            (Support::No, _) => "not atomic between clients",
+            _ => "unknown",
+        };
+        let text = format!(
+            "filesystem: {name}: remote {}; fcntl locks reach {}; flock locks reach {}; \
+             exclusive create {create}; exchange {}",
+            support(t.remote),
+            reach(t.fcntl),
+            reach(t.flock),
+            support(t.exchange),
+        );
+        let json = format!(
+            "{{\"type\":{},\"remote\":{},\"fcntl_locks\":{},\"flock_locks\":{},\
+             \"exclusive_create\":{},\"exists_as_eperm\":{},\"exchange\":{}}}",
+            json_string(&name),
+            json_string(support(t.remote)),
+            json_string(reach(t.fcntl)),
+            json_string(reach(t.flock)),
+            json_string(support(t.exclusive_create)),
+            t.exists_as_eperm,
+            json_string(support(t.exchange)),
+        );
+        Some((text, json))
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    fn filesystem(_: &std::path::Path) -> Option<(String, String)> {
+        None
+    }
+
     fn status(opts: Options) -> i32 {
         let path = opts.rest[0].to_string_lossy().into_owned();
+        let fs = filesystem(std::path::Path::new(&opts.rest[0]));
         let found = match find_holder(&opts) {
             Ok(found) => found,
             Err(e) => {
                 eprintln!("swaplock: {e}");
+                if let Some((text, _)) = &fs {
+                    eprintln!("swaplock: {text}");
+                }
                 return 2;
             }
         };
-        if opts.json {
+        let held = i32::from(found.is_some());
+        if !opts.json {
+            status_text(found);
+            if let Some((text, _)) = fs {
+                println!("{text}");
+            }
+            return held;
+        }
+        {
             let holder = match &found {
                 None => "null".to_owned(),
                 Some(f) => format!(
@@ -1541,17 +1616,21 @@ error.";
                 ),
             };
             println!(
-                "{{\"path\":{},\"kind\":{},\"held\":{},\"holder\":{holder}}}",
+                "{{\"path\":{},\"kind\":{},\"held\":{},\"holder\":{holder},\"filesystem\":{}}}",
                 json_string(&path),
                 json_string(kind_name(opts.kind)),
                 found.is_some(),
+                fs.map_or("null".into(), |(_, json)| json),
             );
-            return i32::from(found.is_some());
+            held
         }
+    }
+
+    /// `status`'s first line: `free`, or who holds the lock.
+    fn status_text(found: Option<Found>) {
         match found {
             None => {
                 println!("free");
-                0
             }
             Some(f) => {
                 let age = f
@@ -1584,7 +1663,6 @@ error.";
                         }
                     ),
                 }
-                1
             }
         }
     }

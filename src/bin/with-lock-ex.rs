@@ -214,7 +214,12 @@ mod cli {
         let lock = FileLock::new(lockfile)
             .owned_by_process()
             .follow_symlinks(true)
-            .mode(with_lock_ex_mode(umask));
+            .mode(with_lock_ex_mode(umask))
+            // A filesystem whose locks reach this client mount only is
+            // refused unless the caller vouches that no other host uses it.
+            .allow_client_local(
+                std::env::var_os("SWAPLOCK_ALLOW_CLIENT_LOCAL").is_some_and(|v| v == "1"),
+            );
         let result = match (mode, secs) {
             (Mode::Wait, _) => lock.lock(),
             (_, 0) => lock.try_lock(),
@@ -240,6 +245,12 @@ mod cli {
                     exit(0);
                 }
                 let step = LockError::of(&e).map(LockError::step);
+                if step == Some(Step::Filesystem) {
+                    // Which filesystem, why, and what to use instead.
+                    let mut err = io::stderr().lock();
+                    let _ = writeln!(err, "with-lock-ex: {e}");
+                    exit(255);
+                }
                 let why: &[u8] = match step {
                     Some(Step::Open) => lockfile.as_bytes(),
                     Some(Step::Fstat) => b"could not fstat lock fd",

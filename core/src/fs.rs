@@ -1,0 +1,491 @@
+//! What a filesystem offers a lock (PROTOCOL 13.5): whether its kernel
+//! locks exclude processes of other hosts or only those of this client,
+//! whether an exclusive create is atomic between clients, whether it
+//! exchanges two names. Pure: the adapter reads `statfs` and, for the
+//! filesystems whose answer depends on the mount, the mount table
+//! ([`parse_mountinfo_line`]); the decisions that follow are
+//! [`kernel_lock_refusal`] and [`soft_lock_refusal`].
+
+/// `statfs` `f_type` values the decisions read.
+pub mod magic {
+    /// FUSE: any userspace filesystem; its subtype (`fuse.sshfs`) names it.
+    pub const FUSE: u64 = 0x6573_5546;
+    /// NFS, every version.
+    pub const NFS: u64 = 0x6969;
+    /// The CIFS client (SMB 1 to 3), before and after its rename to smb.
+    pub const CIFS: u64 = 0xFF53_4D42;
+    /// The SMB 2/3 client's own magic (Linux 5.x and later).
+    pub const SMB2: u64 = 0xFE53_4D42;
+    /// The old smbfs.
+    pub const SMB: u64 = 0x517B;
+    /// 9p (v9fs).
+    pub const V9FS: u64 = 0x0102_1997;
+    /// CephFS.
+    pub const CEPH: u64 = 0x00C3_6400;
+    /// AFS (kAFS).
+    pub const AFS: u64 = 0x5346_414F;
+    /// ext2, ext3 and ext4.
+    pub const EXT4: u64 = 0xEF53;
+    /// XFS.
+    pub const XFS: u64 = 0x5846_5342;
+    /// Btrfs.
+    pub const BTRFS: u64 = 0x9123_683E;
+    /// tmpfs.
+    pub const TMPFS: u64 = 0x0102_1994;
+    /// F2FS (Android's data partitions).
+    pub const F2FS: u64 = 0xF2F5_2010;
+    /// overlayfs.
+    pub const OVERLAY: u64 = 0x794C_7630;
+}
+
+/// The usual name of the filesystem of `f_type`, where this table knows
+/// it.
+pub fn magic_name(f_type: u64) -> Option<&'static str> {
+    Some(match f_type {
+        magic::FUSE => "fuse",
+        magic::NFS => "nfs",
+        magic::CIFS => "cifs",
+        magic::SMB2 => "smb3",
+        magic::SMB => "smbfs",
+        magic::V9FS => "9p",
+        magic::CEPH => "ceph",
+        magic::AFS => "afs",
+        magic::EXT4 => "ext4",
+        magic::XFS => "xfs",
+        magic::BTRFS => "btrfs",
+        magic::TMPFS => "tmpfs",
+        magic::F2FS => "f2fs",
+        magic::OVERLAY => "overlay",
+        _ => return None,
+    })
+}
+
+/// Whether a filesystem's answer depends on what its mount table entry
+/// says (its FUSE subtype, or its lock options), so the adapter reads it.
+pub fn needs_mount_table(f_type: u64) -> bool {
+    matches!(
+        f_type,
+        magic::FUSE | magic::NFS | magic::CIFS | magic::SMB2 | magic::SMB | magic::V9FS
+    )
+}
+
+/// One line of `/proc/self/mountinfo` (proc(5)), the fields a decision
+/// reads, borrowed from the line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mount<'a> {
+    /// The mounted device's `major:minor`, as `st_dev` of its files.
+    pub dev: (u32, u32),
+    /// The filesystem type: `ext4`, `nfs4`, `fuse.sshfs`, ...
+    pub fstype: &'a [u8],
+    /// The per-mount options (`rw,nosuid,...`).
+    pub mount_options: &'a [u8],
+    /// The per-superblock options (`vers=4.2,local_lock=none,...`).
+    pub super_options: &'a [u8],
+}
+
+/// Reads one line of `/proc/self/mountinfo`: `ID PARENT MAJ:MIN ROOT
+/// MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER_OPTIONS`. `None`
+/// for a line of another shape.
+pub fn parse_mountinfo_line(line: &[u8]) -> Option<Mount<'_>> {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let mut fields = line.split(|&b| b == b' ').filter(|f| !f.is_empty());
+    let _id = fields.next()?;
+    let _parent = fields.next()?;
+    let dev = fields.next()?;
+    let _root = fields.next()?;
+    let _mount_point = fields.next()?;
+    let mount_options = fields.next()?;
+    // Optional fields (`shared:1`, `master:2`, ...) up to the separator.
+    fields.by_ref().find(|f| *f == b"-")?;
+    let fstype = fields.next()?;
+    let _source = fields.next()?;
+    let super_options = fields.next().unwrap_or(b"");
+    let colon = dev.iter().position(|&b| b == b':')?;
+    let dev = (number(&dev[..colon])?, number(&dev[colon + 1..])?);
+    Some(Mount {
+        dev,
+        fstype,
+        mount_options,
+        super_options,
+    })
+}
+
+/// A decimal `u32`, all digits.
+fn number(digits: &[u8]) -> Option<u32> {
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u32, |n, &d| {
+        if d.is_ascii_digit() {
+            n.checked_mul(10)?.checked_add(u32::from(d - b'0'))
+        } else {
+            None
+        }
+    })
+}
+
+/// Who a filesystem's kernel locks exclude.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Reach {
+    /// Every process that uses the file, on whichever host: a local
+    /// filesystem, or a network one whose server keeps the locks.
+    AllHosts,
+    /// Only the processes that use this client mount: every host keeps
+    /// its own locks (an SFTP or SMB client in userspace, NFS mounted
+    /// `nolock`). A lock here lets another host hold it at once.
+    ThisClient,
+    /// Not known: a userspace filesystem this table does not name.
+    Unknown,
+}
+
+/// Whether a filesystem does something, as far as its type tells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Support {
+    /// It does.
+    Yes,
+    /// It does not.
+    No,
+    /// Its type does not tell.
+    Unknown,
+}
+
+/// What a filesystem offers a lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Traits {
+    /// Whether its files live on another host (a network filesystem).
+    pub remote: Support,
+    /// Who its `fcntl` locks exclude.
+    pub fcntl: Reach,
+    /// Who its `flock` locks exclude.
+    pub flock: Reach,
+    /// Whether an exclusive create (`O_EXCL`) is atomic between clients:
+    /// of two hosts creating one name, exactly one succeeds.
+    pub exclusive_create: Support,
+    /// Whether `renameat2(RENAME_EXCHANGE)` works.
+    pub exchange: Support,
+    /// Whether an exclusive create over an existing name fails with
+    /// `EPERM` rather than `EEXIST` (an SFTP client).
+    pub exists_as_eperm: bool,
+}
+
+const LOCAL: Traits = Traits {
+    remote: Support::No,
+    fcntl: Reach::AllHosts,
+    flock: Reach::AllHosts,
+    exclusive_create: Support::Yes,
+    exchange: Support::Yes,
+    exists_as_eperm: false,
+};
+
+/// A network filesystem whose server keeps the locks and arbitrates
+/// creates, but which has no exchange.
+const SERVER_LOCKED: Traits = Traits {
+    remote: Support::Yes,
+    fcntl: Reach::AllHosts,
+    flock: Reach::AllHosts,
+    exclusive_create: Support::Yes,
+    exchange: Support::No,
+    exists_as_eperm: false,
+};
+
+/// A userspace client of a remote store whose locks the kernel keeps for
+/// this mount alone.
+const CLIENT_LOCKED: Traits = Traits {
+    remote: Support::Yes,
+    fcntl: Reach::ThisClient,
+    flock: Reach::ThisClient,
+    exclusive_create: Support::Unknown,
+    exchange: Support::No,
+    exists_as_eperm: false,
+};
+
+/// FUSE subtypes known to be clients of another host's files, which
+/// implement no lock operations (the kernel then keeps locks per mount).
+const REMOTE_FUSE: &[&[u8]] = &[
+    b"sshfs",
+    b"smbnetfs",
+    b"s3fs",
+    b"rclone",
+    b"gcsfuse",
+    b"goofys",
+    b"curlftpfs",
+    b"gvfsd-fuse",
+    b"davfs2",
+    b"webdavfs",
+];
+
+/// What the filesystem of `f_type` (and, where [`needs_mount_table`],
+/// its mount table entry `mount`, `None` if it could not be read) offers.
+pub fn traits(f_type: u64, mount: Option<&Mount<'_>>) -> Traits {
+    let options = |name: &[u8]| {
+        mount.is_some_and(|m| {
+            option_values(m.super_options)
+                .chain(option_values(m.mount_options))
+                .any(|o| o == name)
+        })
+    };
+    match f_type {
+        magic::FUSE => {
+            let subtype = mount
+                .and_then(|m| m.fstype.strip_prefix(b"fuse."))
+                .unwrap_or(b"");
+            match subtype {
+                // Measured (PROTOCOL 13.5): O_EXCL is atomic, but the
+                // loser is told EPERM; no exchange; locks per mount.
+                b"sshfs" => Traits {
+                    exclusive_create: Support::Yes,
+                    exists_as_eperm: true,
+                    ..CLIENT_LOCKED
+                },
+                // Measured: the client drops O_EXCL (FILE_OVERWRITE_IF),
+                // so two hosts both create, the second truncating.
+                b"smbnetfs" => Traits {
+                    exclusive_create: Support::No,
+                    ..CLIENT_LOCKED
+                },
+                s if REMOTE_FUSE.contains(&s) => CLIENT_LOCKED,
+                // bindfs, a local FUSE filesystem, or one not named here.
+                _ => Traits {
+                    remote: Support::Unknown,
+                    fcntl: Reach::Unknown,
+                    flock: Reach::Unknown,
+                    exclusive_create: Support::Unknown,
+                    exchange: Support::Unknown,
+                    exists_as_eperm: false,
+                },
+            }
+        }
+        magic::NFS => {
+            // nfs(5): `nolock` (v2/v3) and `local_lock=` keep locks on
+            // this client; NFSv2 has no exclusive create.
+            let all = options(b"local_lock=all") || options(b"nolock");
+            let reach = |local: bool| {
+                if all || local {
+                    Reach::ThisClient
+                } else {
+                    Reach::AllHosts
+                }
+            };
+            Traits {
+                fcntl: reach(options(b"local_lock=posix")),
+                flock: reach(options(b"local_lock=flock")),
+                exclusive_create: if options(b"vers=2") || options(b"nfsvers=2") {
+                    Support::No
+                } else {
+                    Support::Yes
+                },
+                ..SERVER_LOCKED
+            }
+        }
+        magic::CIFS | magic::SMB2 | magic::SMB => {
+            // mount.cifs(8): `nobrl` sends no byte-range locks to the
+            // server.
+            let reach = if options(b"nobrl") {
+                Reach::ThisClient
+            } else {
+                Reach::AllHosts
+            };
+            Traits {
+                fcntl: reach,
+                flock: reach,
+                ..SERVER_LOCKED
+            }
+        }
+        magic::V9FS | magic::AFS => Traits {
+            fcntl: Reach::Unknown,
+            flock: Reach::Unknown,
+            exclusive_create: Support::Unknown,
+            ..SERVER_LOCKED
+        },
+        magic::CEPH => SERVER_LOCKED,
+        magic::EXT4 | magic::XFS | magic::BTRFS | magic::TMPFS | magic::F2FS => LOCAL,
+        // overlayfs and other local filesystems: locks are this host's,
+        // which is every process that can reach the file; whether it
+        // exchanges depends on what lies beneath.
+        _ => Traits {
+            exchange: Support::Unknown,
+            ..LOCAL
+        },
+    }
+}
+
+/// The comma-separated options of a mount table field.
+fn option_values(field: &[u8]) -> impl Iterator<Item = &[u8]> {
+    field.split(|&b| b == b',')
+}
+
+/// The kernel lock family a refusal is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Family {
+    /// `fcntl` record locks (`with-lock-ex`, `FileLock::new`).
+    Fcntl,
+    /// `flock` locks.
+    Flock,
+}
+
+/// Why a lock is refused on a filesystem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Refusal {
+    /// The filesystem's kernel locks of this family exclude only the
+    /// processes of this client: another host could hold the lock at the
+    /// same time.
+    LocksPerClient,
+    /// An exclusive create is not atomic between clients: two hosts could
+    /// both create the marker.
+    ExclusiveCreateNotAtomic,
+}
+
+/// Whether a kernel lock of `family` must be refused on a filesystem of
+/// `traits`: where its locks exclude this client's processes only, a lock
+/// would silently let another host hold it too. A filesystem whose reach
+/// is unknown (a userspace filesystem this table does not name) is not
+/// refused: the caller documents it.
+pub fn kernel_lock_refusal(traits: &Traits, family: Family) -> Option<Refusal> {
+    let reach = match family {
+        Family::Fcntl => traits.fcntl,
+        Family::Flock => traits.flock,
+    };
+    (reach == Reach::ThisClient).then_some(Refusal::LocksPerClient)
+}
+
+/// Whether a soft lock (a marker created exclusively) must be refused on
+/// a filesystem of `traits`: where an exclusive create is known not to be
+/// atomic between clients, two hosts could both hold the lock.
+pub fn soft_lock_refusal(traits: &Traits) -> Option<Refusal> {
+    (traits.exclusive_create == Support::No).then_some(Refusal::ExclusiveCreateNotAtomic)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SSHFS: &[u8] = b"36 25 0:33 / /mnt/a rw,nosuid,nodev,relatime shared:17 - fuse.sshfs lab:/srv rw,user_id=0,group_id=0\n";
+    const NFS_NOLOCK: &[u8] =
+        b"40 25 0:45 / /mnt/n rw,relatime - nfs4 srv:/x rw,vers=4.2,local_lock=all,addr=10.0.0.1";
+
+    #[test]
+    fn a_mountinfo_line_reads_with_and_without_optional_fields() {
+        let m = parse_mountinfo_line(SSHFS).unwrap();
+        assert_eq!(m.dev, (0, 33));
+        assert_eq!(m.fstype, b"fuse.sshfs");
+        assert_eq!(m.mount_options, b"rw,nosuid,nodev,relatime");
+        assert_eq!(m.super_options, b"rw,user_id=0,group_id=0");
+        let m = parse_mountinfo_line(NFS_NOLOCK).unwrap();
+        assert_eq!((m.dev, m.fstype), ((0, 45), &b"nfs4"[..]));
+        // No separator, a bad device, a device out of range.
+        assert_eq!(parse_mountinfo_line(b"1 2 0:3 / / rw ext4 x rw"), None);
+        assert_eq!(parse_mountinfo_line(b"1 2 0x3 / / rw - ext4 x rw"), None);
+        assert_eq!(
+            parse_mountinfo_line(b"1 2 0:99999999999 / / rw - ext4 x rw"),
+            None
+        );
+        assert_eq!(parse_mountinfo_line(b"1 2 :3 / / rw - ext4 x rw"), None);
+        assert_eq!(parse_mountinfo_line(b""), None);
+    }
+
+    #[test]
+    fn userspace_network_clients_refuse_kernel_locks_and_smbnetfs_soft_ones() {
+        let sshfs = traits(magic::FUSE, parse_mountinfo_line(SSHFS).as_ref());
+        assert!(sshfs.exists_as_eperm);
+        assert_eq!(
+            kernel_lock_refusal(&sshfs, Family::Fcntl),
+            Some(Refusal::LocksPerClient)
+        );
+        assert_eq!(
+            kernel_lock_refusal(&sshfs, Family::Flock),
+            Some(Refusal::LocksPerClient)
+        );
+        assert_eq!(soft_lock_refusal(&sshfs), None);
+
+        let line = b"36 25 0:34 / /mnt/s rw - fuse.smbnetfs smbnetfs rw";
+        let smb = traits(magic::FUSE, parse_mountinfo_line(line).as_ref());
+        assert_eq!(
+            soft_lock_refusal(&smb),
+            Some(Refusal::ExclusiveCreateNotAtomic)
+        );
+        assert_eq!(
+            kernel_lock_refusal(&smb, Family::Fcntl),
+            Some(Refusal::LocksPerClient)
+        );
+
+        let line = b"36 25 0:35 / /mnt/r rw - fuse.rclone r: rw";
+        let rclone = traits(magic::FUSE, parse_mountinfo_line(line).as_ref());
+        assert_eq!(rclone.fcntl, Reach::ThisClient);
+        assert_eq!(soft_lock_refusal(&rclone), None);
+    }
+
+    #[test]
+    fn unnamed_fuse_and_local_filesystems_are_not_refused() {
+        let line = b"36 25 0:36 / /mnt/b rw - fuse.bindfs /src rw";
+        let bindfs = traits(magic::FUSE, parse_mountinfo_line(line).as_ref());
+        assert_eq!(bindfs.fcntl, Reach::Unknown);
+        assert_eq!(kernel_lock_refusal(&bindfs, Family::Fcntl), None);
+        assert_eq!(soft_lock_refusal(&bindfs), None);
+        // A FUSE mount whose entry could not be read.
+        assert_eq!(traits(magic::FUSE, None).fcntl, Reach::Unknown);
+        for f_type in [magic::EXT4, magic::TMPFS, 0x1234] {
+            let t = traits(f_type, None);
+            assert_eq!(t.remote, Support::No);
+            assert_eq!(kernel_lock_refusal(&t, Family::Flock), None);
+            assert_eq!(soft_lock_refusal(&t), None);
+        }
+        assert_eq!(traits(magic::EXT4, None).exchange, Support::Yes);
+        assert_eq!(traits(0x1234, None).exchange, Support::Unknown);
+    }
+
+    #[test]
+    fn nfs_and_smb_lock_options_decide_the_reach() {
+        let nolock = traits(magic::NFS, parse_mountinfo_line(NFS_NOLOCK).as_ref());
+        assert_eq!(
+            (nolock.fcntl, nolock.flock),
+            (Reach::ThisClient, Reach::ThisClient)
+        );
+        let line = b"40 25 0:45 / /n rw,relatime - nfs srv:/x rw,vers=3,nolock";
+        let v3 = traits(magic::NFS, parse_mountinfo_line(line).as_ref());
+        assert_eq!(v3.fcntl, Reach::ThisClient);
+        let line = b"40 25 0:45 / /n rw - nfs4 srv:/x rw,vers=4.1,local_lock=flock";
+        let flock_only = traits(magic::NFS, parse_mountinfo_line(line).as_ref());
+        assert_eq!(
+            (flock_only.fcntl, flock_only.flock),
+            (Reach::AllHosts, Reach::ThisClient)
+        );
+        assert_eq!(kernel_lock_refusal(&flock_only, Family::Fcntl), None);
+        let line = b"40 25 0:45 / /n rw - nfs4 srv:/x rw,vers=4.2,local_lock=posix";
+        let posix_only = traits(magic::NFS, parse_mountinfo_line(line).as_ref());
+        assert_eq!(
+            (posix_only.fcntl, posix_only.flock),
+            (Reach::ThisClient, Reach::AllHosts)
+        );
+        let line = b"40 25 0:45 / /n rw - nfs4 srv:/x rw,vers=4.2,local_lock=none";
+        let shared = traits(magic::NFS, parse_mountinfo_line(line).as_ref());
+        assert_eq!(
+            (shared.fcntl, shared.exchange),
+            (Reach::AllHosts, Support::No)
+        );
+        assert_eq!(shared.exclusive_create, Support::Yes);
+        let line = b"40 25 0:45 / /n rw - nfs srv:/x rw,vers=2";
+        let v2 = traits(magic::NFS, parse_mountinfo_line(line).as_ref());
+        assert_eq!(
+            soft_lock_refusal(&v2),
+            Some(Refusal::ExclusiveCreateNotAtomic)
+        );
+
+        let line = b"50 25 0:50 / /c rw - cifs //srv/x rw,vers=3.1.1,nobrl";
+        let nobrl = traits(magic::CIFS, parse_mountinfo_line(line).as_ref());
+        assert_eq!(
+            kernel_lock_refusal(&nobrl, Family::Fcntl),
+            Some(Refusal::LocksPerClient)
+        );
+        let line = b"50 25 0:50 / /c rw - smb3 //srv/x rw,vers=3.1.1";
+        let brl = traits(magic::SMB2, parse_mountinfo_line(line).as_ref());
+        assert_eq!(kernel_lock_refusal(&brl, Family::Flock), None);
+        assert!(needs_mount_table(magic::SMB2) && !needs_mount_table(magic::EXT4));
+        assert_eq!(magic_name(magic::SMB2), Some("smb3"));
+        assert_eq!(magic_name(0x1234), None);
+    }
+}

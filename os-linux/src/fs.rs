@@ -1,0 +1,93 @@
+//! The filesystem under a lock: `statfs`, and for the filesystems whose
+//! answer depends on the mount (FUSE subtypes, NFS and SMB lock options)
+//! the mount table entry of the file's device. The core decides what that
+//! means ([`swaplock_core::fs`]).
+
+use std::io::{self, BufRead};
+use std::os::fd::AsFd;
+use std::path::Path;
+
+use swaplock_core::fs::{needs_mount_table, parse_mountinfo_line, traits, Traits};
+
+/// A filesystem as `statfs` and the mount table name it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Filesystem {
+    /// `statfs`'s `f_type`.
+    pub f_type: u64,
+    /// The mount table's type (`ext4`, `fuse.sshfs`, `nfs4`), where it was
+    /// read; else empty.
+    pub fstype: String,
+    /// What it offers a lock.
+    pub traits: Traits,
+}
+
+/// The filesystem that holds the open file `fd`.
+pub fn of_file(fd: impl AsFd) -> io::Result<Filesystem> {
+    let fd = fd.as_fd();
+    let statfs = rustix::fs::fstatfs(fd)?;
+    let dev = rustix::fs::fstat(fd)?.st_dev;
+    Ok(describe(f_type(&statfs), dev))
+}
+
+/// The filesystem that holds `path` (followed if a symlink), or, where
+/// `path` does not exist, its directory.
+pub fn of_path(path: &Path) -> io::Result<Filesystem> {
+    let at = |p: &Path| -> io::Result<Filesystem> {
+        let statfs = rustix::fs::statfs(p)?;
+        let dev = rustix::fs::stat(p)?.st_dev;
+        Ok(describe(f_type(&statfs), dev))
+    };
+    match at(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let dir = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            at(dir)
+        }
+        other => other,
+    }
+}
+
+/// `f_type`, a C long: every magic fits in 32 bits, and 32-bit targets
+/// hold the larger ones as negative numbers.
+#[allow(clippy::unnecessary_cast)]
+fn f_type(statfs: &rustix::fs::StatFs) -> u64 {
+    u64::from(statfs.f_type as u32)
+}
+
+/// What the filesystem of `f_type` on device `dev` offers, reading the
+/// mount table only where the type alone does not tell.
+fn describe(f_type: u64, dev: rustix::fs::Dev) -> Filesystem {
+    let mut fstype = String::new();
+    let traits = if needs_mount_table(f_type) {
+        let dev = (rustix::fs::major(dev), rustix::fs::minor(dev));
+        match mount_entry(dev) {
+            Some(line) => {
+                let mount = parse_mountinfo_line(line.as_bytes());
+                if let Some(m) = &mount {
+                    fstype = String::from_utf8_lossy(m.fstype).into_owned();
+                }
+                traits(f_type, mount.as_ref())
+            }
+            // No mount table (no /proc): what the type alone tells.
+            None => traits(f_type, None),
+        }
+    } else {
+        traits(f_type, None)
+    };
+    Filesystem {
+        f_type,
+        fstype,
+        traits,
+    }
+}
+
+/// The line of `/proc/self/mountinfo` for device `dev`.
+fn mount_entry(dev: (u32, u32)) -> Option<String> {
+    let file = std::fs::File::open("/proc/self/mountinfo").ok()?;
+    io::BufReader::new(file)
+        .lines()
+        .map_while(Result::ok)
+        .find(|line| parse_mountinfo_line(line.as_bytes()).is_some_and(|m| m.dev == dev))
+}

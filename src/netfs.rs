@@ -1,0 +1,114 @@
+//! Locks that tell the truth on network filesystems (PROTOCOL 13.5): a
+//! kernel lock is refused where the filesystem's locks exclude only this
+//! client's processes, and a soft lock where an exclusive create is not
+//! atomic between clients, each with an error that names the filesystem
+//! and the alternatives. The core decides ([`swaplock_core::fs`]); the
+//! Linux adapter reads `statfs` and the mount table. Elsewhere nothing is
+//! refused. [`filesystem`] tells what a directory's filesystem offers.
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+pub use swaplock_core::fs::{Family, Reach, Refusal, Support, Traits};
+
+use crate::error::{LockError, Step};
+
+/// A filesystem, and what it offers a lock.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Filesystem {
+    /// Its type as the mount table names it (`fuse.sshfs`, `nfs4`), where
+    /// it was read (for network and userspace filesystems); else empty.
+    pub name: String,
+    /// `statfs`'s `f_type`.
+    pub magic: u64,
+    /// What it offers a lock.
+    pub traits: Traits,
+}
+
+/// The filesystem that holds `path` (its directory, where `path` does not
+/// exist), as the lock calls read it before a lock is taken there.
+///
+/// ```
+/// use swaplock::netfs::{filesystem, Reach};
+/// # fn main() -> std::io::Result<()> {
+/// let dir = tempfile::tempdir()?;
+/// let fs = filesystem(&dir.path().join("job.lock"))?;
+/// if fs.traits.fcntl == Reach::ThisClient {
+///     println!("{}: kernel locks here exclude this host's processes only", fs.name);
+/// }
+/// # Ok(())
+/// # }
+/// ```
+pub fn filesystem(path: &Path) -> io::Result<Filesystem> {
+    let fs = swaplock_linux::fs::of_path(path)?;
+    Ok(Filesystem {
+        name: fs.fstype,
+        magic: fs.f_type,
+        traits: fs.traits,
+    })
+}
+
+/// The error of a lock refused on `path`'s filesystem `fstype`.
+pub(crate) fn refused(
+    path: &Arc<Path>,
+    fstype: &str,
+    refusal: Refusal,
+    family: Option<Family>,
+) -> io::Error {
+    let fstype = if fstype.is_empty() {
+        "this filesystem"
+    } else {
+        fstype
+    };
+    let why = match (refusal, family) {
+        (Refusal::LocksPerClient, family) => {
+            let which = match family {
+                Some(Family::Flock) => "flock",
+                _ => "fcntl",
+            };
+            format!(
+                "{fstype} keeps {which} locks for this client mount only, so a process on another \
+                 host could hold this lock at the same time; use a lease lock \
+                 (SoftLock::lease, `swaplock run --kind lease`), or an etcd lock \
+                 (`swaplock run --etcd`), or, if no other host uses this directory, allow a lock \
+                 for this host alone (FileLock::allow_client_local, \
+                 SWAPLOCK_ALLOW_CLIENT_LOCAL=1 for the commands)"
+            )
+        }
+        (Refusal::ExclusiveCreateNotAtomic, _) => format!(
+            "{fstype} does not create files exclusively between clients (two hosts can both \
+             create the marker), so no soft lock is safe on it; use an etcd lock \
+             (`swaplock run --etcd`), or a directory on a filesystem whose server arbitrates \
+             creates (NFSv3 or later, a kernel SMB mount, sshfs)"
+        ),
+    };
+    let kind = io::ErrorKind::Unsupported;
+    LockError::io(path, Step::Filesystem, kind, io::Error::new(kind, why))
+}
+
+/// Refuses a kernel lock of `family` on `path` where the filesystem keeps
+/// its locks per client. A filesystem that cannot be read is not refused:
+/// the open that follows reports why.
+pub(crate) fn check_kernel(path: &Arc<Path>, family: Family) -> io::Result<()> {
+    let Ok(fs) = swaplock_linux::fs::of_path(path) else {
+        return Ok(());
+    };
+    match swaplock_core::fs::kernel_lock_refusal(&fs.traits, family) {
+        None => Ok(()),
+        Some(refusal) => Err(refused(path, &fs.fstype, refusal, Some(family))),
+    }
+}
+
+/// Refuses a soft lock whose directory `dir` is on a filesystem without
+/// an exclusive create between clients.
+pub(crate) fn check_soft(path: &Arc<Path>, dir: &Path) -> io::Result<()> {
+    let Ok(fs) = swaplock_linux::fs::of_path(dir) else {
+        return Ok(());
+    };
+    match swaplock_core::fs::soft_lock_refusal(&fs.traits) {
+        None => Ok(()),
+        Some(refusal) => Err(refused(path, &fs.fstype, refusal, None)),
+    }
+}
