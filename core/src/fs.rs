@@ -87,8 +87,11 @@ pub struct Mount<'a> {
 /// MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER_OPTIONS`. `None`
 /// for a line of another shape.
 pub fn parse_mountinfo_line(line: &[u8]) -> Option<Mount<'_>> {
-    let line = line.strip_suffix(b"\n").unwrap_or(line);
-    let mut fields = line.split(|&b| b == b' ').filter(|f| !f.is_empty());
+    // The kernel escapes blanks inside a field (`\040`): any blank
+    // separates.
+    let mut fields = line
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|f| !f.is_empty());
     let _id = fields.next()?;
     let _parent = fields.next()?;
     let dev = fields.next()?;
