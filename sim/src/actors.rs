@@ -210,6 +210,9 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
             Policy::Planter | Policy::Recordless | Policy::ByName => Ok(None),
         };
         os.attempting(false);
+        if let Err(e) = outcome {
+            os.acquire_failed(e);
+        }
         match outcome {
             Ok(Some(taken)) => break taken,
             Ok(None) => return,

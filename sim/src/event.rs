@@ -91,6 +91,8 @@ pub(crate) enum What {
         ino: u64,
         error: Option<soft::Error>,
     },
+    /// An attempt of its acquire returned this error.
+    AcquireFailed(soft::Error),
     /// It was killed.
     Killed,
 }

@@ -111,6 +111,9 @@ pub struct Faults {
     /// fails with `ENOSPC` for good, as on a filesystem out of inodes.
     /// Names of existing files can still be made, moved and removed.
     pub full_after: Option<std::time::Duration>,
+    /// An exclusive create over an existing name fails with `EPERM`, not
+    /// `EEXIST`, as through an SFTP client (sshfs).
+    pub exists_as_eperm: bool,
 }
 
 impl Faults {
@@ -311,7 +314,12 @@ impl Fs {
 
     /// `open(name, O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW)`.
     pub fn create_new(&mut self, name: &[u8]) -> Result<u32, Errno> {
-        let ino = self.link_new(name, Node::File(Vec::new()))?;
+        let ino = self
+            .link_new(name, Node::File(Vec::new()))
+            .map_err(|e| match e {
+                e if e == Errno::EXIST && self.faults.exists_as_eperm => Errno::PERM,
+                e => e,
+            })?;
         Ok(self.open_desc(ino, Access::Write))
     }
 

@@ -19,6 +19,9 @@
 //!   names it;
 //! - [`Oracle::release_fails_only_under_faults`]: without injected syscall
 //!   faults the model fails no removal, so a release has nothing to report;
+//! - [`Oracle::contention_is_no_error`]: where a create over an existing
+//!   name is refused with `EPERM`, no acquire reports an error unless a
+//!   failure was injected;
 //! - [`Oracle::progress`]: once the run is over, a fresh contender alone
 //!   takes the lock within a bound (never a wedge), unless the lock path
 //!   holds what the protocol must never evict ([`Oracle::progress_bound`]
@@ -247,7 +250,23 @@ impl Oracle {
             What::Released { error: Some(e), .. } => {
                 self.release_fails_only_under_faults(w, who, *e);
             }
+            What::AcquireFailed(e) => self.contention_is_no_error(w, who, *e),
             What::Killed => self.holds[who] = None,
+        }
+    }
+
+    /// Where an exclusive create over an existing name fails with `EPERM`
+    /// (an SFTP client) and no failure is injected, that refusal is
+    /// contention, which an attempt reports as busy: an acquire that
+    /// reports it as an error has taken a held lock for a broken one.
+    fn contention_is_no_error(&mut self, w: &World, me: usize, e: soft::Error) {
+        let injected = w.fs.faults.syscall_one_in > 0
+            || w.fs.faults.eio_one_in > 0
+            || w.fs.faults.full_after.is_some();
+        if w.fs.faults.exists_as_eperm && !injected {
+            self.fail(format!(
+                "p{me}'s acquire failed: {e}, where the create was refused over an existing name"
+            ));
         }
     }
 

@@ -210,6 +210,11 @@ impl<'y> SimOs<'y> {
         }
     }
 
+    /// The ghost step of an acquire attempt that returned `e`.
+    pub(crate) fn acquire_failed(&mut self, e: soft::Error) {
+        self.ghost(What::AcquireFailed(e), format_args!("acquire failed: {e}"));
+    }
+
     /// A step that does nothing but let others run (time in the critical
     /// section).
     pub(crate) fn idle(&mut self) {

@@ -448,6 +448,22 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         sc,
         0,
     ));
+    // Appended last: a kept schedule names its scenario by index.
+    let mut sc = Scenario::new(Kind::Marker);
+    two_hosts(&mut sc);
+    sc.files.push((LOCK.to_vec(), DEAD_V2.to_vec()));
+    sc.granularity = 1_000_000_000;
+    sc.faults = Faults {
+        no_exchange: true,
+        exists_as_eperm: true,
+        ..Faults::default()
+    };
+    contenders(&mut sc, policy, &[(0, 101), (1, 102), (0, 103)], 4);
+    all.push((
+        "marker: an SFTP client on two hosts (EPERM for an existing name, no exchange)",
+        sc,
+        40,
+    ));
     all
 }
 

@@ -93,6 +93,11 @@ pub fn observe_watch(contender: &mut Contender, key: WatchKey, now: Instant) -> 
     contender.observe(key, now)
 }
 
+/// How many times an exclusive create refused with `EPERM` is followed by a
+/// look at the lock path that finds nothing there, and made again, before
+/// the refusal is taken for the OS's answer.
+const PERM_LOOKS: u32 = 8;
+
 /// One attempt to acquire (PROTOCOL 7.2): publish our complete marker at
 /// the lock path (linked from an unnamed file where the directory has
 /// them, else created exclusively and written); if a marker exists, judge
@@ -119,21 +124,38 @@ pub fn try_acquire<O: Os + ?Sized>(
             return Ok(attempt);
         }
     }
-    let file = match os.create_new(cfg.lock, cfg.marker_mode(), true) {
-        Ok(file) => file,
-        Err(e) if e == Errno::EXIST => return judge_stale(os, cfg, contender),
+    let mut looks = 0;
+    let file = loop {
+        let errno = match os.create_new(cfg.lock, cfg.marker_mode(), true) {
+            Ok(file) => break file,
+            Err(errno) => errno,
+        };
+        if errno == Errno::EXIST {
+            return judge_stale(os, cfg, contender);
+        }
         // A marker deleted while a reader still has it open stays "delete
         // pending" under its name until that reader closes it; creating
         // over it is refused with EACCES. Someone is at work: contention.
-        Err(e) if e == Errno::ACCES && os.semantics() == Semantics::Handles => {
-            return Ok(Attempt::Busy(Holder::Unknown))
+        if errno == Errno::ACCES && os.semantics() == Semantics::Handles {
+            return Ok(Attempt::Busy(Holder::Unknown));
         }
-        Err(errno) => {
-            return Err(Error::Os {
-                op: Op::Create,
-                errno,
-            })
+        // An SFTP client (sshfs) answers an exclusive create over an
+        // existing name with EPERM, its generic failure, not EEXIST. Look,
+        // do not guess (PROTOCOL 7.17): a name that exists is contention;
+        // one that vanished meanwhile is created again, a bounded number
+        // of times; otherwise the refusal is the OS's answer.
+        if errno == Errno::PERM && looks < PERM_LOOKS {
+            looks += 1;
+            match os.lstat(cfg.lock) {
+                Ok(_) => return judge_stale(os, cfg, contender),
+                Err(e) if e == Errno::NOENT => continue,
+                Err(_) => {}
+            }
         }
+        return Err(Error::Os {
+            op: Op::Create,
+            errno,
+        });
     };
     finish_create(os, cfg, file)
 }
