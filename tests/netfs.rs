@@ -353,7 +353,10 @@ fn chaos_worker(kind: &str, path: &str, log: &str, end: u64, seed: u64) {
 /// a filesystem that cannot exchange names a dead holder's marker never
 /// moves, so the agent does what an operator would: once it has reaped a
 /// contender killed by SIGKILL it logs `K HOST PID`, and breaks by force
-/// the marker only if it names that contender (its PID on this host).
+/// the marker only if it names that contender (its PID on this host). A
+/// contender killed while writing its record leaves a marker with no
+/// complete record, which no contender ever removes there either: the
+/// agent breaks it once it has stayed unchanged for [`ORPHAN_GRACE`].
 /// Prints one summary line.
 fn agent(kind: &str, lock: &str, log: &str, workers: usize, end: u64, seed: u64) {
     let host = hostname();
@@ -395,7 +398,8 @@ fn agent(kind: &str, lock: &str, log: &str, workers: usize, end: u64, seed: u64)
     }
     let mut rng = Rng(seed | 1);
     let mut stopped: Vec<(u32, u64)> = Vec::new();
-    let (mut kills, mut stops, mut breaks) = (0, 0, 0);
+    let (mut kills, mut stops, mut breaks, mut orphans) = (0, 0, 0, 0);
+    let mut watch: Option<(Snapshot, Instant)> = None;
     let mut failures = Vec::new();
     let mut next_chaos = monotonic_ns();
     while !live.is_empty() {
@@ -404,6 +408,7 @@ fn agent(kind: &str, lock: &str, log: &str, workers: usize, end: u64, seed: u64)
             stopped.retain(|(p, _)| *p != pid);
             if status.signal() == Some(libc::SIGKILL) {
                 kills += 1;
+                let breaks_before = breaks;
                 append(log, &format!("K {host} {pid}\n"));
                 let lock = soft_lock(kind, lock);
                 if let Ok(Some(owner)) = lock.owner() {
@@ -418,11 +423,34 @@ fn agent(kind: &str, lock: &str, log: &str, workers: usize, end: u64, seed: u64)
                         breaks += 1;
                     }
                 }
+                if breaks_before == breaks {
+                    // Not a complete record naming it: a record it was
+                    // writing when killed is watched.
+                    watch = marker_snapshot(lock.path())
+                        .filter(|_| unowned(&lock))
+                        .map(|seen| (seen, Instant::now()));
+                }
                 if monotonic_ns() < end {
                     spawn(&mut live);
                 }
             } else if !status.success() {
                 failures.push(format!("pid {pid}: {status}\n{report}"));
+            }
+        }
+        if let Some((seen, since)) = &watch {
+            let lock = soft_lock(kind, lock);
+            match marker_snapshot(lock.path()) {
+                Some(now) if now == *seen && unowned(&lock) => {
+                    if since.elapsed() >= ORPHAN_GRACE
+                        && marker_snapshot(lock.path()).as_ref() == Some(seen)
+                    {
+                        lock.force_break().unwrap();
+                        breaks += 1;
+                        orphans += 1;
+                        watch = None;
+                    }
+                }
+                _ => watch = None,
             }
         }
         let now = monotonic_ns();
@@ -452,8 +480,33 @@ fn agent(kind: &str, lock: &str, log: &str, workers: usize, end: u64, seed: u64)
             }
         }
     }
-    println!("agent {host}: kills {kills} stops {stops} breaks {breaks}");
+    println!(
+        "agent {host}: kills {kills} stops {stops} breaks {breaks} (of unfinished records {orphans})"
+    );
     assert!(failures.is_empty(), "{host}: {}", failures.join("\n"));
+}
+
+/// How long an unfinished record left at the lock path after a contender
+/// of this host died must stay unchanged before the agent breaks it: far
+/// longer than a live writer takes, even one stopped by the chaos.
+const ORPHAN_GRACE: Duration = Duration::from_secs(3);
+
+/// The marker at `path` as this mount shows it: inode number (a new file
+/// gets a new one), size, mtime and bytes.
+type Snapshot = (u64, u64, i64, Vec<u8>);
+
+fn marker_snapshot(path: &Path) -> Option<Snapshot> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    let bytes = std::fs::read(path).ok()?;
+    Some((meta.ino(), meta.size(), meta.mtime(), bytes))
+}
+
+/// Whether the marker holds no complete record (empty, or cut short).
+fn unowned(lock: &SoftLock) -> bool {
+    match lock.owner() {
+        Ok(Some(owner)) => owner.pid.is_none(),
+        _ => false,
+    }
 }
 
 /// What the log of one chaos run shows.
