@@ -3,6 +3,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+#[cfg(target_os = "linux")]
+pub mod netfs;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod seccomp;
 pub mod stress;

@@ -1,0 +1,698 @@
+//! Network filesystems between two hosts, on loopback (tests/common/netfs.rs
+//! builds the testbed): an SFTP server mounted with sshfs, and an SMB
+//! server mounted with smbnetfs, each by two "hosts" (processes in their
+//! own namespaces, each with its own client mount of one export).
+//!
+//! First the facts the soft locks must live with, measured and asserted
+//! (each printed as a `netfs fact | FILESYSTEM | FACT | VALUE` line): how an
+//! `O_EXCL` create race between the two mounts ends, `RENAME_EXCHANGE`,
+//! `flock` and `fcntl` locks across mounts, inode numbers, mtime
+//! granularity. Then the soft locks under chaos across the two hosts over
+//! sshfs: no two holders, and progress.
+//!
+//! Run as root (the namespaces, FUSE, the servers), one test at a time:
+//! `cargo test --test netfs -- --test-threads=1`.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use common::netfs::{self, monotonic_ns, Caches, Host, Session, Sftp, Smb};
+use common::stress::Rng;
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use swaplock::soft::{Kind, SoftLock};
+
+/// The variable that makes this test executable a worker on a host.
+const WORKER: &str = "SWAPLOCK_NETFS_WORKER";
+
+/// `O_EXCL` create races per filesystem.
+const RACES: usize = 200;
+
+/// The body of the child processes: not a test of its own.
+#[test]
+#[ignore = "entry point of the netfs tests' worker processes"]
+fn worker() {
+    let Ok(spec) = std::env::var(WORKER) else {
+        return;
+    };
+    let parts: Vec<&str> = spec.split('\u{1f}').collect();
+    match parts[..] {
+        ["session", root] => netfs::serve(Path::new(root)),
+        ["agent", kind, lock, log, workers, end, seed] => agent(
+            kind,
+            lock,
+            log,
+            workers.parse().unwrap(),
+            end.parse().unwrap(),
+            seed.parse().unwrap(),
+        ),
+        ["chaos", kind, lock, log, end, seed] => {
+            chaos_worker(kind, lock, log, end.parse().unwrap(), seed.parse().unwrap())
+        }
+        _ => panic!("bad worker spec {spec:?}"),
+    }
+}
+
+fn exe() -> PathBuf {
+    std::env::current_exe().unwrap()
+}
+
+fn errno_name(answer: &str) -> String {
+    match answer
+        .strip_prefix("err ")
+        .map(|n| n.parse::<i32>().unwrap())
+    {
+        None => answer.to_owned(),
+        Some(libc::EPERM) => "EPERM".into(),
+        Some(libc::EEXIST) => "EEXIST".into(),
+        Some(libc::EINVAL) => "EINVAL".into(),
+        Some(libc::EACCES) => "EACCES".into(),
+        Some(libc::EIO) => "EIO".into(),
+        Some(libc::ENOSYS) => "ENOSYS".into(),
+        Some(libc::EBUSY) => "EBUSY".into(),
+        Some(libc::EAGAIN) => "EAGAIN".into(),
+        Some(n) => format!("errno {n}"),
+    }
+}
+
+/// What one filesystem showed between two client mounts.
+#[derive(Debug, Default)]
+struct Facts {
+    /// Races both creates won.
+    doubles: usize,
+    /// Races one create won, by the loser's answer.
+    losers: HashMap<String, usize>,
+    /// Races nobody won (should not happen).
+    neither: usize,
+    exchange: String,
+    flock_both: bool,
+    fcntl_both: bool,
+    /// Files (of 4) whose inode number differs between the two mounts.
+    ino_differs: usize,
+    /// The nanoseconds of an mtime set to `.123456789` s, read back.
+    mtime_nsec: i64,
+    /// Whether the other mount's stat shows that new mtime at once.
+    other_sees_mtime: bool,
+}
+
+impl Facts {
+    /// The mtime granularity the read-back nanoseconds show.
+    fn granularity(&self) -> &'static str {
+        let n = self.mtime_nsec;
+        match n {
+            0 => "1 s",
+            _ if n % 1_000_000 == 0 => "1 ms",
+            _ if n % 1_000 == 0 => "1 us",
+            _ if n % 100 == 0 => "100 ns",
+            _ => "1 ns",
+        }
+    }
+
+    fn print(&self, fs: &str) {
+        let fact = |what: &str, value: String| eprintln!("netfs fact | {fs} | {what} | {value}");
+        fact(
+            "O_EXCL race: both created",
+            format!("{} of {RACES}", self.doubles),
+        );
+        let mut losers: Vec<_> = self.losers.iter().collect();
+        losers.sort();
+        fact(
+            "O_EXCL race: loser's error",
+            losers
+                .iter()
+                .map(|(e, n)| format!("{e} {n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        fact("renameat2(RENAME_EXCHANGE)", self.exchange.clone());
+        fact("flock: both mounts hold it", self.flock_both.to_string());
+        fact("fcntl: both mounts hold it", self.fcntl_both.to_string());
+        fact(
+            "st_ino differs between mounts",
+            format!("{} of 4 files", self.ino_differs),
+        );
+        fact("mtime granularity", self.granularity().into());
+        fact(
+            "the other mount's stat shows a new mtime at once",
+            self.other_sees_mtime.to_string(),
+        );
+    }
+}
+
+/// Measures the facts between host sessions `a` and `b` over `export`.
+fn measure(export: &Path, a: &mut Session, b: &mut Session) -> Facts {
+    let mut facts = Facts::default();
+    std::fs::create_dir(export.join("race")).unwrap();
+    for round in 0..RACES {
+        // Both start the create at one instant of the machine's monotonic
+        // clock, a moment after both have the request.
+        let at = monotonic_ns() + 3_000_000;
+        let request = format!("create race/{round} {at}");
+        a.send(&request);
+        b.send(&request);
+        let (x, y) = (a.answer(), b.answer());
+        match (x == "ok", y == "ok") {
+            (true, true) => facts.doubles += 1,
+            (true, false) => *facts.losers.entry(errno_name(&y)).or_default() += 1,
+            (false, true) => *facts.losers.entry(errno_name(&x)).or_default() += 1,
+            (false, false) => facts.neither += 1,
+        }
+    }
+    std::fs::write(export.join("x1"), "1").unwrap();
+    std::fs::write(export.join("x2"), "2").unwrap();
+    facts.exchange = errno_name(&a.ask("exchange x1 x2"));
+
+    for (how, both) in [
+        ("flock", &mut facts.flock_both),
+        ("fcntl", &mut facts.fcntl_both),
+    ] {
+        let name = format!("{how}.lock");
+        std::fs::write(export.join(&name), "").unwrap();
+        assert_eq!(a.ask(&format!("{how} {name}")), "ok", "{how} on one mount");
+        *both = b.ask(&format!("{how} {name}")) == "ok";
+        a.ask("unlock");
+        b.ask("unlock");
+    }
+
+    // The two mounts look the files up in opposite orders.
+    let names: Vec<String> = (0..4).map(|i| format!("ino{i}")).collect();
+    for name in &names {
+        std::fs::write(export.join(name), name).unwrap();
+    }
+    let ino = |s: &mut Session, name: &str| -> u64 {
+        let answer = s.ask(&format!("stat {name}"));
+        answer.split(' ').next().unwrap().parse().unwrap()
+    };
+    let on_a: Vec<u64> = names.iter().map(|n| ino(a, n)).collect();
+    let on_b: Vec<u64> = names.iter().rev().map(|n| ino(b, n)).collect();
+    facts.ino_differs = on_a
+        .iter()
+        .zip(on_b.iter().rev())
+        .filter(|(x, y)| x != y)
+        .count();
+
+    // The other mount looks the file up first, so that a cache of its
+    // own would hold the old mtime.
+    b.ask("stat ino0");
+    assert_eq!(a.ask("touch ino0 1700000000 123456789"), "ok");
+    let answer = a.ask("stat ino0");
+    let fields: Vec<&str> = answer.split(' ').collect();
+    assert_eq!(fields[1], "1700000000", "the mtime set");
+    facts.mtime_nsec = fields[2].parse().unwrap();
+    facts.other_sees_mtime = b.ask("stat ino0").split(' ').nth(1) == Some("1700000000");
+    facts
+}
+
+fn sshfs_facts(caches: Caches) -> Facts {
+    let server = Sftp::start();
+    let (a, b) = (server.host("host-a", caches), server.host("host-b", caches));
+    let mut sa = a.session(&exe(), WORKER);
+    let mut sb = b.session(&exe(), WORKER);
+    measure(server.export(), &mut sa, &mut sb)
+}
+
+/// sshfs with its caches off: `O_EXCL` is atomic across mounts, but the
+/// loser of a true race gets `EPERM` (SFTP's generic failure), not
+/// `EEXIST`; the rest as on every FUSE client.
+#[test]
+fn sshfs_facts_between_two_hosts_caches_off() {
+    let facts = sshfs_facts(Caches::Off);
+    facts.print("sshfs (caches off)");
+    assert_eq!(facts.doubles, 0, "{facts:?}");
+    assert_eq!(facts.neither, 0, "{facts:?}");
+    assert!(
+        facts.losers.get("EPERM").copied().unwrap_or(0) > 0,
+        "{facts:?}"
+    );
+    assert!(
+        facts.losers.keys().all(|e| e == "EPERM" || e == "EEXIST"),
+        "{facts:?}"
+    );
+    assert_eq!(facts.exchange, "EINVAL");
+    assert!(facts.flock_both && facts.fcntl_both, "{facts:?}");
+    assert!(facts.ino_differs > 0, "{facts:?}");
+    assert_eq!(facts.granularity(), "1 s");
+    assert!(facts.other_sees_mtime, "{facts:?}");
+}
+
+/// sshfs with its default caches: the same, but the other mount's
+/// attribute cache still shows the old mtime.
+#[test]
+fn sshfs_facts_between_two_hosts_default_caches() {
+    let facts = sshfs_facts(Caches::Default);
+    facts.print("sshfs (default caches)");
+    assert_eq!(facts.doubles, 0, "{facts:?}");
+    assert_eq!(facts.neither, 0, "{facts:?}");
+    assert!(
+        facts.losers.keys().all(|e| e == "EPERM" || e == "EEXIST"),
+        "{facts:?}"
+    );
+    assert_eq!(facts.exchange, "EINVAL");
+    assert!(facts.flock_both && facts.fcntl_both, "{facts:?}");
+    assert!(facts.ino_differs > 0, "{facts:?}");
+    assert_eq!(facts.granularity(), "1 s");
+    assert!(!facts.other_sees_mtime, "{facts:?}");
+}
+
+/// smbnetfs, the adversarial case: `O_EXCL` is not atomic across mounts
+/// (both creates "win"), and nothing else helps either.
+#[test]
+fn smbnetfs_facts_between_two_hosts() {
+    let server = Smb::start();
+    let (a, b) = (server.host("host-a"), server.host("host-b"));
+    let mut sa = a.session(&exe(), WORKER);
+    let mut sb = b.session(&exe(), WORKER);
+    let facts = measure(server.export(), &mut sa, &mut sb);
+    facts.print("smbnetfs");
+    assert!(facts.doubles > 0, "{facts:?}");
+    assert_eq!(facts.exchange, "EINVAL");
+    assert!(facts.flock_both && facts.fcntl_both, "{facts:?}");
+    assert!(facts.ino_differs > 0, "{facts:?}");
+}
+
+/// Contenders per host in the chaos runs.
+const CONTENDERS: usize = 3;
+/// How long each kind's chaos runs.
+const CHAOS: Duration = Duration::from_secs(8);
+/// A contender that waits this long for the lock counts as wedged.
+const WEDGE: Duration = Duration::from_secs(30);
+/// The lease duration in the chaos runs (heartbeat: a third of it).
+const LEASE: Duration = Duration::from_secs(6);
+
+fn kind_of(name: &str) -> Kind {
+    match name {
+        "soft" => Kind::Soft,
+        "marker" => Kind::Marker,
+        _ => Kind::Lease,
+    }
+}
+
+fn soft_lock(kind: &str, path: &str) -> SoftLock {
+    let lock = SoftLock::new(kind_of(kind), path).poll_interval(Duration::from_millis(5));
+    match kind_of(kind) {
+        Kind::Lease => lock.lease_duration(LEASE),
+        _ => lock,
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+fn append(log: &str, record: &str) {
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(log)
+        .unwrap();
+    // One write(2) per record, on an O_APPEND file on the local disk.
+    f.write_all(record.as_bytes()).unwrap();
+}
+
+/// A contender on a host: until `end` (CLOCK_MONOTONIC, ns) takes the
+/// lock, logs `E HOST PID N`, holds it a moment, logs `X HOST PID N` and
+/// releases it; now and then it dies by SIGKILL while holding it.
+fn chaos_worker(kind: &str, path: &str, log: &str, end: u64, seed: u64) {
+    let lock = soft_lock(kind, path);
+    let (host, pid) = (hostname(), std::process::id());
+    let mut rng = Rng(seed | 1);
+    let mut n = 0;
+    while monotonic_ns() < end {
+        let guard = lock
+            .lock_timeout(WEDGE)
+            .unwrap_or_else(|e| panic!("{host} pid {pid}, turn {n}: {e}"));
+        append(log, &format!("E {host} {pid} {n}\n"));
+        if rng.below(50) == 0 {
+            // SAFETY: signalling our own process; no memory is involved.
+            unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+        }
+        let until = monotonic_ns() + rng.below(2_000_000);
+        while monotonic_ns() < until {
+            std::thread::yield_now();
+        }
+        append(log, &format!("X {host} {pid} {n}\n"));
+        guard
+            .release()
+            .unwrap_or_else(|e| panic!("{host} pid {pid}, turn {n}: release: {e}"));
+        n += 1;
+    }
+}
+
+/// A host's init: runs `workers` contenders until `end`, SIGKILLs and
+/// SIGSTOPs (for up to 0.6 s) them at random, and replaces the killed. On
+/// a filesystem that cannot exchange names a dead holder's marker never
+/// moves, so the agent does what an operator would: once it has reaped a
+/// contender killed by SIGKILL it logs `K HOST PID`, and breaks by force
+/// the marker only if it names that contender (its PID on this host). A
+/// contender killed while writing its record leaves a marker with no
+/// complete record, which no contender ever removes there either: the
+/// agent breaks it once it has stayed unchanged for [`ORPHAN_GRACE`].
+/// Prints one summary line.
+fn agent(kind: &str, lock: &str, log: &str, workers: usize, end: u64, seed: u64) {
+    let host = hostname();
+    let (done, finished) = mpsc::channel();
+    let mut next_seed = seed * 1000;
+    let mut spawn = |live: &mut HashSet<u32>| {
+        next_seed += 1;
+        let spec = [
+            "chaos",
+            kind,
+            lock,
+            log,
+            &end.to_string(),
+            &next_seed.to_string(),
+        ]
+        .join("\u{1f}");
+        let child = std::process::Command::new(exe())
+            .args(netfs::worker_args())
+            .env(WORKER, spec)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        live.insert(child.id());
+        let done = done.clone();
+        // Reaped at once: a zombie would still answer kill(pid, 0).
+        std::thread::spawn(move || {
+            let pid = child.id();
+            let out = child.wait_with_output().unwrap();
+            let report = String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr);
+            let _ = done.send((pid, out.status, report));
+        });
+    };
+    let mut live = HashSet::new();
+    for _ in 0..workers {
+        spawn(&mut live);
+    }
+    let mut rng = Rng(seed | 1);
+    let mut stopped: Vec<(u32, u64)> = Vec::new();
+    let (mut kills, mut stops, mut breaks, mut orphans) = (0, 0, 0, 0);
+    let mut watch: Option<(Snapshot, Instant)> = None;
+    let mut failures = Vec::new();
+    let mut next_chaos = monotonic_ns();
+    while !live.is_empty() {
+        if let Ok((pid, status, report)) = finished.recv_timeout(Duration::from_millis(5)) {
+            live.remove(&pid);
+            stopped.retain(|(p, _)| *p != pid);
+            if status.signal() == Some(libc::SIGKILL) {
+                kills += 1;
+                let breaks_before = breaks;
+                append(log, &format!("K {host} {pid}\n"));
+                let lock = soft_lock(kind, lock);
+                if let Ok(Some(owner)) = lock.owner() {
+                    // The record's host name carries this PID namespace's
+                    // mark (`?pidns-...`) after the host name.
+                    let mine = owner
+                        .host
+                        .as_deref()
+                        .map(|h| h.split('?').next() == Some(&host));
+                    if owner.pid == Some(pid) && mine == Some(true) {
+                        lock.force_break().unwrap();
+                        breaks += 1;
+                    }
+                }
+                if breaks_before == breaks {
+                    // Not a complete record naming it: a record it was
+                    // writing when killed is watched.
+                    watch = marker_snapshot(lock.path())
+                        .filter(|_| unowned(&lock))
+                        .map(|seen| (seen, Instant::now()));
+                }
+                if monotonic_ns() < end {
+                    spawn(&mut live);
+                }
+            } else if !status.success() {
+                failures.push(format!("pid {pid}: {status}\n{report}"));
+            }
+        }
+        if let Some((seen, since)) = &watch {
+            let lock = soft_lock(kind, lock);
+            match marker_snapshot(lock.path()) {
+                Some(now) if now == *seen && unowned(&lock) => {
+                    if since.elapsed() >= ORPHAN_GRACE
+                        && marker_snapshot(lock.path()).as_ref() == Some(seen)
+                    {
+                        lock.force_break().unwrap();
+                        breaks += 1;
+                        orphans += 1;
+                        watch = None;
+                    }
+                }
+                _ => watch = None,
+            }
+        }
+        let now = monotonic_ns();
+        for (pid, _) in stopped.iter().filter(|(_, at)| *at <= now || now >= end) {
+            // SAFETY: signalling our own child; no memory is involved.
+            unsafe { libc::kill(*pid as libc::pid_t, libc::SIGCONT) };
+        }
+        stopped.retain(|(_, at)| *at > now && now < end);
+        if now >= next_chaos && now < end {
+            next_chaos = now + 20_000_000 + rng.below(150_000_000);
+            let running: Vec<u32> = live
+                .iter()
+                .copied()
+                .filter(|p| !stopped.iter().any(|(s, _)| s == p))
+                .collect();
+            if !running.is_empty() {
+                let pid = running[rng.below(running.len() as u64) as usize];
+                if rng.below(4) == 0 {
+                    // SAFETY: signalling our own child; no memory is involved.
+                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                } else {
+                    // SAFETY: as above.
+                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) };
+                    stopped.push((pid, now + rng.below(600_000_000)));
+                    stops += 1;
+                }
+            }
+        }
+    }
+    println!(
+        "agent {host}: kills {kills} stops {stops} breaks {breaks} (of unfinished records {orphans})"
+    );
+    assert!(failures.is_empty(), "{host}: {}", failures.join("\n"));
+}
+
+/// How long an unfinished record left at the lock path after a contender
+/// of this host died must stay unchanged before the agent breaks it: far
+/// longer than a live writer takes, even one stopped by the chaos.
+const ORPHAN_GRACE: Duration = Duration::from_secs(3);
+
+/// The marker at `path` as this mount shows it: inode number (a new file
+/// gets a new one), size, mtime and bytes.
+type Snapshot = (u64, u64, i64, Vec<u8>);
+
+fn marker_snapshot(path: &Path) -> Option<Snapshot> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    let bytes = std::fs::read(path).ok()?;
+    Some((meta.ino(), meta.size(), meta.mtime(), bytes))
+}
+
+/// Whether the marker holds no complete record (empty, or cut short).
+fn unowned(lock: &SoftLock) -> bool {
+    match lock.owner() {
+        Ok(Some(owner)) => owner.pid.is_none(),
+        _ => false,
+    }
+}
+
+/// What the log of one chaos run shows.
+#[derive(Debug, Default)]
+struct Tally {
+    turns: HashMap<String, usize>,
+    overlaps: Vec<String>,
+}
+
+/// Reads the log in order: an entry while another contender is inside
+/// that has not been logged dead is an overlap; every exit must match the
+/// entry before it.
+fn check(log: &str) -> Tally {
+    let mut tally = Tally::default();
+    let mut inside: Option<(String, String, String)> = None;
+    let mut dead = HashSet::new();
+    for (n, line) in log.lines().enumerate() {
+        let f: Vec<&str> = line.split(' ').collect();
+        match f[..] {
+            ["E", host, pid, turn] => {
+                if let Some((h, p, _)) = &inside {
+                    if !dead.contains(&(h.clone(), p.clone())) {
+                        tally.overlaps.push(format!(
+                            "line {n}: {host} {pid} entered while {h} {p} held it"
+                        ));
+                    }
+                }
+                inside = Some((host.into(), pid.into(), turn.into()));
+                *tally.turns.entry(host.into()).or_default() += 1;
+            }
+            ["X", host, pid, turn] => {
+                if inside != Some((host.into(), pid.into(), turn.into())) {
+                    tally
+                        .overlaps
+                        .push(format!("line {n}: {line} without its entry ({inside:?})"));
+                }
+                inside = None;
+            }
+            ["K", host, pid] => {
+                dead.insert((host.to_owned(), pid.to_owned()));
+            }
+            _ => panic!("line {n}: bad record {line:?}"),
+        }
+    }
+    tally
+}
+
+/// Waits for `child` until `deadline`, killing it then.
+fn wait_until(child: &mut Child, deadline: Instant) -> std::process::ExitStatus {
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("a host did not finish in time (wedged)");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn chaos(server: &Sftp, hosts: &[Host], kind: &str) -> Tally {
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join(format!("{kind}.log"));
+    let log = log.to_str().unwrap();
+    let end = monotonic_ns() + CHAOS.as_nanos() as u64;
+    let started = Instant::now();
+    let mut agents: Vec<(Child, &Host)> = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, host)| {
+            let lock = host.root().join(format!("{kind}.lock"));
+            let spec = [
+                "agent",
+                kind,
+                lock.to_str().unwrap(),
+                log,
+                &CONTENDERS.to_string(),
+                &end.to_string(),
+                &(i as u64 + 1).to_string(),
+            ]
+            .join("\u{1f}");
+            let child = host
+                .command(&exe())
+                .args(netfs::worker_args())
+                .env(WORKER, spec)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            (child, host)
+        })
+        .collect();
+    let deadline = started + CHAOS + WEDGE + Duration::from_secs(30);
+    let mut summaries = Vec::new();
+    for (child, host) in &mut agents {
+        let status = wait_until(child, deadline);
+        let mut out = String::new();
+        let mut err = String::new();
+        use std::io::Read;
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert!(
+            status.success(),
+            "{kind}: host {} failed ({status}):\n{out}\n{err}",
+            host.name()
+        );
+        summaries.extend(
+            out.lines()
+                .filter(|l| l.starts_with("agent "))
+                .map(str::to_owned),
+        );
+    }
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let tally = check(&text);
+    let mut turns: Vec<_> = tally.turns.iter().collect();
+    turns.sort();
+    eprintln!(
+        "netfs chaos | sshfs (caches off) | {kind} | turns {turns:?} | overlaps {} | {} | {:.1?}",
+        tally.overlaps.len(),
+        summaries.join("; "),
+        started.elapsed()
+    );
+    let left: Vec<String> = std::fs::read_dir(server.export())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.contains(kind))
+        .collect();
+    eprintln!("netfs chaos | {kind} | left in the export: {left:?}");
+    tally
+}
+
+/// The soft locks across two hosts over sshfs (caches off), under chaos:
+/// three contenders on each host take the lock of each kind in turn for
+/// 8 s while their hosts SIGKILL and SIGSTOP them at random. The log of
+/// entries and exits, on the local disk, must show no two holders, and
+/// both hosts must make progress.
+#[test]
+fn soft_locks_exclude_across_two_hosts_over_sshfs_under_chaos() {
+    let server = Sftp::start();
+    let hosts = [
+        server.host("host-a", Caches::Off),
+        server.host("host-b", Caches::Off),
+    ];
+    let mut failed = Vec::new();
+    for kind in ["soft", "marker", "lease"] {
+        let tally = chaos(&server, &hosts, kind);
+        if !tally.overlaps.is_empty() {
+            failed.push(format!("{kind}: {:?}", tally.overlaps));
+        }
+        for host in &hosts {
+            if tally.turns.get(host.name()).copied().unwrap_or(0) == 0 {
+                failed.push(format!("{kind}: no turn on {}", host.name()));
+            }
+        }
+        // Every contender released or was broken: the lock is free.
+        assert!(
+            !server.export().join(format!("{kind}.lock")).exists(),
+            "{kind}: the lock is still held"
+        );
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+}
+
+/// The export's inode numbers are the server's own; each mount's are not.
+#[test]
+fn the_export_is_one_directory_for_both_hosts() {
+    let server = Sftp::start();
+    let a = server.host("host-a", Caches::Off);
+    let b = server.host("host-b", Caches::Off);
+    let mut sa = a.session(&exe(), WORKER);
+    let mut sb = b.session(&exe(), WORKER);
+    assert_eq!(sa.ask("write shared hello"), "ok");
+    let local = std::fs::metadata(server.export().join("shared")).unwrap();
+    assert_eq!(local.size(), 5);
+    assert_eq!(sb.ask("stat shared").split(' ').nth(3), Some("5"));
+}
