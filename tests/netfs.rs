@@ -696,3 +696,135 @@ fn the_export_is_one_directory_for_both_hosts() {
     assert_eq!(local.size(), 5);
     assert_eq!(sb.ask("stat shared").split(' ').nth(3), Some("5"));
 }
+
+/// What a command run on `host` printed, and its status.
+fn on_host(
+    host: &Host,
+    program: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Option<i32>, String, String) {
+    let mut cmd = host.command(Path::new(program));
+    cmd.args(args).stdin(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// On sshfs, whose kernel locks exclude only this client mount's
+/// processes: kernel locks are refused with an error that names the
+/// filesystem and the alternatives (unless the caller vouches that no
+/// other host uses it); soft locks work, a contender meeting a held
+/// marker (which the client reports as EPERM) waits or is busy; status
+/// names the filesystem and what it supports.
+#[test]
+fn sshfs_refuses_kernel_locks_and_serves_soft_ones() {
+    let server = Sftp::start();
+    let host = server.host("host-a", Caches::Off);
+    let root = host.root().display().to_string();
+    let lock = format!("{root}/kernel.lock");
+    let swaplock = env!("CARGO_BIN_EXE_swaplock");
+    let with_lock_ex = env!("CARGO_BIN_EXE_with-lock-ex");
+
+    let (code, out, err) = on_host(&host, with_lock_ex, &["-w", &lock, "echo", "ran"], &[]);
+    assert_eq!((code, out.as_str()), (Some(255), ""), "{err}");
+    assert!(
+        err.contains("fuse.sshfs keeps fcntl locks for this client mount only"),
+        "{err}"
+    );
+    assert!(
+        err.contains("--kind lease") && err.contains("--etcd"),
+        "{err}"
+    );
+    for kind in ["fcntl", "flock"] {
+        let (code, out, err) = on_host(
+            &host,
+            swaplock,
+            &["run", "--kind", kind, &lock, "echo", "ran"],
+            &[],
+        );
+        assert_ne!(code, Some(0), "{kind}: {err}");
+        assert_eq!(out, "", "{kind}");
+        assert!(
+            err.contains(&format!("fuse.sshfs keeps {kind} locks")),
+            "{kind}: {err}"
+        );
+    }
+    let vouched = [("SWAPLOCK_ALLOW_CLIENT_LOCAL", "1")];
+    let (code, out, err) = on_host(&host, with_lock_ex, &["-w", &lock, "echo", "ran"], &vouched);
+    assert_eq!((code, out.as_str()), (Some(0), "ran\n"), "{err}");
+
+    // A held marker: the inner contender is busy (-E 7), not failed.
+    let soft = format!("{root}/soft.lock");
+    let inner = format!("{swaplock} run -n -E 7 --kind marker {soft} true; echo inner $?");
+    let (code, out, err) = on_host(
+        &host,
+        swaplock,
+        &["run", "--kind", "marker", &soft, "sh", "-c", &inner],
+        &[],
+    );
+    assert_eq!((code, out.as_str()), (Some(0), "inner 7\n"), "{err}");
+    assert!(err.contains("is held by pid"), "{err}");
+
+    let (code, out, err) = on_host(&host, swaplock, &["status", "--kind", "marker", &soft], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let fs = out.lines().nth(1).unwrap_or_default();
+    assert!(
+        fs.starts_with("filesystem: fuse.sshfs: remote yes;"),
+        "{out}"
+    );
+    assert!(fs.contains("fcntl locks reach this client only"), "{out}");
+    assert!(
+        fs.contains("exclusive create atomic (EPERM for an existing name)"),
+        "{out}"
+    );
+    assert!(fs.contains("exchange no"), "{out}");
+}
+
+/// On smbnetfs, whose client drops O_EXCL: soft locks are refused too
+/// (two hosts could both create the marker), as are kernel locks.
+#[test]
+fn smbnetfs_refuses_soft_and_kernel_locks() {
+    let server = Smb::start();
+    let host = server.host("host-a");
+    let root = host.root().display().to_string();
+    let swaplock = env!("CARGO_BIN_EXE_swaplock");
+    for kind in ["soft", "marker", "lease"] {
+        let lock = format!("{root}/{kind}.lock");
+        let (code, out, err) = on_host(
+            &host,
+            swaplock,
+            &["run", "--kind", kind, &lock, "echo", "ran"],
+            &[],
+        );
+        assert_ne!(code, Some(0), "{kind}: {err}");
+        assert_eq!(out, "", "{kind}");
+        assert!(
+            err.contains("fuse.smbnetfs does not create files exclusively between clients"),
+            "{kind}: {err}"
+        );
+        assert!(
+            !server.export().join(format!("{kind}.lock")).exists(),
+            "{kind}: a marker was made"
+        );
+    }
+    let lock = format!("{root}/kernel.lock");
+    let (code, _, err) = on_host(
+        &host,
+        env!("CARGO_BIN_EXE_with-lock-ex"),
+        &["-w", &lock, "true"],
+        &[],
+    );
+    assert_eq!(code, Some(255), "{err}");
+    assert!(err.contains("fuse.smbnetfs keeps fcntl locks"), "{err}");
+    let (_, out, _) = on_host(&host, swaplock, &["status", "--json", &lock], &[]);
+    let status: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(status["filesystem"]["type"], "fuse.smbnetfs", "{out}");
+    assert_eq!(status["filesystem"]["exclusive_create"], "no", "{out}");
+}
