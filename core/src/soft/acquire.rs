@@ -141,7 +141,7 @@ pub fn try_acquire<O: Os + ?Sized>(
         }
         // An SFTP client (sshfs) answers an exclusive create over an
         // existing name with EPERM, its generic failure, not EEXIST. Look,
-        // do not guess (PROTOCOL 7.17): a name that exists is contention;
+        // do not guess (PROTOCOL 7.2, 13.5): a name that exists is contention;
         // one that vanished meanwhile is created again, a bounded number
         // of times; otherwise the refusal is the OS's answer.
         if errno == Errno::PERM && looks < PERM_LOOKS {
