@@ -547,14 +547,14 @@ async fn session(
     };
     // The lease's deadline counts from before the grant was asked for.
     let asked = Instant::now();
-    let lease_id = match lock
+    let (lease_id, granted_ttl) = match lock
         .ask(
             "grant a lease",
             client.lease_grant(lock.ttl_seconds(), None),
         )
         .await
     {
-        Ok(l) if l.ttl() > 0 => l.id(),
+        Ok(l) if l.ttl() > 0 => (l.id(), l.ttl()),
         Ok(l) => {
             let _ = reply.send(Err(io::Error::other(format!(
                 "etcd lock {}: etcd granted no lease: {}",
@@ -573,6 +573,7 @@ async fn session(
         lock.clone(),
         client.clone(),
         lease_id,
+        granted_ttl,
         asked,
         Arc::clone(&state),
         lost_tx,
@@ -837,11 +838,12 @@ async fn keep_alive(
     lock: EtcdLock,
     mut client: Client,
     lease_id: i64,
+    granted_ttl: i64,
     granted: Instant,
     state: Arc<State>,
     lost: watch::Sender<Option<Compromise>>,
 ) {
-    let ttl = Duration::from_secs(lock.ttl_seconds().unsigned_abs());
+    let ttl = Duration::from_secs(granted_ttl.unsigned_abs());
     let period = ttl / 3;
     let mut deadline = granted + ttl;
     let mut next = granted + period;
@@ -861,13 +863,11 @@ async fn keep_alive(
             let (keeper, answers) = match &mut stream {
                 Some(s) => s,
                 None => {
-                    // Opening the stream sends the first keep-alive.
-                    let (keeper, mut answers) = client.lease_keep_alive(lease_id).await?;
-                    let first = answers.message().await?;
-                    return Ok::<_, etcd_client::Error>((
-                        first.map(|a| a.ttl()),
-                        Some((keeper, answers)),
-                    ));
+                    // Opening the stream sends the first keep-alive and
+                    // reads its answer: the lease was renewed to its whole
+                    // TTL (a lease not found is an error).
+                    let opened = client.lease_keep_alive(lease_id).await?;
+                    return Ok::<_, etcd_client::Error>((Some(granted_ttl), Some(opened)));
                 }
             };
             keeper.keep_alive().await?;
