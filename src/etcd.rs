@@ -1,6 +1,6 @@
 //! Locks held in etcd (feature `etcd`), by etcd's own concurrency recipe,
 //! so that `etcdctl lock NAME` and Go's `concurrency.Mutex` on the same
-//! name exclude each other with us (docs/PROTOCOL.md, "The etcd backend").
+//! name exclude each other with us (PROTOCOL 15).
 //!
 //! A contender grants itself a lease and puts the key `NAME/<lease id in
 //! hex>`, attached to the lease, unless it exists already. The holder is
