@@ -121,3 +121,9 @@ mod open_file;
 pub use open_file::{OpenFileGuard, OpenFileLock};
 pub mod soft;
 pub use soft::{SoftLock, SoftLockGuard};
+#[cfg(feature = "etcd")]
+#[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
+pub mod etcd;
+#[cfg(feature = "etcd")]
+#[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
+pub use etcd::{EtcdLock, EtcdLockGuard};

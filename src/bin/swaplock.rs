@@ -6,6 +6,8 @@
 //!              [--shared|-s] [--timeout SECS] [--lifetime SECS] [--lease SECS]
 //!              LOCKFILE COMMAND [ARGS...]
 //! swaplock status [--kind soft|marker|lease] LOCKFILE
+//! swaplock run --etcd URL[,URL...] [--lease SECS] [...] NAME COMMAND [ARGS...]
+//! swaplock status --etcd URL[,URL...] NAME
 //! swaplock break [--kind soft|marker|lease] [--force] LOCKFILE
 //! ```
 //!
@@ -18,7 +20,9 @@
 //! stays ignored, in the command too), stops the group if the lease is
 //! lost, and once the command ends ends the rest of its group (SIGTERM,
 //! then SIGKILL after 2 s) before it releases the lock; the command is
-//! killed if the supervisor dies (Linux and Android). `swaplock --help` lists
+//! killed if the supervisor dies (Linux and Android). `--etcd` (feature
+//! `etcd`) takes an etcd lock by etcd's own recipe instead, supervised as a
+//! lease is, with the variables `etcdctl lock` exports. `swaplock --help` lists
 //! the exit statuses and what can still escape the lock.
 //!
 //! `status` prints who holds the lock, judged as a contender judges it, and
@@ -53,6 +57,8 @@ mod cli {
     pub(crate) const USAGE: &str = "usage: swaplock run [OPTIONS] LOCKFILE COMMAND [ARGS...]
        swaplock run [OPTIONS] LOCKFILE -c 'SHELL COMMAND'
        swaplock status [--kind KIND] [--json] LOCKFILE
+       swaplock run --etcd URL[,URL...] [OPTIONS] NAME COMMAND [ARGS...]
+       swaplock status --etcd URL[,URL...] [--json] NAME
        swaplock break [--kind KIND] [--force] LOCKFILE
        swaplock --help | --version      swaplock COMMAND --help
 
@@ -65,6 +71,7 @@ KIND is fcntl, flock, soft, marker (the default) or lease; see
        swaplock run [OPTIONS] LOCKFILE -c 'SHELL COMMAND'
 
 Runs COMMAND (or SHELL COMMAND, by sh -c) while holding the lock LOCKFILE.
+With --etcd the lock is NAME in etcd instead, as `etcdctl lock NAME` takes it.
 
 options:
   --kind KIND       fcntl | flock | soft | marker (default) | lease
@@ -82,7 +89,13 @@ options:
   -c CMD, --command CMD
                     run CMD by sh -c instead of COMMAND ARGS
   --lifetime SECS   soft kinds: a marker older than SECS is broken
-  --lease SECS      lease: the lease duration (default 30)
+  --lease SECS      lease: the lease duration (default 30); etcd: the lease
+                    TTL (default 60)
+  --etcd URL[,URL...]
+                    the lock NAME in the etcd cluster at these endpoints
+                    (http:// URLs), by etcd's recipe: etcdctl lock peers
+                    exclude each other with it; the command gets
+                    SWAPLOCK_FENCING_TOKEN, ETCD_LOCK_KEY and ETCD_LOCK_REV
   -v, --verbose     say who holds the lock while waiting
   -h, --help        this help
 Options take their value as --opt VALUE or --opt=VALUE; -- ends them.
@@ -91,14 +104,14 @@ exit status: the command's (128 + N if signal N ended it), or
   255  the lock is held (--fail, --timeout; unless -E says otherwise), it
        cannot be taken, or the command cannot be started
   0    the lock is held under --quiet
-  75   soft kinds: the lease was lost while the command ran; the command
-       was stopped (its group got SIGKILL at once)
-  74   soft kinds: the command succeeded but the lock could not be released
+  75   soft kinds and etcd: the lease was lost while the command ran; the
+       command was stopped (its group got SIGKILL at once)
+  74   soft kinds and etcd: the command succeeded but the lock could not be released
        (a failed command keeps its status; the message is printed either way)
   2    usage error
 Use -E to tell a held lock from the command's own statuses, as flock(1).
 
-With soft kinds the command runs in its own process group under a
+With soft kinds and etcd the command runs in its own process group under a
 supervisor that holds the lock; the group gets SIGINT, SIGTERM and SIGHUP
 (those not inherited as ignored), and whatever of it outlives the command
 gets SIGTERM, then SIGKILL after 2 s, before the lock is released. Still
@@ -109,11 +122,14 @@ on macOS the command runs on too).";
 
     /// `swaplock status --help`.
     pub(crate) const STATUS_USAGE: &str = "usage: swaplock status [--kind KIND] [--json] LOCKFILE
+       swaplock status --etcd URL[,URL...] [--json] NAME
 
 Says who holds the lock LOCKFILE, judged as a contender judges it. KIND is
 fcntl, flock, soft, marker (the default) or lease. For fcntl the holder is
 the lock's query (F_GETLK: PID -1 for an open file description lock); for
 flock, the kernel's lock table (/proc/locks) on Linux and Android.
+With --etcd, says which key holds the etcd lock NAME (the one with the
+lowest create revision under NAME/): its lease and create revision.
 --json prints one JSON object (schema in swaplock(1)).
 
 exit status: 0 free, 1 held, 2 error or usage error.";
@@ -173,6 +189,8 @@ error.";
         conflict: i32,
         verbose: bool,
         json: bool,
+        /// `--etcd`: the endpoints of an etcd lock, comma-separated.
+        etcd: Option<String>,
         /// The lock file, then the command and its arguments.
         rest: Vec<OsString>,
     }
@@ -245,8 +263,10 @@ error.";
             conflict: 255,
             verbose: false,
             json: false,
+            etcd: None,
             rest: Vec::new(),
         };
+        let mut kind_given = false;
         let mut shell = None;
         let mut p = lexopt::Parser::from_args(args);
         let only = |name: &str, subs: &[Sub]| match subs.contains(&sub) {
@@ -257,7 +277,16 @@ error.";
             let value = |p: &mut lexopt::Parser| p.value().map_err(|e| e.to_string());
             match arg {
                 Short('h') | Long("help") => return Ok(Parsed::Help),
-                Long("kind") => o.kind = kind(value(&mut p)?)?,
+                Long("kind") => {
+                    o.kind = kind(value(&mut p)?)?;
+                    kind_given = true;
+                }
+                Long("etcd") => {
+                    only("--etcd", &[Sub::Run, Sub::Status])?;
+                    let urls = value(&mut p)?;
+                    let urls = urls.to_str().ok_or("--etcd takes URLs, as text")?;
+                    o.etcd = Some(urls.to_owned());
+                }
                 Long("wait") => {
                     only("--wait", &[Sub::Run])?;
                     o.busy = Busy::Wait;
@@ -358,6 +387,19 @@ error.";
         if let Some(wanted) = wanted {
             return Err(format!("missing or extra arguments: it takes {wanted}"));
         }
+        if o.etcd.is_some() {
+            if cfg!(not(feature = "etcd")) {
+                return Err("--etcd: this swaplock was built without etcd support \
+                            (the cargo feature `etcd`)"
+                    .into());
+            }
+            if kind_given || o.lifetime.is_some() || o.shared {
+                return Err("--etcd takes no --kind, --lifetime or --shared: \
+                            an etcd lock is its own kind"
+                    .into());
+            }
+            return Ok(Parsed::Options(o));
+        }
         if o.lifetime.is_some() && !matches!(o.kind, LockKind::Soft(_)) {
             return Err("--lifetime applies to soft kinds: soft, marker or lease".into());
         }
@@ -401,6 +443,10 @@ error.";
             Err(why) => return usage(Some(sub), &why),
         };
         match sub {
+            #[cfg(feature = "etcd")]
+            Sub::Run if opts.etcd.is_some() => etcd::run(opts),
+            #[cfg(feature = "etcd")]
+            Sub::Status if opts.etcd.is_some() => etcd::status(opts),
             Sub::Run => run(opts),
             Sub::Status => status(opts),
             Sub::Break => break_lock(opts),
@@ -512,6 +558,112 @@ error.";
             hook: &mut dyn FnMut(Duration) -> std::ops::ControlFlow<()>,
         ) -> std::io::Result<Self::Guard> {
             SoftLock::lock_with(self, timeout, |wait| hook(wait.waited()))
+        }
+    }
+
+    /// The etcd lock of `--etcd` (feature `etcd`).
+    #[cfg(feature = "etcd")]
+    mod etcd {
+        use super::*;
+        use swaplock::etcd::EtcdLock;
+
+        /// The lock `--etcd URLS NAME` names.
+        pub(super) fn lock(opts: &Options) -> EtcdLock {
+            let urls = opts.etcd.as_deref().unwrap_or_default();
+            let endpoints = urls.split(',').map(str::trim);
+            let mut lock = EtcdLock::new(endpoints, opts.rest[0].to_string_lossy());
+            if let Some(ttl) = opts.lease {
+                lock = lock.lease_ttl(ttl);
+            }
+            lock
+        }
+
+        impl Acquire for EtcdLock {
+            type Guard = swaplock::etcd::EtcdLockGuard;
+            fn lock(&self) -> std::io::Result<Self::Guard> {
+                EtcdLock::lock(self)
+            }
+            fn try_lock(&self) -> std::io::Result<Self::Guard> {
+                EtcdLock::try_lock(self)
+            }
+            fn lock_timeout(&self, timeout: Duration) -> std::io::Result<Self::Guard> {
+                EtcdLock::lock_timeout(self, timeout)
+            }
+            /// The hook is called once, when the wait begins.
+            fn lock_with(
+                &self,
+                timeout: Option<Duration>,
+                hook: &mut dyn FnMut(Duration) -> std::ops::ControlFlow<()>,
+            ) -> std::io::Result<Self::Guard> {
+                let began = std::time::Instant::now();
+                match self.try_lock() {
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        let _ = hook(Duration::ZERO);
+                    }
+                    done => return done,
+                }
+                match timeout {
+                    Some(t) => self.lock_timeout(t.saturating_sub(began.elapsed())),
+                    None => self.lock(),
+                }
+            }
+        }
+
+        /// `run --etcd`: the lock held by this process, the command
+        /// supervised as a lease's is.
+        #[cfg(unix)]
+        pub(super) fn run(opts: Options) -> i32 {
+            super::posix::run_etcd(opts, lock)
+        }
+
+        #[cfg(windows)]
+        pub(super) fn run(_opts: Options) -> i32 {
+            eprintln!("swaplock: run --etcd needs a POSIX system: its supervision stops the command's process group");
+            255
+        }
+
+        /// `status --etcd`: the holder's key, lease and create revision.
+        pub(super) fn status(opts: Options) -> i32 {
+            let lock = lock(&opts);
+            let holder = match lock.holder() {
+                Ok(h) => h,
+                Err(e) => {
+                    eprintln!("swaplock: {e}");
+                    return 2;
+                }
+            };
+            if opts.json {
+                let found = match &holder {
+                    None => "null".to_owned(),
+                    Some(h) => format!(
+                        "{{\"key\":{},\"lease\":{},\"lease_hex\":\"{:x}\",\"create_revision\":{},\"waiting\":{}}}",
+                        json_string(&h.key),
+                        h.lease_id,
+                        h.lease_id,
+                        h.create_revision,
+                        h.waiting
+                    ),
+                };
+                println!(
+                    "{{\"name\":{},\"kind\":\"etcd\",\"held\":{},\"holder\":{found}}}",
+                    json_string(lock.name()),
+                    holder.is_some()
+                );
+                return i32::from(holder.is_some());
+            }
+            match holder {
+                None => {
+                    println!("free");
+                    0
+                }
+                Some(h) => {
+                    println!(
+                        "held: key {} lease {:x} revision {} waiting {}",
+                        h.key, h.lease_id, h.create_revision, h.waiting
+                    );
+                    1
+                }
+            }
         }
     }
 
@@ -739,6 +891,31 @@ error.";
         use std::sync::atomic::{AtomicI32, Ordering};
         use swaplock::soft::{Compromise, SoftLockGuard};
         use swaplock::FileLockGuard;
+
+        /// `run --etcd`: as a lease, with the variables `etcdctl lock`
+        /// exports.
+        #[cfg(feature = "etcd")]
+        pub(super) fn run_etcd(
+            opts: Options,
+            lock: fn(&Options) -> swaplock::etcd::EtcdLock,
+        ) -> i32 {
+            // The pipe exists before the lock, so that the keep-alive's
+            // report can never come before it.
+            let events = match Events::new() {
+                Ok(e) => e,
+                Err(e) => {
+                    eprintln!("swaplock: cannot make a pipe: {e}");
+                    return 255;
+                }
+            };
+            let lock = lock(&opts).on_compromise(|_| wake(LEASE_EVENT));
+            let guard = match take(&opts, &lock) {
+                Ok(g) => g,
+                Err(code) => return code,
+            };
+            let name = format!("etcd lock {}", lock.name());
+            supervise(&opts, &events, &name, guard)
+        }
 
         pub(super) fn run(opts: Options) -> i32 {
             match opts.kind {
@@ -1020,6 +1197,10 @@ error.";
                 Compromise::MarkerMissing => "its marker was removed".into(),
                 Compromise::OwnerChanged => "another marker replaced it".into(),
                 Compromise::RefreshFailed(errno) => format!("it could not be refreshed: {errno}"),
+                Compromise::LeaseExpired => "etcd says the lease expired".into(),
+                Compromise::Unreachable => {
+                    "etcd answered no keep-alive within the lease's TTL".into()
+                }
                 other => format!("{other:?}"),
             }
         }
@@ -1051,6 +1232,32 @@ error.";
             fn lease_lost(&self) -> Option<Compromise>;
             /// Releases the lock.
             fn release(self) -> std::io::Result<()>;
+            /// The variables the command gets.
+            fn env(&self) -> Vec<(&'static str, String)> {
+                Vec::new()
+            }
+        }
+
+        /// An etcd lock, kept alive as a lease; the command learns its key
+        /// and revision as from `etcdctl lock`, and its fencing token.
+        #[cfg(feature = "etcd")]
+        impl Held for swaplock::etcd::EtcdLockGuard {
+            fn compromise(&self) -> Option<Compromise> {
+                swaplock::etcd::EtcdLockGuard::compromise(self)
+            }
+            fn lease_lost(&self) -> Option<Compromise> {
+                swaplock::etcd::EtcdLockGuard::lease_lost(self)
+            }
+            fn release(self) -> std::io::Result<()> {
+                swaplock::etcd::EtcdLockGuard::release(self)
+            }
+            fn env(&self) -> Vec<(&'static str, String)> {
+                vec![
+                    ("SWAPLOCK_FENCING_TOKEN", self.fencing_token().to_string()),
+                    ("ETCD_LOCK_KEY", self.key().to_owned()),
+                    ("ETCD_LOCK_REV", self.revision().to_string()),
+                ]
+            }
         }
 
         impl Held for SoftLockGuard {
@@ -1121,7 +1328,10 @@ error.";
             // SAFETY: a plain query.
             let supervisor = unsafe { libc::getpid() };
             let mut command = std::process::Command::new(&opts.rest[1]);
-            command.args(&opts.rest[2..]).process_group(0);
+            command
+                .args(&opts.rest[2..])
+                .envs(held.env())
+                .process_group(0);
             // SAFETY: the closure calls only async-signal-safe functions
             // (prctl, getppid, signal, sigprocmask, tcsetpgrp) and allocates
             // nothing.
@@ -1417,8 +1627,12 @@ error.";
         }
     }
 
-    /// Who holds the lock of `opts`, as a contender judges it.
+    /// Who holds the lock of `opts`, as a contender judges it (an etcd
+    /// lock's holder is no process: nobody is named).
     fn find_holder(opts: &Options) -> std::io::Result<Option<Found>> {
+        if opts.etcd.is_some() {
+            return Ok(None);
+        }
         let path = PathBuf::from(&opts.rest[0]);
         let kernel = match opts.kind {
             LockKind::Fcntl => FileLock::new(&path),

@@ -54,12 +54,20 @@ pub fn refresh<O: Os + ?Sized>(os: &mut O, cfg: &Config<'_>, held: &Held<O::File
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Compromise {
-    /// Our marker is gone (twice in a row).
+    /// Our marker is gone (twice in a row); for an etcd lock, our key.
     MarkerMissing,
     /// Another file is at the lock path (twice in a row).
     OwnerChanged,
     /// Refreshes failed for longer than the lease allows.
     RefreshFailed(Errno),
+    /// The lock service itself reports our lease gone: it expired or was
+    /// revoked (an etcd lock's lease, whose keep-alive was answered with
+    /// no time left).
+    LeaseExpired,
+    /// The lock service could not be reached for the whole lease, by the
+    /// holder's own clock: the lease may have expired there (an etcd
+    /// lock's keep-alive unanswered past its deadline).
+    Unreachable,
 }
 
 /// Turns heartbeat results into a compromise report (PROTOCOL 7.15): the
