@@ -45,6 +45,7 @@ use etcd_client::{
 use std::fmt;
 use std::future::Future;
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -205,26 +206,29 @@ impl EtcdLock {
         self.check()?;
         let lock = self.clone();
         on_runtime(async move {
-            let mut client = lock.connect().await?;
+            let client = lock.connect().await?;
             let prefix = lock.prefix();
             let first = GetOptions::new()
                 .with_prefix()
                 .with_sort(SortTarget::Create, SortOrder::Ascend)
                 .with_limit(1);
             let resp = lock
-                .ask("read the holder", client.get(prefix.as_str(), Some(first)))
+                .ask("read the holder", || {
+                    let (mut client, first) = (client.clone(), first.clone());
+                    let prefix = prefix.as_str();
+                    async move { client.get(prefix, Some(first)).await }
+                })
                 .await?;
             let Some(kv) = resp.kvs().first() else {
                 return Ok(None);
             };
             let count = lock
-                .ask(
-                    "count the contenders",
-                    client.get(
-                        prefix.as_str(),
-                        Some(GetOptions::new().with_prefix().with_count_only()),
-                    ),
-                )
+                .ask("count the contenders", || {
+                    let mut client = client.clone();
+                    let prefix = prefix.as_str();
+                    let count = GetOptions::new().with_prefix().with_count_only();
+                    async move { client.get(prefix, Some(count)).await }
+                })
                 .await?
                 .count();
             Ok(Some(EtcdHolder {
@@ -303,29 +307,44 @@ impl EtcdLock {
             // A member cut off from its cluster refuses, rather than answers
             // from a stale view or keeps a watch silently.
             .with_require_leader(true);
-        let connect = Client::connect(self.endpoints.to_vec(), Some(options));
-        self.ask("connect", connect).await
+        self.ask("connect", || {
+            Client::connect(self.endpoints.to_vec(), Some(options.clone()))
+        })
+        .await
     }
 
-    /// One request to etcd, bounded by the request timeout; its failure as
-    /// an error naming the endpoints and the remedy.
-    async fn ask<T>(
-        &self,
-        what: &str,
-        request: impl Future<Output = Result<T, etcd_client::Error>>,
-    ) -> io::Result<T> {
-        match tokio::time::timeout(self.request_timeout, request).await {
-            Ok(Ok(answer)) => Ok(answer),
-            Ok(Err(e)) => Err(self.failed(what, e)),
-            Err(_) => Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!(
-                    "etcd lock {}: etcd at {} did not answer within {:.1} s (trying to {what}): is etcd running there, and are the endpoints right?",
-                    self.name,
-                    self.endpoints.join(","),
-                    self.request_timeout.as_secs_f64()
-                ),
-            )),
+    /// One request to etcd, made by `request` (on a clone of the client),
+    /// bounded by the request timeout; its failure as an error naming the
+    /// endpoints and the remedy. A request that could not reach a member
+    /// (a member down, no leader yet) is made again until the timeout: the
+    /// client spreads requests over the endpoints, and one that met a dead
+    /// member reaches a live one next. Every request made so is one that
+    /// may be repeated (reads, deletes, revokes, the conditional put of our
+    /// key, a grant whose lost answer only leaves a lease to expire).
+    async fn ask<T, F>(&self, what: &str, mut request: impl FnMut() -> F) -> io::Result<T>
+    where
+        F: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let deadline = Instant::now() + self.request_timeout;
+        loop {
+            match tokio::time::timeout_at(deadline, request()).await {
+                Ok(Ok(answer)) => return Ok(answer),
+                Ok(Err(e)) if unreachable(&e) && Instant::now() + RETRY_PAUSE < deadline => {
+                    tokio::time::sleep(RETRY_PAUSE).await;
+                }
+                Ok(Err(e)) => return Err(self.failed(what, e)),
+                Err(_) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!(
+                            "etcd lock {}: etcd at {} did not answer within {:.1} s (trying to {what}): is etcd running there, and are the endpoints right?",
+                            self.name,
+                            self.endpoints.join(","),
+                            self.request_timeout.as_secs_f64()
+                        ),
+                    ))
+                }
+            }
         }
     }
 
@@ -364,6 +383,17 @@ impl EtcdLock {
     }
 }
 
+/// Whether `e` says a member could not be reached, or had no leader
+/// (gRPC's UNAVAILABLE): another try may reach another member.
+fn unreachable(e: &etcd_client::Error) -> bool {
+    use etcd_client::Error as E;
+    match e {
+        E::TransportError(_) | E::IoError(_) => true,
+        E::GRpcStatus(s) => s.code() as i32 == 14,
+        _ => false,
+    }
+}
+
 /// Who holds an etcd lock ([`EtcdLock::holder`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -391,6 +421,9 @@ struct Taken {
 #[derive(Default)]
 struct State {
     compromise: Mutex<Option<Compromise>>,
+    /// Set once the lock is ours: a lease lost before is a waiter's, which
+    /// queues again (and is no compromise of a hold).
+    held: AtomicBool,
 }
 
 impl State {
@@ -545,61 +578,84 @@ async fn session(
             return;
         }
     };
-    // The lease's deadline counts from before the grant was asked for.
-    let asked = Instant::now();
-    let (lease_id, granted_ttl) = match lock
-        .ask(
-            "grant a lease",
-            client.lease_grant(lock.ttl_seconds(), None),
-        )
-        .await
-    {
-        Ok(l) if l.ttl() > 0 => (l.id(), l.ttl()),
-        Ok(l) => {
-            let _ = reply.send(Err(io::Error::other(format!(
-                "etcd lock {}: etcd granted no lease: {}",
+    // A lease lost while we wait (etcd out of reach for a whole TTL, say
+    // while a new leader is elected) costs us our place in line, never the
+    // wait: we held nothing, so a new lease queues us again, within the
+    // same deadline.
+    let deadline = match wait {
+        Wait::Up(Some(t)) => Some(Instant::now() + t),
+        _ => None,
+    };
+    let (keeper, key, taken, lost) = loop {
+        let wait = match (wait, deadline) {
+            (Wait::Up(_), Some(d)) => Wait::Up(Some(d.saturating_duration_since(Instant::now()))),
+            _ => wait,
+        };
+        // The lease's deadline counts from before the grant was asked for.
+        let asked = Instant::now();
+        let (lease_id, granted_ttl) = match lock
+            .ask("grant a lease", || {
+                let mut client = client.clone();
+                let ttl = lock.ttl_seconds();
+                async move { client.lease_grant(ttl, None).await }
+            })
+            .await
+        {
+            Ok(l) if l.ttl() > 0 => (l.id(), l.ttl()),
+            Ok(l) => {
+                let _ = reply.send(Err(io::Error::other(format!(
+                    "etcd lock {}: etcd granted no lease: {}",
+                    lock.name,
+                    l.error()
+                ))));
+                return;
+            }
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                return;
+            }
+        };
+        let (lost_tx, mut lost) = watch::channel(None);
+        let keeper = tokio::spawn(keep_alive(
+            lock.clone(),
+            client.clone(),
+            lease_id,
+            granted_ttl,
+            asked,
+            Arc::clone(&state),
+            lost_tx,
+        ));
+        let key = format!("{}{:x}", lock.prefix(), lease_id);
+        let (taken, lost_first) = tokio::select! {
+            taken = take(&lock, &mut client, &key, lease_id, wait) => (taken, false),
+            why = lost.wait_for(Option::is_some) => (Err(io::Error::other(format!(
+                "etcd lock {}: our lease {lease_id:x} was lost while we waited ({:?})",
                 lock.name,
-                l.error()
-            ))));
-            return;
-        }
-        Err(e) => {
-            let _ = reply.send(Err(e));
-            return;
-        }
-    };
-    let (lost_tx, mut lost) = watch::channel(None);
-    let keeper = tokio::spawn(keep_alive(
-        lock.clone(),
-        client.clone(),
-        lease_id,
-        granted_ttl,
-        asked,
-        Arc::clone(&state),
-        lost_tx,
-    ));
-    let key = format!("{}{:x}", lock.prefix(), lease_id);
-    let taken = tokio::select! {
-        taken = take(&lock, &mut client, &key, lease_id, wait) => taken,
-        _ = lost.wait_for(Option::is_some) => Err(io::Error::other(format!(
-            "etcd lock {}: our lease {lease_id:x} was lost while we waited ({:?})",
-            lock.name,
-            state.compromise()
-        ))),
-    };
-    let taken = match taken {
-        Ok(t) => t,
-        Err(e) => {
-            keeper.abort();
-            // Leave no key behind to hold up the contenders after us.
-            let _ = lock.ask("delete our key", client.delete(key, None)).await;
-            let _ = lock
-                .ask("revoke our lease", client.lease_revoke(lease_id))
-                .await;
-            let _ = reply.send(Err(e));
-            return;
+                why.ok().and_then(|w| *w)
+            ))), true),
+        };
+        match taken {
+            Ok(t) => break (keeper, key, t, lost),
+            Err(e) => {
+                keeper.abort();
+                // Leave no key behind to hold up the contenders after us.
+                let _ = delete(&lock, &client, &key).await;
+                let _ = revoke(&lock, &client, lease_id).await;
+                let time_left = deadline.is_none_or(|d| Instant::now() < d);
+                if lost_first && !matches!(wait, Wait::No) && time_left {
+                    continue;
+                }
+                let _ = reply.send(Err(e));
+                return;
+            }
         }
     };
+    // From here the lease is the hold's: its loss is reported.
+    state.held.store(true, Ordering::SeqCst);
+    let lost_already = *lost.borrow();
+    if let Some(why) = lost_already {
+        report(&lock, &state, why);
+    }
     let created = taken.create_revision;
     if reply.send(Ok(taken.clone())).is_err() {
         keeper.abort();
@@ -624,15 +680,40 @@ async fn session(
     let _ = release(&lock, &mut client, &taken).await;
 }
 
+/// Deletes `key`.
+async fn delete(lock: &EtcdLock, client: &Client, key: &str) -> io::Result<()> {
+    lock.ask("delete our key", || {
+        let mut client = client.clone();
+        async move { client.delete(key, None).await }
+    })
+    .await
+    .map(drop)
+}
+
+/// Revokes lease `id`.
+async fn revoke(lock: &EtcdLock, client: &Client, id: i64) -> io::Result<()> {
+    lock.ask("revoke our lease", || {
+        let mut client = client.clone();
+        async move { client.lease_revoke(id).await }
+    })
+    .await
+    .map(drop)
+}
+
+/// Reads `key`.
+async fn read(lock: &EtcdLock, client: &Client, key: &str) -> io::Result<etcd_client::GetResponse> {
+    lock.ask("read our key", || {
+        let mut client = client.clone();
+        async move { client.get(key, None).await }
+    })
+    .await
+}
+
 /// Deletes our key and revokes our lease (as `Mutex.Unlock` then
 /// `Session.Close` do).
 async fn release(lock: &EtcdLock, client: &mut Client, taken: &Taken) -> io::Result<()> {
-    let deleted = lock
-        .ask("delete our key", client.delete(taken.key.as_str(), None))
-        .await;
-    let revoked = lock
-        .ask("revoke our lease", client.lease_revoke(taken.lease_id))
-        .await;
+    let deleted = delete(lock, client, &taken.key).await;
+    let revoked = revoke(lock, client, taken.lease_id).await;
     // A lease already gone is no failure: its key went with it.
     match (deleted, revoked) {
         (Err(e), _) => Err(io::Error::new(
@@ -651,7 +732,7 @@ async fn check(
     key: &str,
     created: i64,
 ) -> Option<Compromise> {
-    let found = lock.ask("read our key", client.get(key, None)).await.ok()?;
+    let found = read(lock, client, key).await.ok()?;
     match found.kvs().first() {
         Some(kv) if kv.create_revision() == created => None,
         Some(_) => Some(Compromise::OwnerChanged),
@@ -681,7 +762,12 @@ async fn take(
             owner.clone(),
         ])
         .or_else([TxnOp::get(key, None), owner]);
-    let resp = lock.ask("put our key", client.txn(txn)).await?;
+    let resp = lock
+        .ask("put our key", || {
+            let (mut client, txn) = (client.clone(), txn.clone());
+            async move { client.txn(txn).await }
+        })
+        .await?;
     let header = resp.header().map_or(0, |h| h.revision());
     let answers = resp.op_responses();
     let mine = if resp.succeeded() {
@@ -713,7 +799,7 @@ async fn take(
     }
     let timeout = match wait {
         Wait::No => {
-            let _ = lock.ask("delete our key", client.delete(key, None)).await;
+            let _ = delete(lock, client, key).await;
             return Err(io::Error::new(
                 io::ErrorKind::WouldBlock,
                 format!(
@@ -729,7 +815,7 @@ async fn take(
         wait_deletes(lock, client, &prefix, mine - 1).await?;
         // Our key must still be there: a lease lost while we waited took it.
         loop {
-            match lock.ask("read our key", client.get(key, None)).await {
+            match read(lock, client, key).await {
                 Ok(g) => {
                     let header = g.header().map_or(0, |h| h.revision());
                     return match g.kvs().first() {
@@ -780,10 +866,10 @@ async fn wait_deletes(
         .with_limit(1);
     loop {
         let resp = match lock
-            .ask(
-                "read the keys before ours",
-                client.get(prefix, Some(last.clone())),
-            )
+            .ask("read the keys before ours", || {
+                let (mut client, last) = (client.clone(), last.clone());
+                async move { client.get(prefix, Some(last)).await }
+            })
             .await
         {
             Ok(r) => r,
@@ -902,8 +988,21 @@ async fn keep_alive(
             }
         }
     };
-    *state.compromise.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
     let _ = lost.send(Some(why));
+    if state.held.load(Ordering::SeqCst) {
+        report(&lock, &state, why);
+    }
+}
+
+/// Records the loss of a held lock's lease and tells the hook, once.
+fn report(lock: &EtcdLock, state: &State, why: Compromise) {
+    {
+        let mut seen = state.compromise.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.is_some() {
+            return;
+        }
+        *seen = Some(why);
+    }
     if let Some(hook) = &lock.on_compromise {
         hook(why);
     }
