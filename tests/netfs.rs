@@ -803,7 +803,7 @@ fn smbnetfs_refuses_soft_and_kernel_locks() {
             &["run", "--kind", kind, &lock, "echo", "ran"],
             &[],
         );
-        assert_ne!(code, Some(0), "{kind}: {err}");
+        assert_eq!(code, Some(255), "{kind}: {err}");
         assert_eq!(out, "", "{kind}");
         assert!(
             err.contains("fuse.smbnetfs does not create files exclusively between clients"),

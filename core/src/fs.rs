@@ -395,6 +395,7 @@ mod tests {
     fn userspace_network_clients_refuse_kernel_locks_and_smbnetfs_soft_ones() {
         let sshfs = traits(magic::FUSE, parse_mountinfo_line(SSHFS).as_ref());
         assert!(sshfs.exists_as_eperm);
+        assert_eq!(sshfs.exclusive_create, Support::Yes);
         assert_eq!(
             kernel_lock_refusal(&sshfs, Family::Fcntl),
             Some(Refusal::LocksPerClient)
@@ -439,6 +440,53 @@ mod tests {
         }
         assert_eq!(traits(magic::EXT4, None).exchange, Support::Yes);
         assert_eq!(traits(0x1234, None).exchange, Support::Unknown);
+    }
+
+    #[test]
+    fn every_named_magic_has_its_name_and_its_traits() {
+        let named = [
+            (magic::FUSE, "fuse"),
+            (magic::NFS, "nfs"),
+            (magic::CIFS, "cifs"),
+            (magic::SMB2, "smb3"),
+            (magic::SMB, "smbfs"),
+            (magic::V9FS, "9p"),
+            (magic::CEPH, "ceph"),
+            (magic::AFS, "afs"),
+            (magic::EXT4, "ext4"),
+            (magic::XFS, "xfs"),
+            (magic::BTRFS, "btrfs"),
+            (magic::TMPFS, "tmpfs"),
+            (magic::F2FS, "f2fs"),
+            (magic::OVERLAY, "overlay"),
+        ];
+        for (f_type, name) in named {
+            assert_eq!(magic_name(f_type), Some(name));
+        }
+        // Servers that keep the locks, but do not say whether they honour
+        // them, or an exclusive create, from every client.
+        for f_type in [magic::V9FS, magic::AFS] {
+            let t = traits(f_type, None);
+            assert_eq!((t.remote, t.exchange), (Support::Yes, Support::No));
+            assert_eq!((t.fcntl, t.flock), (Reach::Unknown, Reach::Unknown));
+            assert_eq!(t.exclusive_create, Support::Unknown);
+        }
+        let ceph = traits(magic::CEPH, None);
+        assert_eq!((ceph.fcntl, ceph.flock), (Reach::AllHosts, Reach::AllHosts));
+        assert_eq!(
+            (ceph.remote, ceph.exclusive_create),
+            (Support::Yes, Support::Yes)
+        );
+        for f_type in [
+            magic::EXT4,
+            magic::XFS,
+            magic::BTRFS,
+            magic::TMPFS,
+            magic::F2FS,
+        ] {
+            assert_eq!(traits(f_type, None), LOCAL);
+        }
+        assert_eq!(traits(magic::OVERLAY, None).exchange, Support::Unknown);
     }
 
     #[test]
