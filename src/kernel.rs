@@ -380,10 +380,16 @@ pub struct FileLock {
     /// Whether a filesystem that keeps locks per client mount is accepted
     /// ([`FileLock::allow_client_local`]).
     client_local: bool,
-    /// Set once the filesystem was found to share its locks between hosts
-    /// (or not known to keep them per client).
-    fs_checked: Arc<AtomicBool>,
+    /// The device of the last file this lock was taken on whose filesystem
+    /// was judged to share its locks between hosts (or not known to keep
+    /// them per client); [`NOT_JUDGED`] before.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fs_judged: Arc<std::sync::atomic::AtomicU64>,
 }
+
+/// [`FileLock::fs_judged`] before any file was judged.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const NOT_JUDGED: u64 = u64::MAX;
 
 /// What an acquire came to, a lock taken already in its guard's file.
 #[derive(Debug)]
@@ -508,7 +514,8 @@ impl FileLock {
             follow_symlinks: false,
             soft: Arc::new(AtomicBool::new(false)),
             client_local: false,
-            fs_checked: Arc::new(AtomicBool::new(false)),
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            fs_judged: Arc::new(std::sync::atomic::AtomicU64::new(NOT_JUDGED)),
         }
     }
 
@@ -534,21 +541,41 @@ impl FileLock {
         self
     }
 
-    /// Refuses this lock, once per lock object, where its filesystem keeps
-    /// kernel locks per client mount (PROTOCOL 13.5).
+    /// The kernel lock family of this lock, as the filesystem judgement
+    /// names it.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn family(&self) -> swaplock_core::fs::Family {
+        match self.kind {
+            Kind::Flock => swaplock_core::fs::Family::Flock,
+            _ => swaplock_core::fs::Family::Fcntl,
+        }
+    }
+
+    /// Refuses this lock before it is tried where the filesystem its path
+    /// leads to keeps kernel locks per client mount (PROTOCOL 13.5): a
+    /// wait there would be for a lock that excludes no other host. Until
+    /// a file it took was judged ([`FileLock::judge_file`]), which settles
+    /// it.
     fn check_filesystem(&self) -> io::Result<()> {
-        if self.client_local || self.fs_checked.load(Ordering::Relaxed) {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if !self.client_local && self.fs_judged.load(Ordering::Relaxed) == NOT_JUDGED {
+            crate::netfs::check_kernel(&self.path, self.family())?;
+        }
+        Ok(())
+    }
+
+    /// Judges the file a lock was just taken on (of device `dev`): where
+    /// its filesystem keeps kernel locks per client mount, the lock is
+    /// refused (the caller releases it). Whatever led there (a symlink, a
+    /// mount namespace, a directory made since) the file itself is judged,
+    /// once per device a lock object meets.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn judge_file(&self, fd: std::os::fd::BorrowedFd<'_>, dev: u64) -> io::Result<()> {
+        if self.client_local || self.fs_judged.load(Ordering::Relaxed) == dev {
             return Ok(());
         }
-        #[cfg(any(target_os = "linux", target_os = "android"))]
-        {
-            let family = match self.kind {
-                Kind::Flock => swaplock_core::fs::Family::Flock,
-                _ => swaplock_core::fs::Family::Fcntl,
-            };
-            crate::netfs::check_kernel(&self.path, family)?;
-        }
-        self.fs_checked.store(true, Ordering::Relaxed);
+        crate::netfs::check_kernel_file(&self.path, fd, dev, self.family())?;
+        self.fs_judged.store(dev, Ordering::Relaxed);
         Ok(())
     }
 
@@ -1098,7 +1125,15 @@ impl FileLock {
     /// The guard counts as this thread's ([`held_here`]).
     fn settle(&self, reached: Reached, shared: bool, timed: bool) -> Settled {
         let scope = self.scope(shared);
-        Settled::Done(match reached {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        let refused = match &reached {
+            Reached::Held(fd, id) => {
+                use std::os::fd::AsFd;
+                self.judge_file(fd.as_fd(), id.dev).err()
+            }
+            _ => None,
+        };
+        let guard = Settled::Done(match reached {
             Reached::Held(fd, id) => Ok(FileLockGuard(Inner::Kernel {
                 fd,
                 pid: std::process::id(),
@@ -1157,7 +1192,15 @@ impl FileLock {
                 };
                 Err(self.err(step, e))
             }
-        })
+        });
+        // A lock taken on a filesystem that keeps it for this client alone
+        // is let go at once (the guard's release), and refused.
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if let Some(e) = refused {
+            drop(guard);
+            return Settled::Done(Err(e));
+        }
+        guard
     }
 
     /// This lock's acquire, for [`kernel_wait`].

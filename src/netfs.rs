@@ -62,6 +62,11 @@ pub(crate) fn refused(
     } else {
         fstype
     };
+    const ETCD: &str = "an etcd lock (swaplock::etcd::EtcdLock, or `swaplock run --etcd URL NAME \
+                        COMMAND`, in a build with the `etcd` feature)";
+    let allow = "or, if no other host uses this directory, allow a lock for this host alone \
+                 (FileLock::allow_client_local(true), SWAPLOCK_ALLOW_CLIENT_LOCAL=1 for the \
+                 commands)";
     let why = match (refusal, family) {
         (Refusal::LocksPerClient, family) => {
             let which = match family {
@@ -71,17 +76,26 @@ pub(crate) fn refused(
             format!(
                 "{fstype} keeps {which} locks for this client mount only, so a process on another \
                  host could hold this lock at the same time; use a lease lock \
-                 (SoftLock::lease, `swaplock run --kind lease`), or an etcd lock \
-                 (`swaplock run --etcd`), or, if no other host uses this directory, allow a lock \
-                 for this host alone (FileLock::allow_client_local, \
-                 SWAPLOCK_ALLOW_CLIENT_LOCAL=1 for the commands)"
+                 (SoftLock::lease, `swaplock run --kind lease`), or {ETCD}, {allow}"
             )
         }
         (Refusal::ExclusiveCreateNotAtomic, _) => format!(
             "{fstype} does not create files exclusively between clients (two hosts can both \
-             create the marker), so no soft lock is safe on it; use an etcd lock \
-             (`swaplock run --etcd`), or a directory on a filesystem whose server arbitrates \
-             creates (NFSv3 or later, a kernel SMB mount, sshfs)"
+             create the marker), so no soft lock is safe on it; use {ETCD}, or a directory on \
+             a filesystem whose server arbitrates creates (NFSv3 or later, a kernel SMB \
+             mount, sshfs)"
+        ),
+        (_, Some(_)) => format!(
+            "{fstype} (a network or userspace filesystem) is not in this process's mount \
+             table (reached through another mount namespace, or unmounted), so whether its \
+             locks reach other hosts cannot be told; lock it by a path of this mount \
+             namespace, or use a lease lock or {ETCD}, {allow}"
+        ),
+        (_, None) => format!(
+            "{fstype} (a userspace filesystem) is not in this process's mount table (reached \
+             through another mount namespace, or unmounted), so whether it creates files \
+             exclusively between clients cannot be told; lock it by a path of this mount \
+             namespace, or use {ETCD}"
         ),
     };
     let kind = io::ErrorKind::Unsupported;
@@ -89,8 +103,10 @@ pub(crate) fn refused(
 }
 
 /// Refuses a kernel lock of `family` on `path` where the filesystem keeps
-/// its locks per client. A filesystem that cannot be read is not refused:
-/// the open that follows reports why.
+/// its locks per client, before the lock is tried: a wait there would be
+/// for nothing. Where `path` does not exist yet, its nearest ancestor's
+/// filesystem is read. A filesystem that cannot be read is not refused
+/// here: [`check_kernel_file`] judges the file the lock opened.
 pub(crate) fn check_kernel(path: &Arc<Path>, family: Family) -> io::Result<()> {
     let Ok(fs) = swaplock_linux::fs::of_path(path) else {
         return Ok(());
@@ -101,14 +117,48 @@ pub(crate) fn check_kernel(path: &Arc<Path>, family: Family) -> io::Result<()> {
     }
 }
 
-/// Refuses a soft lock whose directory `dir` is on a filesystem without
-/// an exclusive create between clients.
+/// Refuses a kernel lock of `family` taken on the open file `fd` (of
+/// device `dev`) where its filesystem keeps locks per client: the file
+/// the lock opened is judged, wherever a symlink or a mount namespace led.
+/// A filesystem that cannot be read (`fstatfs` failed) is refused too.
+pub(crate) fn check_kernel_file(
+    path: &Arc<Path>,
+    fd: std::os::fd::BorrowedFd<'_>,
+    dev: u64,
+    family: Family,
+) -> io::Result<()> {
+    let fs = swaplock_linux::fs::of_file_on(fd, dev)
+        .map_err(|e| LockError::io(path, Step::Filesystem, e.kind(), e))?;
+    match swaplock_core::fs::kernel_lock_refusal(&fs.traits, family) {
+        None => Ok(()),
+        Some(refusal) => Err(refused(path, &fs.fstype, refusal, Some(family))),
+    }
+}
+
+/// Refuses a soft lock whose directory `dir`, not made yet, would be made
+/// on (its nearest existing ancestor's) filesystem without an exclusive
+/// create between clients, or one that cannot be told. A filesystem that
+/// cannot be read is not refused here: the open directory is judged too
+/// ([`check_soft_dir`]).
 pub(crate) fn check_soft(path: &Arc<Path>, dir: &Path) -> io::Result<()> {
     let Ok(fs) = swaplock_linux::fs::of_path(dir) else {
         return Ok(());
     };
     match swaplock_core::fs::soft_lock_refusal(&fs.traits) {
         None => Ok(()),
+        Some(refusal) => Err(refused(path, &fs.fstype, refusal, None)),
+    }
+}
+
+/// Refuses a soft lock whose open directory `dir` is on a filesystem
+/// without an exclusive create between clients, or one that cannot be
+/// told. `Ok(false)`: the filesystem could not be read (no verdict).
+pub(crate) fn check_soft_dir(path: &Arc<Path>, dir: &std::os::fd::OwnedFd) -> io::Result<bool> {
+    let Ok(fs) = swaplock_linux::fs::of_file(dir) else {
+        return Ok(false);
+    };
+    match swaplock_core::fs::soft_lock_refusal(&fs.traits) {
+        None => Ok(true),
         Some(refusal) => Err(refused(path, &fs.fstype, refusal, None)),
     }
 }

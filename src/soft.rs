@@ -649,28 +649,46 @@ impl SoftLock {
         Arc::as_ptr(&self.contender) as usize
     }
 
+    /// Opens the lock's directory, creating it if missing, on a
+    /// filesystem judged fit for a soft lock (PROTOCOL 13.5): a directory
+    /// yet to be made is judged by its nearest existing ancestor's
+    /// filesystem before anything is made, and the directory opened by its
+    /// own.
     fn open_dir(&self) -> io::Result<Dir> {
-        match os::open_dir(&self.dir) {
-            Ok(fd) => Ok(fd),
+        let dir = match os::open_dir(&self.dir) {
+            Ok(fd) => fd,
             Err(e) if e == Errno::NOENT => {
+                #[cfg(any(target_os = "linux", target_os = "android"))]
+                crate::netfs::check_soft(&self.path, &self.dir_path)?;
                 // As filelock does, create the lock's directory once per acquire.
                 std::fs::create_dir_all(&self.dir_path)
                     .map_err(|e| LockError::io(&self.path, Step::Open, e.kind(), e))?;
-                os::open_dir(&self.dir).map_err(|e| self.err(Step::Open, e))
+                os::open_dir(&self.dir).map_err(|e| self.err(Step::Open, e))?
             }
-            Err(e) => Err(self.err(Step::Open, e)),
-        }
+            Err(e) => return Err(self.err(Step::Open, e)),
+        };
+        self.judge_dir(&dir)?;
+        Ok(dir)
     }
 
-    /// Refuses this lock, once per lock object, where two hosts can both
-    /// create the marker: no soft lock is safe there (PROTOCOL 13.5).
-    fn check_filesystem(&self) -> io::Result<()> {
+    /// Refuses this lock where its open directory `dir` is on a filesystem
+    /// whose exclusive create two hosts can both win, or one that cannot
+    /// be told: no soft lock is safe there (PROTOCOL 13.5). Once per lock
+    /// object; a look that could not read the filesystem is no verdict.
+    fn judge_dir(&self, dir: &Dir) -> io::Result<()> {
         if self.fs_checked.load(Ordering::Relaxed) {
             return Ok(());
         }
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        crate::netfs::check_soft(&self.path, &self.dir_path)?;
-        self.fs_checked.store(true, Ordering::Relaxed);
+        let judged = crate::netfs::check_soft_dir(&self.path, dir)?;
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        let judged = {
+            let _ = dir;
+            true
+        };
+        if judged {
+            self.fs_checked.store(true, Ordering::Relaxed);
+        }
         Ok(())
     }
 
@@ -696,7 +714,6 @@ impl SoftLock {
         if self.base.is_empty() {
             return Err(self.err(Step::Open, Errno::INVAL));
         }
-        self.check_filesystem()?;
         let lease = match self.kind {
             Kind::Lease => {
                 let interval = self.heartbeat.unwrap_or(self.lease / 3);

@@ -53,6 +53,7 @@ fn worker() {
             end.parse().unwrap(),
             seed.parse().unwrap(),
         ),
+        ["reuse", root] => reuse_after_mkdir(Path::new(root)),
         ["chaos", kind, lock, log, end, seed] => {
             chaos_worker(kind, lock, log, end.parse().unwrap(), seed.parse().unwrap())
         }
@@ -827,4 +828,102 @@ fn smbnetfs_refuses_soft_and_kernel_locks() {
     let status: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(status["filesystem"]["type"], "fuse.smbnetfs", "{out}");
     assert_eq!(status["filesystem"]["exclusive_create"], "no", "{out}");
+}
+
+/// A lock object whose directory does not exist yet on sshfs, used again
+/// once it does: refused both times.
+fn reuse_after_mkdir(root: &Path) {
+    let dir = root.join("later");
+    let lock = swaplock::FileLock::new(dir.join("job.lock"));
+    // Refused already by its nearest existing ancestor's filesystem.
+    let first = lock.try_lock().map(drop).unwrap_err();
+    assert_eq!(first.kind(), std::io::ErrorKind::Unsupported, "{first}");
+    std::fs::create_dir(&dir).unwrap();
+    match lock.try_lock() {
+        Ok(_) => println!("taken"),
+        Err(e) => println!("refused {:?}: {e}", e.kind()),
+    }
+}
+
+/// Whatever leads a kernel lock to sshfs, the file it takes there is
+/// judged: a lock object used again once its directory was made, a
+/// dangling symlink on a local disk whose target the lock creates on the
+/// mount, and the mount reached from outside its mount namespace
+/// (`/proc/PID/root/...`), where this process's mount table does not
+/// name it. A soft lock on smbnetfs is refused however deep the
+/// directories it would make, which it leaves unmade.
+#[test]
+fn every_way_onto_a_client_local_filesystem_is_judged() {
+    let server = Sftp::start();
+    let host = server.host("host-a", Caches::Off);
+    let root = host.root().display().to_string();
+    let with_lock_ex = env!("CARGO_BIN_EXE_with-lock-ex");
+
+    let mut reuse = host.command(&exe());
+    reuse
+        .args(netfs::worker_args())
+        .env(WORKER, format!("reuse\u{1f}{root}"));
+    let out = reuse.output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("refused Unsupported"), "{said}");
+    assert!(said.contains("fuse.sshfs keeps fcntl locks"), "{said}");
+
+    let local = tempfile::tempdir().unwrap();
+    let link = local.path().join("link.lock");
+    let script = format!(
+        "ln -s {root}/dangling.lock {link} && exec {with_lock_ex} -w {link} echo ran",
+        link = link.display()
+    );
+    let (code, out, err) = on_host(&host, "/bin/sh", &["-c", &script], &[]);
+    assert_eq!((code, out.as_str()), (Some(255), ""), "{err}");
+    assert!(err.contains("fuse.sshfs keeps fcntl locks"), "{err}");
+
+    // A host process that keeps the mount up until its stdin closes.
+    let mut up = host.command(Path::new("/bin/sh"));
+    up.args(["-c", "echo up; exec cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    let mut up = up.spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(up.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line, "up\n");
+    let through = format!("/proc/{}/root{root}/elsewhere.lock", up.id());
+    let out = std::process::Command::new(with_lock_ex)
+        .args(["-w", &through, "echo", "ran"])
+        .output()
+        .unwrap();
+    drop(up.stdin.take());
+    up.wait().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(255), "{err}");
+    assert!(
+        err.contains("is not in this process's mount table"),
+        "{err}"
+    );
+    drop(server);
+
+    let smb = Smb::start();
+    let host = smb.host("host-a");
+    let root = host.root().display().to_string();
+    let deep = format!("{root}/d1/d2/job.lock");
+    let swaplock = env!("CARGO_BIN_EXE_swaplock");
+    let (code, _, err) = on_host(
+        &host,
+        swaplock,
+        &["run", "--kind", "marker", &deep, "true"],
+        &[],
+    );
+    assert_eq!(code, Some(255), "{err}");
+    assert!(
+        err.contains("fuse.smbnetfs does not create files exclusively"),
+        "{err}"
+    );
+    assert!(
+        !smb.export().join("d1").exists(),
+        "the refused lock made its directories"
+    );
 }

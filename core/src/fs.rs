@@ -128,6 +128,7 @@ fn number(digits: &[u8]) -> Option<u32> {
 }
 
 /// Who a filesystem's kernel locks exclude.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Reach {
@@ -143,6 +144,7 @@ pub enum Reach {
 }
 
 /// Whether a filesystem does something, as far as its type tells.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Support {
@@ -155,6 +157,7 @@ pub enum Support {
 }
 
 /// What a filesystem offers a lock.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Traits {
@@ -172,6 +175,12 @@ pub struct Traits {
     /// Whether an exclusive create over an existing name fails with
     /// `EPERM` rather than `EEXIST` (an SFTP client).
     pub exists_as_eperm: bool,
+    /// Whether what the filesystem is could be told: false for a type
+    /// whose answer needs its mount table entry (FUSE, NFS, SMB, 9p) when
+    /// that entry was not found (a file reached through another mount
+    /// namespace, as `/proc/PID/root/...`; a lazily unmounted filesystem;
+    /// no `/proc`).
+    pub seen: bool,
 }
 
 const LOCAL: Traits = Traits {
@@ -181,6 +190,7 @@ const LOCAL: Traits = Traits {
     exclusive_create: Support::Yes,
     exchange: Support::Yes,
     exists_as_eperm: false,
+    seen: true,
 };
 
 /// A network filesystem whose server keeps the locks and arbitrates
@@ -192,6 +202,7 @@ const SERVER_LOCKED: Traits = Traits {
     exclusive_create: Support::Yes,
     exchange: Support::No,
     exists_as_eperm: false,
+    seen: true,
 };
 
 /// A userspace client of a remote store whose locks the kernel keeps for
@@ -203,6 +214,7 @@ const CLIENT_LOCKED: Traits = Traits {
     exclusive_create: Support::Unknown,
     exchange: Support::No,
     exists_as_eperm: false,
+    seen: true,
 };
 
 /// FUSE subtypes known to be clients of another host's files, which
@@ -223,6 +235,14 @@ const REMOTE_FUSE: &[&[u8]] = &[
 /// What the filesystem of `f_type` (and, where [`needs_mount_table`],
 /// its mount table entry `mount`, `None` if it could not be read) offers.
 pub fn traits(f_type: u64, mount: Option<&Mount<'_>>) -> Traits {
+    Traits {
+        seen: mount.is_some() || !needs_mount_table(f_type),
+        ..named(f_type, mount)
+    }
+}
+
+/// [`traits`], the entry's absence aside.
+fn named(f_type: u64, mount: Option<&Mount<'_>>) -> Traits {
     let options = |name: &[u8]| {
         mount.is_some_and(|m| {
             option_values(m.super_options)
@@ -258,6 +278,7 @@ pub fn traits(f_type: u64, mount: Option<&Mount<'_>>) -> Traits {
                     exclusive_create: Support::Unknown,
                     exchange: Support::Unknown,
                     exists_as_eperm: false,
+                    seen: true,
                 },
             }
         }
@@ -331,6 +352,7 @@ pub enum Family {
 }
 
 /// Why a lock is refused on a filesystem.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Refusal {
@@ -341,14 +363,21 @@ pub enum Refusal {
     /// An exclusive create is not atomic between clients: two hosts could
     /// both create the marker.
     ExclusiveCreateNotAtomic,
+    /// The filesystem's mount table entry, which tells what it offers, is
+    /// not in this process's mount table ([`Traits::seen`]).
+    CannotTell,
 }
 
 /// Whether a kernel lock of `family` must be refused on a filesystem of
 /// `traits`: where its locks exclude this client's processes only, a lock
-/// would silently let another host hold it too. A filesystem whose reach
-/// is unknown (a userspace filesystem this table does not name) is not
-/// refused: the caller documents it.
+/// would silently let another host hold it too; and where what the
+/// filesystem is cannot be told (its mount entry unseen). A filesystem
+/// seen, whose reach is unknown (a userspace filesystem this table does
+/// not name, bindfs for one) is not refused: the caller documents it.
 pub fn kernel_lock_refusal(traits: &Traits, family: Family) -> Option<Refusal> {
+    if !traits.seen {
+        return Some(Refusal::CannotTell);
+    }
     let reach = match family {
         Family::Fcntl => traits.fcntl,
         Family::Flock => traits.flock,
@@ -358,9 +387,16 @@ pub fn kernel_lock_refusal(traits: &Traits, family: Family) -> Option<Refusal> {
 
 /// Whether a soft lock (a marker created exclusively) must be refused on
 /// a filesystem of `traits`: where an exclusive create is known not to be
-/// atomic between clients, two hosts could both hold the lock.
+/// atomic between clients, two hosts could both hold the lock; and on an
+/// unseen filesystem whose create may be such.
 pub fn soft_lock_refusal(traits: &Traits) -> Option<Refusal> {
-    (traits.exclusive_create == Support::No).then_some(Refusal::ExclusiveCreateNotAtomic)
+    match traits.exclusive_create {
+        Support::No => Some(Refusal::ExclusiveCreateNotAtomic),
+        // An unseen userspace filesystem may be one whose create is not
+        // atomic (smbnetfs): fail closed.
+        Support::Unknown if !traits.seen => Some(Refusal::CannotTell),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -430,8 +466,22 @@ mod tests {
         assert_eq!(bindfs.fcntl, Reach::Unknown);
         assert_eq!(kernel_lock_refusal(&bindfs, Family::Fcntl), None);
         assert_eq!(soft_lock_refusal(&bindfs), None);
-        // A FUSE mount whose entry could not be read.
-        assert_eq!(traits(magic::FUSE, None).fcntl, Reach::Unknown);
+        // A FUSE mount whose entry could not be read: refused, as it might
+        // be any client.
+        let unseen = traits(magic::FUSE, None);
+        assert!(!unseen.seen && bindfs.seen);
+        assert_eq!(
+            kernel_lock_refusal(&unseen, Family::Fcntl),
+            Some(Refusal::CannotTell)
+        );
+        assert_eq!(soft_lock_refusal(&unseen), Some(Refusal::CannotTell));
+        // NFS unseen: its lock options unknown, its create still atomic.
+        let nfs = traits(magic::NFS, None);
+        assert_eq!(
+            kernel_lock_refusal(&nfs, Family::Flock),
+            Some(Refusal::CannotTell)
+        );
+        assert_eq!(soft_lock_refusal(&nfs), None);
         for f_type in [magic::EXT4, magic::TMPFS, 0x1234] {
             let t = traits(f_type, None);
             assert_eq!(t.remote, Support::No);

@@ -24,28 +24,51 @@ pub struct Filesystem {
 /// The filesystem that holds the open file `fd`.
 pub fn of_file(fd: impl AsFd) -> io::Result<Filesystem> {
     let fd = fd.as_fd();
-    let statfs = rustix::fs::fstatfs(fd)?;
-    let dev = rustix::fs::fstat(fd)?.st_dev;
+    let f_type = f_type(&rustix::fs::fstatfs(fd)?);
+    // The device matters only for the mount table, read only for the
+    // types whose answer depends on it: one call for a local file.
+    let dev = if needs_mount_table(f_type) {
+        rustix::fs::fstat(fd)?.st_dev
+    } else {
+        0
+    };
+    Ok(describe(f_type, dev))
+}
+
+/// The filesystem that holds the open file `fd`, whose `st_dev` is `dev`
+/// (known already, from the `fstat` a lock makes).
+pub fn of_file_on(fd: impl AsFd, dev: u64) -> io::Result<Filesystem> {
+    let statfs = rustix::fs::fstatfs(fd.as_fd())?;
     Ok(describe(f_type(&statfs), dev))
 }
 
 /// The filesystem that holds `path` (followed if a symlink), or, where
-/// `path` does not exist, its directory.
+/// `path` does not exist (yet), its nearest ancestor that does: the
+/// filesystem a file or directory made there would land on.
 pub fn of_path(path: &Path) -> io::Result<Filesystem> {
     let at = |p: &Path| -> io::Result<Filesystem> {
-        let statfs = rustix::fs::statfs(p)?;
-        let dev = rustix::fs::stat(p)?.st_dev;
-        Ok(describe(f_type(&statfs), dev))
+        let f_type = f_type(&rustix::fs::statfs(p)?);
+        let dev = if needs_mount_table(f_type) {
+            rustix::fs::stat(p)?.st_dev
+        } else {
+            0
+        };
+        Ok(describe(f_type, dev))
     };
-    match at(path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            let dir = match path.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => Path::new("."),
-            };
-            at(dir)
+    let mut here = path;
+    loop {
+        match at(here) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                here = match here.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p,
+                    // A relative path's first component: the working
+                    // directory.
+                    Some(_) => Path::new("."),
+                    None => return Err(e),
+                };
+            }
+            other => return other,
         }
-        other => other,
     }
 }
 
@@ -62,17 +85,14 @@ fn describe(f_type: u64, dev: rustix::fs::Dev) -> Filesystem {
     let mut fstype = String::new();
     let traits = if needs_mount_table(f_type) {
         let dev = (rustix::fs::major(dev), rustix::fs::minor(dev));
-        match mount_entry(dev) {
-            Some(line) => {
-                let mount = parse_mountinfo_line(line.as_bytes());
-                if let Some(m) = &mount {
-                    fstype = String::from_utf8_lossy(m.fstype).into_owned();
-                }
-                traits(f_type, mount.as_ref())
-            }
-            // No mount table (no /proc): what the type alone tells.
-            None => traits(f_type, None),
+        let line = mount_entry(dev);
+        let mount = line
+            .as_deref()
+            .and_then(|l| parse_mountinfo_line(l.as_bytes()));
+        if let Some(m) = &mount {
+            fstype = String::from_utf8_lossy(m.fstype).into_owned();
         }
+        traits(f_type, mount.as_ref())
     } else {
         traits(f_type, None)
     };
