@@ -896,8 +896,15 @@ fn every_way_onto_a_client_local_filesystem_is_judged() {
         .args(["-w", &through, "echo", "ran"])
         .output()
         .unwrap();
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_swaplock"))
+        .args(["status", "--json", &through])
+        .output()
+        .unwrap();
     drop(up.stdin.take());
     up.wait().unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["filesystem"]["seen"], false, "{status}");
+    assert_eq!(status["filesystem"]["fcntl_locks"], "unknown", "{status}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(255), "{err}");
     assert!(

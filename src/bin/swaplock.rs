@@ -1757,6 +1757,10 @@ error.";
             _ => "unknown",
         };
         let t = fs.traits;
+        let shown = match t.seen {
+            true => name.clone(),
+            false => format!("{name} (not in this process's mount table: cannot be told)"),
+        };
         let create = match (t.exclusive_create, t.exists_as_eperm) {
             (Support::Yes, true) => "atomic (EPERM for an existing name)",
             (Support::Yes, false) => "atomic",
@@ -1764,7 +1768,7 @@ error.";
             _ => "unknown",
         };
         let text = format!(
-            "filesystem: {name}: remote {}; fcntl locks reach {}; flock locks reach {}; \
+            "filesystem: {shown}: remote {}; fcntl locks reach {}; flock locks reach {}; \
              exclusive create {create}; exchange {}",
             support(t.remote),
             reach(t.fcntl),
@@ -1773,7 +1777,7 @@ error.";
         );
         let json = format!(
             "{{\"type\":{},\"remote\":{},\"fcntl_locks\":{},\"flock_locks\":{},\
-             \"exclusive_create\":{},\"exists_as_eperm\":{},\"exchange\":{}}}",
+             \"exclusive_create\":{},\"exists_as_eperm\":{},\"exchange\":{},\"seen\":{}}}",
             json_string(&name),
             json_string(support(t.remote)),
             json_string(reach(t.fcntl)),
@@ -1781,6 +1785,7 @@ error.";
             json_string(support(t.exclusive_create)),
             t.exists_as_eperm,
             json_string(support(t.exchange)),
+            t.seen,
         );
         Some((text, json))
     }
