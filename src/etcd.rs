@@ -58,6 +58,18 @@ pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(60);
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// The pause before a failed request to etcd is tried again while waiting.
 const RETRY_PAUSE: Duration = Duration::from_millis(200);
+/// How often an idle connection to a member is pinged (HTTP/2).
+const KEEPALIVE_PING: Duration = Duration::from_secs(1);
+/// How long a ping may go unanswered before the connection is dropped.
+const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(2);
+/// The longest a connection to a member may take: a member that froze
+/// still completes TCP handshakes (its kernel does), never HTTP/2's, and
+/// must not be waited on for long before another is tried.
+const CONNECT_AT_MOST: Duration = Duration::from_secs(2);
+/// The longest a watch of the key before ours is trusted without a look:
+/// a watch on a member that froze may never speak, so the waiter reads
+/// the keys again at this pace.
+const WATCH_LOOK_AGAIN: Duration = Duration::from_secs(2);
 
 type CompromiseHook = Arc<dyn Fn(Compromise) + Send + Sync>;
 
@@ -285,6 +297,7 @@ impl EtcdLock {
                 taken,
                 state,
                 session: Some(Session { orders, thread }),
+                pid: std::process::id(),
             }),
             Ok(Err(e)) => {
                 let _ = thread.join();
@@ -302,15 +315,23 @@ impl EtcdLock {
 
     /// Connects to the endpoints (no request is sent yet).
     async fn connect(&self) -> io::Result<Client> {
+        self.ask("connect", || self.connect_to(&self.endpoints))
+            .await
+    }
+
+    /// A client of `endpoints` (all of the lock's, or one), connected.
+    async fn connect_to(&self, endpoints: &[String]) -> Result<Client, etcd_client::Error> {
         let options = ConnectOptions::new()
-            .with_connect_timeout(self.request_timeout)
+            .with_connect_timeout(self.request_timeout.min(CONNECT_AT_MOST))
+            // A member that froze, or whose traffic is dropped, breaks its
+            // connections within seconds, as etcdctl's do; without this a
+            // watch or a keep-alive on it would wait for ever.
+            .with_keep_alive(KEEPALIVE_PING, KEEPALIVE_TIMEOUT)
+            .with_keep_alive_while_idle(true)
             // A member cut off from its cluster refuses, rather than answers
             // from a stale view or keeps a watch silently.
             .with_require_leader(true);
-        self.ask("connect", || {
-            Client::connect(self.endpoints.to_vec(), Some(options.clone()))
-        })
-        .await
+        Client::connect(endpoints.to_vec(), Some(options)).await
     }
 
     /// One request to etcd, made by `request` (on a clone of the client),
@@ -326,13 +347,18 @@ impl EtcdLock {
         F: Future<Output = Result<T, etcd_client::Error>>,
     {
         let deadline = Instant::now() + self.request_timeout;
+        // One attempt may hang on a member that froze: each gets a third
+        // of the time, and the next may reach another member.
+        let attempt = (self.request_timeout / 3).max(Duration::from_millis(500));
         loop {
-            match tokio::time::timeout_at(deadline, request()).await {
+            let until = (Instant::now() + attempt).min(deadline);
+            match tokio::time::timeout_at(until, request()).await {
                 Ok(Ok(answer)) => return Ok(answer),
                 Ok(Err(e)) if unreachable(&e) && Instant::now() + RETRY_PAUSE < deadline => {
                     tokio::time::sleep(RETRY_PAUSE).await;
                 }
                 Ok(Err(e)) => return Err(self.failed(what, e)),
+                Err(_) if Instant::now() < deadline => {}
                 Err(_) => {
                     return Err(io::Error::new(
                         io::ErrorKind::TimedOut,
@@ -453,6 +479,9 @@ pub struct EtcdLockGuard {
     state: Arc<State>,
     /// Taken only by release (or drop).
     session: Option<Session>,
+    /// The process that took the lock: a child forked from it has no
+    /// thread of the lock's, and leaves the lock alone.
+    pid: u32,
 }
 
 impl fmt::Debug for EtcdLockGuard {
@@ -512,6 +541,10 @@ impl EtcdLockGuard {
         if let Some(c) = self.compromise() {
             return Some(c);
         }
+        if self.forked() {
+            // The lock's thread is the parent's; only it can look.
+            return None;
+        }
         let session = self.session.as_ref()?;
         let (tell, told) = mpsc::channel();
         session.orders.send(Order::Check(tell)).ok()?;
@@ -524,7 +557,29 @@ impl EtcdLockGuard {
         self.release_inner()
     }
 
+    /// Whether this process was forked from the one that took the lock.
+    fn forked(&self) -> bool {
+        std::process::id() != self.pid
+    }
+
     fn release_inner(&mut self) -> io::Result<()> {
+        if self.forked() {
+            // The parent's lock, kept by the parent's thread: left alone.
+            // (The session's thread handle is the parent's: not joined.)
+            if let Some(session) = self.session.take() {
+                std::mem::forget(session);
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "etcd lock {}: this guard was taken by process {}, which this process was \
+                         forked from: the lock belongs to that process, and only it can release \
+                         it; it is left alone",
+                        self.lock.name, self.pid
+                    ),
+                ));
+            }
+            return Ok(());
+        }
         let Some(session) = self.session.take() else {
             return Ok(());
         };
@@ -712,15 +767,20 @@ async fn read(lock: &EtcdLock, client: &Client, key: &str) -> io::Result<etcd_cl
 /// Deletes our key and revokes our lease (as `Mutex.Unlock` then
 /// `Session.Close` do).
 async fn release(lock: &EtcdLock, client: &mut Client, taken: &Taken) -> io::Result<()> {
-    let deleted = delete(lock, client, &taken.key).await;
-    let revoked = revoke(lock, client, taken.lease_id).await;
-    // A lease already gone is no failure: its key went with it.
+    // Both at once: either releases, and a request held up by a member
+    // that froze does not hold up the other.
+    let (deleted, revoked) = tokio::join!(
+        delete(lock, client, &taken.key),
+        revoke(lock, client, taken.lease_id)
+    );
+    // A revoked lease takes its key with it: released either way. A
+    // lease already gone is no failure either: its key went with it.
     match (deleted, revoked) {
-        (Err(e), _) => Err(io::Error::new(
+        (_, Ok(())) | (Ok(()), _) => Ok(()),
+        (Err(e), Err(_)) => Err(io::Error::new(
             e.kind(),
             format!("{e}; the lock is released when the lease expires"),
         )),
-        _ => Ok(()),
     }
 }
 
@@ -893,11 +953,16 @@ async fn wait_deletes(
 /// watch breaks (`false`: look again).
 async fn wait_delete(client: &mut Client, key: Vec<u8>, from: i64) -> bool {
     let options = WatchOptions::new().with_start_revision(from);
-    let Ok(mut stream) = client.watch(key, Some(options)).await else {
+    let watch = tokio::time::timeout(WATCH_LOOK_AGAIN, client.watch(key, Some(options)));
+    let Ok(Ok(mut stream)) = watch.await else {
         return false;
     };
     loop {
-        match stream.message().await {
+        let Ok(message) = tokio::time::timeout(WATCH_LOOK_AGAIN, stream.message()).await else {
+            // Silent for a while: the member may have frozen; look again.
+            return false;
+        };
+        match message {
             Ok(Some(resp)) => {
                 if resp
                     .events()
@@ -922,7 +987,7 @@ async fn wait_delete(client: &mut Client, key: Vec<u8>, from: i64) -> bool {
 /// answered keep-alive was sent, so never later than etcd's own).
 async fn keep_alive(
     lock: EtcdLock,
-    mut client: Client,
+    client: Client,
     lease_id: i64,
     granted_ttl: i64,
     granted: Instant,
@@ -931,28 +996,48 @@ async fn keep_alive(
 ) {
     let ttl = Duration::from_secs(granted_ttl.unsigned_abs());
     let period = ttl / 3;
+    // Where the keep-alive goes: the client of every endpoint at first;
+    // after an attempt that failed, each member in turn, by a client of
+    // its own, so that a member that froze (whose connection the shared
+    // client may keep choosing) is left behind at the next attempt.
+    let mut turn: Option<usize> = None;
+    let mut members: Vec<Option<Client>> = vec![None; lock.endpoints.len()];
     let mut deadline = granted + ttl;
     let mut next = granted + period;
     let mut stream: Option<(LeaseKeeper, LeaseKeepAliveStream)> = None;
     let why = loop {
         tokio::time::sleep_until(next).await;
         let sent = Instant::now();
-        // Past the deadline (we were stopped, or etcd was away): one more
-        // keep-alive only tells how the lease was lost.
-        let late = sent >= deadline;
-        let limit = if late {
-            sent + lock.request_timeout
-        } else {
-            deadline
-        };
+        // Past the deadline (we were stopped, or etcd was away): the lease
+        // may be another's by now, and the holder must hear it at once,
+        // not after one more request.
+        if sent >= deadline {
+            break Compromise::Unreachable;
+        }
+        // One answer is awaited at most half a period (or a third of the
+        // request timeout): a member answers a keep-alive in milliseconds,
+        // and one that froze leaves time for two others before the
+        // deadline; the stream is then opened anew, on another.
+        let limit = deadline.min(sent + (period / 2).min(lock.request_timeout / 3));
         let answer = tokio::time::timeout_at(limit, async {
             let (keeper, answers) = match &mut stream {
                 Some(s) => s,
                 None => {
+                    let mut via = match turn {
+                        None => client.clone(),
+                        Some(k) => match &members[k] {
+                            Some(c) => c.clone(),
+                            None => {
+                                let c = lock.connect_to(&lock.endpoints[k..=k]).await?;
+                                members[k] = Some(c.clone());
+                                c
+                            }
+                        },
+                    };
                     // Opening the stream sends the first keep-alive and
                     // reads its answer: the lease was renewed to its whole
                     // TTL (a lease not found is an error).
-                    let opened = client.lease_keep_alive(lease_id).await?;
+                    let opened = via.lease_keep_alive(lease_id).await?;
                     return Ok::<_, etcd_client::Error>((Some(granted_ttl), Some(opened)));
                 }
             };
@@ -969,11 +1054,15 @@ async fn keep_alive(
         if expired {
             break Compromise::LeaseExpired;
         }
-        if late {
-            break Compromise::Unreachable;
-        }
         match answer {
-            Err(_) => break Compromise::Unreachable,
+            Err(_) if Instant::now() >= deadline => break Compromise::Unreachable,
+            Err(_) => {
+                // No answer within the limit: another stream, soon, to
+                // the next member.
+                stream = None;
+                turn = Some(turn.map_or(0, |k| (k + 1) % members.len()));
+                next = Instant::now();
+            }
             Ok(Ok((Some(left), opened))) => {
                 if opened.is_some() {
                     stream = opened;
@@ -982,8 +1071,10 @@ async fn keep_alive(
                 next = sent + period;
             }
             Ok(Ok((None, _)) | Err(_)) => {
-                // The stream broke (a member went away): open another soon.
+                // The stream broke (a member went away): open another
+                // soon, to the next member.
                 stream = None;
+                turn = Some(turn.map_or(0, |k| (k + 1) % members.len()));
                 next = Instant::now() + RETRY_PAUSE.min(period);
             }
         }

@@ -699,3 +699,129 @@ fn bad_input_and_an_unreachable_cluster_are_errors_that_say_why() {
     assert_eq!(out.status.code(), Some(255));
     assert!(String::from_utf8_lossy(&out.stderr).contains(&url));
 }
+
+/// Continues a stopped process even if the test panics.
+struct Stopped(u32);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        signal(self.0, libc::SIGCONT);
+    }
+}
+
+/// The ticks of the holder of fencing token `token` in `log` so far (one
+/// every 50 ms while it holds).
+fn ticks(log: &Path, token: &str) -> usize {
+    let tick = format!("tick {token}");
+    fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| *l == tick)
+        .count()
+}
+
+/// One member of three frozen (SIGSTOP: a paused VM, or its traffic
+/// dropped) costs no holder its lock and wedges no waiter: the keep-alive
+/// and the waits leave a member that stops answering for another, as a
+/// member that refuses. Six holders on six names, each with a waiter
+/// behind it, the member frozen for more than three lease TTLs.
+#[test]
+fn a_frozen_member_costs_no_holder_its_lock_and_wedges_no_waiter() {
+    const NAMES: usize = 6;
+    let etcd = Etcd::start(3);
+    let endpoints = etcd.endpoints();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut holders = Vec::new();
+    let mut waiters = Vec::new();
+    for i in 0..NAMES {
+        let (name, who) = (format!("frozen-{i}"), format!("h{i}"));
+        // One log per name: the checker judges one lock's turns.
+        let log = d.join(format!("log{i}"));
+        let mut holder = hold(&endpoints, &[], &name, &who, d);
+        holders.push(holder.env("LOG", &log).spawn().unwrap());
+        ready(d, &who);
+        let mut waiter = run(&endpoints, &["-w", "60"], &name, TURN, d);
+        waiters.push(waiter.env("LOG", &log).spawn().unwrap());
+        wait_for("the waiter to queue", || {
+            waiting(&endpoints, &name) == Some(1)
+        });
+    }
+    let mut leader = None;
+    wait_for("a leader", || {
+        leader = etcd.leader();
+        leader.is_some()
+    });
+    let frozen = (0..3).find(|&i| Some(i) != leader).unwrap();
+    let member = etcd.members[frozen].child.as_ref().unwrap().id();
+    signal(member, libc::SIGSTOP);
+    let thawed = Stopped(member);
+    // The holders' own clocks: 3 TTLs (TTL 2 s) of ticks after the freeze.
+    let logs: Vec<_> = (0..NAMES).map(|i| d.join(format!("log{i}"))).collect();
+    let tokens: Vec<String> = logs
+        .iter()
+        .map(|log| {
+            let text = fs::read_to_string(log).unwrap();
+            let first = text.lines().next().unwrap_or_default().to_owned();
+            first.strip_prefix("start ").unwrap().to_owned()
+        })
+        .collect();
+    let before: Vec<usize> = (0..NAMES).map(|i| ticks(&logs[i], &tokens[i])).collect();
+    wait_for("3 TTLs of every holder's ticks", || {
+        (0..NAMES).all(|i| ticks(&logs[i], &tokens[i]) >= before[i] + 120)
+    });
+    for i in 0..NAMES {
+        fs::write(d.join(format!("h{i}.go")), "").unwrap();
+    }
+    // Every holder kept its lock to the end and released it; every waiter
+    // then had its turn; all while the member stayed frozen.
+    for (i, h) in holders.iter_mut().enumerate() {
+        let status = exit_of(h, "a holder");
+        assert!(status.success(), "holder {i}: {status}: {}", stderr_of(h));
+    }
+    for (i, w) in waiters.iter_mut().enumerate() {
+        let status = exit_of(w, "a waiter");
+        assert!(status.success(), "waiter {i}: {status}: {}", stderr_of(w));
+    }
+    drop(thawed);
+    for log in &logs {
+        let c = check(log);
+        assert_eq!((c.starts, c.overlaps, c.not_rising), (2, 0, 0), "{c:?}");
+    }
+}
+
+/// A guard used in a child forked from its holder leaves the lock alone:
+/// the child's release is an error that says so, its drop returns at once,
+/// and the parent still holds and releases the lock.
+#[test]
+fn a_guard_in_a_forked_child_leaves_the_lock_to_its_parent() {
+    let etcd = Etcd::start(1);
+    let url = etcd.members[0].client.clone();
+    let lock = EtcdLock::new([url], "forked").lease_ttl(Duration::from_secs(2));
+    let guard = lock.lock().unwrap();
+    // SAFETY: the child only releases a guard and exits, by _exit.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let code = match guard.release() {
+            Err(e) if e.to_string().contains("forked from") => 0,
+            _ => 1,
+        };
+        // SAFETY: ends the child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    assert!(pid > 0);
+    let mut status = 0;
+    // SAFETY: waits for the child just forked.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{status}"
+    );
+    assert_eq!(guard.lease_lost(), None);
+    assert_eq!(
+        lock.holder().unwrap().map(|h| h.key),
+        Some(guard.key().to_owned())
+    );
+    guard.release().unwrap();
+    assert_eq!(lock.holder().unwrap(), None);
+}

@@ -95,7 +95,9 @@ options:
                     the lock NAME in the etcd cluster at these endpoints
                     (http:// URLs), by etcd's recipe: etcdctl lock peers
                     exclude each other with it; the command gets
-                    SWAPLOCK_FENCING_TOKEN, ETCD_LOCK_KEY and ETCD_LOCK_REV
+                    SWAPLOCK_FENCING_TOKEN, ETCD_LOCK_KEY and ETCD_LOCK_REV.
+                    Keys live under NAME/: a name must not be another's
+                    prefix up to a slash (a holder of a/b blocks a)
   -v, --verbose     say who holds the lock while waiting
   -h, --help        this help
 Options take their value as --opt VALUE or --opt=VALUE; -- ends them.
@@ -118,7 +120,10 @@ gets SIGTERM, then SIGKILL after 2 s, before the lock is released. Still
 escaping: a process that leaves the group (setsid, setpgid, a daemon); and
 if the supervisor itself is killed with SIGKILL, every process but the
 command itself (which gets SIGKILL from the kernel on Linux and Android;
-on macOS the command runs on too).";
+on macOS the command runs on too). A supervisor stopped (SIGSTOP) past
+the lease while its command runs on cannot stop it: the next holder may
+overlap it until the supervisor runs again; pass the fencing token to
+what the command changes.";
 
     /// `swaplock status --help`.
     pub(crate) const STATUS_USAGE: &str = "usage: swaplock status [--kind KIND] [--json] LOCKFILE
