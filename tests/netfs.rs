@@ -750,7 +750,7 @@ fn sshfs_refuses_kernel_locks_and_serves_soft_ones() {
             &["run", "--kind", kind, &lock, "echo", "ran"],
             &[],
         );
-        assert_ne!(code, Some(0), "{kind}: {err}");
+        assert_eq!(code, Some(255), "{kind}: {err}");
         assert_eq!(out, "", "{kind}");
         assert!(
             err.contains(&format!("fuse.sshfs keeps {kind} locks")),

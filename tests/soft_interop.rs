@@ -250,66 +250,82 @@ fn malformed_markers_age_out_after_two_seconds_unchanged() {
             Box::new(|p: &Path| write_marker(p, &[b'1'; 1025])),
         ),
     ];
-    std::thread::scope(|scope| {
-        for (what, make) in &cases {
-            scope.spawn(move || {
-                let dir = tempfile::tempdir().unwrap();
-                let path = dir.path().join("a.lock");
-                make(&path);
-                let lock = SoftLock::marker(&path).poll_interval(Duration::from_millis(10));
-                let began = Instant::now();
-                let err = lock.lock_timeout(Duration::from_millis(1500)).unwrap_err();
-                assert_eq!(
-                    err.kind(),
-                    ErrorKind::TimedOut,
-                    "{what}: evicted before 2 s"
-                );
-                let guard = lock.lock_timeout(Duration::from_secs(10)).unwrap();
-                assert!(
-                    began.elapsed() >= Duration::from_millis(1950),
-                    "{what}: evicted after {:?}",
-                    began.elapsed()
-                );
-                guard.release().unwrap();
-                assert!(
-                    entries_beside(&path).is_empty(),
-                    "{what}: left {:?}",
-                    entries_beside(&path)
-                );
-            });
-        }
-        // A change restarts the watch: touched at 1.2 s, evicted at 3.2 s at the earliest.
-        scope.spawn(|| {
+    let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::new();
+    for (what, make) in &cases {
+        jobs.push(Box::new(move || {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("a.lock");
-            write_marker(&path, b"garbage\n");
-            let lock = SoftLock::soft(&path).poll_interval(Duration::from_millis(10));
+            make(&path);
+            let lock = SoftLock::marker(&path).poll_interval(Duration::from_millis(10));
             let began = Instant::now();
-            assert!(lock.lock_timeout(Duration::from_millis(1200)).is_err());
-            std::fs::File::options()
-                .append(true)
-                .open(&path)
-                .unwrap()
-                .set_modified(std::time::SystemTime::now())
-                .unwrap();
-            let touched = began.elapsed();
-            assert!(
-                lock.lock_timeout(Duration::from_millis(1500)).is_err(),
-                "the touch did not restart the watch"
+            let err = lock.lock_timeout(Duration::from_millis(1500)).unwrap_err();
+            assert_eq!(
+                err.kind(),
+                ErrorKind::TimedOut,
+                "{what}: evicted before 2 s"
             );
             let guard = lock.lock_timeout(Duration::from_secs(10)).unwrap();
-            assert!(began.elapsed() >= touched + Duration::from_millis(1950));
-            drop(guard);
-        });
-        // Python ages out a marker the same way.
-        scope.spawn(|| {
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("a.lock");
-            write_marker(&path, b"garbage\n");
-            let answer = peer(&["try", "soft", s(&path), "10"]);
-            assert_eq!(answer["result"], "acquired");
-            assert!(answer["elapsed"].as_f64().unwrap() >= 1.95);
-        });
+            assert!(
+                began.elapsed() >= Duration::from_millis(1950),
+                "{what}: evicted after {:?}",
+                began.elapsed()
+            );
+            guard.release().unwrap();
+            assert!(
+                entries_beside(&path).is_empty(),
+                "{what}: left {:?}",
+                entries_beside(&path)
+            );
+        }));
+    }
+    // A change restarts the watch: touched at 1.2 s, evicted at 3.2 s at the earliest.
+    jobs.push(Box::new(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.lock");
+        write_marker(&path, b"garbage\n");
+        let lock = SoftLock::soft(&path).poll_interval(Duration::from_millis(10));
+        let began = Instant::now();
+        assert!(lock.lock_timeout(Duration::from_millis(1200)).is_err());
+        std::fs::File::options()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now())
+            .unwrap();
+        let touched = began.elapsed();
+        assert!(
+            lock.lock_timeout(Duration::from_millis(1500)).is_err(),
+            "the touch did not restart the watch"
+        );
+        let guard = lock.lock_timeout(Duration::from_secs(10)).unwrap();
+        assert!(began.elapsed() >= touched + Duration::from_millis(1950));
+        drop(guard);
+    }));
+    // Python ages out a marker the same way.
+    jobs.push(Box::new(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.lock");
+        write_marker(&path, b"garbage\n");
+        let answer = peer(&["try", "soft", s(&path), "10"]);
+        assert_eq!(answer["result"], "acquired");
+        assert!(answer["elapsed"].as_f64().unwrap() >= 1.95);
+    }));
+    side_by_side(jobs);
+}
+
+/// Runs `jobs` at once, each on a thread of its own; under emulation
+/// (`SWAPLOCK_TEST_RUNNER`), one after another: a child that qemu-user
+/// forks to start a peer while another thread is inside an emulated call
+/// can hang before its exec, with qemu's own locks held in the child.
+fn side_by_side<'a>(jobs: Vec<Box<dyn FnOnce() + Send + 'a>>) {
+    if std::env::var_os("SWAPLOCK_TEST_RUNNER").is_some() {
+        jobs.into_iter().for_each(|job| job());
+        return;
+    }
+    std::thread::scope(|scope| {
+        for job in jobs {
+            scope.spawn(job);
+        }
     });
 }
 
@@ -324,53 +340,53 @@ fn foreign_recordless_and_unknown_markers_are_never_evicted() {
         ("foreign v2", b"filelock/2\npid=123\nhost=other\nmode=exclusive\n", " It is held by pid 123 on other, which this host cannot probe."),
         ("unknown mode", unknown_mode.as_bytes(), ""),
     ];
-    std::thread::scope(|scope| {
-        for (what, content, suffix) in cases {
-            scope.spawn(move || {
-                let content: &[u8] = content;
-                let dir = tempfile::tempdir().unwrap();
-                let path = dir.path().join("a.lock");
-                write_marker(&path, content);
-                let kind = if what.contains("v2") || what.contains("mode") {
-                    "marker"
+    let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::new();
+    for (what, content, suffix) in cases {
+        jobs.push(Box::new(move || {
+            let content: &[u8] = content;
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("a.lock");
+            write_marker(&path, content);
+            let kind = if what.contains("v2") || what.contains("mode") {
+                "marker"
+            } else {
+                "soft"
+            };
+            let lock = SoftLock::new(
+                if kind == "marker" {
+                    Kind::Marker
                 } else {
-                    "soft"
-                };
-                let lock = SoftLock::new(
-                    if kind == "marker" {
-                        Kind::Marker
-                    } else {
-                        Kind::Soft
-                    },
-                    &path,
-                )
-                .poll_interval(Duration::from_millis(20));
-                let err = lock.lock_timeout(Duration::from_millis(2500)).unwrap_err();
-                assert_eq!(err.kind(), ErrorKind::TimedOut, "{what}");
-                let ours = swaplock::LockError::of(&err)
-                    .unwrap()
-                    .os_error()
-                    .to_string();
-                let answer = peer(&["try", kind, s(&path), "2.5"]);
-                assert_eq!(answer["result"], "timeout", "{what}: Python evicted it");
-                let expected = format!(
-                    "The file lock '{}' could not be acquired.{suffix}",
-                    path.display()
-                );
-                assert_eq!(
-                    answer["message"],
-                    expected.as_str(),
-                    "{what}: Python's message"
-                );
-                assert_eq!(ours, expected, "{what}: our message matches Python's");
-                assert_eq!(
-                    std::fs::read(&path).unwrap(),
-                    content,
-                    "{what}: the marker was changed"
-                );
-            });
-        }
-    });
+                    Kind::Soft
+                },
+                &path,
+            )
+            .poll_interval(Duration::from_millis(20));
+            let err = lock.lock_timeout(Duration::from_millis(2500)).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::TimedOut, "{what}");
+            let ours = swaplock::LockError::of(&err)
+                .unwrap()
+                .os_error()
+                .to_string();
+            let answer = peer(&["try", kind, s(&path), "2.5"]);
+            assert_eq!(answer["result"], "timeout", "{what}: Python evicted it");
+            let expected = format!(
+                "The file lock '{}' could not be acquired.{suffix}",
+                path.display()
+            );
+            assert_eq!(
+                answer["message"],
+                expected.as_str(),
+                "{what}: Python's message"
+            );
+            assert_eq!(ours, expected, "{what}: our message matches Python's");
+            assert_eq!(
+                std::fs::read(&path).unwrap(),
+                content,
+                "{what}: the marker was changed"
+            );
+        }));
+    }
+    side_by_side(jobs);
 }
 
 #[test]

@@ -8,8 +8,9 @@
 //! Also the session worker the tests drive on each host: one line in, one
 //! line out (`netfs: ...`), each a system call on a file of the export.
 
+use super::open_rw;
 use std::ffi::CString;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::ffi::OsStrExt;
@@ -451,16 +452,6 @@ impl Drop for Smb {
             }
         }
     }
-}
-
-fn open_rw(path: &Path) -> File {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .unwrap()
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: one clock for every process on this
