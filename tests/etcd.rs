@@ -17,6 +17,8 @@
 
 #![cfg(target_os = "linux")]
 
+mod common;
+
 use std::fs;
 use std::io::Read;
 use std::net::TcpListener;
@@ -58,12 +60,8 @@ fn free_port() -> u16 {
 }
 
 /// Polls `done` until it holds, or fails the test after [`SAFETY`].
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + SAFETY;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+fn wait_for(what: &str, done: impl FnMut() -> bool) {
+    common::poll_until(SAFETY, what, done);
 }
 
 /// Waits for `child` to exit, failing the test after [`SAFETY`].
@@ -172,20 +170,12 @@ impl Etcd {
         let lock = EtcdLock::new([self.members[i].client.clone()], "health")
             .request_timeout(Duration::from_secs(1));
         let log = &self.members[i].log;
-        let mut last;
-        let deadline = Instant::now() + SAFETY;
-        loop {
-            match lock.holder() {
-                Ok(_) => return,
-                Err(e) => last = Some(e),
-            }
-            if Instant::now() >= deadline {
-                panic!(
-                    "etcd member {i} does not serve: {last:?}\n{}",
-                    fs::read_to_string(log).unwrap_or_default()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        if !common::poll_within(SAFETY, || lock.holder().is_ok()) {
+            panic!(
+                "etcd member {i} does not serve: {:?}\n{}",
+                lock.holder().err(),
+                fs::read_to_string(log).unwrap_or_default()
+            );
         }
     }
 

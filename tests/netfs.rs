@@ -557,17 +557,17 @@ fn check(log: &str) -> Tally {
 
 /// Waits for `child` until `deadline`, killing it then.
 fn wait_until(child: &mut Child, deadline: Instant) -> std::process::ExitStatus {
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("a host did not finish in time (wedged)");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let limit = deadline.saturating_duration_since(Instant::now());
+    let mut status = None;
+    if !common::poll_within(limit, || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    }) {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("a host did not finish in time (wedged)");
     }
+    status.unwrap()
 }
 
 fn chaos(server: &Sftp, hosts: &[Host], kind: &str) -> Tally {

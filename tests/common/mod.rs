@@ -14,6 +14,27 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
 
+/// Waits until `done` holds, looking again every few milliseconds, and
+/// fails the test naming `what` after `limit`: for conditions outside the
+/// test's reach (a server listening, a mount showing, a child's exit with
+/// a deadline), which no pipe or exit can signal. The condition, not the
+/// pause, is what the test waits for.
+pub fn poll_until(limit: std::time::Duration, what: &str, done: impl FnMut() -> bool) {
+    assert!(poll_within(limit, done), "{what}: not within {limit:?}");
+}
+
+/// [`poll_until`] that answers whether `done` held within `limit`.
+pub fn poll_within(limit: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    while !done() {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    true
+}
+
 /// Debian chiark-utils-bin's with-lock-ex, the reference.
 pub const REFERENCE: &str = "/usr/bin/with-lock-ex";
 

@@ -19,7 +19,7 @@ use std::os::unix::io::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long a server or a mount gets to come up.
 const START: Duration = Duration::from_secs(20);
@@ -29,13 +29,7 @@ const START: Duration = Duration::from_secs(20);
 const READY: &str = ".netfs-ready";
 
 /// Polls `done` until it holds, failing with `what` after `limit`.
-pub fn poll(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
+pub use super::poll_until as poll;
 
 /// `program` on `PATH` or at its path, or a panic naming the setup script.
 fn require(program: &str) -> PathBuf {
@@ -439,17 +433,12 @@ impl Drop for Smb {
         // SIGTERM: smbd ends its connection processes too.
         // SAFETY: signalling our own child by its PID; no memory is passed.
         unsafe { libc::kill(self.smbd.id() as libc::pid_t, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            match self.smbd.try_wait() {
-                Ok(Some(_)) | Err(_) => break,
-                Ok(None) if Instant::now() > deadline => {
-                    let _ = self.smbd.kill();
-                    let _ = self.smbd.wait();
-                    break;
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            }
+        let smbd = &mut self.smbd;
+        if !super::poll_within(Duration::from_secs(10), || {
+            !matches!(smbd.try_wait(), Ok(None))
+        }) {
+            let _ = smbd.kill();
+            let _ = smbd.wait();
         }
     }
 }
@@ -527,13 +516,11 @@ impl Drop for Session {
         // ending takes the mount down with the namespace).
         let _ = self.stdin.write_all(b"quit\n");
         let _ = self.stdin.flush();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while matches!(self.child.try_wait(), Ok(None)) {
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        let child = &mut self.child;
+        if !super::poll_within(Duration::from_secs(10), || {
+            !matches!(child.try_wait(), Ok(None))
+        }) {
+            let _ = child.kill();
         }
         let _ = self.child.wait();
     }
