@@ -152,13 +152,14 @@ pub(crate) fn check_soft(path: &Arc<Path>, dir: &Path) -> io::Result<()> {
 
 /// Refuses a soft lock whose open directory `dir` is on a filesystem
 /// without an exclusive create between clients, or one that cannot be
-/// told. `Ok(false)`: the filesystem could not be read (no verdict).
-pub(crate) fn check_soft_dir(path: &Arc<Path>, dir: &std::os::fd::OwnedFd) -> io::Result<bool> {
-    let Ok(fs) = swaplock_linux::fs::of_file(dir) else {
-        return Ok(false);
-    };
+/// told. A filesystem that cannot be read now (`EMFILE` reading the mount
+/// table, say) fails this attempt with that error: no marker is made on a
+/// filesystem not judged.
+pub(crate) fn check_soft_dir(path: &Arc<Path>, dir: &std::os::fd::OwnedFd) -> io::Result<()> {
+    let fs = swaplock_linux::fs::of_file(dir)
+        .map_err(|e| LockError::io(path, Step::Filesystem, e.kind(), e))?;
     match swaplock_core::fs::soft_lock_refusal(&fs.traits) {
-        None => Ok(true),
+        None => Ok(()),
         Some(refusal) => Err(refused(path, &fs.fstype, refusal, None)),
     }
 }

@@ -674,21 +674,17 @@ impl SoftLock {
     /// Refuses this lock where its open directory `dir` is on a filesystem
     /// whose exclusive create two hosts can both win, or one that cannot
     /// be told: no soft lock is safe there (PROTOCOL 13.5). Once per lock
-    /// object; a look that could not read the filesystem is no verdict.
+    /// object; a look that could not read the filesystem fails the attempt
+    /// and is made again at the next.
     fn judge_dir(&self, dir: &Dir) -> io::Result<()> {
         if self.fs_checked.load(Ordering::Relaxed) {
             return Ok(());
         }
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        let judged = crate::netfs::check_soft_dir(&self.path, dir)?;
+        crate::netfs::check_soft_dir(&self.path, dir)?;
         #[cfg(not(any(target_os = "linux", target_os = "android")))]
-        let judged = {
-            let _ = dir;
-            true
-        };
-        if judged {
-            self.fs_checked.store(true, Ordering::Relaxed);
-        }
+        let _ = dir;
+        self.fs_checked.store(true, Ordering::Relaxed);
         Ok(())
     }
 

@@ -32,14 +32,14 @@ pub fn of_file(fd: impl AsFd) -> io::Result<Filesystem> {
     } else {
         0
     };
-    Ok(describe(f_type, dev))
+    describe(f_type, dev)
 }
 
 /// The filesystem that holds the open file `fd`, whose `st_dev` is `dev`
 /// (known already, from the `fstat` a lock makes).
 pub fn of_file_on(fd: impl AsFd, dev: u64) -> io::Result<Filesystem> {
     let statfs = rustix::fs::fstatfs(fd.as_fd())?;
-    Ok(describe(f_type(&statfs), dev))
+    describe(f_type(&statfs), dev)
 }
 
 /// The filesystem that holds `path` (followed if a symlink), or, where
@@ -53,7 +53,7 @@ pub fn of_path(path: &Path) -> io::Result<Filesystem> {
         } else {
             0
         };
-        Ok(describe(f_type, dev))
+        describe(f_type, dev)
     };
     let mut here = path;
     loop {
@@ -80,12 +80,15 @@ fn f_type(statfs: &rustix::fs::StatFs) -> u64 {
 }
 
 /// What the filesystem of `f_type` on device `dev` offers, reading the
-/// mount table only where the type alone does not tell.
-fn describe(f_type: u64, dev: rustix::fs::Dev) -> Filesystem {
+/// mount table only where the type alone does not tell. A mount table that
+/// cannot be read for want of resources (`EMFILE`, `ENOMEM`) is an error,
+/// never taken for an entry that is not there; one that does not exist (no
+/// `/proc`) leaves the filesystem unseen.
+fn describe(f_type: u64, dev: rustix::fs::Dev) -> io::Result<Filesystem> {
     let mut fstype = String::new();
     let traits = if needs_mount_table(f_type) {
         let dev = (rustix::fs::major(dev), rustix::fs::minor(dev));
-        let line = mount_entry(dev);
+        let line = mount_entry(dev)?;
         let mount = line
             .as_deref()
             .and_then(|l| parse_mountinfo_line(l.as_bytes()));
@@ -96,18 +99,25 @@ fn describe(f_type: u64, dev: rustix::fs::Dev) -> Filesystem {
     } else {
         traits(f_type, None)
     };
-    Filesystem {
+    Ok(Filesystem {
         f_type,
         fstype,
         traits,
-    }
+    })
 }
 
-/// The line of `/proc/self/mountinfo` for device `dev`.
-fn mount_entry(dev: (u32, u32)) -> Option<String> {
-    let file = std::fs::File::open("/proc/self/mountinfo").ok()?;
-    io::BufReader::new(file)
-        .lines()
-        .map_while(Result::ok)
-        .find(|line| parse_mountinfo_line(line.as_bytes()).is_some_and(|m| m.dev == dev))
+/// The line of `/proc/self/mountinfo` for device `dev`, if it has one.
+fn mount_entry(dev: (u32, u32)) -> io::Result<Option<String>> {
+    let file = match std::fs::File::open("/proc/self/mountinfo") {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    for line in io::BufReader::new(file).lines() {
+        let line = line?;
+        if parse_mountinfo_line(line.as_bytes()).is_some_and(|m| m.dev == dev) {
+            return Ok(Some(line));
+        }
+    }
+    Ok(None)
 }
