@@ -582,6 +582,10 @@ mod tests {
             kernel_lock_refusal(&nobrl, Family::Fcntl),
             Some(Refusal::LocksPerClient)
         );
+        assert_eq!(
+            kernel_lock_refusal(&nobrl, Family::Flock),
+            Some(Refusal::LocksPerClient)
+        );
         let line = b"50 25 0:50 / /c rw - smb3 //srv/x rw,vers=3.1.1";
         let brl = traits(magic::SMB2, parse_mountinfo_line(line).as_ref());
         assert_eq!(kernel_lock_refusal(&brl, Family::Flock), None);
