@@ -25,21 +25,14 @@ pub struct Filesystem {
 pub fn of_file(fd: impl AsFd) -> io::Result<Filesystem> {
     let fd = fd.as_fd();
     let f_type = f_type(&rustix::fs::fstatfs(fd)?);
-    // The device matters only for the mount table, read only for the
-    // types whose answer depends on it: one call for a local file.
-    let dev = if needs_mount_table(f_type) {
-        rustix::fs::fstat(fd)?.st_dev
-    } else {
-        0
-    };
-    describe(f_type, dev)
+    describe(f_type, || Ok(rustix::fs::fstat(fd)?.st_dev))
 }
 
 /// The filesystem that holds the open file `fd`, whose `st_dev` is `dev`
 /// (known already, from the `fstat` a lock makes).
 pub fn of_file_on(fd: impl AsFd, dev: u64) -> io::Result<Filesystem> {
-    let statfs = rustix::fs::fstatfs(fd.as_fd())?;
-    describe(f_type(&statfs), dev)
+    let f_type = f_type(&rustix::fs::fstatfs(fd.as_fd())?);
+    describe(f_type, || Ok(dev))
 }
 
 /// The filesystem that holds `path` (followed if a symlink), or, where
@@ -48,12 +41,7 @@ pub fn of_file_on(fd: impl AsFd, dev: u64) -> io::Result<Filesystem> {
 pub fn of_path(path: &Path) -> io::Result<Filesystem> {
     let at = |p: &Path| -> io::Result<Filesystem> {
         let f_type = f_type(&rustix::fs::statfs(p)?);
-        let dev = if needs_mount_table(f_type) {
-            rustix::fs::stat(p)?.st_dev
-        } else {
-            0
-        };
-        describe(f_type, dev)
+        describe(f_type, || Ok(rustix::fs::stat(p)?.st_dev))
     };
     let mut here = path;
     loop {
@@ -62,9 +50,9 @@ pub fn of_path(path: &Path) -> io::Result<Filesystem> {
                 here = match here.parent() {
                     Some(p) if !p.as_os_str().is_empty() => p,
                     // A relative path's first component: the working
-                    // directory.
-                    Some(_) => Path::new("."),
-                    None => return Err(e),
+                    // directory, unless that was the look that failed.
+                    Some(_) if here != Path::new(".") => Path::new("."),
+                    _ => return Err(e),
                 };
             }
             other => return other,
@@ -79,14 +67,19 @@ fn f_type(statfs: &rustix::fs::StatFs) -> u64 {
     u64::from(statfs.f_type as u32)
 }
 
-/// What the filesystem of `f_type` on device `dev` offers, reading the
+/// What the filesystem of `f_type` on device `dev()` offers, reading the
 /// mount table only where the type alone does not tell. A mount table that
 /// cannot be read for want of resources (`EMFILE`, `ENOMEM`) is an error,
 /// never taken for an entry that is not there; one that does not exist (no
 /// `/proc`) leaves the filesystem unseen.
-fn describe(f_type: u64, dev: rustix::fs::Dev) -> io::Result<Filesystem> {
+fn describe(
+    f_type: u64,
+    dev: impl FnOnce() -> io::Result<rustix::fs::Dev>,
+) -> io::Result<Filesystem> {
     let mut fstype = String::new();
     let traits = if needs_mount_table(f_type) {
+        // The device is asked for only here: one call for a local file.
+        let dev = dev()?;
         let dev = (rustix::fs::major(dev), rustix::fs::minor(dev));
         let line = mount_entry(dev)?;
         let mount = line
