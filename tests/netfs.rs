@@ -375,7 +375,7 @@ fn agent(kind: &str, lock: &str, log: &str, workers: usize, end: u64, seed: u64)
         ]
         .join("\u{1f}");
         let child = std::process::Command::new(exe())
-            .args(netfs::worker_args())
+            .args(common::worker::WORKER_ARGS)
             .env(WORKER, spec)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -593,7 +593,7 @@ fn chaos(server: &Sftp, hosts: &[Host], kind: &str) -> Tally {
             .join("\u{1f}");
             let child = host
                 .command(&exe())
-                .args(netfs::worker_args())
+                .args(common::worker::WORKER_ARGS)
                 .env(WORKER, spec)
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
@@ -861,7 +861,7 @@ fn every_way_onto_a_client_local_filesystem_is_judged() {
 
     let mut reuse = host.command(&exe());
     reuse
-        .args(netfs::worker_args())
+        .args(common::worker::WORKER_ARGS)
         .env(WORKER, format!("reuse\u{1f}{root}"));
     let out = reuse.output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout);

@@ -8,6 +8,7 @@ pub mod netfs;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod seccomp;
 pub mod stress;
+pub mod worker;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;

@@ -9,6 +9,7 @@
 //! line out (`netfs: ...`), each a system call on a file of the export.
 
 use super::open_rw;
+use super::worker::WORKER_ARGS;
 use std::ffi::CString;
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader, Write};
@@ -145,23 +146,10 @@ impl Host {
     /// session worker, which `serve` answers.
     pub fn session(&self, worker: &Path, spec_var: &str) -> Session {
         let mut cmd = self.command(worker);
-        cmd.args(worker_args())
+        cmd.args(WORKER_ARGS)
             .env(spec_var, format!("session\u{1f}{}", self.root.display()));
         Session::start(cmd)
     }
-}
-
-/// The arguments that make a test executable run only its ignored
-/// `worker` test, its output not captured.
-pub fn worker_args() -> [&'static str; 6] {
-    [
-        "--ignored",
-        "--exact",
-        "worker",
-        "--test-threads=1",
-        "-q",
-        "--nocapture",
-    ]
 }
 
 /// A private sshd on 127.0.0.1 exporting a directory over SFTP.

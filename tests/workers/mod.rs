@@ -2,6 +2,9 @@
 //! again to run only its ignored `worker` test, with the job in the
 //! `SWAPLOCK_WINDOWS_WORKER` variable.
 
+#[path = "../common/worker.rs"]
+mod worker;
+
 use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
 
@@ -11,15 +14,7 @@ pub(crate) const WORKER: &str = "SWAPLOCK_WINDOWS_WORKER";
 /// This test executable, set to run its `worker` test on `spec`.
 pub(crate) fn worker_process(spec: &str) -> Command {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([
-        "--ignored",
-        "--exact",
-        "worker",
-        "--test-threads=1",
-        "-q",
-        "--nocapture",
-    ])
-    .env(WORKER, spec);
+    cmd.args(worker::WORKER_ARGS).env(WORKER, spec);
     cmd
 }
 
