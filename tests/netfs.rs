@@ -718,6 +718,16 @@ fn on_host(
     )
 }
 
+/// Runs a command on `host` that must be refused: exit 255, nothing on
+/// stdout (the command never ran), and `says` in the error. Returns the
+/// error for further checks.
+fn refused_on(host: &Host, program: &str, args: &[&str], says: &str) -> String {
+    let (code, out, err) = on_host(host, program, args, &[]);
+    assert_eq!((code, out.as_str()), (Some(255), ""), "{args:?}: {err}");
+    assert!(err.contains(says), "{args:?}: {err}");
+    err
+}
+
 /// On sshfs, whose kernel locks exclude only this client mount's
 /// processes: kernel locks are refused with an error that names the
 /// filesystem and the alternatives (unless the caller vouches that no
@@ -733,28 +743,22 @@ fn sshfs_refuses_kernel_locks_and_serves_soft_ones() {
     let swaplock = env!("CARGO_BIN_EXE_swaplock");
     let with_lock_ex = env!("CARGO_BIN_EXE_with-lock-ex");
 
-    let (code, out, err) = on_host(&host, with_lock_ex, &["-w", &lock, "echo", "ran"], &[]);
-    assert_eq!((code, out.as_str()), (Some(255), ""), "{err}");
-    assert!(
-        err.contains("fuse.sshfs keeps fcntl locks for this client mount only"),
-        "{err}"
+    let err = refused_on(
+        &host,
+        with_lock_ex,
+        &["-w", &lock, "echo", "ran"],
+        "fuse.sshfs keeps fcntl locks for this client mount only",
     );
     assert!(
         err.contains("--kind lease") && err.contains("--etcd"),
         "{err}"
     );
     for kind in ["fcntl", "flock"] {
-        let (code, out, err) = on_host(
+        refused_on(
             &host,
             swaplock,
             &["run", "--kind", kind, &lock, "echo", "ran"],
-            &[],
-        );
-        assert_eq!(code, Some(255), "{kind}: {err}");
-        assert_eq!(out, "", "{kind}");
-        assert!(
-            err.contains(&format!("fuse.sshfs keeps {kind} locks")),
-            "{kind}: {err}"
+            &format!("fuse.sshfs keeps {kind} locks"),
         );
     }
     let vouched = [("SWAPLOCK_ALLOW_CLIENT_LOCAL", "1")];
@@ -798,17 +802,11 @@ fn smbnetfs_refuses_soft_and_kernel_locks() {
     let swaplock = env!("CARGO_BIN_EXE_swaplock");
     for kind in ["soft", "marker", "lease"] {
         let lock = format!("{root}/{kind}.lock");
-        let (code, out, err) = on_host(
+        refused_on(
             &host,
             swaplock,
             &["run", "--kind", kind, &lock, "echo", "ran"],
-            &[],
-        );
-        assert_eq!(code, Some(255), "{kind}: {err}");
-        assert_eq!(out, "", "{kind}");
-        assert!(
-            err.contains("fuse.smbnetfs does not create files exclusively between clients"),
-            "{kind}: {err}"
+            "fuse.smbnetfs does not create files exclusively between clients",
         );
         assert!(
             !server.export().join(format!("{kind}.lock")).exists(),
@@ -816,14 +814,12 @@ fn smbnetfs_refuses_soft_and_kernel_locks() {
         );
     }
     let lock = format!("{root}/kernel.lock");
-    let (code, _, err) = on_host(
+    refused_on(
         &host,
         env!("CARGO_BIN_EXE_with-lock-ex"),
         &["-w", &lock, "true"],
-        &[],
+        "fuse.smbnetfs keeps fcntl locks",
     );
-    assert_eq!(code, Some(255), "{err}");
-    assert!(err.contains("fuse.smbnetfs keeps fcntl locks"), "{err}");
     let (_, out, _) = on_host(&host, swaplock, &["status", "--json", &lock], &[]);
     let status: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(status["filesystem"]["type"], "fuse.smbnetfs", "{out}");
@@ -874,9 +870,12 @@ fn every_way_onto_a_client_local_filesystem_is_judged() {
         "ln -s {root}/dangling.lock {link} && exec {with_lock_ex} -w {link} echo ran",
         link = link.display()
     );
-    let (code, out, err) = on_host(&host, "/bin/sh", &["-c", &script], &[]);
-    assert_eq!((code, out.as_str()), (Some(255), ""), "{err}");
-    assert!(err.contains("fuse.sshfs keeps fcntl locks"), "{err}");
+    refused_on(
+        &host,
+        "/bin/sh",
+        &["-c", &script],
+        "fuse.sshfs keeps fcntl locks",
+    );
 
     // A host process that keeps the mount up until its stdin closes.
     let mut up = host.command(Path::new("/bin/sh"));
@@ -918,16 +917,11 @@ fn every_way_onto_a_client_local_filesystem_is_judged() {
     let root = host.root().display().to_string();
     let deep = format!("{root}/d1/d2/job.lock");
     let swaplock = env!("CARGO_BIN_EXE_swaplock");
-    let (code, _, err) = on_host(
+    refused_on(
         &host,
         swaplock,
         &["run", "--kind", "marker", &deep, "true"],
-        &[],
-    );
-    assert_eq!(code, Some(255), "{err}");
-    assert!(
-        err.contains("fuse.smbnetfs does not create files exclusively"),
-        "{err}"
+        "fuse.smbnetfs does not create files exclusively",
     );
     assert!(
         !smb.export().join("d1").exists(),
