@@ -19,9 +19,9 @@
 
 mod common;
 
+use common::{free_port, swaplock};
 use std::fs;
 use std::io::Read;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -47,16 +47,6 @@ fn program(name: &str) -> PathBuf {
         .unwrap_or_else(|| {
             panic!("{name} not found: run scripts/setup (it installs etcd-server and etcd-client)")
         })
-}
-
-fn swaplock() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_swaplock"))
-}
-
-/// A loopback port nobody listens on now.
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
-    listener.local_addr().expect("its address").port()
 }
 
 /// Polls `done` until it holds, or fails the test after [`SAFETY`].

@@ -7,6 +7,9 @@
 
 #![cfg(any(target_os = "linux", target_os = "android"))]
 
+mod common;
+
+use common::{dead_pid, others};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -211,13 +214,6 @@ fn config<'a>(me: &'a Me, kind: Kind) -> Config<'a> {
     }
 }
 
-fn dead_pid() -> u32 {
-    let mut child = std::process::Command::new("true").spawn().unwrap();
-    let pid = child.id();
-    child.wait().unwrap();
-    pid
-}
-
 /// A live process other than us, for peers' records.
 struct Live(std::process::Child);
 impl Live {
@@ -248,14 +244,6 @@ fn set_mtime(path: &Path, like: &Path) {
         .unwrap()
         .set_modified(t)
         .unwrap();
-}
-
-fn others(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n != "a.lock")
-        .collect()
 }
 
 /// Runs `scenario(at)` for every position `at` of our operations until the
@@ -348,9 +336,9 @@ fn a_reused_inode_never_passes_for_the_judged_marker() {
             }
         }
         assert!(
-            others(dir.path()).is_empty(),
+            others(dir.path(), &["a.lock"]).is_empty(),
             "at {at}: left {:?}",
-            others(dir.path())
+            others(dir.path(), &["a.lock"])
         );
         fired
     });
@@ -438,9 +426,9 @@ fn a_failed_acquire_removes_only_its_own_marker() {
             "{op} {unnamed}: the peer's marker was removed"
         );
         assert!(
-            others(dir.path()).is_empty(),
+            others(dir.path(), &["a.lock"]).is_empty(),
             "{op} {unnamed}: left {:?}",
-            others(dir.path())
+            others(dir.path(), &["a.lock"])
         );
     }
     // And with nothing in the way, a failed write leaves no marker behind.
@@ -651,9 +639,9 @@ fn two_recoverers_never_undo_each_other() {
         ));
         assert_eq!(std::fs::metadata(&lock).unwrap().ino(), holder_ino);
         assert!(
-            others(dir.path()).is_empty(),
+            others(dir.path(), &["a.lock"]).is_empty(),
             "at {at}: left {:?}",
-            others(dir.path())
+            others(dir.path(), &["a.lock"])
         );
         fired
     });
@@ -687,9 +675,9 @@ fn without_an_exchange_a_stale_marker_stays() {
             "{refusal:?}"
         );
         assert!(
-            others(dir.path()).is_empty(),
+            others(dir.path(), &["a.lock"]).is_empty(),
             "{refusal:?}: left {:?}",
-            others(dir.path())
+            others(dir.path(), &["a.lock"])
         );
     }
 }

@@ -8,9 +8,10 @@ use std::path::Path;
 use std::process::{Command, Output};
 use swaplock::{FileLock, SoftLock};
 
-fn swaplock() -> &'static str {
-    env!("CARGO_BIN_EXE_swaplock")
-}
+#[path = "common/portable.rs"]
+mod portable;
+
+use portable::swaplock;
 
 fn run(args: &[&str]) -> Output {
     Command::new(swaplock()).args(args).output().unwrap()
@@ -33,12 +34,13 @@ fn the_command_runs_under_the_lock_of_each_kind() {
     for kind in ["fcntl", "flock", "soft", "marker", "lease"] {
         let path = dir.path().join(format!("{kind}.lock"));
         let p = path.to_str().unwrap();
+        let me = swaplock();
         let out = run(&[
             "run",
             "--kind",
             kind,
             p,
-            swaplock(),
+            me.to_str().unwrap(),
             "status",
             "--kind",
             kind,

@@ -7,8 +7,11 @@
 
 #![cfg(windows)]
 
+#[path = "common/portable.rs"]
+mod portable;
 mod workers;
 
+use portable::others;
 use std::io::ErrorKind;
 use std::path::Path;
 use std::process::Child;
@@ -67,18 +70,9 @@ fn worker() {
     }
 }
 
-/// Names in `dir` other than `keep`.
 /// A worker holding a `kind` lock on `path`, once it said so.
 fn holder(kind: &str, path: &Path) -> Child {
     workers::holder(&format!("hold|{kind}|{}", path.display()))
-}
-
-fn others(dir: &Path, keep: &[&str]) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| !keep.contains(&n.as_str()))
-        .collect()
 }
 
 #[test]

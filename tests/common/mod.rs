@@ -5,10 +5,15 @@
 
 #[cfg(target_os = "linux")]
 pub mod netfs;
+mod portable;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod seccomp;
 pub mod stress;
 pub mod worker;
+
+// Each test uses some of them.
+#[allow(unused_imports)]
+pub use portable::{free_port, others, swaplock};
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
@@ -250,11 +255,6 @@ pub fn peer(args: &[&str]) -> serde_json::Value {
     );
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("soft_peer.py {args:?}: {e}: {:?}", out.stdout))
-}
-
-/// The swaplock command.
-pub fn swaplock() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_swaplock"))
 }
 
 /// The PID of a process that has exited: a record naming it is stale.

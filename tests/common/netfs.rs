@@ -8,12 +8,12 @@
 //! Also the session worker the tests drive on each host: one line in, one
 //! line out (`netfs: ...`), each a system call on a file of the export.
 
-use super::open_rw;
 use super::worker::WORKER_ARGS;
+use super::{free_port, open_rw};
 use std::ffi::CString;
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::io::AsRawFd;
@@ -44,15 +44,6 @@ fn require(program: &str) -> PathBuf {
         })
     };
     found.unwrap_or_else(|| panic!("{program} is missing: run scripts/setup"))
-}
-
-/// A free TCP port on 127.0.0.1 (free when asked; the server binds it next).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Waits until `server` accepts on `port`, failing if it exits first.
