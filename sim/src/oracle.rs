@@ -99,6 +99,20 @@ pub(crate) struct Oracle {
     /// Per process: its attempts before it first entered, and whether it
     /// entered.
     attempts: Vec<(u32, bool)>,
+    /// Per process: the marker it created at the lock path by an exclusive
+    /// create, while it has made no call since but to look at it (`fstat`,
+    /// `fchmod`): a kill now leaves it empty for good, as it would a
+    /// filelock peer's. Its inode's generation (numbers are reused).
+    unwritten: Vec<Option<u64>>,
+    /// Per process: it holds its marker empty by design (a recordless
+    /// holder, a holder by name): its kill leaves the marker it created
+    /// empty at any time.
+    holds_empty: Vec<bool>,
+    /// The generations of the markers created at the lock path by an
+    /// exclusive create (made the filelock way, empty until written) whose
+    /// creator was killed before it wrote them or did anything else with
+    /// them but look at them.
+    killed_unwritten: BTreeSet<u64>,
     /// Per fresh contender of the progress check: the attempts it had.
     bounds: BTreeMap<usize, u32>,
     /// Per process: when its last syscall ran.
@@ -148,6 +162,9 @@ impl Oracle {
             broken_by_age: BTreeSet::new(),
             own: vec![BTreeSet::new(); n],
             attempts: vec![(0, false); n],
+            unwritten: vec![None; n],
+            holds_empty: vec![false; n],
+            killed_unwritten: BTreeSet::new(),
             bounds: BTreeMap::new(),
             last_step: vec![world.time; n],
             last_look: vec![world.time; n],
@@ -172,6 +189,8 @@ impl Oracle {
         self.attempting.push(false);
         self.own.push(BTreeSet::new());
         self.attempts.push((0, false));
+        self.unwritten.push(None);
+        self.holds_empty.push(false);
         self.last_step.push(w.time);
         self.last_look.push(w.time);
     }
@@ -199,6 +218,7 @@ impl Oracle {
         let who = e.who;
         match &e.what {
             What::Call(call, result) => {
+                self.unwritten_noted(log, who, call);
                 self.pause_noted(w, who, e.at);
                 if !matches!(call, Call::Close) {
                     self.last_look[who] = e.at;
@@ -251,8 +271,42 @@ impl Oracle {
                 self.release_fails_only_under_faults(w, who, *e);
             }
             What::AcquireFailed(e) => self.contention_is_no_error(w, who, *e),
-            What::Killed => self.holds[who] = None,
+            What::HoldsEmpty => self.holds_empty[who] = true,
+            What::Killed => {
+                self.holds[who] = None;
+                if let Some(generation) = self.unwritten[who].take() {
+                    self.killed_unwritten.insert(generation);
+                }
+            }
         }
+    }
+
+    /// Follows the marker `who` created at the lock path and has not
+    /// written yet: any call but a look ends it (unless the process holds
+    /// its markers empty by design), and an exclusive create at the lock
+    /// path starts it, or ends it when it failed.
+    fn unwritten_noted(&mut self, log: &Log, who: usize, call: &Call) {
+        if !matches!(call, Call::Look) && !self.holds_empty[who] {
+            self.unwritten[who] = None;
+        }
+        if let Call::Create {
+            name, generation, ..
+        } = call
+        {
+            if log.bytes(*name) == LOCK {
+                self.unwritten[who] = *generation;
+            }
+        }
+    }
+
+    /// Whether the lock path holds an empty marker whose creator made it
+    /// there the filelock way (create, then write) and was killed before
+    /// writing it.
+    pub(crate) fn unwritten_marker(&self, w: &World) -> bool {
+        w.fs.ino(LOCK).is_some_and(|ino| {
+            let i = &w.fs.inodes[&ino];
+            self.killed_unwritten.contains(&i.generation) && i.node == Node::File(Vec::new())
+        })
     }
 
     /// Where an exclusive create over an existing name fails with `EPERM`
@@ -274,7 +328,7 @@ impl Oracle {
     fn call(&mut self, w: &mut World, log: &Log, who: usize, at: u64, call: &Call) {
         let is_lock = |n: &Name| log.bytes(*n) == LOCK;
         match call {
-            Call::Create { name, ino } => {
+            Call::Create { name, ino, .. } => {
                 if let Some(ino) = ino {
                     self.own[who].insert(*ino);
                 }
