@@ -15,13 +15,13 @@
 //!   bounded time for nested breakers otherwise, and never exchanges the
 //!   lock path while it holds another process's file.
 
-use super::acquire::Held;
 use super::config::{Config, Error};
 use super::judge::{Breaker, Judged};
 use super::marker::{encode_placeholder, publish, publish_aside};
 use super::os::{Dir, Os, Stat};
 use super::recovery::{Recovery, Stranded};
 use super::takeover::Takeover;
+use super::types::Held;
 use crate::errno::Errno;
 use crate::mutant::{active, Mutant};
 use crate::names::pid_break_name;

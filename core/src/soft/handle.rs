@@ -3,11 +3,12 @@
 //! aside and deleted through a handle on the judged file itself, then our
 //! marker is created at the freed path.
 
-use super::acquire::{finish_create, Attempt};
 use super::config::{Config, Error};
+use super::create::finish_create;
 use super::judge::Judged;
 use super::os::Os;
 use super::takeover::Takeover;
+use super::types::Attempt;
 use crate::mutant::{active, Mutant};
 use crate::names::pid_break_name;
 

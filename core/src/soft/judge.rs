@@ -13,11 +13,11 @@
 //!   never are.
 //! - I20: a lease contender refuses a holder's different duration.
 
-use super::acquire::{Attempt, Contender, Held, Holder};
 use super::config::{Config, Error, Kind};
 use super::marker::{read_marker, Read};
 use super::os::{NodeKind, Os, Processes, Stat};
 use super::takeover::{take_over, Takeover};
+use super::types::{Attempt, Contender, Held, Holder};
 use crate::decide::{
     judge_owner, lease_expired, lifetime_expired, needs_current_start, HeldBecause, Liveness,
     Verdict, MALFORMED_GRACE,

@@ -2,12 +2,12 @@
 //! atomic exchange of names under POSIX rules (`exchange`), or through a
 //! handle on the judged file under Windows rules (`handle`).
 
-use super::acquire::{Attempt, Held, Holder};
 use super::config::{Config, Error};
 use super::exchange::take_over_by_exchange;
 use super::handle::take_over_by_handle;
 use super::judge::{Breaker, Judged};
 use super::os::{Os, Semantics};
+use super::types::{Attempt, Held, Holder};
 
 /// The outcome of a takeover.
 pub(super) enum Takeover<F> {
