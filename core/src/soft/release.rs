@@ -10,9 +10,9 @@
 //!   unlinking, so nothing restores a record that names it.
 
 use super::config::{Config, Error, Op};
-use super::exchange::{exchange_back, mark_released, unlink_if_same};
+use super::exchange::{exchange_back, mark_released};
 use super::judge::Judged;
-use super::marker::{publish_aside, write_placeholder};
+use super::marker::{publish_aside, unlink_if_same, write_placeholder};
 use super::os::{Os, Semantics, Stat};
 use super::types::Held;
 use crate::errno::Errno;
