@@ -16,12 +16,10 @@
 //!   lock path while it holds another process's file.
 
 use super::config::{Config, Error};
-use super::judge::{Breaker, Judged};
 use super::marker::{encode_placeholder, publish, publish_aside, unlink_if_same};
 use super::os::Os;
 use super::recovery::{Recovery, Stranded};
-use super::takeover::Takeover;
-use super::types::Held;
+use super::types::{Breaker, Held, Judged, Takeover};
 use crate::errno::Errno;
 use crate::mutant::{active, Mutant};
 use crate::names::pid_break_name;

@@ -5,10 +5,8 @@
 
 use super::config::{Config, Error};
 use super::create::finish_create;
-use super::judge::Judged;
 use super::os::Os;
-use super::takeover::Takeover;
-use super::types::Attempt;
+use super::types::{Attempt, Judged, Takeover};
 use crate::mutant::{active, Mutant};
 use crate::names::pid_break_name;
 

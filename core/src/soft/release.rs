@@ -11,10 +11,9 @@
 
 use super::config::{Config, Error, Op};
 use super::exchange::{exchange_back, mark_released};
-use super::judge::Judged;
 use super::marker::{publish_aside, unlink_if_same, write_placeholder};
 use super::os::{Os, Semantics, Stat};
-use super::types::Held;
+use super::types::{Held, Judged};
 use crate::errno::Errno;
 use crate::mutant::{active, Mutant};
 use crate::names::pid_break_name;
