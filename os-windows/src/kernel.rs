@@ -2,51 +2,24 @@
 //! on byte 0, and the identity of a handle and of a path.
 
 use crate::nt;
+use crate::win32::{information, last_error};
 use std::os::windows::io::{AsHandle, AsRawHandle, BorrowedHandle, FromRawHandle, OwnedHandle};
 use std::time::Duration;
 use swaplock_core::decide::{FileId, FileTime, Instant};
 use swaplock_core::Errno;
 use windows_sys::Win32::Foundation::{
-    GetLastError, ERROR_ACCESS_DENIED, ERROR_ALREADY_EXISTS, ERROR_FILE_EXISTS,
-    ERROR_FILE_NOT_FOUND, ERROR_INVALID_PARAMETER, ERROR_LOCK_VIOLATION, ERROR_NOT_LOCKED,
-    ERROR_PATH_NOT_FOUND, ERROR_SHARING_VIOLATION, GENERIC_READ, GENERIC_WRITE, HANDLE,
+    GetLastError, ERROR_NOT_LOCKED, ERROR_SHARING_VIOLATION, GENERIC_READ, GENERIC_WRITE, HANDLE,
     INVALID_HANDLE_VALUE,
 };
 use windows_sys::Win32::Storage::FileSystem::{
-    CreateFileW, DeleteFileW, GetFileInformationByHandle, LockFileEx, UnlockFileEx,
-    BY_HANDLE_FILE_INFORMATION, FILE_ATTRIBUTE_NORMAL, FILE_ATTRIBUTE_READONLY,
-    FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
-    FILE_READ_ATTRIBUTES, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE,
-    LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, OPEN_EXISTING,
+    CreateFileW, DeleteFileW, LockFileEx, UnlockFileEx, FILE_ATTRIBUTE_NORMAL,
+    FILE_ATTRIBUTE_READONLY, FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_BACKUP_SEMANTICS,
+    FILE_FLAG_OPEN_REPARSE_POINT, FILE_READ_ATTRIBUTES, FILE_SHARE_DELETE, FILE_SHARE_READ,
+    FILE_SHARE_WRITE, LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, OPEN_EXISTING,
 };
 use windows_sys::Win32::System::IO::OVERLAPPED;
 
-/// The C runtime's `errno` for the Win32 errors the core decides on (as
-/// the CRT's own mapping gives them: a sharing or lock violation is
-/// `EACCES`, which the core reads as "busy"); any other Win32 error as its
-/// code negated, so it is never mistaken for an `errno` and
-/// [`win32_code`] recovers it for the message.
-pub fn errno_from_win32(code: u32) -> Errno {
-    match code {
-        ERROR_FILE_NOT_FOUND | ERROR_PATH_NOT_FOUND => Errno::NOENT,
-        ERROR_ACCESS_DENIED | ERROR_SHARING_VIOLATION | ERROR_LOCK_VIOLATION => Errno::ACCES,
-        ERROR_FILE_EXISTS | ERROR_ALREADY_EXISTS => Errno::EXIST,
-        ERROR_INVALID_PARAMETER => Errno::INVAL,
-        // Win32 codes are below 2^16 in practice; a larger one (an
-        // HRESULT) is reported as EIO rather than wrapped.
-        code => i32::try_from(code).map_or(Errno::IO, |c| Errno::from_raw(-c)),
-    }
-}
-
-/// The Win32 code an [`Errno`] carries, if [`errno_from_win32`] kept one.
-pub fn win32_code(errno: Errno) -> Option<u32> {
-    (errno.raw() < 0).then(|| errno.raw().unsigned_abs())
-}
-
-pub(crate) fn last_error() -> Errno {
-    // SAFETY: GetLastError reads this thread's last-error value.
-    errno_from_win32(unsafe { GetLastError() })
-}
+pub use crate::win32::{errno_from_win32, handle_id, win32_code};
 
 /// A path as `CreateFileW` takes it: UTF-16, NUL-terminated. A path with a
 /// NUL inside gives an empty name, which every call refuses.
@@ -66,25 +39,6 @@ pub(crate) fn owned(handle: HANDLE) -> Result<OwnedHandle, Errno> {
     } else {
         // SAFETY: CreateFileW returned a valid handle that nothing else owns.
         Ok(unsafe { OwnedHandle::from_raw_handle(handle) })
-    }
-}
-
-pub(crate) fn information(handle: impl AsHandle) -> Result<BY_HANDLE_FILE_INFORMATION, Errno> {
-    // SAFETY: the all-zero struct is valid; it is filled by the call.
-    let mut info: BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
-    // SAFETY: the handle is open for the call; `info` is writable.
-    let ok = unsafe { GetFileInformationByHandle(handle.as_handle().as_raw_handle(), &mut info) };
-    if ok == 0 {
-        Err(last_error())
-    } else {
-        Ok(info)
-    }
-}
-
-fn id_of(info: &BY_HANDLE_FILE_INFORMATION) -> FileId {
-    FileId {
-        dev: u64::from(info.dwVolumeSerialNumber),
-        ino: (u64::from(info.nFileIndexHigh) << 32) | u64::from(info.nFileIndexLow),
     }
 }
 
@@ -235,15 +189,6 @@ pub fn unlock_byte0(handle: impl AsHandle) -> Result<(), Errno> {
     }
 }
 
-/// `GetFileInformationByHandle` — the identity of an open file: its volume
-/// serial number and file index.
-///
-/// # References
-/// - [`GetFileInformationByHandle`](https://learn.microsoft.com/en-us/windows/win32/api/fileapi/nf-fileapi-getfileinformationbyhandle)
-pub fn handle_id(handle: impl AsHandle) -> Result<FileId, Errno> {
-    information(handle).map(|info| id_of(&info))
-}
-
 /// The identity of the file a path names now: `CreateFileW` for attributes
 /// only, sharing everything (so it never disturbs a holder), then
 /// [`handle_id`]. Without `follow`, a reparse point is not followed.
@@ -365,7 +310,7 @@ macro_rules! system_clock {
             /// # References
             /// - [`QueryPerformanceCounter`](https://learn.microsoft.com/en-us/windows/win32/api/profileapi/nf-profileapi-queryperformancecounter)
             fn now(&mut self) -> Instant {
-                crate::soft::monotonic_now()
+                crate::win32::monotonic_now()
             }
 
             /// `GetSystemTimePreciseAsFileTime` (through std's `SystemTime`),
@@ -374,7 +319,7 @@ macro_rules! system_clock {
             /// # References
             /// - [`GetSystemTimePreciseAsFileTime`](https://learn.microsoft.com/en-us/windows/win32/api/sysinfoapi/nf-sysinfoapi-getsystemtimepreciseasfiletime)
             fn wall(&mut self) -> FileTime {
-                crate::soft::wall_now()
+                crate::win32::wall_now()
             }
 
             /// `Sleep` — pause this thread.

@@ -24,3 +24,5 @@ pub mod kernel;
 mod nt;
 #[cfg(windows)]
 pub mod soft;
+#[cfg(windows)]
+mod win32;

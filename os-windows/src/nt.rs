@@ -17,7 +17,7 @@
 //!   completes with `STATUS_OPLOCK_BREAK_IN_PROGRESS` instead of waiting")
 //! - [Opportunistic locks](https://learn.microsoft.com/en-us/windows/win32/fileio/opportunistic-locks)
 
-use crate::kernel::errno_from_win32;
+use crate::win32::errno_from_win32;
 use std::os::windows::io::{FromRawHandle, OwnedHandle};
 use swaplock_core::Errno;
 use windows_sys::Wdk::Foundation::OBJECT_ATTRIBUTES;
@@ -155,7 +155,7 @@ pub(crate) fn full_path(path: &[u16]) -> Result<Vec<u16>, Errno> {
         let n =
             unsafe { GetFullPathNameW(path.as_ptr(), cap, buf.as_mut_ptr(), std::ptr::null_mut()) };
         match n {
-            0 => return Err(crate::kernel::last_error()),
+            0 => return Err(crate::win32::last_error()),
             n if (n as usize) < buf.len() => break n as usize,
             n => buf.resize(n as usize + 1, 0),
         }

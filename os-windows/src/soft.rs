@@ -17,10 +17,9 @@
 //!
 //! Names are the core's bytes, read as UTF-8.
 
-use crate::kernel::{errno_from_win32, handle_id, information, last_error};
 use crate::nt;
+use crate::win32::{errno_from_win32, handle_id, information, last_error};
 use std::os::windows::io::{AsHandle, AsRawHandle, OwnedHandle};
-use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use swaplock_core::decide::{FileTime, Instant, Liveness};
 use swaplock_core::host::HostName;
@@ -53,6 +52,8 @@ use windows_sys::Win32::System::Threading::{
     PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_SYNCHRONIZE,
 };
 use windows_sys::Win32::System::IO::OVERLAPPED;
+
+pub use crate::win32::{monotonic_now, wall_now};
 
 const SHARE_ALL: u32 = FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE;
 
@@ -695,28 +696,6 @@ pub fn random_token() -> Token {
     };
     assert!(status >= 0, "BCryptGenRandom failed: {status:#x}");
     Token(t)
-}
-
-/// `GetSystemTimePreciseAsFileTime` (through std's `SystemTime`): the wall
-/// clock, as file times are, as time since the Unix epoch.
-///
-/// # References
-/// - [`GetSystemTimePreciseAsFileTime`](https://learn.microsoft.com/en-us/windows/win32/api/sysinfoapi/nf-sysinfoapi-getsystemtimepreciseasfiletime)
-pub fn wall_now() -> FileTime {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO);
-    FileTime {
-        sec: i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
-        nsec: since.subsec_nanos(),
-    }
-}
-
-/// A monotonic clock reading: time since this process first asked.
-pub fn monotonic_now() -> Instant {
-    static BASE: OnceLock<std::time::Instant> = OnceLock::new();
-    let base = BASE.get_or_init(std::time::Instant::now);
-    Instant(u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]

@@ -7,9 +7,9 @@
 //! `cargo test` replays under every catalogue entry, and the mutation run
 //! ([`crate::mutants::hunt`]) tries these races as one of its searches.
 
-use crate::mutants::Mutant;
 use crate::scenario::{scenarios, Policy};
 use crate::script::{Lost, Script};
+use swaplock_core::mutant::Mutant;
 
 /// A directed race and the mutant it was written to kill.
 pub struct Directed {

@@ -2,7 +2,7 @@
 //! process makes (who, when, the names and inodes it acted on, and whether
 //! it succeeded) and for each ghost step of its life (an attempt begun or
 //! ended, its critical section entered or left, a release and what it
-//! returned, a kill).
+//! returned, a kill, that it holds its markers empty by design).
 //!
 //! Events are small `Copy` values, their names kept in the [`Log`]'s
 //! bytes, which the oracle clears after each look, so recording them
@@ -93,6 +93,9 @@ pub(crate) enum What {
     },
     /// An attempt of its acquire returned this error.
     AcquireFailed(soft::Error),
+    /// It holds the markers it creates empty, by design (a recordless
+    /// holder, a holder by name).
+    HoldsEmpty,
     /// It was killed.
     Killed,
 }
@@ -100,8 +103,13 @@ pub(crate) enum What {
 /// A syscall, with the names and inodes it acted on.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Call {
-    /// `open(name, O_CREAT|O_EXCL)`, and the inode it created.
-    Create { name: Name, ino: Option<u64> },
+    /// `open(name, O_CREAT|O_EXCL)`, and the inode it created, with its
+    /// generation (inode numbers are reused).
+    Create {
+        name: Name,
+        ino: Option<u64>,
+        generation: Option<u64>,
+    },
     /// `open(".", O_TMPFILE)`, and the inode it created.
     CreateUnnamed { ino: Option<u64> },
     /// `linkat` of an open file to `name`.
@@ -126,6 +134,10 @@ pub(crate) enum Call {
     RenameFile { moved: Option<(Name, Target)> },
     /// A delete through a handle, and the name and file it removed.
     RemoveFile { removed: Option<(Name, Target)> },
+    /// `fstat` or `fchmod`, even when an injected fault failed it: a call
+    /// that only looks at a file, and leaves a marker just created as
+    /// unwritten as it was.
+    Look,
     /// `close`: the one call a process makes after its last look before
     /// it enters (the pin's close), which judges nothing.
     Close,

@@ -56,10 +56,6 @@ pub struct Inode {
     pub generation: u64,
     /// Created unnamed and never linked yet: `linkat` may give it a name.
     pub linkable: bool,
-    /// Created at the lock path by an exclusive create (a marker made the
-    /// filelock way, empty until written) by a process killed before it
-    /// wrote it or did anything else with it but look at it.
-    pub killed_unwritten: bool,
 }
 
 /// How a descriptor was opened.
@@ -218,7 +214,6 @@ impl Fs {
                 ctime: now,
                 generation,
                 linkable: false,
-                killed_unwritten: false,
             },
         );
         ino

@@ -18,6 +18,7 @@
 //! - breaks by lifetime on an `lstat` of the path.
 
 use crate::os::SimOs;
+pub use crate::scenario::Flaws;
 use swaplock_core::decide::{judge_owner, FileTime, Verdict, WatchKey, MALFORMED_GRACE};
 use swaplock_core::names::pid_break_name;
 use swaplock_core::record::{
@@ -26,24 +27,6 @@ use swaplock_core::record::{
 use swaplock_core::soft::{
     Clock, Config, Contender, Dir, Entropy, Held, NodeKind, Processes, Semantics, Stat,
 };
-
-/// Which pre-fix behaviours are switched on (all of them by default).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Flaws {
-    /// Judge without a pin and accept an mtime no newer than the one read.
-    pub unpinned: bool,
-    /// Key the malformed watch on (mtime, inode) only.
-    pub watch_without_ctime: bool,
-}
-
-impl Default for Flaws {
-    fn default() -> Self {
-        Flaws {
-            unpinned: true,
-            watch_without_ctime: true,
-        }
-    }
-}
 
 fn read(os: &mut SimOs<'_>, name: &[u8]) -> Option<(Vec<u8>, bool, Stat)> {
     let st = os.lstat(name).ok()?;

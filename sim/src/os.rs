@@ -10,7 +10,6 @@
 
 use crate::event::{Call, Event, Name, Target, What};
 use crate::model::{Node, SYSCALL_FAULTS};
-use crate::scenario::LOCK;
 use crate::world::{name, World};
 use corosensei::Yielder;
 use std::cell::RefCell;
@@ -31,8 +30,8 @@ pub struct SimOs<'y> {
     pub(crate) world: Rc<RefCell<World>>,
     pub(crate) me: usize,
     yielder: &'y Yielder<(), ()>,
-    /// The next call only looks at a file (`fstat`, `fchmod`): it leaves
-    /// [`crate::world::Proc::unwritten`] as it is.
+    /// The next call only looks at a file (`fstat`, `fchmod`): recorded as
+    /// [`Call::Look`] even when an injected fault answers it.
     looks: bool,
 }
 
@@ -81,9 +80,10 @@ impl<'y> SimOs<'y> {
         }
     }
 
-    /// This process holds the markers it creates empty, by design.
+    /// The ghost step of declaring that this process holds the markers it
+    /// creates empty, by design.
     pub(crate) fn holds_empty(&mut self) {
-        self.world.borrow_mut().procs[self.me].holds_empty = true;
+        self.world.borrow_mut().record(self.me, What::HoldsEmpty);
     }
 
     /// One syscall: suspend until scheduled, let a step of time pass, apply
@@ -121,9 +121,7 @@ impl<'y> SimOs<'y> {
         w.time += STEP;
         w.fs.clock += i128::from(STEP);
         let at = w.time;
-        if !std::mem::take(&mut self.looks) && !w.procs[me].holds_empty {
-            w.procs[me].unwritten = None;
-        }
+        let looks = std::mem::take(&mut self.looks);
         let injected = fail.and_then(|fail| w.syscall_fault().map(|e| (fail(e), e)));
         let (result, call) = match injected {
             Some((result, e)) => {
@@ -131,7 +129,7 @@ impl<'y> SimOs<'y> {
                     me,
                     format_args!("{what} -> {result:?} (injected {})", fault_name(e)),
                 );
-                (result, Call::Other)
+                (result, if looks { Call::Look } else { Call::Other })
             }
             None => {
                 let (result, call) = op(&mut w, me);
@@ -313,12 +311,10 @@ impl Dir for SimOs<'_> {
                 w.procs[me].fds.insert(fd);
             }
             let ino = fd.as_ref().ok().and_then(|&fd| w.fd_ino(fd));
-            if n == LOCK {
-                w.procs[me].unwritten = ino.map(|i| (i, w.fs.inodes[&i].generation));
-            }
             let call = Call::Create {
                 name: w.log.name(n),
                 ino,
+                generation: ino.map(|i| w.fs.inodes[&i].generation),
             };
             (fd, call)
         })
@@ -384,7 +380,7 @@ impl Dir for SimOs<'_> {
     fn chmod(&mut self, f: &u32, _mode: u32) -> Result<(), Errno> {
         self.looks = true;
         self.fallible(format_args!("fchmod fd {f}"), |w, _| {
-            (w.fs.fstat(*f).map(|_| ()), Call::Other)
+            (w.fs.fstat(*f).map(|_| ()), Call::Look)
         })
     }
     fn touch(&mut self, f: &u32) -> Result<(), Errno> {
@@ -401,7 +397,7 @@ impl Dir for SimOs<'_> {
     fn fstat(&mut self, f: &u32) -> Result<Stat, Errno> {
         self.looks = true;
         self.fallible(format_args!("fstat fd {f}"), |w, _| {
-            (w.fs.fstat(*f), Call::Other)
+            (w.fs.fstat(*f), Call::Look)
         })
     }
     fn close(&mut self, f: u32) {

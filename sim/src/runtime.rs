@@ -65,15 +65,6 @@ fn lock_state(w: &World) -> LockState {
         .map(|ino| (ino, w.fs.content(LOCK).map(<[u8]>::to_vec)))
 }
 
-/// Whether the lock path holds an empty marker whose creator made it there
-/// the filelock way (create, then write) and was killed before writing it.
-fn unwritten_marker(w: &World) -> bool {
-    w.fs.ino(LOCK).is_some_and(|ino| {
-        let i = &w.fs.inodes[&ino];
-        i.killed_unwritten && i.node == crate::model::Node::File(Vec::new())
-    })
-}
-
 /// At most this many steps for the fresh contender: far more than its
 /// bounded attempts take alone; a run past it is a wedge.
 const FRESH_STEPS: u64 = 200_000;
@@ -198,7 +189,7 @@ impl Sim {
                 // may have taken it aside and been killed, and the recovery
                 // of the breaker's names must put an empty file back, as it
                 // may be a live writer's. The run left it, not the recovery.
-                (Err(why), Some(_)) if unwritten_marker(&w) => {
+                (Err(why), Some(_)) if self.oracle.unwritten_marker(&w) => {
                     self.oracle.progress = Progress::Exempt(why);
                     return;
                 }
@@ -314,11 +305,6 @@ impl Sim {
             return_stack(co);
         }
         let mut w = self.world.borrow_mut();
-        if let Some((ino, generation)) = w.procs[i].unwritten.take() {
-            if let Some(inode) = w.fs.inodes.get_mut(&ino) {
-                inode.killed_unwritten |= inode.generation == generation;
-            }
-        }
         w.exit(i);
         w.record(i, What::Killed);
         w.note(i, format_args!("is KILLED"));

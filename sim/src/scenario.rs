@@ -5,7 +5,6 @@
 //! [`windows_symlink_race`]).
 
 use crate::model::Faults;
-use crate::naive;
 use std::time::Duration;
 use swaplock_core::soft::Kind;
 /// The lock file's name in the model directory.
@@ -16,8 +15,8 @@ pub const LOCK: &[u8] = b"a.lock";
 pub enum Policy {
     /// swaplock's protocol, from `swaplock-core`.
     Ours,
-    /// The protocol as it stood before the seed's fixes ([`naive`]).
-    Naive(naive::Flaws),
+    /// The protocol as it stood before the seed's fixes ([`naive`](crate::naive)).
+    Naive(Flaws),
     /// Not a contender: a hostile process that, `attempts` times, lists the
     /// directory and replaces every break name it sees with a symlink to
     /// [`VICTIM`].
@@ -36,6 +35,25 @@ pub enum Policy {
     /// handle keeps its file from being opened to move: only a breaker's
     /// check that the file it opened is the one it judged keeps the file.
     ByName,
+}
+
+/// Which pre-fix behaviours a [`Policy::Naive`] contender has switched on
+/// (all of them by default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flaws {
+    /// Judge without a pin and accept an mtime no newer than the one read.
+    pub unpinned: bool,
+    /// Key the malformed watch on (mtime, inode) only.
+    pub watch_without_ctime: bool,
+}
+
+impl Default for Flaws {
+    fn default() -> Self {
+        Flaws {
+            unpinned: true,
+            watch_without_ctime: true,
+        }
+    }
 }
 
 /// How long a [`Policy::Recordless`] holder holds its empty marker.

@@ -22,14 +22,6 @@ pub(crate) struct Proc {
     pub(crate) start: StartToken,
     pub(crate) fds: BTreeSet<u32>,
     pub(crate) claims: BTreeSet<Vec<u8>>,
-    /// The marker it created at the lock path by an exclusive create, while
-    /// it has made no call since but to look at it (`fstat`, `fchmod`):
-    /// a kill now leaves it empty for good, as it would a filelock peer's.
-    /// Its inode number and generation (numbers are reused).
-    pub(crate) unwritten: Option<(u64, u64)>,
-    /// It holds its marker empty by design (a recordless holder, a holder
-    /// by name): its kill leaves the marker it created empty at any time.
-    pub(crate) holds_empty: bool,
 }
 
 /// Everything the processes share.
@@ -110,8 +102,6 @@ impl World {
             start,
             fds: BTreeSet::new(),
             claims: BTreeSet::new(),
-            unwritten: None,
-            holds_empty: false,
         });
         self.procs.len() - 1
     }

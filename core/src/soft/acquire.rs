@@ -10,81 +10,16 @@
 //!   never by name after close.
 
 use super::config::{Config, Error, Kind, Op};
+use super::create::finish_create;
 use super::judge::{break_expired, judge_stale};
 use super::marker::publish;
 use super::os::{Os, Semantics};
-use super::release::remove_own_file;
-use crate::decide::{FileId, Instant, UnchangedWatch, WatchKey};
+use super::types::{Attempt, Contender, Held, Holder};
+use crate::decide::{Instant, WatchKey};
 use crate::errno::Errno;
-use crate::host::HostName;
-use crate::mutant::{active, Mutant};
 use crate::names::MAX_LOCK_NAME;
-use crate::pid::Pid;
 use crate::wait::Patience;
 use core::time::Duration;
-
-/// A held soft lock: our marker's descriptor, kept open for the whole hold
-/// (it pins our inode), and its identity.
-#[derive(Debug)]
-pub struct Held<F> {
-    /// Our marker, open.
-    pub file: F,
-    /// Our marker's `(dev, ino)`.
-    pub id: FileId,
-}
-
-/// Who keeps the lock from us, as far as an attempt saw.
-// The core has no allocator, so a foreign host is reported by value.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Holder {
-    /// Nothing more is known (a live local holder, a malformed marker being
-    /// watched, a race with a peer).
-    Unknown,
-    /// An empty marker, which names no owner and is never broken.
-    Recordless,
-    /// A holder on another host, which this host cannot probe.
-    Foreign {
-        /// Its PID there.
-        pid: Pid,
-        /// Its host.
-        host: HostName,
-    },
-}
-
-/// The outcome of one attempt.
-#[allow(clippy::large_enum_variant)]
-#[must_use]
-#[derive(Debug)]
-pub enum Attempt<F> {
-    /// The lock is ours.
-    Acquired(Held<F>),
-    /// Someone else holds it; try again later.
-    Busy(Holder),
-}
-
-/// A contender's memory between attempts: the unchanged-marker watch
-/// (PROTOCOL 7.13).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Contender {
-    watch: UnchangedWatch,
-}
-
-impl Contender {
-    /// A contender that has seen nothing.
-    pub const fn new() -> Self {
-        Contender {
-            watch: UnchangedWatch::new(),
-        }
-    }
-
-    /// How long the marker with `key` has been seen unchanged (zero on a
-    /// change), on the contender's monotonic clock.
-    pub(super) fn observe(&mut self, key: WatchKey, now: Instant) -> Duration {
-        self.watch.observe(key, now)
-    }
-}
 
 /// Looks at a marker with the contender's unchanged-marker watch: how long
 /// it has been seen with this key (zero on a change). For simulations of
@@ -195,41 +130,6 @@ fn publish_unnamed<O: Os + ?Sized>(
         (Ok(_), Err(_)) => {
             os.close(file);
             Ok(None)
-        }
-    }
-}
-
-/// Publishes our record in the marker just created at the lock path as
-/// `file`; held only if the marker is still linked once complete.
-pub(super) fn finish_create<O: Os + ?Sized>(
-    os: &mut O,
-    cfg: &Config<'_>,
-    file: O::File,
-) -> Result<Attempt<O::File>, Error> {
-    match publish(os, cfg, &file) {
-        // A writer paused mid-record longer than the malformed grace period
-        // has its half-written marker evicted (invariant I9): it holds the
-        // lock only if its marker, complete now, is still linked. Complete,
-        // it names a live process and cannot be evicted any more.
-        Ok(_)
-            if !os.fstat(&file).is_ok_and(|st| st.nlink > 0)
-                && !active(Mutant::NoLinkCountAfterCreate) =>
-        {
-            os.close(file);
-            Ok(Attempt::Busy(Holder::Unknown))
-        }
-        Ok(id) => Ok(Attempt::Acquired(Held { file, id })),
-        Err(e) => {
-            // Invariant I2: remove our file while it is open, never by name
-            // after close, so a successor's marker is never taken for ours.
-            if active(Mutant::UnlinkAfterClose) {
-                os.close(file);
-                let _ = os.unlink(cfg.lock);
-                return Err(e);
-            }
-            let _ = remove_own_file(os, cfg, &file);
-            os.close(file);
-            Err(e)
         }
     }
 }

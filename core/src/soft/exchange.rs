@@ -15,13 +15,11 @@
 //!   bounded time for nested breakers otherwise, and never exchanges the
 //!   lock path while it holds another process's file.
 
-use super::acquire::Held;
 use super::config::{Config, Error};
-use super::judge::{Breaker, Judged};
-use super::marker::{encode_placeholder, publish, publish_aside};
-use super::os::{Dir, Os, Stat};
+use super::marker::{encode_placeholder, publish, publish_aside, unlink_if_same};
+use super::os::Os;
 use super::recovery::{Recovery, Stranded};
-use super::takeover::Takeover;
+use super::types::{Breaker, Held, Judged, Takeover};
 use crate::errno::Errno;
 use crate::mutant::{active, Mutant};
 use crate::names::pid_break_name;
@@ -199,14 +197,6 @@ fn mark_placeholder<O: Os + ?Sized>(
     let bytes = encode_placeholder(cfg, &mut buf)?;
     os.write_at(file, bytes, 0)
         .and_then(|_| os.truncate(file, bytes.len() as u64))
-}
-
-/// Unlinks `name` if it names the open file whose stat is `own` (I7: the
-/// caller holds that file open).
-pub(super) fn unlink_if_same<O: Dir + ?Sized>(os: &mut O, name: &[u8], own: &Stat) {
-    if os.lstat(name).is_ok_and(|st| st.same_file(own)) {
-        let _ = os.unlink(name);
-    }
 }
 
 /// How long exchange-back waits while our file is not at the lock path

@@ -3,11 +3,10 @@
 //! aside and deleted through a handle on the judged file itself, then our
 //! marker is created at the freed path.
 
-use super::acquire::{finish_create, Attempt};
 use super::config::{Config, Error};
-use super::judge::Judged;
+use super::create::finish_create;
 use super::os::Os;
-use super::takeover::Takeover;
+use super::types::{Attempt, Judged, Takeover};
 use crate::mutant::{active, Mutant};
 use crate::names::pid_break_name;
 

@@ -8,9 +8,9 @@
 //! - I19: a compromise is reported only on the second consecutive miss,
 //!   since a peer's check may hold our marker aside for an instant.
 
-use super::acquire::Held;
 use super::config::Config;
 use super::os::Os;
+use super::types::Held;
 use crate::decide::Instant;
 use crate::errno::Errno;
 use core::time::Duration;

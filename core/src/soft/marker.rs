@@ -4,7 +4,6 @@
 //! 3.1; invariant I10 is why).
 
 use super::config::{own_record, Config, Error, Op};
-use super::exchange::unlink_if_same;
 use super::os::{Dir, NodeKind, Stat};
 use crate::decide::FileId;
 use crate::errno::Errno;
@@ -211,5 +210,13 @@ pub(super) fn publish_aside<O: Dir + ?Sized, T>(
             os.close(file);
             Ok(None)
         }
+    }
+}
+
+/// Unlinks `name` if it names the open file whose stat is `own` (I7: the
+/// caller holds that file open).
+pub(super) fn unlink_if_same<O: Dir + ?Sized>(os: &mut O, name: &[u8], own: &Stat) {
+    if os.lstat(name).is_ok_and(|st| st.same_file(own)) {
+        let _ = os.unlink(name);
     }
 }

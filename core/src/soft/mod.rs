@@ -18,7 +18,10 @@
 //! | [`os`] | the traits the world answers | |
 //! | `config` | the record we publish, errors | |
 //! | `marker` | reading a marker (3.1), publishing ours (7.2) | I2 |
+//! | `types` | the values the steps share: a held lock, an attempt's outcome, a contender's memory, the judged file, a takeover's outcome | |
 //! | `acquire` | the attempt (7.2) and the driver loop (7.1) | I1, I2 |
+//! | `create` | our record in the marker just created (7.2) | I2 |
+//! | `standing` | the verdict on a marker's owner (3.5, 4.5), shared with `break` and `status` | I8 |
 //! | `judge` | pin (7.5), guard (7.6), judgement by kind (7.7), lifetime (7.12), watch (7.13) | I5, I6, I8, I9, I10, I20 |
 //! | `takeover` | the platform's takeover | |
 //! | `exchange` | the exchange takeover (7.8), abandon and exchange-back (7.9) | I3, I4, I11, I14, I16 |
@@ -57,6 +60,7 @@
 
 mod acquire;
 mod config;
+mod create;
 mod exchange;
 mod handle;
 mod judge;
@@ -65,11 +69,14 @@ mod marker;
 pub mod os;
 mod recovery;
 mod release;
+mod standing;
 mod takeover;
+mod types;
 
-pub use acquire::{acquire, observe_watch, try_acquire, Attempt, Contender, Held, Holder};
+pub use acquire::{acquire, observe_watch, try_acquire};
 pub use config::{own_record, Config, Error, Kind, LeaseTerms, Op};
-pub use judge::{describe_holder, standing, Standing};
 pub use lease::{refresh, Compromise, CompromiseWatch, Refresh};
 pub use os::{Clock, Dir, Entropy, Handles, NodeKind, Os, Processes, Semantics, Stat};
 pub use release::{keep_for_handover, release, remove_own_file};
+pub use standing::{describe_holder, standing, Standing};
+pub use types::{Attempt, Contender, Held, Holder};

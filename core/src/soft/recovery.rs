@@ -17,9 +17,10 @@
 //!   handed back untouched.
 
 use super::config::{Config, Error};
-use super::judge::{is_stale, Judged};
 use super::marker::read_marker;
 use super::os::{NodeKind, Os};
+use super::standing::is_stale;
+use super::types::Judged;
 use crate::errno::Errno;
 use crate::mutant::{active, Mutant};
 use crate::names::{break_name, parse_derived_in, restore_name, Derived, Name};

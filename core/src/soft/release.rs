@@ -9,12 +9,11 @@
 //! - I17: a displaced holder writes the released record instead of
 //!   unlinking, so nothing restores a record that names it.
 
-use super::acquire::Held;
 use super::config::{Config, Error, Op};
-use super::exchange::{exchange_back, mark_released, unlink_if_same};
-use super::judge::Judged;
-use super::marker::{publish_aside, write_placeholder};
+use super::exchange::{exchange_back, mark_released};
+use super::marker::{publish_aside, unlink_if_same, write_placeholder};
 use super::os::{Os, Semantics, Stat};
+use super::types::{Held, Judged};
 use crate::errno::Errno;
 use crate::mutant::{active, Mutant};
 use crate::names::pid_break_name;

@@ -2,29 +2,11 @@
 //! atomic exchange of names under POSIX rules (`exchange`), or through a
 //! handle on the judged file under Windows rules (`handle`).
 
-use super::acquire::{Attempt, Held, Holder};
 use super::config::{Config, Error};
 use super::exchange::take_over_by_exchange;
 use super::handle::take_over_by_handle;
-use super::judge::{Breaker, Judged};
 use super::os::{Os, Semantics};
-
-/// The outcome of a takeover.
-pub(super) enum Takeover<F> {
-    /// The lock is ours: the judged file is gone and our marker is at the path.
-    Took(Held<F>),
-    /// Nothing was taken (or what was taken went back).
-    Busy,
-}
-
-impl<F> Takeover<F> {
-    pub(super) fn attempt(self) -> Attempt<F> {
-        match self {
-            Takeover::Took(held) => Attempt::Acquired(held),
-            Takeover::Busy => Attempt::Busy(Holder::Unknown),
-        }
-    }
-}
+use super::types::{Breaker, Judged, Takeover};
 
 /// Takes over the judged marker `judged`, whose writer (or placeholder's
 /// breaker) is `breaker`, the platform's way. The caller holds the pin

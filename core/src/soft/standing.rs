@@ -1,0 +1,143 @@
+//! The verdict on a marker's owner (PROTOCOL 3.5, 4.5): how a contender
+//! of a kind stands toward a marker, before any watch or takeover, which
+//! contenders, `break` and `status` share, and the holder a contender
+//! reports when it cannot probe the owner.
+//!
+//! Invariant kept here:
+//! - I8: staleness verdicts fail closed; another host is never probed.
+
+use super::config::{Config, Kind};
+use super::os::Processes;
+use super::types::Holder;
+use crate::decide::{judge_owner, needs_current_start, HeldBecause, Liveness, Verdict};
+use crate::host::HostName;
+use crate::mutant::{active, Mutant};
+use crate::record::{classify, Classified, Content, Mode, Owner, Reader, V1Record, V2Record};
+
+/// How a contender of a kind stands toward a marker, before any watch or
+/// takeover: what the protocol will do with it. `swaplock status` shows
+/// exactly this, so it never disagrees with a contender.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Standing {
+    /// An empty marker, the strict sentinel, or a protocol 2 mode this
+    /// version does not know: never evicted (invariant I10).
+    Never,
+    /// Unreadable as this kind's record: evicted once seen unchanged for
+    /// the 2 s grace period (invariant I9).
+    Malformed,
+    /// A holder that is, or cannot be proven not to be, alive: the lock is
+    /// held (a lease still expires when it stops being refreshed).
+    Held(HeldBecause),
+    /// A holder on this host that is provably gone: the marker is taken
+    /// over. `recycled`: its PID runs again, as another process.
+    Stale {
+        /// Whether the PID is alive as another process (its start differs).
+        recycled: bool,
+    },
+}
+
+/// How a contender of `cfg.kind` stands toward a marker whose content is
+/// `content` (PROTOCOL 3.5, 4.5): the one judgement contenders, `break`
+/// and `status` share.
+pub fn standing<O: Processes + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    content: Content<'_>,
+) -> Standing {
+    standing_of(os, cfg, &classify(content, cfg.kind.reader()))
+}
+
+pub(super) fn standing_of<O: Processes + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    classified: &Classified<'_>,
+) -> Standing {
+    match classified {
+        Classified::Recordless if active(Mutant::RecordlessEvicted) => Standing::Malformed,
+        Classified::Sentinel | Classified::Recordless => Standing::Never,
+        Classified::Malformed(_) => Standing::Malformed,
+        // A contract this version does not know is never reclaimed.
+        Classified::V2(r) if matches!(r.mode, Mode::Unknown(_)) => Standing::Never,
+        Classified::V1(r) => owner_standing(os, cfg, &r.owner()),
+        Classified::V2(r) => owner_standing(os, cfg, &r.owner()),
+    }
+}
+
+/// The fail-closed verdict on a recorded owner (PROTOCOL 4.5, invariant
+/// I8): another host is never probed.
+pub(super) fn owner_standing<O: Processes + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    owner: &Owner<'_>,
+) -> Standing {
+    let host = match active(Mutant::ForeignProbedLocally) {
+        true => owner.host,
+        false => cfg.host,
+    };
+    if owner.host != host {
+        return Standing::Held(HeldBecause::OtherHost);
+    }
+    let probe = os.probe(owner.pid);
+    let current = if needs_current_start(owner, host, probe) {
+        os.start_token(owner.pid)
+    } else {
+        None
+    };
+    let stale = Standing::Stale {
+        recycled: probe == Liveness::Alive,
+    };
+    match judge_owner(owner, host, probe, current) {
+        Verdict::Held(why) => Standing::Held(why),
+        Verdict::Stale => stale,
+        Verdict::StaleUnlessRunsElsewhere => match owner.start {
+            Some(start) if os.runs_elsewhere(owner.pid, start) => {
+                Standing::Held(HeldBecause::Alive)
+            }
+            _ => stale,
+        },
+    }
+}
+
+/// Whether the recorded owner is provably gone.
+pub(super) fn is_stale<O: Processes + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    owner: &Owner<'_>,
+) -> bool {
+    matches!(owner_standing(os, cfg, owner), Standing::Stale { .. })
+}
+
+/// Names the holder of a marker whose owner this host cannot probe, as
+/// filelock's `Timeout` does: an empty marker, or a record (read as this
+/// kind reads it, protocol 1 as the fallback) naming another host.
+pub fn describe_holder(content: Content<'_>, kind: Kind, this_host: &str) -> Holder {
+    let Ok(text) = crate::record::decode(content) else {
+        return Holder::Unknown;
+    };
+    if text.is_empty() {
+        return Holder::Recordless;
+    }
+    let v2 = match kind.reader() {
+        Reader::Protocol2 => V2Record::parse(text).ok().map(|r| r.owner()),
+        Reader::Protocol1 => None,
+    };
+    let Some(owner) = v2.or_else(|| V1Record::parse(text).ok().map(|r| r.owner())) else {
+        return Holder::Unknown;
+    };
+    if owner.host == this_host {
+        return Holder::Unknown;
+    }
+    let mut host = HostName::new();
+    // A recorded host longer than a host name is cut for the report only.
+    for c in owner.host.chars() {
+        if host.push(c).is_err() {
+            break;
+        }
+    }
+    Holder::Foreign {
+        pid: owner.pid,
+        host,
+    }
+}
