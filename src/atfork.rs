@@ -34,8 +34,8 @@ extern "C" fn prepare() {
     let guards = [
         crate::kernel::lock_for_fork(),
         crate::soft::lock_for_fork(),
-        crate::inodes::lock_for_fork(),
-        crate::kernel_wait::lock_for_fork(),
+        crate::kernel::inodes::lock_for_fork(),
+        crate::kernel::wait::lock_for_fork(),
     ];
     HELD_ACROSS_FORK.with(|held| held.borrow_mut().extend(guards.into_iter().flatten()));
 }

@@ -33,8 +33,8 @@
 //!
 //! [`Backoff`]: swaplock_core::kernel::Backoff
 
+use super::inodes::{self, Threads};
 use crate::adapter::kernel as os;
-use crate::inodes::{self, Threads};
 use crate::kernel::{kernel_os, Reached, Scope, SysPath};
 use crate::soft::SoftLock;
 use std::os::fd::OwnedFd;

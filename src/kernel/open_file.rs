@@ -16,9 +16,9 @@ use swaplock_core::wait::Deadline;
 use swaplock_core::Errno;
 
 #[cfg(unix)]
-use crate::adapter::kernel as os;
+use super::inodes;
 #[cfg(unix)]
-use crate::inodes;
+use crate::adapter::kernel as os;
 #[cfg(windows)]
 use swaplock_windows::kernel as os;
 
