@@ -454,7 +454,7 @@ struct State {
 
 impl State {
     fn compromise(&self) -> Option<Compromise> {
-        *self.compromise.lock().unwrap_or_else(|p| p.into_inner())
+        *crate::sync::lock(&self.compromise)
     }
 }
 
@@ -1088,7 +1088,7 @@ async fn keep_alive(
 /// Records the loss of a held lock's lease and tells the hook, once.
 fn report(lock: &EtcdLock, state: &State, why: Compromise) {
     {
-        let mut seen = state.compromise.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = crate::sync::lock(&state.compromise);
         if seen.is_some() {
             return;
         }

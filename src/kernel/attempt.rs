@@ -66,8 +66,6 @@ impl FileLock {
         logged: bool,
     ) -> io::Result<FileLockGuard> {
         #[cfg(unix)]
-        crate::atfork::install();
-        #[cfg(unix)]
         if self.soft.load(Ordering::Relaxed) {
             if shared {
                 return Err(self.err(Step::Lock, Errno::NOSYS));

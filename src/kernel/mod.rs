@@ -107,8 +107,6 @@ pub(crate) mod wait;
 use attempt::*;
 use guard::*;
 use platform::*;
-#[cfg(unix)]
-pub(crate) use registry::lock_for_fork;
 use registry::*;
 
 pub use guard::FileLockGuard;

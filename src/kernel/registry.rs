@@ -5,7 +5,7 @@ use super::*;
 /// The kernel locks this process holds whose second lock in this process
 /// would wait for the first, by the locked file's identity ([`held`]).
 /// Each with whether it is shared.
-pub(super) static HELD: Held<(FileId, Family, bool)> = std::sync::Mutex::new(Vec::new());
+pub(super) static HELD: Held<(FileId, Family, bool)> = crate::sync::ProcessMutex::new(Vec::new());
 
 /// Which locks of a file exclude each other: on Linux and Android, `fcntl`
 /// and `flock` locks never meet, so a thread holding one kind waits for
@@ -38,12 +38,6 @@ pub(crate) fn held_here(
         && id().is_ok_and(|id| {
             held::by_this_thread(&HELD, |&(h, f, h_shared)| h == id && excludes(f, h_shared))
         })
-}
-
-/// [`HELD`]'s guard, for [`crate::atfork`].
-#[cfg(unix)]
-pub(crate) fn lock_for_fork() -> Vec<Box<dyn std::any::Any>> {
-    vec![Box::new(HELD.lock().unwrap_or_else(|p| p.into_inner()))]
 }
 
 /// Enters a lock of this thread on the file `id`, until the entry drops.

@@ -18,8 +18,6 @@ impl SoftLock {
         blocking: bool,
         hook: Option<&'h mut WaitHook<'h>>,
     ) -> io::Result<SoftLockGuard> {
-        #[cfg(unix)]
-        crate::atfork::install();
         if self
             .path
             .file_name()
@@ -79,7 +77,7 @@ impl SoftLock {
         // instance's mutex is not held while this acquire waits, so that
         // another thread's attempt on the same instance (its holder's
         // `try_lock`, say) never waits for this one.
-        let mut contender = *self.contender.lock().unwrap_or_else(|p| p.into_inner());
+        let mut contender = *crate::sync::lock(&self.contender);
         // A thread that waits may be handed the hold of a thread of this
         // process that releases (of its kind; never a lease's, whose token
         // and heartbeat are its holder's).
@@ -131,7 +129,7 @@ impl SoftLock {
                 })
             }
         };
-        *self.contender.lock().unwrap_or_else(|p| p.into_inner()) = contender;
+        *crate::sync::lock(&self.contender) = contender;
         let handed = patience.waiting.as_mut().and_then(Waiting::leave);
         // A cancelled wait holds nothing, even a hold handed over since.
         let handed = match handed {

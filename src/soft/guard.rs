@@ -197,7 +197,7 @@ impl Hold {
     pub(super) fn compromise(&self) -> Option<Compromise> {
         self.heartbeat
             .as_ref()
-            .and_then(|h| *h.compromise.lock().unwrap_or_else(|p| p.into_inner()))
+            .and_then(|h| *crate::sync::lock(&h.compromise))
     }
 
     pub(super) fn lease_lost(&self) -> Option<Compromise> {
@@ -312,7 +312,7 @@ impl Hold {
             .iter()
             .filter(|w| wanted(w) && w.dir == dir)
             .find_map(|w| {
-                let slot = w.slot.lock().unwrap_or_else(|p| p.into_inner());
+                let slot = crate::sync::lock(&w.slot);
                 slot.is_none().then_some(slot)
             })
         else {
@@ -363,7 +363,7 @@ pub(super) fn start_heartbeat(
             while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
                 let result = protocol::refresh(&mut sys, &cfg, &held);
                 if let Some(c) = watch.observe(result, sys.now()) {
-                    *report.lock().unwrap_or_else(|p| p.into_inner()) = Some(c);
+                    *crate::sync::lock(&report) = Some(c);
                     if let Some(hook) = &hook {
                         hook(c);
                     }

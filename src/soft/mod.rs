@@ -162,8 +162,6 @@ use registry::*;
 use wait::*;
 
 pub use guard::SoftLockGuard;
-#[cfg(unix)]
-pub(crate) use registry::lock_for_fork;
 pub(crate) use status::Busy;
 pub use status::OwnerInfo;
 pub use wait::{waiting_threads, WaitStatus};
@@ -632,7 +630,7 @@ impl SoftLock {
             let dir = self.open_dir()?;
             watcher.before_attempt(&dir);
             // A release of this process after this shows in the count.
-            let seen = *RELEASES.0.lock().unwrap_or_else(|p| p.into_inner());
+            let seen = *RELEASES.0.lock();
             match self.acquire(None, false) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) if watcher.watching() && short_of_descriptors(&e) => {

@@ -4,26 +4,11 @@
 use super::*;
 
 /// The soft locks this process holds, by canonical path ([`held`]).
-pub(super) static HELD: held::Held<Arc<Path>> = Mutex::new(Vec::new());
+pub(super) static HELD: held::Held<Arc<Path>> = crate::sync::ProcessMutex::new(Vec::new());
 
 /// Whether this thread holds the soft lock at `key`.
 pub(super) fn held_by_this_thread(key: &Path) -> bool {
     held::by_this_thread(&HELD, |k| **k == *key)
-}
-
-/// The guards of this module's lists, for [`crate::atfork`].
-#[cfg(unix)]
-pub(crate) fn lock_for_fork() -> Vec<Box<dyn std::any::Any>> {
-    vec![
-        Box::new(HELD.lock().unwrap_or_else(|p| p.into_inner())),
-        Box::new(REENTRANT.lock().unwrap_or_else(|p| p.into_inner())),
-        Box::new(waiters()),
-        Box::new(RELEASES.0.lock().unwrap_or_else(|p| p.into_inner())),
-        #[cfg(feature = "tokio")]
-        Box::new(release_wakers()),
-        wake::list_lock(),
-        wake::spares_lock(),
-    ]
 }
 
 /// The error of a guard used in a child forked while it was held.
@@ -40,12 +25,13 @@ pub(super) type Reentrant = Vec<(
     (std::thread::ThreadId, u32),
     std::sync::Weak<Hold>,
 )>;
-pub(super) static REENTRANT: Mutex<Reentrant> = Mutex::new(Vec::new());
+pub(super) static REENTRANT: crate::sync::ProcessMutex<Reentrant> =
+    crate::sync::ProcessMutex::new(Vec::new());
 
 /// This thread's live reentrant hold of `key`, shared.
 pub(super) fn reentered(key: &Path) -> Option<Arc<Hold>> {
     let me = (std::thread::current().id(), std::process::id());
-    let mut holds = REENTRANT.lock().unwrap_or_else(|p| p.into_inner());
+    let mut holds = REENTRANT.lock();
     holds.retain(|(_, _, h)| h.strong_count() > 0);
     holds
         .iter()
@@ -56,7 +42,7 @@ pub(super) fn reentered(key: &Path) -> Option<Arc<Hold>> {
 /// Enters a new reentrant hold of `key` as this thread's.
 pub(super) fn enter_reentrant(key: Arc<Path>, hold: &Arc<Hold>) {
     let me = (std::thread::current().id(), std::process::id());
-    let mut holds = REENTRANT.lock().unwrap_or_else(|p| p.into_inner());
+    let mut holds = REENTRANT.lock();
     holds.retain(|(_, _, h)| h.strong_count() > 0);
     holds.push((key, me, Arc::downgrade(hold)));
 }
@@ -64,7 +50,7 @@ pub(super) fn enter_reentrant(key: Arc<Path>, hold: &Arc<Hold>) {
 /// Tells this process's waiting threads that a soft lock was released.
 pub(super) fn notify_release() {
     let (count, released) = &RELEASES;
-    *count.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+    *count.lock() += 1;
     OWN_RELEASES.with(|own| own.set(own.get() + 1));
     released.notify_all();
     wake::ring_all();
@@ -85,11 +71,12 @@ pub(super) fn short_of_descriptors(e: &io::Error) -> bool {
 
 /// The tasks waiting for a release of this process ([`Released`]).
 #[cfg(feature = "tokio")]
-pub(super) static RELEASE_WAKERS: Mutex<crate::async_wait::Wakers> = Mutex::new(Vec::new());
+pub(super) static RELEASE_WAKERS: crate::sync::ProcessMutex<crate::async_wait::Wakers> =
+    crate::sync::ProcessMutex::new(Vec::new());
 
 #[cfg(feature = "tokio")]
 pub(super) fn release_wakers() -> std::sync::MutexGuard<'static, crate::async_wait::Wakers> {
-    RELEASE_WAKERS.lock().unwrap_or_else(|p| p.into_inner())
+    RELEASE_WAKERS.lock()
 }
 
 /// A task's pause without a watch: until this process releases a soft
@@ -112,7 +99,7 @@ impl Released {
     }
 
     pub(super) fn released(&self) -> bool {
-        *RELEASES.0.lock().unwrap_or_else(|p| p.into_inner()) != self.seen
+        *RELEASES.0.lock() != self.seen
     }
 }
 
@@ -147,7 +134,8 @@ impl Drop for Released {
 /// waiting threads wait on: a thread waiting for a lock another thread of
 /// this process holds looks again as soon as that one is released, instead
 /// of at its next poll.
-pub(super) static RELEASES: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
+pub(super) static RELEASES: (crate::sync::ProcessMutex<u64>, Condvar) =
+    (crate::sync::ProcessMutex::new(0), Condvar::new());
 
 std::thread_local! {
     /// How many of [`RELEASES`] this thread made: a wait's hook's own

@@ -98,10 +98,11 @@ pub(super) struct Waiter {
 }
 
 /// The threads of this process waiting for soft locks.
-pub(super) static WAITERS: Mutex<Vec<Waiter>> = Mutex::new(Vec::new());
+pub(super) static WAITERS: crate::sync::ProcessMutex<Vec<Waiter>> =
+    crate::sync::ProcessMutex::new(Vec::new());
 
 pub(super) fn waiters() -> std::sync::MutexGuard<'static, Vec<Waiter>> {
-    WAITERS.lock().unwrap_or_else(|p| p.into_inner())
+    WAITERS.lock()
 }
 
 /// How many threads of this process wait for the soft lock at `path` in a
@@ -159,7 +160,7 @@ impl<'d> Waiting<'d> {
     pub(super) fn handed(&self) -> bool {
         self.slot
             .as_ref()
-            .is_some_and(|s| s.lock().unwrap_or_else(|p| p.into_inner()).is_some())
+            .is_some_and(|s| crate::sync::lock(s).is_some())
     }
 
     /// Leaves [`WAITERS`]: the hold handed over meanwhile, if any. No hold
@@ -167,7 +168,7 @@ impl<'d> Waiting<'d> {
     pub(super) fn leave(&mut self) -> Option<Held<File>> {
         let slot = self.slot.take()?;
         waiters().retain(|w| !Arc::ptr_eq(&w.slot, &slot));
-        let handed = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let handed = crate::sync::lock(&slot).take();
         handed
     }
 }
@@ -207,7 +208,7 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
             );
         }
         self.watcher.before_attempt(self.lock.0);
-        self.seen = *RELEASES.0.lock().unwrap_or_else(|p| p.into_inner());
+        self.seen = *RELEASES.0.lock();
     }
 
     fn busy(&mut self, holder: &Holder, elapsed: Duration) -> Option<Duration> {
@@ -256,7 +257,7 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
             wake::Next::Wait => {}
         }
         let (count, released) = &RELEASES;
-        let guard = count.lock().unwrap_or_else(|p| p.into_inner());
+        let guard = count.lock();
         let seen = self.seen;
         if self.watcher.watching() {
             // A release of this process after `seen` either shows in the
