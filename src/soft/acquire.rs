@@ -208,11 +208,11 @@ impl SoftLock {
                 };
                 let source = io::Error::new(
                     kind,
-                    Busy {
+                    Explained(Box::new(Busy {
                         path: self.path.clone(),
                         holder,
                         judged,
-                    },
+                    })),
                 );
                 Err(LockError::io(&self.path, Step::Lock, kind, source))
             }

@@ -52,7 +52,7 @@
 //! ```
 
 use crate::adapter::soft::{self as os, SoftOs};
-use crate::error::{LockError, Step};
+use crate::error::{Explain, Explained, LockError, Step};
 use crate::held::{self, Registered};
 use std::cell::Cell;
 use std::io;
@@ -162,7 +162,7 @@ use registry::*;
 use wait::*;
 
 pub use guard::SoftLockGuard;
-pub(crate) use status::Busy;
+use status::Busy;
 pub use status::OwnerInfo;
 pub use wait::{waiting_threads, WaitStatus};
 

@@ -249,10 +249,10 @@ impl std::fmt::Display for Busy {
     }
 }
 
-impl Busy {
+impl Explain for Busy {
     /// One sentence: the path, the holder when known, and, for a stale
     /// marker left in place, the likely cause and the remedy.
-    pub(crate) fn explain(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    fn explain(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let path = self.path.display();
         write!(f, "The file lock '{path}' could not be acquired: ")?;
         match &self.holder {
