@@ -12,12 +12,35 @@ impl SoftLock {
         self.acquire_with(timeout, blocking, None)
     }
 
+    /// One acquire: [`prepare`](Self::prepare), [`wait`](Self::wait) for
+    /// the lock, [`settle`](Self::settle) what the wait came to.
     pub(super) fn acquire_with<'h>(
         &'h self,
         timeout: Option<Duration>,
         blocking: bool,
         hook: Option<&'h mut WaitHook<'h>>,
     ) -> io::Result<SoftLockGuard> {
+        let prepared = match self.prepare(timeout, blocking)? {
+            Prepared::Reentered(hold) => {
+                return Ok(SoftLockGuard {
+                    hold: Some(HoldRef::Shared(hold)),
+                })
+            }
+            Prepared::Attempt(prepared) => prepared,
+        };
+        let me = Identity::now();
+        let (outcome, cancelled) = self.wait(&prepared, &me, timeout, blocking, hook);
+        self.settle(outcome, cancelled, blocking, prepared, me)
+    }
+
+    /// What comes before the first attempt: the name and lease checked,
+    /// the directory opened, a reentrant hold of this thread's shared, a
+    /// wait that could never end refused.
+    pub(super) fn prepare(
+        &self,
+        timeout: Option<Duration>,
+        blocking: bool,
+    ) -> io::Result<Prepared> {
         if self
             .path
             .file_name()
@@ -60,9 +83,7 @@ impl SoftLock {
                 if hold.lock.kind != self.kind {
                     return Err(self.reentered_as(hold.lock.kind));
                 }
-                return Ok(SoftLockGuard {
-                    hold: Some(HoldRef::Shared(hold)),
-                });
+                return Ok(Prepared::Reentered(hold));
             }
         }
         if blocking && timeout.is_none() {
@@ -70,9 +91,23 @@ impl SoftLock {
                 return Err(self.deadlock(key));
             }
         }
-        let me = Identity::now();
+        Ok(Prepared::Attempt(Attempting { lease, dir, key }))
+    }
+
+    /// The attempts, and the waits between them, until the lock is taken
+    /// (or handed over by a releasing thread of this process), busy past
+    /// the timeout, or the wait cancelled; whether it was cancelled.
+    pub(super) fn wait<'h>(
+        &'h self,
+        prepared: &Attempting,
+        me: &Identity,
+        timeout: Option<Duration>,
+        blocking: bool,
+        hook: Option<&'h mut WaitHook<'h>>,
+    ) -> (Result<Attempt<File>, protocol::Error>, bool) {
+        let Attempting { lease, dir, key } = prepared;
         let cfg = me.config(self, lease.map(|l| l.0));
-        let mut sys = SoftOs::on(&dir);
+        let mut sys = SoftOs::on(dir);
         // The instance's memory of the marker it watches, copied: the
         // instance's mutex is not held while this acquire waits, so that
         // another thread's attempt on the same instance (its holder's
@@ -82,7 +117,7 @@ impl SoftLock {
         // process that releases (of its kind; never a lease's, whose token
         // and heartbeat are its holder's).
         let waiting = match (&key, blocking) {
-            (Some(key), true) => Some(Waiting::new(Arc::clone(key), self.kind, &dir)),
+            (Some(key), true) => Some(Waiting::new(Arc::clone(key), self.kind, dir)),
             _ => None,
         };
         let mut patience = WakeOnRelease::new(
@@ -92,7 +127,7 @@ impl SoftLock {
                 poll: self.poll_interval,
             },
             waiting,
-            (&dir, &self.dir_path, &self.base),
+            (dir, &self.dir_path, &self.base),
         );
         patience.hook = hook.map(|hook| (hook, self));
         #[cfg(feature = "log")]
@@ -153,12 +188,26 @@ impl SoftLock {
             (_, Some(held)) => Ok(Attempt::Acquired(held)),
             (outcome, None) => outcome,
         };
+        (outcome, patience.cancelled)
+    }
+
+    /// What the wait came to: the guard of the lock taken, or the error
+    /// that says why not.
+    pub(super) fn settle(
+        &self,
+        outcome: Result<Attempt<File>, protocol::Error>,
+        cancelled: bool,
+        blocking: bool,
+        prepared: Attempting,
+        me: Identity,
+    ) -> io::Result<SoftLockGuard> {
+        let Attempting { lease, dir, key } = prepared;
         #[cfg(feature = "log")]
         match &outcome {
             Ok(Attempt::Acquired(_)) => {
                 debug!("Lock {} acquired on {}", self.log_id(), self.path.display())
             }
-            Ok(Attempt::Busy(_)) if patience.cancelled => debug!(
+            Ok(Attempt::Busy(_)) if cancelled => debug!(
                 "Cancellation requested for lock {} on {}",
                 self.log_id(),
                 self.path.display()
@@ -189,7 +238,7 @@ impl SoftLock {
                 };
                 Ok(SoftLockGuard { hold: Some(hold) })
             }
-            Ok(Attempt::Busy(_)) if patience.cancelled => {
+            Ok(Attempt::Busy(_)) if cancelled => {
                 let kind = io::ErrorKind::Interrupted;
                 let source = io::Error::new(kind, "the wait was cancelled by its hook");
                 Err(LockError::io(&self.path, Step::Lock, kind, source))
@@ -310,6 +359,22 @@ impl SoftLock {
             }
         }
     }
+}
+
+/// What [`SoftLock::prepare`] came to.
+pub(super) enum Prepared {
+    /// A reentrant hold of this thread's, to share: the acquire is over.
+    Reentered(Arc<Hold>),
+    /// The lock to attempt.
+    Attempt(Attempting),
+}
+
+/// What an acquire attempts: the lease's terms and heartbeat interval (a
+/// lease's), the lock's directory, open, and its canonical path.
+pub(super) struct Attempting {
+    lease: Option<(LeaseTerms, Duration)>,
+    dir: Dir,
+    key: Option<Arc<Path>>,
 }
 
 /// This process's identity, computed afresh at each acquire as filelock does.
