@@ -6,19 +6,33 @@
 //! wait forever. So the forking thread takes them all just before the fork
 //! and lets them go just after, in the parent and in the child
 //! (`pthread_atfork`), as C libraries guard their own locks.
+//!
+//! Each list's mutex enters itself here the first time it is taken
+//! ([`crate::sync::ProcessMutex`]): this module names none of them.
 
 use std::any::Any;
 use std::cell::RefCell;
-use std::sync::Once;
+use std::sync::{Mutex, Once, PoisonError};
 
 std::thread_local! {
     /// The guards the forking thread holds across `fork`.
     static HELD_ACROSS_FORK: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
 }
 
+/// A lock the fork handlers take.
+pub(crate) trait ForkLock: Sync {
+    /// Takes the lock, returning its guard, to hold across the fork.
+    fn lock_for_fork(&'static self) -> Box<dyn Any>;
+}
+
+/// The locks entered so far. The forking thread holds this list's own
+/// mutex across the fork too, so that a lock entered meanwhile is entered
+/// after it (and, in the child, by the child's first use).
+static LOCKS: Mutex<Vec<&'static dyn ForkLock>> = Mutex::new(Vec::new());
+
 /// Registers the handlers, once per process, before the lists are first
 /// used.
-pub(crate) fn install() {
+fn install() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // SAFETY: the handlers are `extern "C"` functions that stay valid
@@ -27,17 +41,27 @@ pub(crate) fn install() {
     });
 }
 
+/// Enters `lock` with the handlers (once: entering it again does nothing),
+/// before it is first taken.
+pub(crate) fn register(lock: &'static dyn ForkLock) {
+    install();
+    let mut locks = LOCKS.lock().unwrap_or_else(PoisonError::into_inner);
+    if !locks.iter().any(|l| std::ptr::addr_eq(*l, lock)) {
+        locks.push(lock);
+    }
+}
+
 /// Takes every list's mutex. No code of this crate holds one of them
 /// while it takes another, so taking them in any order cannot deadlock
 /// with a thread that holds one.
 extern "C" fn prepare() {
-    let guards = [
-        crate::kernel::lock_for_fork(),
-        crate::soft::lock_for_fork(),
-        crate::inodes::lock_for_fork(),
-        crate::kernel_wait::lock_for_fork(),
-    ];
-    HELD_ACROSS_FORK.with(|held| held.borrow_mut().extend(guards.into_iter().flatten()));
+    let locks = LOCKS.lock().unwrap_or_else(PoisonError::into_inner);
+    let guards: Vec<Box<dyn Any>> = locks.iter().map(|l| l.lock_for_fork()).collect();
+    HELD_ACROSS_FORK.with(|held| {
+        let mut held = held.borrow_mut();
+        held.extend(guards);
+        held.push(Box::new(locks));
+    });
 }
 
 /// Lets them go, in the parent and in the child.

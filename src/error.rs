@@ -137,12 +137,12 @@ impl LockError {
 impl fmt::Display for LockError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // A busy soft lock says it all in one sentence that names the path.
-        if let Some(busy) = self
+        if let Some(explained) = self
             .source
             .get_ref()
-            .and_then(|e| e.downcast_ref::<crate::soft::Busy>())
+            .and_then(|e| e.downcast_ref::<Explained>())
         {
-            return busy.explain(f);
+            return explained.0.explain(f);
         }
         write!(
             f,
@@ -151,6 +151,36 @@ impl fmt::Display for LockError {
             self.step.describe(),
             self.source
         )
+    }
+}
+
+/// An error that says it all in one sentence of its own, which names the
+/// path (a busy soft lock's report): as the source of a [`LockError`],
+/// that sentence is the [`LockError`]'s `Display`.
+pub(crate) trait Explain: std::error::Error + Send + Sync + 'static {
+    /// The sentence.
+    fn explain(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
+}
+
+/// An [`Explain`] error as the source of an `io::Error`; it shows as the
+/// error it holds.
+pub(crate) struct Explained(pub(crate) Box<dyn Explain>);
+
+impl fmt::Debug for Explained {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for Explained {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl std::error::Error for Explained {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
     }
 }
 

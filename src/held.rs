@@ -4,20 +4,21 @@
 //! and gets an error of kind `Deadlock` instead. A guard counts as its
 //! acquiring thread's, even once moved to another thread.
 
-use std::sync::Mutex;
 use std::thread::ThreadId;
 
 /// The locks of one family this process holds: keys, acquiring threads,
 /// and the process that entered each (a forked child inherits the list,
 /// but none of it is its own).
-pub(crate) type Held<K> = Mutex<Vec<(K, ThreadId, u32)>>;
+pub(crate) type Held<K> = crate::sync::ProcessMutex<Vec<(K, ThreadId, u32)>>;
 
 /// Whether this thread holds a lock of `held` whose key `is` accepts.
-pub(crate) fn by_this_thread<K>(held: &Held<K>, mut is: impl FnMut(&K) -> bool) -> bool {
+pub(crate) fn by_this_thread<K: Send + 'static>(
+    held: &'static Held<K>,
+    mut is: impl FnMut(&K) -> bool,
+) -> bool {
     let me = std::thread::current().id();
     let pid = std::process::id();
     held.lock()
-        .unwrap_or_else(|p| p.into_inner())
         .iter()
         .any(|(k, t, p)| *t == me && *p == pid && is(k))
 }
@@ -25,17 +26,17 @@ pub(crate) fn by_this_thread<K>(held: &Held<K>, mut is: impl FnMut(&K) -> bool) 
 /// Whether any thread of this process holds a lock of `held` whose key
 /// `is` accepts.
 #[cfg(unix)]
-pub(crate) fn by_this_process<K>(held: &Held<K>, mut is: impl FnMut(&K) -> bool) -> bool {
+pub(crate) fn by_this_process<K: Send + 'static>(
+    held: &'static Held<K>,
+    mut is: impl FnMut(&K) -> bool,
+) -> bool {
     let pid = std::process::id();
-    held.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .any(|(k, _, p)| *p == pid && is(k))
+    held.lock().iter().any(|(k, _, p)| *p == pid && is(k))
 }
 
 /// A guard's entry in its family's list, removed when it drops.
 #[derive(Debug)]
-pub(crate) struct Registered<K: PartialEq + 'static> {
+pub(crate) struct Registered<K: PartialEq + Send + 'static> {
     held: &'static Held<K>,
     key: K,
     thread: ThreadId,
@@ -44,7 +45,7 @@ pub(crate) struct Registered<K: PartialEq + 'static> {
     pid: u32,
 }
 
-impl<K: PartialEq + Clone + 'static> Registered<K> {
+impl<K: PartialEq + Clone + Send + 'static> Registered<K> {
     /// The key entered.
     pub(crate) fn key(&self) -> &K {
         &self.key
@@ -53,11 +54,7 @@ impl<K: PartialEq + Clone + 'static> Registered<K> {
     /// Enters `key` as held by this thread.
     pub(crate) fn new(held: &'static Held<K>, key: K) -> Self {
         let thread = std::thread::current().id();
-        held.lock().unwrap_or_else(|p| p.into_inner()).push((
-            key.clone(),
-            thread,
-            std::process::id(),
-        ));
+        held.lock().push((key.clone(), thread, std::process::id()));
         Registered {
             held,
             key,
@@ -67,12 +64,12 @@ impl<K: PartialEq + Clone + 'static> Registered<K> {
     }
 }
 
-impl<K: PartialEq + 'static> Drop for Registered<K> {
+impl<K: PartialEq + Send + 'static> Drop for Registered<K> {
     fn drop(&mut self) {
         if self.pid != std::process::id() {
             return;
         }
-        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = self.held.lock();
         if let Some(i) = held
             .iter()
             .position(|(k, t, _)| *t == self.thread && *k == self.key)

@@ -90,13 +90,10 @@ macro_rules! debug {
 mod atfork;
 mod error;
 mod held;
-#[cfg(unix)]
-mod inodes;
-#[cfg(unix)]
-mod kernel_wait;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 #[cfg_attr(docsrs, doc(cfg(any(target_os = "linux", target_os = "android"))))]
 pub mod netfs;
+mod sync;
 pub use error::{LockError, Step};
 
 /// The OS adapter the facade drives: its syscalls, one per step.
@@ -116,9 +113,8 @@ use swaplock_windows as adapter;
 compile_error!("swaplock has adapters for Linux, Android, Apple systems and Windows only");
 
 pub mod kernel;
+pub use kernel::open_file::{OpenFileGuard, OpenFileLock};
 pub use kernel::{FileLock, FileLockGuard};
-mod open_file;
-pub use open_file::{OpenFileGuard, OpenFileLock};
 pub mod soft;
 pub use soft::{SoftLock, SoftLockGuard};
 #[cfg(feature = "etcd")]

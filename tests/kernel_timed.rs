@@ -1,5 +1,5 @@
 //! Timed waits for kernel locks wait in the kernel, on a thread of the
-//! crate's that hands the lock over (`src/kernel_wait.rs`): waiters take
+//! crate's that hands the lock over (`src/kernel/wait.rs`): waiters take
 //! turns without ever overlapping; one that timed out leaves its waiting
 //! thread behind, which never wedges the lock (it releases what it gets
 //! once nobody waits) and serves the next timed wait; a forked child never

@@ -1,5 +1,5 @@
 //! The waiting threads that timed kernel-lock waits leave behind
-//! (`src/kernel_wait.rs`), counted by name in `/proc/self/task`: one test,
+//! (`src/kernel/wait.rs`), counted by name in `/proc/self/task`: one test,
 //! alone in its process, so that no other test's threads are counted.
 //!
 //! - A classic `fcntl` lock (owned by the process) is never waited for on

@@ -12,29 +12,21 @@ mod imp {
     use crate::adapter::watch::{self, Armed, Bell, Watch};
     use std::os::fd::AsFd;
     use std::path::Path;
-    use std::sync::Mutex;
     use std::time::Duration;
     use swaplock_core::soft::Error;
 
     /// The bells of this process's waiters that watch their lock path (and,
     /// in a forked child, its parent's, which ring nothing there).
-    static BELLS: Mutex<Vec<Bell>> = Mutex::new(Vec::new());
+    static BELLS: crate::sync::ProcessMutex<Vec<Bell>> = crate::sync::ProcessMutex::new(Vec::new());
+
+    /// The adapter's spare watches' mutex, for the fork handlers.
+    static SPARES: crate::sync::ForkHook = crate::sync::ForkHook::new(watch::lock_for_fork);
 
     /// Wakes every waiter of this process that watches its lock path.
     pub(crate) fn ring_all() {
-        for bell in BELLS.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        for bell in BELLS.lock().iter() {
             bell.ring();
         }
-    }
-
-    /// The adapter's spare watches' mutex held, for the fork handlers.
-    pub(crate) fn spares_lock() -> Box<dyn std::any::Any> {
-        watch::lock_for_fork()
-    }
-
-    /// The list's mutex held, for the fork handlers.
-    pub(crate) fn list_lock() -> Box<dyn std::any::Any> {
-        Box::new(BELLS.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Whether an acquire failed for want of descriptors (`EMFILE`,
@@ -87,12 +79,10 @@ mod imp {
         ) -> Next {
             let new = matches!(self, Watcher::Idle);
             if new {
+                SPARES.install();
                 match Watch::new(dir_path, name) {
                     Ok(watch) => {
-                        BELLS
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .push(watch.bell());
+                        BELLS.lock().push(watch.bell());
                         *self = Watcher::Watching(watch, 0);
                     }
                     Err(_) => *self = Watcher::Refused,
@@ -240,10 +230,7 @@ mod imp {
         fn forget_bell(&self) {
             if let Watcher::Watching(watch, _) = self {
                 let bell = watch.bell();
-                BELLS
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .retain(|b| !b.is(&bell));
+                BELLS.lock().retain(|b| !b.is(&bell));
             }
         }
     }
@@ -266,18 +253,6 @@ mod imp {
     /// No watch takes descriptors here.
     pub(crate) fn short_of_descriptors(_: &swaplock_core::soft::Error) -> bool {
         false
-    }
-
-    /// No list to guard across `fork`.
-    #[cfg(unix)]
-    pub(crate) fn list_lock() -> Box<dyn std::any::Any> {
-        Box::new(())
-    }
-
-    /// No spare watches to guard across `fork`.
-    #[cfg(unix)]
-    pub(crate) fn spares_lock() -> Box<dyn std::any::Any> {
-        Box::new(())
     }
 
     /// What the caller does next: here, always its wait.

@@ -23,7 +23,7 @@
 
 use crate::adapter::kernel as os;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Condvar, MutexGuard};
 use std::time::Instant;
 use swaplock_core::decide::{FileId, FileTime};
 use swaplock_core::kernel::KernelOs;
@@ -74,7 +74,7 @@ impl Files {
     }
 }
 
-static FILES: Mutex<Files> = Mutex::new(Files {
+static FILES: crate::sync::ProcessMutex<Files> = crate::sync::ProcessMutex::new(Files {
     pid: 0,
     entries: Vec::new(),
     unknown: Vec::new(),
@@ -83,7 +83,7 @@ static FILES: Mutex<Files> = Mutex::new(Files {
 static CHANGED: Condvar = Condvar::new();
 
 fn files() -> MutexGuard<'static, Files> {
-    let mut files = FILES.lock().unwrap_or_else(|p| p.into_inner());
+    let mut files = FILES.lock();
     let pid = std::process::id();
     if files.pid != pid {
         // A forked child (or the first use): nothing of the parent's is
@@ -94,12 +94,6 @@ fn files() -> MutexGuard<'static, Files> {
         files.unknown.clear();
     }
     files
-}
-
-/// The registry's guard, for [`crate::atfork`] (not through [`files`],
-/// whose reset belongs to the child's first use after the fork).
-pub(crate) fn lock_for_fork() -> Vec<Box<dyn std::any::Any>> {
-    vec![Box::new(FILES.lock().unwrap_or_else(|p| p.into_inner()))]
 }
 
 /// A descriptor of file `id` kept open while this process holds a lock on

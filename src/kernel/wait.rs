@@ -33,8 +33,8 @@
 //!
 //! [`Backoff`]: swaplock_core::kernel::Backoff
 
+use super::inodes::{self, Threads};
 use crate::adapter::kernel as os;
-use crate::inodes::{self, Threads};
 use crate::kernel::{kernel_os, Reached, Scope, SysPath};
 use crate::soft::SoftLock;
 use std::os::fd::OwnedFd;
@@ -189,7 +189,7 @@ struct Slot {
 
 impl Slot {
     fn report(&self) -> MutexGuard<'_, Report> {
-        self.report.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.report)
     }
 }
 
@@ -298,15 +298,11 @@ pub(crate) const MOST_THREADS: usize = 16;
 
 /// The waiting threads of this process, by the process that started them:
 /// a forked child has none of its parent's threads.
-static WAITING: Mutex<Vec<(u32, Job, Arc<Slot>)>> = Mutex::new(Vec::new());
+static WAITING: crate::sync::ProcessMutex<Vec<(u32, Job, Arc<Slot>)>> =
+    crate::sync::ProcessMutex::new(Vec::new());
 
 fn waiting() -> MutexGuard<'static, Vec<(u32, Job, Arc<Slot>)>> {
-    WAITING.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// [`WAITING`]'s guard, for [`crate::atfork`].
-pub(crate) fn lock_for_fork() -> Vec<Box<dyn std::any::Any>> {
-    vec![Box::new(waiting())]
+    WAITING.lock()
 }
 
 /// A timed acquire: one attempt, then a wait in the kernel on a waiting

@@ -16,9 +16,9 @@ use swaplock_core::wait::Deadline;
 use swaplock_core::Errno;
 
 #[cfg(unix)]
-use crate::adapter::kernel as os;
+use super::inodes;
 #[cfg(unix)]
-use crate::inodes;
+use crate::adapter::kernel as os;
 #[cfg(windows)]
 use swaplock_windows::kernel as os;
 
@@ -373,7 +373,7 @@ impl OpenFileLock {
     /// start afresh (the child's descriptor of the lock is closed, the
     /// lock left to the parent).
     fn state(&self) -> MutexGuard<'_, State> {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = crate::sync::lock(&self.state);
         let pid = std::process::id();
         if state.pid != pid {
             state.pid = pid;
@@ -390,8 +390,6 @@ impl OpenFileLock {
     }
 
     fn acquire(&self, wait: Wait, shared: bool) -> io::Result<OpenFileGuard<'_>> {
-        #[cfg(unix)]
-        crate::atfork::install();
         self.check_filesystem()?;
         let guard = |shared| OpenFileGuard {
             lock: self,

@@ -1,0 +1,83 @@
+//! `break`: removes a stale marker by the path a contender takes, or a
+//! live holder's with `--force`.
+
+use super::*;
+
+pub(super) fn break_lock(opts: Options) -> i32 {
+    let kind = match opts.kind {
+        LockKind::Soft(k) => k,
+        _ => {
+            eprintln!("swaplock: break applies to soft locks; kernel locks never go stale");
+            return 2;
+        }
+    };
+    let lock = soft_lock(&opts, kind);
+    let path = lock.path().display().to_string();
+    // First the contender's safe path: it takes a stale marker over.
+    match lock.try_lock() {
+        Ok(guard) => {
+            return match guard.release() {
+                Ok(()) => {
+                    println!("free");
+                    0
+                }
+                Err(e) => {
+                    eprintln!("swaplock: {e}");
+                    1
+                }
+            }
+        }
+        Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+        Err(e) => {
+            eprintln!("swaplock: {e}");
+            return 1;
+        }
+    }
+    if opts.force {
+        return match lock.force_break() {
+            Ok(()) => {
+                println!("broken by force");
+                0
+            }
+            Err(e) => {
+                eprintln!("swaplock: {e}");
+                1
+            }
+        };
+    }
+    // Then the judgement `status` prints, to say why the marker stays.
+    let (owner, standing) = match lock.status() {
+        Ok(Some(judged)) => judged,
+        Ok(None) => {
+            println!("free");
+            return 0;
+        }
+        Err(e) => {
+            eprintln!("swaplock: {e}");
+            return 1;
+        }
+    };
+    let who = name_holder(&owner);
+    let holder = describe_holder(standing);
+    match standing {
+        Standing::Stale { .. } => eprintln!(
+            "swaplock: {path}: the holder ({who}) is gone, but its marker could not be \
+             taken over: the filesystem cannot exchange names, so the stale marker is never \
+             moved; if its holder ({who}) is gone, run `swaplock break --force {path}`"
+        ),
+        Standing::Malformed => eprintln!(
+            "swaplock: {path}: the marker holds no record this kind reads ({}); a contender \
+             removes it once seen unchanged for 2 s, or run `swaplock break --force {path}`",
+            owner.mode
+        ),
+        Standing::Held(HeldBecause::Alive) => eprintln!(
+            "swaplock: {path}: refusing to break a holder that is alive ({who}); \
+             --force breaks it anyway, and mutual exclusion with it is lost"
+        ),
+        _ => eprintln!(
+            "swaplock: {path}: refusing to break a holder this host cannot judge ({who}, \
+             holder {holder}); once it is known gone, run `swaplock break --force {path}`"
+        ),
+    }
+    1
+}

@@ -1,0 +1,326 @@
+//! `status`: who holds a lock, in words or as JSON.
+
+use super::*;
+
+/// How a contender stands toward the recorded holder, for `status`:
+/// `alive`, `dead`, `pid reused` (alive, but another process: the
+/// start token differs) or `cannot tell` (another host, a failed
+/// probe, or a marker that names no holder a contender would judge).
+pub(super) fn describe_holder(standing: Standing) -> &'static str {
+    match standing {
+        Standing::Held(HeldBecause::Alive) => "alive",
+        Standing::Stale { recycled: true } => "pid reused",
+        Standing::Stale { recycled: false } => "dead",
+        _ => "cannot tell",
+    }
+}
+
+/// `s` as a JSON string.
+pub(super) fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// What `status` found: the holder, if any.
+pub(super) struct Found {
+    pub(super) pid: Option<i64>,
+    pub(super) host: Option<String>,
+    pub(super) mode: String,
+    /// Why a marker is malformed, or what is unknown about it.
+    pub(super) reason: Option<String>,
+    pub(super) age: Option<Duration>,
+    pub(super) lease: Option<f64>,
+    pub(super) standing: &'static str,
+}
+
+pub(super) fn kind_name(kind: LockKind) -> &'static str {
+    match kind {
+        LockKind::Fcntl => "fcntl",
+        LockKind::Flock => "flock",
+        LockKind::Soft(Kind::Soft) => "soft",
+        LockKind::Soft(Kind::Marker) => "marker",
+        LockKind::Soft(_) => "lease",
+    }
+}
+
+/// Who holds the lock of `opts`, as a contender judges it (an etcd
+/// lock's holder is no process: nobody is named).
+pub(super) fn find_holder(opts: &Options) -> std::io::Result<Option<Found>> {
+    if opts.etcd.is_some() {
+        return Ok(None);
+    }
+    let path = PathBuf::from(&opts.rest[0]);
+    let kernel = match opts.kind {
+        LockKind::Fcntl => FileLock::new(&path),
+        LockKind::Flock => FileLock::flock(&path),
+        LockKind::Soft(kind) => return soft_holder(soft_lock(opts, kind)),
+    };
+    // An fcntl query needs the file; a missing one is free.
+    if opts.kind == LockKind::Fcntl && std::fs::symlink_metadata(&path).is_err() {
+        return Ok(None);
+    }
+    #[cfg(windows)]
+    return probe_kernel(&kernel, &path);
+    #[cfg(unix)]
+    match kernel.holder() {
+        Ok(holder) => Ok(holder.map(|h| Found {
+            // 0: a holder in a PID namespace this one cannot see.
+            pid: (h.pid != 0).then_some(i64::from(h.pid)),
+            host: None,
+            mode: if h.shared { "shared" } else { "exclusive" }.into(),
+            reason: None,
+            age: None,
+            lease: None,
+            // A kernel lock ends with its holder; the process the
+            // lock table names may have passed it on and exited.
+            standing: match h.pid {
+                // SAFETY: signal 0 only asks whether the PID exists.
+                pid if pid > 0
+                    && unsafe { libc::kill(pid, 0) } == -1
+                    && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) =>
+                {
+                    "cannot tell"
+                }
+                _ => "alive",
+            },
+        })),
+        // flock answered ENOSYS: the lock is a soft lock here, as
+        // run --kind flock takes it (filelock's SoftFileLock).
+        Err(e) if opts.kind == LockKind::Flock && is_enosys(&e) => {
+            soft_holder(SoftLock::soft(&path))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Who holds soft lock `lock`, as a contender judges it.
+pub(super) fn soft_holder(lock: SoftLock) -> std::io::Result<Option<Found>> {
+    Ok(lock.status()?.map(|(owner, standing)| {
+        // "malformed (why)": the mode, and the reason apart.
+        let (mode, reason) = match owner.mode.split_once(" (") {
+            Some((mode, why)) => {
+                let why = why.strip_suffix(')').unwrap_or(why);
+                (mode.to_owned(), Some(why.to_owned()))
+            }
+            None => (owner.mode.clone(), None),
+        };
+        Found {
+            pid: owner.pid.map(i64::from),
+            host: owner.host.clone(),
+            mode,
+            reason,
+            age: owner.age,
+            lease: owner.lease_seconds,
+            standing: describe_holder(standing),
+        }
+    }))
+}
+
+/// Whether `e` is the `ENOSYS` of a filesystem without `flock`.
+#[cfg(unix)]
+pub(super) fn is_enosys(e: &std::io::Error) -> bool {
+    let raw = swaplock::LockError::of(e).and_then(|l| l.os_error().raw_os_error());
+    raw == Some(libc::ENOSYS)
+}
+
+/// Windows has no query for `LockFileEx` locks: whether the lock is
+/// held is learned by trying it, without creating the file; the holder
+/// is not known.
+#[cfg(windows)]
+pub(super) fn probe_kernel(
+    lock: &FileLock,
+    path: &std::path::Path,
+) -> std::io::Result<Option<Found>> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(None);
+    }
+    let held = |shared| Found {
+        pid: None,
+        host: None,
+        mode: if shared { "shared" } else { "exclusive" }.into(),
+        reason: None,
+        age: None,
+        lease: None,
+        standing: "alive",
+    };
+    match lock.try_lock() {
+        Ok(guard) => guard.release().map(|()| None),
+        Err(e) if e.kind() == ErrorKind::WouldBlock => match lock.try_lock_shared() {
+            Ok(guard) => guard.release().map(|()| Some(held(true))),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(Some(held(false))),
+            Err(e) => Err(e),
+        },
+        Err(e) => Err(e),
+    }
+}
+
+/// The lock's filesystem and what it offers (PROTOCOL 13.5), as
+/// `status` shows it: text, and JSON.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(super) fn filesystem(path: &std::path::Path) -> Option<(String, String)> {
+    use swaplock::netfs::{Reach, Support};
+    let fs = swaplock::netfs::filesystem(path).ok()?;
+    let name = match fs.name.as_str() {
+        "" => swaplock::core::fs::magic_name(fs.magic)
+            .map_or_else(|| format!("0x{:x}", fs.magic), str::to_owned),
+        name => name.to_owned(),
+    };
+    let reach = |r: Reach| match r {
+        Reach::AllHosts => "all hosts",
+        Reach::ThisClient => "this client only",
+        _ => "unknown",
+    };
+    let support = |s: Support| match s {
+        Support::Yes => "yes",
+        Support::No => "no",
+        _ => "unknown",
+    };
+    let t = fs.traits;
+    let shown = match t.seen {
+        true => name.clone(),
+        false => format!("{name} (not in this process's mount table: cannot be told)"),
+    };
+    let create = match (t.exclusive_create, t.exists_as_eperm) {
+        (Support::Yes, true) => "atomic (EPERM for an existing name)",
+        (Support::Yes, false) => "atomic",
+        (Support::No, _) => "not atomic between clients",
+        _ => "unknown",
+    };
+    let text = format!(
+        "filesystem: {shown}: remote {}; fcntl locks reach {}; flock locks reach {}; \
+         exclusive create {create}; exchange {}",
+        support(t.remote),
+        reach(t.fcntl),
+        reach(t.flock),
+        support(t.exchange),
+    );
+    let json = format!(
+        "{{\"type\":{},\"remote\":{},\"fcntl_locks\":{},\"flock_locks\":{},\
+         \"exclusive_create\":{},\"exists_as_eperm\":{},\"exchange\":{},\"seen\":{}}}",
+        json_string(&name),
+        json_string(support(t.remote)),
+        json_string(reach(t.fcntl)),
+        json_string(reach(t.flock)),
+        json_string(support(t.exclusive_create)),
+        t.exists_as_eperm,
+        json_string(support(t.exchange)),
+        t.seen,
+    );
+    Some((text, json))
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(super) fn filesystem(_: &std::path::Path) -> Option<(String, String)> {
+    None
+}
+
+pub(super) fn status(opts: Options) -> i32 {
+    let path = opts.rest[0].to_string_lossy().into_owned();
+    let fs = filesystem(std::path::Path::new(&opts.rest[0]));
+    let found = match find_holder(&opts) {
+        Ok(found) => found,
+        Err(e) => {
+            eprintln!("swaplock: {e}");
+            if let Some((text, _)) = &fs {
+                eprintln!("swaplock: {text}");
+            }
+            return 2;
+        }
+    };
+    let held = i32::from(found.is_some());
+    if !opts.json {
+        status_text(found);
+        if let Some((text, _)) = fs {
+            println!("{text}");
+        }
+        return held;
+    }
+    {
+        let holder = match &found {
+            None => "null".to_owned(),
+            Some(f) => format!(
+                "{{\"pid\":{},\"host\":{},\"mode\":{},\"reason\":{},\"age_seconds\":{},\
+                 \"lease_seconds\":{},\"standing\":{}}}",
+                f.pid.map_or("null".into(), |p| p.to_string()),
+                f.host.as_deref().map_or("null".into(), json_string),
+                json_string(&f.mode),
+                f.reason.as_deref().map_or("null".into(), json_string),
+                f.age
+                    .map_or("null".into(), |a| format!("{:.3}", a.as_secs_f64())),
+                f.lease
+                    .filter(|l| l.is_finite())
+                    .map_or("null".into(), |l| l.to_string()),
+                json_string(f.standing),
+            ),
+        };
+        println!(
+            "{{\"path\":{},\"kind\":{},\"held\":{},\"holder\":{holder},\"filesystem\":{}}}",
+            json_string(&path),
+            json_string(kind_name(opts.kind)),
+            found.is_some(),
+            fs.map_or("null".into(), |(_, json)| json),
+        );
+        held
+    }
+}
+
+/// `status`'s first line: `free`, or who holds the lock.
+pub(super) fn status_text(found: Option<Found>) {
+    match found {
+        None => {
+            println!("free");
+        }
+        Some(f) => {
+            let age = f
+                .age
+                .map(|a| format!("{:.1}s", a.as_secs_f64()))
+                .unwrap_or_else(|| "?".into());
+            let mode = match &f.reason {
+                Some(why) => format!("{} ({why})", f.mode),
+                None => f.mode.clone(),
+            };
+            // A marker has an age; a kernel lock has none.
+            match f.age.is_some() {
+                true => println!(
+                    "held: mode {mode} pid {} host {} age {age} holder {}{}",
+                    f.pid.map_or("-".into(), |p| p.to_string()),
+                    f.host.as_deref().unwrap_or("-"),
+                    f.standing,
+                    f.lease.map(|d| format!(" lease {d}s")).unwrap_or_default(),
+                ),
+                false => println!(
+                    "held: mode {mode} pid {}{}",
+                    f.pid.map_or("-".into(), |p| p.to_string()),
+                    match (f.pid, f.standing) {
+                        (Some(-1), _) =>
+                            " (no one process: an open file description lock, \
+                                          or a holder the kernel does not name)",
+                        (_, "cannot tell") => " (exited: a process it passed the lock to holds it)",
+                        _ => "",
+                    }
+                ),
+            }
+        }
+    }
+}
+
+/// Who a marker names, in a message: `pid N on HOST`, or its mode.
+pub(super) fn name_holder(owner: &swaplock::soft::OwnerInfo) -> String {
+    match (owner.pid, &owner.host) {
+        (Some(pid), Some(host)) => format!("pid {pid} on {host}"),
+        _ => format!("a {} marker", owner.mode),
+    }
+}

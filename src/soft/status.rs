@@ -1,0 +1,317 @@
+//! What a lock's marker says of its holder: [`SoftLock::owner`],
+//! [`SoftLock::status`], [`SoftLock::force_break`], and the report of a
+//! busy lock.
+
+use super::*;
+
+impl SoftLock {
+    /// The switch of a kernel lock on this path to this soft lock after
+    /// `flock` answered `ENOSYS`: the core's [`fall_back`] removes the file
+    /// at the lock path, open as `file`, if the kernel attempt `created`
+    /// it (only then: it may be a peer's marker otherwise), and closes it.
+    ///
+    /// [`fall_back`]: swaplock_core::kernel::fall_back
+    #[cfg(unix)]
+    pub(crate) fn fall_back(&self, file: File, created: bool) -> io::Result<()> {
+        let dir = self.open_dir()?;
+        let me = Identity::now();
+        let cfg = me.config(self, None);
+        swaplock_core::kernel::fall_back(&mut SoftOs::on(&dir), &cfg, file, created)
+            .map_err(|e| self.err(Step::Remove, e))
+    }
+
+    /// Removes the marker whoever holds it, as filelock's `break_lock()`.
+    /// Mutual exclusion is lost if the holder is alive: reserve it for a
+    /// marker whose holder is known to be gone, such as a stale one on a
+    /// filesystem that cannot exchange names. On Windows a live holder's
+    /// marker cannot be removed at all (its holder keeps it open without
+    /// delete sharing): the call then fails with a permission error.
+    ///
+    /// ```no_run
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// // The holder's host is known to be down: its marker would never go.
+    /// let lock = SoftLock::marker("/mnt/nfs/jobs.lock");
+    /// if let Some(owner) = lock.owner()? {
+    ///     eprintln!("breaking the lock of pid {:?} on {:?}", owner.pid, owner.host);
+    ///     lock.force_break()?;
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn force_break(&self) -> io::Result<()> {
+        /// Windows' `ERROR_SHARING_VIOLATION`, which std leaves uncategorised.
+        const SHARING_VIOLATION: i32 = 32;
+        match std::fs::remove_file(&self.path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                let kind = if cfg!(windows) && e.raw_os_error() == Some(SHARING_VIOLATION) {
+                    io::ErrorKind::PermissionDenied
+                } else {
+                    e.kind()
+                };
+                Err(LockError::io(&self.path, Step::Remove, kind, e))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Reads the marker as a reader does (at most [`READ_LIMIT`] bytes, not
+    /// following a symlink): its bytes, whether it is a regular file, and
+    /// its age by mtime; `None` when there is no marker.
+    pub(super) fn read_marker(&self) -> io::Result<Option<MarkerRead>> {
+        let meta = match std::fs::symlink_metadata(&self.path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(LockError::io(&self.path, Step::Stat, e.kind(), e)),
+        };
+        let mut bytes = Vec::with_capacity(READ_LIMIT);
+        if meta.is_file() {
+            use std::io::Read;
+            let file = std::fs::File::open(&self.path)
+                .map_err(|e| LockError::io(&self.path, Step::Open, e.kind(), e))?;
+            file.take(READ_LIMIT as u64)
+                .read_to_end(&mut bytes)
+                .map_err(|e| LockError::io(&self.path, Step::Open, e.kind(), e))?;
+        }
+        Ok(Some(MarkerRead {
+            bytes,
+            regular: meta.is_file(),
+            age: meta.modified().ok().and_then(|m| m.elapsed().ok()),
+        }))
+    }
+
+    /// Who holds the lock now, as the marker says; `None` when there is no
+    /// marker.
+    ///
+    /// ```
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = tempfile::tempdir()?;
+    /// let lock = SoftLock::marker(dir.path().join("jobs.lock"));
+    /// assert_eq!(lock.owner()?, None); // no marker: free
+    /// let _guard = lock.lock()?;
+    /// let owner = lock.owner()?.expect("a marker");
+    /// assert_eq!(owner.pid, Some(std::process::id()));
+    /// println!("held by pid {:?} on {:?} for {:?}", owner.pid, owner.host, owner.age);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn owner(&self) -> io::Result<Option<OwnerInfo>> {
+        let Some(read) = self.read_marker()? else {
+            return Ok(None);
+        };
+        let classified = classify(read.content(), self.kind.reader());
+        Ok(Some(OwnerInfo::from(classified, read.age)))
+    }
+
+    /// Who holds the lock now, as the marker says, and how a contender of
+    /// this lock's kind stands toward that holder: the same judgement
+    /// ([`standing`]) a contender makes before it would take a marker
+    /// over, from one reading of the marker. `None` when there is no
+    /// marker. The holder's PID is probed (and its start token read) only
+    /// when the marker names this host; nothing is moved or removed.
+    ///
+    /// ```no_run
+    /// use swaplock::core::soft::Standing;
+    /// use swaplock::SoftLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// match SoftLock::marker("/mnt/nfs/jobs/nightly.lock").status()? {
+    ///     None => println!("free"),
+    ///     Some((owner, Standing::Stale { .. })) => {
+    ///         println!("pid {:?} is gone: the next contender takes over", owner.pid)
+    ///     }
+    ///     Some((owner, _)) => println!("held by pid {:?} on {:?}", owner.pid, owner.host),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// [`standing`]: swaplock_core::soft::standing
+    pub fn status(&self) -> io::Result<Option<(OwnerInfo, swaplock_core::soft::Standing)>> {
+        let Some(read) = self.read_marker()? else {
+            return Ok(None);
+        };
+        let (content, age) = (read.content(), read.age);
+        let reader = self.kind.reader();
+        // The judgement probes processes only; the directory is opened
+        // because the adapter answers for a directory, and never created.
+        let dir = os::open_dir(&self.dir).map_err(|e| self.err(Step::Open, e))?;
+        let me = Identity::now();
+        let cfg = me.config(self, None);
+        let standing = swaplock_core::soft::standing(&mut SoftOs::on(&dir), &cfg, content);
+        let owner = OwnerInfo::from(classify(content, reader), age);
+        Ok(Some((owner, standing)))
+    }
+}
+
+/// A marker as [`SoftLock::owner`] and [`SoftLock::status`] read it.
+pub(super) struct MarkerRead {
+    pub(super) bytes: Vec<u8>,
+    pub(super) regular: bool,
+    /// The time since its mtime.
+    pub(super) age: Option<Duration>,
+}
+
+impl MarkerRead {
+    /// Its bytes as the core reads them.
+    pub(super) fn content(&self) -> Content<'_> {
+        if self.regular {
+            Content::Bytes(&self.bytes)
+        } else {
+            Content::NotRegular
+        }
+    }
+}
+
+/// What a marker says of its holder.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OwnerInfo {
+    /// `"soft"`, `"exclusive"`, `"lease"`, another protocol 2 mode,
+    /// `"recordless"`, `"strict"` or `"malformed"`.
+    pub mode: String,
+    /// The holder's PID, when the record names one.
+    pub pid: Option<u32>,
+    /// The holder's host.
+    pub host: Option<String>,
+    /// The holder's start token, in decimal.
+    pub start: Option<String>,
+    /// The lease duration in seconds.
+    pub lease_seconds: Option<f64>,
+    /// The time since the marker was last written or refreshed.
+    pub age: Option<Duration>,
+}
+
+impl OwnerInfo {
+    pub(super) fn from(c: Classified<'_>, age: Option<Duration>) -> Self {
+        let mut info = OwnerInfo {
+            mode: String::new(),
+            pid: None,
+            host: None,
+            start: None,
+            lease_seconds: None,
+            age,
+        };
+        match c {
+            Classified::Sentinel => info.mode = "strict".into(),
+            Classified::Recordless => info.mode = "recordless".into(),
+            Classified::Malformed(why) => info.mode = format!("malformed ({why})"),
+            Classified::V1(r) => {
+                info.mode = "soft".into();
+                info.pid = Some(r.pid.get());
+                info.host = Some(r.host.into());
+                info.start = r.start.map(|s| s.to_string());
+            }
+            Classified::V2(r) => {
+                info.mode = r.mode.as_str().into();
+                if let Mode::Unknown(m) = r.mode {
+                    info.mode = format!("unknown ({m})");
+                }
+                info.pid = Some(r.pid.get());
+                info.host = Some(r.host.into());
+                info.start = r.start.map(|s| s.to_string());
+                info.lease_seconds = r.duration;
+            }
+        }
+        info
+    }
+}
+
+/// Why a lock was busy. Its `Display` is filelock's `Timeout` text, which
+/// [`LockError::os_error`] shows; [`LockError`]'s own `Display` is
+/// [`Busy::explain`], one sentence that also says who holds the lock and,
+/// for a marker that should have been taken over, why it was not.
+#[derive(Debug)]
+pub(crate) struct Busy {
+    pub(super) path: Arc<Path>,
+    pub(super) holder: Holder,
+    /// The marker as read after the attempt, and how a contender stands
+    /// toward its holder; `None` for a holder the attempt already named,
+    /// or a marker gone or unreadable since.
+    pub(super) judged: Option<(OwnerInfo, Standing)>,
+}
+
+impl std::fmt::Display for Busy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "The file lock '{}' could not be acquired.",
+            self.path.display()
+        )?;
+        match &self.holder {
+            Holder::Recordless => f.write_str(
+                " It is held by an owner that recorded no PID (a filelock release before 3.22, or one still writing its record), which this host cannot probe.",
+            ),
+            Holder::Foreign { pid, host } => {
+                write!(f, " It is held by pid {pid} on {host}, which this host cannot probe.")
+            }
+            Holder::Unknown => Ok(()),
+        }
+    }
+}
+
+impl Explain for Busy {
+    /// One sentence: the path, the holder when known, and, for a stale
+    /// marker left in place, the likely cause and the remedy.
+    fn explain(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = self.path.display();
+        write!(f, "The file lock '{path}' could not be acquired: ")?;
+        match &self.holder {
+            Holder::Recordless => {
+                return f.write_str(
+                    "it is held by an owner that recorded no PID (a filelock release before \
+                     3.22, or one still writing its record), which this host cannot probe.",
+                )
+            }
+            Holder::Foreign { pid, host } => {
+                return write!(
+                    f,
+                    "it is held by pid {pid} on {host}, which this host cannot probe."
+                )
+            }
+            Holder::Unknown => {}
+        }
+        let Some((owner, standing)) = &self.judged else {
+            return f.write_str("it is held by another process.");
+        };
+        let who = match (owner.pid, &owner.host) {
+            (Some(pid), Some(host)) => format!("pid {pid} on {host}"),
+            _ => format!("a {} marker", owner.mode),
+        };
+        match standing {
+            Standing::Held(HeldBecause::Alive) => write!(f, "it is held by {who}, which is alive."),
+            Standing::Held(HeldBecause::OtherHost) => {
+                write!(f, "it is held by {who}, which this host cannot probe.")
+            }
+            Standing::Held(_) => write!(
+                f,
+                "it is held by {who}, which cannot be proven gone (its probe failed)."
+            ),
+            // A contender takes a stale marker over at once by exchanging
+            // names; one still in place means the exchange was refused.
+            Standing::Stale { recycled } => write!(
+                f,
+                "its holder, {who}, looks gone{}, but the filesystem cannot exchange names, so \
+                 the stale marker is never moved; if its holder ({who}) is gone, run \
+                 `swaplock break --force {path}`.",
+                if *recycled {
+                    " (its PID now runs another process)"
+                } else {
+                    ""
+                },
+            ),
+            Standing::Malformed => write!(
+                f,
+                "its marker holds no record this lock reads ({}); it is removed once seen \
+                 unchanged for 2 s.",
+                owner.mode
+            ),
+            _ => write!(
+                f,
+                "it is held by {who}, a marker that is never removed automatically; if nothing \
+                 holds it, run `swaplock break --force {path}`."
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Busy {}

@@ -1,0 +1,282 @@
+//! The wait policy of a blocking acquire: pauses that end early on a
+//! release in this process, the wait hook, and the hand-over slots of
+//! waiting threads.
+
+use super::*;
+
+/// A wait's patience, as [`Deadline`] says, whose pauses end early when
+/// any soft lock of this process is released, and which ends the wait
+/// once a releasing thread handed this one its hold.
+pub(super) struct WakeOnRelease<'d, 'h> {
+    pub(super) deadline: Deadline,
+    /// [`RELEASES`]'s count as the last attempt began: a release after it
+    /// ends the pause at once.
+    pub(super) seen: u64,
+    pub(super) waiting: Option<Waiting<'d>>,
+    /// The lock: its directory, open and by path, and its name.
+    pub(super) lock: (&'d Dir, &'d Path, &'d [u8]),
+    /// Where the kernel reports changes of the lock path, the pause ends
+    /// at the first (Linux, Android).
+    pub(super) watcher: wake::Watcher,
+    /// The caller's hook ([`SoftLock::lock_with`]), and the lock it waits
+    /// for.
+    pub(super) hook: Option<(&'h mut WaitHook<'h>, &'h SoftLock)>,
+    /// Whether the hook cancelled the wait (or panicked).
+    pub(super) cancelled: bool,
+    /// The panic of the hook (or a logger), resumed once the wait has left.
+    pub(super) panicked: Option<Box<dyn std::any::Any + Send>>,
+    /// The lock, for log messages.
+    #[cfg(feature = "log")]
+    pub(super) soft: Option<&'h SoftLock>,
+}
+
+/// A [`SoftLock::lock_with`] hook.
+pub(super) type WaitHook<'a> = dyn FnMut(&WaitStatus<'_>) -> ControlFlow<()> + 'a;
+
+/// What a waiting acquire knows, for its [`SoftLock::lock_with`] hook.
+pub struct WaitStatus<'a> {
+    pub(super) lock: &'a SoftLock,
+    pub(super) waited: Duration,
+}
+
+impl WaitStatus<'_> {
+    /// How long the acquire has waited.
+    pub fn waited(&self) -> Duration {
+        self.waited
+    }
+
+    /// Who holds the lock now, as its marker says (read anew at each
+    /// call: [`SoftLock::owner`]).
+    pub fn holder(&self) -> io::Result<Option<OwnerInfo>> {
+        self.lock.owner()
+    }
+
+    /// The lock waited for.
+    pub fn lock(&self) -> &SoftLock {
+        self.lock
+    }
+}
+
+impl<'d> WakeOnRelease<'d, '_> {
+    pub(super) fn new(
+        deadline: Deadline,
+        waiting: Option<Waiting<'d>>,
+        lock: (&'d Dir, &'d Path, &'d [u8]),
+    ) -> Self {
+        WakeOnRelease {
+            deadline,
+            seen: 0,
+            waiting,
+            lock,
+            watcher: wake::Watcher::new(),
+            hook: None,
+            cancelled: false,
+            panicked: None,
+            #[cfg(feature = "log")]
+            soft: None,
+        }
+    }
+
+    pub(super) fn handed(&self) -> bool {
+        self.waiting.as_ref().is_some_and(Waiting::handed)
+    }
+}
+
+/// The slot a releasing thread puts its hold in for a waiting one.
+pub(super) type Slot = Arc<Mutex<Option<Held<File>>>>;
+
+/// A thread of this process waiting for a soft lock, which a releasing
+/// thread of the same kind and directory may hand its hold to.
+pub(super) struct Waiter {
+    pub(super) key: Arc<Path>,
+    pub(super) kind: Kind,
+    /// The waiting process (a forked child inherits the list, but none of
+    /// its threads).
+    pub(super) pid: u32,
+    pub(super) dir: sys::DirKey,
+    pub(super) slot: Slot,
+}
+
+/// The threads of this process waiting for soft locks.
+pub(super) static WAITERS: crate::sync::ProcessMutex<Vec<Waiter>> =
+    crate::sync::ProcessMutex::new(Vec::new());
+
+pub(super) fn waiters() -> std::sync::MutexGuard<'static, Vec<Waiter>> {
+    WAITERS.lock()
+}
+
+/// How many threads of this process wait for the soft lock at `path` in a
+/// way a release can hand its hold to (for tests, which must know that a
+/// waiter waits before they release).
+#[doc(hidden)]
+pub fn waiting_threads(path: &Path) -> usize {
+    let Some(key) = SoftLock::soft(path).key() else {
+        return 0;
+    };
+    let pid = std::process::id();
+    waiters()
+        .iter()
+        .filter(|w| *w.key == *key && w.pid == pid)
+        .count()
+}
+
+/// A waiting acquire's place among [`WAITERS`], entered at its first busy
+/// attempt (an uncontended acquire allocates nothing).
+pub(super) struct Waiting<'d> {
+    pub(super) key: Arc<Path>,
+    pub(super) kind: Kind,
+    pub(super) dir: &'d Dir,
+    pub(super) slot: Option<Slot>,
+}
+
+impl<'d> Waiting<'d> {
+    pub(super) fn new(key: Arc<Path>, kind: Kind, dir: &'d Dir) -> Self {
+        Waiting {
+            key,
+            kind,
+            dir,
+            slot: None,
+        }
+    }
+
+    pub(super) fn enter(&mut self) {
+        if self.slot.is_some() {
+            return;
+        }
+        let Some(dir) = sys::dir_key(self.dir) else {
+            return;
+        };
+        let slot = Slot::default();
+        waiters().push(Waiter {
+            key: Arc::clone(&self.key),
+            kind: self.kind,
+            pid: std::process::id(),
+            dir,
+            slot: Arc::clone(&slot),
+        });
+        self.slot = Some(slot);
+    }
+
+    pub(super) fn handed(&self) -> bool {
+        self.slot
+            .as_ref()
+            .is_some_and(|s| crate::sync::lock(s).is_some())
+    }
+
+    /// Leaves [`WAITERS`]: the hold handed over meanwhile, if any. No hold
+    /// is handed after this.
+    pub(super) fn leave(&mut self) -> Option<Held<File>> {
+        let slot = self.slot.take()?;
+        waiters().retain(|w| !Arc::ptr_eq(&w.slot, &slot));
+        let handed = crate::sync::lock(&slot).take();
+        handed
+    }
+}
+
+impl WakeOnRelease<'_, '_> {
+    /// What the caller asked to hear of a busy attempt: the log message,
+    /// and the hook, whose answer this is.
+    pub(super) fn call_out(&mut self, elapsed: Duration, pause: Duration) -> ControlFlow<()> {
+        #[cfg(feature = "log")]
+        if let Some(lock) = self.soft {
+            debug!(
+                "Lock {} not acquired on {}, waiting {} seconds ...",
+                lock.log_id(),
+                lock.path.display(),
+                pause.as_secs_f64()
+            );
+        }
+        let _ = pause;
+        match &mut self.hook {
+            Some((hook, lock)) => hook(&WaitStatus {
+                lock,
+                waited: elapsed,
+            }),
+            None => ControlFlow::Continue(()),
+        }
+    }
+}
+
+impl Patience<Holder> for WakeOnRelease<'_, '_> {
+    fn attempting(&mut self) {
+        #[cfg(feature = "log")]
+        if let Some(lock) = self.soft {
+            debug!(
+                "Attempting to acquire lock {} on {}",
+                lock.log_id(),
+                lock.path.display()
+            );
+        }
+        self.watcher.before_attempt(self.lock.0);
+        self.seen = *RELEASES.0.lock();
+    }
+
+    fn busy(&mut self, holder: &Holder, elapsed: Duration) -> Option<Duration> {
+        let pause = self.deadline.busy(holder, elapsed)?;
+        // The caller's code (the hook, a logger) runs caught: its panic
+        // must not leave this wait among the waiters a release hands its
+        // hold to. The acquire unwinds once this wait has left.
+        let own_before = OWN_RELEASES.with(Cell::get);
+        let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.call_out(elapsed, pause)
+        }));
+        match called {
+            Ok(ControlFlow::Continue(())) => {}
+            Ok(ControlFlow::Break(())) => {
+                self.cancelled = true;
+                return None;
+            }
+            Err(panic) => {
+                self.cancelled = true;
+                self.panicked = Some(panic);
+                return None;
+            }
+        }
+        if self.hook.is_some() {
+            // Releases the hook's own code made (another soft lock) are no
+            // reason to look again, and its bell is forgotten; another
+            // thread's release meanwhile still is (the count moved
+            // further), as is a change of this lock's path.
+            self.seen += OWN_RELEASES.with(Cell::get) - own_before;
+            if self.watcher.path_changed(self.lock.0) {
+                return Some(Duration::ZERO);
+            }
+        }
+        if let Some(waiting) = &mut self.waiting {
+            waiting.enter();
+        }
+        if self.handed() {
+            return None;
+        }
+        let (dir, dir_path, name) = self.lock;
+        match self.watcher.start(dir, dir_path, name) {
+            // What changed before the watch existed raised no event, or
+            // the marker left before its watch took hold.
+            wake::Next::Now => return Some(Duration::ZERO),
+            wake::Next::After(d) => return Some(d.min(pause)),
+            wake::Next::Wait => {}
+        }
+        let (count, released) = &RELEASES;
+        let guard = count.lock();
+        let seen = self.seen;
+        if self.watcher.watching() {
+            // A release of this process after `seen` either shows in the
+            // count now or rings the bell, which was in place before.
+            let released_since = *guard != seen;
+            drop(guard);
+            if !released_since {
+                self.watcher.wait(dir, pause);
+            }
+        } else {
+            // A hand-over counts as a release, so none is missed here.
+            let _ = released
+                .wait_timeout_while(guard, pause, |now| *now == seen)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+        if self.handed() {
+            return None;
+        }
+        // The pause is over: the driver's own sleep is none.
+        Some(Duration::ZERO)
+    }
+}
