@@ -59,7 +59,7 @@ impl FileLock {
     /// For `fcntl`: A classic lock of this process is never seen (it does
     /// not conflict with the query), and closing the query's descriptor
     /// releases it: do not call this in a process that holds a classic
-    /// lock on the file (see the [module docs](self)).
+    /// lock on the file (see the [module docs](crate::kernel)).
     ///
     /// ```no_run
     /// use swaplock::FileLock;
