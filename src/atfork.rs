@@ -31,7 +31,8 @@ pub(crate) trait ForkLock: Sync {
 static LOCKS: Mutex<Vec<&'static dyn ForkLock>> = Mutex::new(Vec::new());
 
 /// Registers the handlers, once per process, before the lists are first
-/// used.
+/// used: at the program's start (see [`INSTALL_AT_START`]), or else at the
+/// first use of a list.
 fn install() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
@@ -40,6 +41,37 @@ fn install() {
         unsafe { libc::pthread_atfork(Some(prepare), Some(resume), Some(resume)) };
     });
 }
+
+/// Registers the handlers as the program starts, before `main` and any
+/// thread of it, so that no fork can race their registration. Registered
+/// at a list's first use instead, they would race the forks of the
+/// program's other threads, and a child could be left stuck: musl's `fork`
+/// looks for handlers without its lock and runs none when there are none
+/// yet, so a thread that registers them meanwhile and takes a list's mutex
+/// leaves it locked in the child; and a child forked while a thread was
+/// inside the registration's `Once` finds it running for good, and waits
+/// on it at its own first lock. (Where the constructor section is not
+/// known, the handlers are registered at first use.)
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_os = "freebsd",
+    target_os = "netbsd",
+    target_os = "openbsd",
+    target_os = "dragonfly",
+    target_os = "illumos",
+    target_os = "solaris",
+    target_vendor = "apple"
+))]
+#[used]
+#[cfg_attr(not(target_vendor = "apple"), link_section = ".init_array")]
+#[cfg_attr(target_vendor = "apple", link_section = "__DATA,__mod_init_func")]
+static INSTALL_AT_START: extern "C" fn() = {
+    extern "C" fn install_at_start() {
+        install();
+    }
+    install_at_start
+};
 
 /// Enters `lock` with the handlers (once: entering it again does nothing),
 /// before it is first taken.

@@ -211,19 +211,16 @@ fn a_forked_child_cannot_release_a_lock_on_an_open_file() {
     }
 }
 
-/// Children forked while other threads of the parent lock and release all
-/// the time (so that one of them may hold a list's mutex at the fork) take
-/// free locks of every kind: none is stuck on a mutex its parent's thread
-/// held. (A stuck child is ended by its alarm, which fails the test.)
-#[test]
-fn children_forked_amid_locking_threads_are_never_stuck() {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
-    let dir = tempfile::tempdir().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let busy: Vec<_> = (0..3)
+/// Threads that lock and release all the time (a marker, an exclusive and a
+/// shared kernel lock, each on its own file in `dir`) until `stop`.
+fn busy_threads(
+    dir: &Path,
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    use std::sync::atomic::Ordering;
+    (0..3)
         .map(|t| {
-            let (dir, stop) = (dir.path().to_path_buf(), stop.clone());
+            let (dir, stop) = (dir.to_path_buf(), stop.clone());
             std::thread::spawn(move || {
                 let path = dir.join(format!("busy{t}.lock"));
                 while !stop.load(Ordering::Relaxed) {
@@ -235,23 +232,86 @@ fn children_forked_amid_locking_threads_are_never_stuck() {
                 }
             })
         })
-        .collect();
+        .collect()
+}
+
+/// Forks a child that takes free locks of every kind on `free` (a stuck
+/// one is ended by its alarm): its answer, 0 if it took them all.
+fn fork_a_child_taking_free_locks(free: &Path) -> i32 {
+    in_forked_child!({
+        // SAFETY: a stuck child ends by SIGALRM.
+        unsafe { libc::alarm(10) };
+        let t = std::time::Duration::from_secs(5);
+        let soft = SoftLock::marker(free).lock_timeout(t).is_ok();
+        let kernel = FileLock::new(free).lock_timeout(t).is_ok();
+        let shared = FileLock::new(free).lock_shared_timeout(t).is_ok();
+        i32::from(!(soft && kernel && shared))
+    })
+}
+
+/// Children forked while other threads of the parent lock and release all
+/// the time (so that one of them may hold a list's mutex at the fork) take
+/// free locks of every kind: none is stuck on a mutex its parent's thread
+/// held. (A stuck child is ended by its alarm, which fails the test.)
+#[test]
+fn children_forked_amid_locking_threads_are_never_stuck() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let busy = busy_threads(dir.path(), &stop);
     for n in 0..200 {
         let free = dir.path().join(format!("free{n}.lock"));
-        let code = in_forked_child!({
-            // SAFETY: a stuck child ends by SIGALRM.
-            unsafe { libc::alarm(10) };
-            let t = std::time::Duration::from_secs(5);
-            let soft = SoftLock::marker(&free).lock_timeout(t).is_ok();
-            let kernel = FileLock::new(&free).lock_timeout(t).is_ok();
-            let shared = FileLock::new(&free).lock_shared_timeout(t).is_ok();
-            i32::from(!(soft && kernel && shared))
-        });
-        assert_eq!(code, 0, "child {n}");
+        assert_eq!(fork_a_child_taking_free_locks(&free), 0, "child {n}");
     }
     stop.store(true, Ordering::Relaxed);
     for t in busy {
         t.join().unwrap();
+    }
+}
+
+/// Set, to a directory, in the processes the next test starts.
+const FIRST_LOCKS_DIR: &str = "SWAPLOCK_TEST_FORK_FIRST_LOCKS_DIR";
+
+/// Children forked while the parent's threads take the first locks of the
+/// process (when the library first registers its fork handlers and fills
+/// its one-time caches) are never stuck either: a fork racing that first
+/// use must not leave the child a registration or a cache being filled by
+/// a thread it has not. Each first use happens once per process, so the
+/// test runs itself afresh in many processes, each of which forks children
+/// at once while its threads take their first locks.
+#[test]
+fn children_forked_as_the_first_locks_are_taken_are_never_stuck() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const NAME: &str = "children_forked_as_the_first_locks_are_taken_are_never_stuck";
+    if let Some(dir) = std::env::var_os(FIRST_LOCKS_DIR) {
+        // A fresh process: forks at once, amid the threads' first locks.
+        let dir = Path::new(&dir);
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let busy = busy_threads(dir, &stop);
+        for n in 0..4 {
+            let free = dir.join(format!("free{n}.lock"));
+            assert_eq!(fork_a_child_taking_free_locks(&free), 0, "child {n}");
+        }
+        stop.store(true, Ordering::Relaxed);
+        for t in busy {
+            t.join().unwrap();
+        }
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    for run in 0..100 {
+        let dir = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new(&exe)
+            .args(["--exact", NAME, "--test-threads=1", "--nocapture"])
+            .env(FIRST_LOCKS_DIR, dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "process {run}: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 

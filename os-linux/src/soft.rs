@@ -7,10 +7,10 @@
 // libc backends); the casts widen where needed and are no-ops elsewhere.
 #![allow(clippy::unnecessary_cast, clippy::useless_conversion)]
 
-use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fd::{BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use swaplock_core::decide::{elsewhere_scan_applies, parse_nspid, task_is_owner};
 use swaplock_core::host::{host_name as escape_host_name, HostName};
 use swaplock_core::names::{NameCase, Token};
@@ -186,13 +186,33 @@ fn compute_start_token(pid: u32) -> Option<StartToken> {
     }
 }
 
+/// This boot's identity, read once. Not a `OnceLock`: a child forked while
+/// another thread was reading it would find the `OnceLock` being
+/// initialised for good, and wait on it at its first start token. Here a
+/// thread never waits: the first to finish publishes the value, and until
+/// one has (or in such a child) each reads it afresh.
 fn boot_id() -> u128 {
-    static BOOT_ID: OnceLock<u128> = OnceLock::new();
-    *BOOT_ID.get_or_init(|| {
-        std::fs::read("/proc/sys/kernel/random/boot_id")
-            .map(|t| parse_boot_id(&t))
-            .unwrap_or(0)
-    })
+    use std::sync::atomic::AtomicU8;
+    /// 0: not read yet, 1: being published, 2: published.
+    static STATE: AtomicU8 = AtomicU8::new(0);
+    static HIGH: AtomicU64 = AtomicU64::new(0);
+    static LOW: AtomicU64 = AtomicU64::new(0);
+    if STATE.load(Ordering::Acquire) == 2 {
+        return (u128::from(HIGH.load(Ordering::Relaxed)) << 64)
+            | u128::from(LOW.load(Ordering::Relaxed));
+    }
+    let id = std::fs::read("/proc/sys/kernel/random/boot_id")
+        .map(|t| parse_boot_id(&t))
+        .unwrap_or(0);
+    if STATE
+        .compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok()
+    {
+        HIGH.store((id >> 64) as u64, Ordering::Relaxed);
+        LOW.store(id as u64, Ordering::Relaxed);
+        STATE.store(2, Ordering::Release);
+    }
+    id
 }
 
 /// Whether this process reads `starttime` without a time-namespace offset
@@ -236,18 +256,36 @@ fn read_small<'b>(dir: BorrowedFd<'_>, path: &str, buf: &'b mut [u8]) -> Option<
 /// emulator (qemu-user) rewrites opens of `/proc/self/stat` and
 /// `/proc/<own pid>/stat` by their path, and its `starttime` is not the
 /// kernel's, which a native peer reads; a relative open reaches the kernel.
+///
+/// Not a `OnceLock`, for the reason [`boot_id`] gives: the first thread to
+/// open it publishes its descriptor, and a thread that lost the race
+/// closes its own.
 fn proc_dir() -> Option<BorrowedFd<'static>> {
-    static PROC: OnceLock<Option<OwnedFd>> = OnceLock::new();
-    PROC.get_or_init(|| {
-        rustix::fs::open(
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    use std::sync::atomic::AtomicI32;
+    /// The descriptor, or -1 while none is published.
+    static PROC: AtomicI32 = AtomicI32::new(-1);
+    let mut fd = PROC.load(Ordering::Acquire);
+    if fd < 0 {
+        let mine = rustix::fs::open(
             "/proc",
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )
-        .ok()
-    })
-    .as_ref()
-    .map(|fd| fd.as_fd())
+        .ok()?
+        .into_raw_fd();
+        fd = match PROC.compare_exchange(-1, mine, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => mine,
+            Err(published) => {
+                // SAFETY: `mine` was just opened here and is owned by no one.
+                drop(unsafe { OwnedFd::from_raw_fd(mine) });
+                published
+            }
+        };
+    }
+    // SAFETY: a published descriptor is never closed: it stays open for
+    // the life of the process.
+    Some(unsafe { BorrowedFd::borrow_raw(fd) })
 }
 
 fn read_start_token(pid: u64) -> Option<StartToken> {
