@@ -14,7 +14,7 @@ mod common;
 
 use common::swaplock;
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -254,6 +254,67 @@ fn sigterm_to_the_supervisor_ends_the_commands_background_children_before_releas
         !exists(grandchild),
         "the command's background child {grandchild} outlived the lock"
     );
+}
+
+/// How `killing_the_supervisor_ends_the_commands_whole_group` kills it.
+#[derive(Clone, Copy, Debug)]
+enum Kill {
+    /// SIGKILL to the supervisor alone.
+    Supervisor,
+    /// SIGKILL to the supervisor's process group, as `timeout(1)` or a
+    /// shell ending a job sends it.
+    ItsGroup,
+}
+
+/// Runs a command whose background child, a subshell, keeps writing to
+/// the run's standard output, SIGKILLs the supervisor as `how` says once
+/// the subshell writes, and returns once every process holding that
+/// output is gone (its end of file), or fails after [`SAFETY`].
+fn kill_the_supervisor_of_a_writing_grandchild(kind: &str, how: Kill) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let script = "(while :; do echo tick; sleep 0.01; done) & wait";
+    let mut cmd = swaplock_command(&["run", "--kind", kind, s(&path), "sh", "-c", script]);
+    cmd.stderr(Stdio::null()).process_group(0);
+    let mut child = cmd.spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "tick\n", "{kind}: the subshell did not start");
+    let pid = child.id() as libc::pid_t;
+    let target = match how {
+        Kill::Supervisor => pid,
+        Kill::ItsGroup => -pid,
+    };
+    // SAFETY: signalling our own unreaped child, or the group it leads.
+    assert_eq!(unsafe { libc::kill(target, libc::SIGKILL) }, 0);
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{kind} {how:?}");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut rest = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut out, &mut rest);
+        let _ = tx.send(rest.len());
+    });
+    // If the subshell ran on, this test's exit closes the pipe and its
+    // next write ends it with SIGPIPE.
+    rx.recv_timeout(SAFETY).unwrap_or_else(|_| {
+        panic!("{kind} {how:?}: the command's subshell ran on after its supervisor was killed")
+    });
+}
+
+#[test]
+fn killing_the_supervisor_ends_the_commands_whole_group() {
+    for kind in ["marker", "lease"] {
+        kill_the_supervisor_of_a_writing_grandchild(kind, Kill::Supervisor);
+    }
+}
+
+#[test]
+fn killing_the_supervisors_own_group_ends_the_commands_group_too() {
+    for kind in ["marker", "lease"] {
+        kill_the_supervisor_of_a_writing_grandchild(kind, Kill::ItsGroup);
+    }
 }
 
 #[test]

@@ -85,11 +85,11 @@ Use -E to tell a held lock from the command's own statuses, as flock(1).
 With soft kinds and etcd the command runs in its own process group under a
 supervisor that holds the lock; the group gets SIGINT, SIGTERM and SIGHUP
 (those not inherited as ignored), and whatever of it outlives the command
-gets SIGTERM, then SIGKILL after 2 s, before the lock is released. Still
-escaping: a process that leaves the group (setsid, setpgid, a daemon); and
-if the supervisor itself is killed with SIGKILL, every process but the
-command itself (which gets SIGKILL from the kernel on Linux and Android;
-on macOS the command runs on too). A supervisor stopped (SIGSTOP) past
+gets SIGTERM, then SIGKILL after 2 s, before the lock is released. If the
+supervisor itself is killed (SIGKILL), a small warden process forked with
+it sends the whole group SIGKILL. Still escaping: a process that leaves
+the group (setsid, setpgid, a daemon), and everything if the supervisor
+and its warden are both killed. A supervisor stopped (SIGSTOP) past
 the lease while its command runs on cannot stop it: the next holder may
 overlap it until the supervisor runs again; pass the fencing token to
 what the command changes.";

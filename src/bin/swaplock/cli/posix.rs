@@ -4,6 +4,9 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::sync::atomic::{AtomicI32, Ordering};
 use swaplock::soft::{Compromise, SoftLockGuard};
 use swaplock::FileLockGuard;
+use warden::Warden;
+
+mod warden;
 
 /// `run --etcd`: as a lease, with the variables `etcdctl lock`
 /// exports.
@@ -408,9 +411,11 @@ struct Outcome {
 /// the exit status: the command's (128 + the signal, if a signal ended
 /// it), [`LEASE_LOST`], or [`RELEASE_FAILED`].
 ///
-/// On Linux and Android the command gets SIGKILL if this process dies,
-/// and this process adopts the orphans of the command's tree (a child
-/// subreaper), so that it sees them end before it releases.
+/// Should this process die, its warden (forked before the command) ends
+/// the command's whole group. On Linux and Android the command also gets
+/// SIGKILL from the kernel then, and this process adopts the orphans of
+/// the command's tree (a child subreaper), so that it sees them end
+/// before it releases.
 fn supervise(opts: &Options, events: &Events, path: &str, held: impl Held) -> i32 {
     let compromise = || held.compromise();
     let mut ignored = [false; FORWARDED.len()];
@@ -430,6 +435,22 @@ fn supervise(opts: &Options, events: &Events, path: &str, held: impl Held) -> i3
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
     }
+    // Forked before the command, so that nothing of the command's
+    // group ever runs without it.
+    let warden = match Warden::start() {
+        Ok(w) => w,
+        Err((call, e)) => {
+            eprintln!(
+                "swaplock: {call}: {e}: cannot start the process that ends the command's \
+                 group should this one die, so the command was not run"
+            );
+            if let Err(e) = held.release() {
+                eprintln!("swaplock: {e}");
+            }
+            return 255;
+        }
+    };
+    let announce_to = warden.fd();
     let terminal = Terminal::foreground();
     let tty = terminal.as_ref().map(|t| t.0.as_raw_fd());
     // SAFETY: a plain query.
@@ -440,10 +461,12 @@ fn supervise(opts: &Options, events: &Events, path: &str, held: impl Held) -> i3
         .envs(held.env())
         .process_group(0);
     // SAFETY: the closure calls only async-signal-safe functions
-    // (prctl, getppid, signal, sigprocmask, tcsetpgrp) and allocates
-    // nothing.
+    // (getpgrp, write, prctl, getppid, signal, sigprocmask, tcsetpgrp)
+    // and allocates nothing.
     unsafe {
         command.pre_exec(move || {
+            // The warden learns the group before the command runs.
+            warden::announce(announce_to)?;
             #[cfg(any(target_os = "linux", target_os = "android"))]
             {
                 // The command must not outlive its lock holder.
@@ -489,6 +512,7 @@ fn supervise(opts: &Options, events: &Events, path: &str, held: impl Held) -> i3
                 "swaplock: {}: unable to execute command: {e}",
                 opts.rest[1].to_string_lossy()
             );
+            warden.stand_down();
             if let Err(e) = held.release() {
                 eprintln!("swaplock: {e}");
             }
@@ -498,6 +522,7 @@ fn supervise(opts: &Options, events: &Events, path: &str, held: impl Held) -> i3
     // The child leads its own group: its PID is the group's ID.
     let pgid = child.id() as libc::pid_t;
     let outcome = watch(events, pgid, terminal.as_ref(), &compromise);
+    warden.stand_down();
     // A supervisor stopped longer than its lease (SIGSTOP cannot be
     // caught) finds out here, before its heartbeat runs again.
     let lost_late = if outcome.lost.is_none() {
