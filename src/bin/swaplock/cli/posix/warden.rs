@@ -200,17 +200,12 @@ unsafe fn fill(fd: RawFd, buf: &mut [u8]) -> usize {
 /// Called only in the warden, which uses no other descriptor.
 unsafe fn close_all_but(keep: RawFd) {
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    // SAFETY: close_range(2) (Linux 5.9) on descriptors nothing else uses.
+    // SAFETY: close_range(2) (Linux 5.9) on descriptors nothing else
+    // uses; its arguments are unsigned ints.
     unsafe {
-        let first = keep as libc::c_long + 1;
-        if (keep == 0 || libc::syscall(libc::SYS_close_range, 0, keep as libc::c_long - 1, 0) == 0)
-            && libc::syscall(
-                libc::SYS_close_range,
-                first,
-                libc::c_long::from(u32::MAX),
-                0,
-            ) == 0
-        {
+        let keep = keep as libc::c_uint;
+        let below = keep == 0 || libc::syscall(libc::SYS_close_range, 0, keep - 1, 0) == 0;
+        if below && libc::syscall(libc::SYS_close_range, keep + 1, libc::c_uint::MAX, 0) == 0 {
             return;
         }
     }
