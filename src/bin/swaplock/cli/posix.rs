@@ -512,7 +512,7 @@ fn supervise(opts: &Options, events: &Events, path: &str, held: impl Held) -> i3
                 "swaplock: {}: unable to execute command: {e}",
                 opts.rest[1].to_string_lossy()
             );
-            warden.stand_down();
+            warden.stand_down(|t| drop(events.wait(Some(t))));
             if let Err(e) = held.release() {
                 eprintln!("swaplock: {e}");
             }
@@ -522,7 +522,7 @@ fn supervise(opts: &Options, events: &Events, path: &str, held: impl Held) -> i3
     // The child leads its own group: its PID is the group's ID.
     let pgid = child.id() as libc::pid_t;
     let outcome = watch(events, pgid, terminal.as_ref(), &compromise);
-    warden.stand_down();
+    warden.stand_down(|t| drop(events.wait(Some(t))));
     // A supervisor stopped longer than its lease (SIGSTOP cannot be
     // caught) finds out here, before its heartbeat runs again.
     let lost_late = if outcome.lost.is_none() {

@@ -43,6 +43,9 @@ const KILL_PATIENCE: Duration = Duration::from_secs(2);
 /// How often it looks.
 const KILL_LOOK: Duration = Duration::from_millis(10);
 
+/// How long the supervisor waits for a dismissed warden to exit.
+const STAND_DOWN_PATIENCE: Duration = Duration::from_secs(1);
+
 /// The supervisor's end of the warden.
 pub(super) struct Warden {
     /// The write end: the command's child writes its PID into it before
@@ -84,23 +87,28 @@ impl Warden {
         self.write.as_raw_fd()
     }
 
-    /// Tells the warden the group is gone, and waits for it to exit.
-    /// Called once nothing of the command's group is left, before the
-    /// release: from then on the supervisor's death ends nothing.
-    pub(super) fn stand_down(self) {
+    /// Tells the warden the group is gone, and reaps it. Called once
+    /// nothing of the command's group is left, before the release: from
+    /// then on the supervisor's death ends nothing. Waits for the warden's
+    /// exit at most [`STAND_DOWN_PATIENCE`], with `pause` (which returns
+    /// early on SIGCHLD): a warden stopped by a signal must not keep the
+    /// lock held, and it holds no descriptor but its pipe, so one left
+    /// running harms nothing and exits as soon as it runs again.
+    pub(super) fn stand_down(self, mut pause: impl FnMut(Duration)) {
         let byte = 1u8;
         // SAFETY: writing one byte from a valid buffer to our pipe.
         unsafe { libc::write(self.write.as_raw_fd(), (&byte as *const u8).cast(), 1) };
-        drop(self.write);
+        let start = std::time::Instant::now();
         loop {
             let mut status = 0;
-            // SAFETY: waiting for our own child with a valid pointer.
-            let r = unsafe { libc::waitpid(self.pid, &mut status, 0) };
-            // ECHILD: the supervisor's loop reaped it already (it was
-            // killed); EINTR: look again.
-            if r != -1 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
-            {
+            // SAFETY: a non-blocking look at our own child. Anything but
+            // 0 ends the wait: reaped, or reaped already (ECHILD).
+            if unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) } != 0 {
                 return;
+            }
+            match STAND_DOWN_PATIENCE.checked_sub(start.elapsed()) {
+                Some(left) if !left.is_zero() => pause(left),
+                _ => return,
             }
         }
     }
