@@ -73,13 +73,39 @@ impl Warden {
                 return Err(("fcntl F_SETFD", std::io::Error::last_os_error()));
             }
         }
+        // The job signals stay blocked across the fork, so that none can
+        // end the warden before it ignores them.
+        // SAFETY: signal-mask calls with valid sets.
+        let old = unsafe {
+            let mut block: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut block);
+            for signal in IGNORED {
+                libc::sigaddset(&mut block, signal);
+            }
+            libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut old);
+            old
+        };
         // SAFETY: the child runs only `watch`, which calls
         // async-signal-safe functions, and never returns.
-        match unsafe { libc::fork() } {
-            -1 => Err(("fork", std::io::Error::last_os_error())),
-            0 => watch(read.as_raw_fd(), write.as_raw_fd()),
-            pid => Ok(Warden { write, pid }),
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            watch(read.as_raw_fd(), write.as_raw_fd())
         }
+        let forked = std::io::Error::last_os_error();
+        // SAFETY: restoring this thread's mask; setpgid on our child,
+        // which does the same itself: whichever runs first, the warden
+        // leads its own group before the command is started.
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+            if pid > 0 {
+                libc::setpgid(pid, pid);
+            }
+        }
+        if pid == -1 {
+            return Err(("fork", forked));
+        }
+        Ok(Warden { write, pid })
     }
 
     /// The descriptor the command's child writes its PID to, before exec.
@@ -137,8 +163,8 @@ pub(super) fn announce(fd: RawFd) -> std::io::Result<()> {
 
 /// The warden's life: see the module's documentation.
 fn watch(read: RawFd, write: RawFd) -> ! {
-    // SAFETY: async-signal-safe calls only (close, setpgid, signal,
-    // read, kill, nanosleep, _exit) on this process's own descriptors
+    // SAFETY: async-signal-safe calls only (close, dup2, close_range,
+    // setpgid, signal, sigprocmask, read, kill, nanosleep, _exit) on this process's own descriptors
     // and group.
     unsafe {
         libc::close(write);
@@ -154,9 +180,15 @@ fn watch(read: RawFd, write: RawFd) -> ! {
         // A group of its own: a signal to the supervisor's group (a
         // shell's job, `timeout`) does not reach it.
         libc::setpgid(0, 0);
+        // Ignored, then unblocked: one that came since the fork is
+        // discarded.
+        let mut unblock: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut unblock);
         for signal in IGNORED {
             libc::signal(signal, libc::SIG_IGN);
+            libc::sigaddset(&mut unblock, signal);
         }
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &unblock, std::ptr::null_mut());
         let mut pgid = [0u8; 4];
         if fill(read, &mut pgid) < pgid.len() {
             // No command was started: nothing to end.
