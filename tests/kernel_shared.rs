@@ -1,14 +1,13 @@
 //! Shared kernel locks: any number of holders share the read lock, which
-//! excludes the exclusive lock both ways, between lock objects of one
-//! process and against the real peers: util-linux `flock(1)` for `flock`
-//! (`-s` shared, `-n` fail at once), the reference `with-lock-ex` (a
-//! classic exclusive `fcntl` lock) for `fcntl`.
+//! excludes the exclusive lock both ways, against the real peers:
+//! util-linux `flock(1)` for `flock` (`-s` shared, `-n` fail at once), the
+//! reference `with-lock-ex` (a classic exclusive `fcntl` lock) for
+//! `fcntl`. Between lock objects of one process: `kernel_in_process.rs`.
 
 #![cfg(any(target_os = "linux", target_os = "android"))]
 
 mod common;
 
-use std::io::ErrorKind;
 use std::process::Command;
 use swaplock::FileLock;
 
@@ -21,36 +20,6 @@ fn flock_tool(args: &[&str], path: &std::path::Path) -> Option<i32> {
         .status()
         .unwrap()
         .code()
-}
-
-#[test]
-fn shared_locks_share_and_exclude_the_exclusive_one() {
-    // Between lock objects of one process: open file description locks
-    // on 64-bit Linux and Android, the process's registry elsewhere.
-    for name in ["fcntl", "flock"] {
-        let new = |p: &std::path::Path| match name {
-            "fcntl" => FileLock::new(p),
-            _ => FileLock::flock(p),
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a.lock");
-        let first = new(&path).try_lock_shared().unwrap();
-        let second = new(&path).try_lock_shared().unwrap();
-        let e = new(&path).try_lock().unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::WouldBlock, "{name}: {e}");
-        let e = second.remove().unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{name}: {e}");
-        first.release().unwrap();
-        let exclusive = new(&path).try_lock().unwrap();
-        let e = new(&path).try_lock_shared().unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::WouldBlock, "{name}: {e}");
-        let e = new(&path)
-            .lock_shared_timeout(std::time::Duration::from_millis(20))
-            .unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::TimedOut, "{name}: {e}");
-        exclusive.remove().unwrap();
-        assert!(!path.exists(), "{name}");
-    }
 }
 
 #[test]

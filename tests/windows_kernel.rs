@@ -152,23 +152,6 @@ fn an_open_refused_while_a_peer_works_is_waited_out() {
     FileLock::new(&path).lock().unwrap().release().unwrap();
 }
 
-#[test]
-fn shared_locks_share_and_exclude_the_exclusive_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.lock");
-    let first = FileLock::new(&path).try_lock_shared().unwrap();
-    let second = FileLock::new(&path).try_lock_shared().unwrap();
-    let e = FileLock::new(&path).try_lock().unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
-    let e = second.remove().unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
-    first.release().unwrap();
-    let exclusive = FileLock::new(&path).try_lock().unwrap();
-    let e = FileLock::new(&path).try_lock_shared().unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
-    exclusive.release().unwrap();
-}
-
 /// A lock on a file the caller opened excludes the path's locks of this
 /// process, and its shared guards share one lock until the last goes.
 #[test]
