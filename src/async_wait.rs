@@ -28,8 +28,9 @@ pub(crate) type Wakers = Vec<(u64, std::task::Waker)>;
 
 /// A new waiter id.
 pub(crate) fn next_id() -> u64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    use crate::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// Puts waiter `id`'s waker in `list`, in place of the one it left before.

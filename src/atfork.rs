@@ -8,13 +8,14 @@
 //! (`pthread_atfork`), as C libraries guard their own locks.
 //!
 //! Each list's mutex enters itself here the first time it is taken
-//! ([`crate::sync::ProcessMutex`]): this module names none of them.
+//! ([`crate::lists::ProcessMutex`]): this module names none of them.
 
+use crate::sync::{Mutex, PoisonError};
 use std::any::Any;
 use std::cell::RefCell;
-use std::sync::{Mutex, Once, PoisonError};
+use std::sync::Once;
 
-std::thread_local! {
+crate::sync::thread_local! {
     /// The guards the forking thread holds across `fork`.
     static HELD_ACROSS_FORK: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
 }

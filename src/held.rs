@@ -4,19 +4,19 @@
 //! and gets an error of kind `Deadlock` instead. A guard counts as its
 //! acquiring thread's, even once moved to another thread.
 
-use std::thread::ThreadId;
+use crate::sync::thread::{self, ThreadId};
 
 /// The locks of one family this process holds: keys, acquiring threads,
 /// and the process that entered each (a forked child inherits the list,
 /// but none of it is its own).
-pub(crate) type Held<K> = crate::sync::ProcessMutex<Vec<(K, ThreadId, u32)>>;
+pub(crate) type Held<K> = crate::lists::ProcessMutex<Vec<(K, ThreadId, u32)>>;
 
 /// Whether this thread holds a lock of `held` whose key `is` accepts.
 pub(crate) fn by_this_thread<K: Send + 'static>(
     held: &'static Held<K>,
     mut is: impl FnMut(&K) -> bool,
 ) -> bool {
-    let me = std::thread::current().id();
+    let me = thread::current().id();
     let pid = std::process::id();
     held.lock()
         .iter()
@@ -53,7 +53,7 @@ impl<K: PartialEq + Clone + Send + 'static> Registered<K> {
 
     /// Enters `key` as held by this thread.
     pub(crate) fn new(held: &'static Held<K>, key: K) -> Self {
-        let thread = std::thread::current().id();
+        let thread = thread::current().id();
         held.lock().push((key.clone(), thread, std::process::id()));
         Registered {
             held,

@@ -90,6 +90,7 @@ macro_rules! debug {
 mod atfork;
 mod error;
 mod held;
+mod lists;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 #[cfg_attr(docsrs, doc(cfg(any(target_os = "linux", target_os = "android"))))]
 pub mod netfs;

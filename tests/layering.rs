@@ -93,3 +93,55 @@ fn the_windows_tests_start_only_themselves() {
     }
     assert!(offences.is_empty(), "{}", offences.join("\n"));
 }
+
+/// The library's thread primitives come from one module, `src/sync.rs`,
+/// which the model checker's build swaps for shuttle's (`tests/model.rs`):
+/// a `std` mutex, condition variable, atomic, channel, thread or
+/// thread-local taken anywhere else in the library would be out of the
+/// model's sight, its interleavings unexplored (and a blocking one would
+/// stop the model's single thread). `Arc`, `Weak`, `Once`, `OnceLock` and
+/// `PoisonError` never block, and stay `std`'s.
+#[test]
+fn the_librarys_threads_synchronise_through_its_one_seam() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    files_under(&src, &mut files);
+    let seam = src.join("sync.rs");
+    let bin = src.join("bin");
+    let allowed = ["Arc", "Weak", "Once", "OnceLock", "PoisonError"];
+    let mut offences = Vec::new();
+    for file in files.iter().filter(|f| **f != seam && !f.starts_with(&bin)) {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            let mut rest = code;
+            while let Some(at) = rest.find("std::") {
+                rest = &rest[at + "std::".len()..];
+                let named: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | ':' | '{' | ',' | ' '))
+                    .collect();
+                let bad = if let Some(items) = named.strip_prefix("sync::") {
+                    let items = items.trim_start_matches('{');
+                    items
+                        .split(',')
+                        .map(|i| i.trim().split("::").next().unwrap_or(""))
+                        .any(|i| !i.is_empty() && !allowed.contains(&i))
+                } else {
+                    named.starts_with("thread")
+                };
+                if bad {
+                    offences.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "take these from crate::sync instead:\n{}",
+        offences.join("\n")
+    );
+}

@@ -38,6 +38,9 @@
 //! ```
 
 use crate::soft::Compromise;
+use crate::sync::atomic::{AtomicBool, Ordering};
+use crate::sync::thread::JoinHandle;
+use crate::sync::{mpsc, Mutex};
 use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, LeaseKeepAliveStream,
     LeaseKeeper, PutOptions, SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse, WatchOptions,
@@ -45,9 +48,7 @@ use etcd_client::{
 use std::fmt;
 use std::future::Future;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc as amsc, watch};
 use tokio::time::Instant;
@@ -291,7 +292,7 @@ impl EtcdLock {
         let state = Arc::new(State::default());
         let lock = self.clone();
         let shared = Arc::clone(&state);
-        let thread = std::thread::Builder::new()
+        let thread = crate::sync::thread::Builder::new()
             .name("swaplock-etcd".into())
             .spawn(move || {
                 let runtime = match runtime() {

@@ -26,7 +26,7 @@ pub(super) fn runtime() -> io::Result<tokio::runtime::Runtime> {
 pub(super) fn on_runtime<T: Send + 'static>(
     work: impl Future<Output = io::Result<T>> + Send + 'static,
 ) -> io::Result<T> {
-    std::thread::scope(|s| {
+    crate::sync::thread::scope(|s| {
         s.spawn(|| runtime()?.block_on(work))
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("the etcd lock's thread panicked")))

@@ -22,8 +22,8 @@
 //! still releases the process's lock (see the [module docs](crate::kernel)).
 
 use crate::adapter::kernel as os;
+use crate::sync::{Condvar, MutexGuard};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::{Condvar, MutexGuard};
 use std::time::Instant;
 use swaplock_core::decide::{FileId, FileTime};
 use swaplock_core::kernel::KernelOs;
@@ -74,7 +74,7 @@ impl Files {
     }
 }
 
-static FILES: crate::sync::ProcessMutex<Files> = crate::sync::ProcessMutex::new(Files {
+static FILES: crate::lists::ProcessMutex<Files> = crate::lists::ProcessMutex::new(Files {
     pid: 0,
     entries: Vec::new(),
     unknown: Vec::new(),
@@ -163,14 +163,14 @@ fn put_down(
     let mut files = files();
     let Some(id) = id else {
         if files.entries.is_empty() {
-            drop(fd);
+            close_now(fd);
         } else {
             files.unknown.push(fd);
         }
         return Ok(());
     };
     let Some(i) = files.find(id) else {
-        drop(fd);
+        close_now(fd);
         return Ok(());
     };
     let entry = &mut files.entries[i];
@@ -187,14 +187,17 @@ fn put_down(
     // all under the registry's lock, so that no thread takes a new lock of
     // it before the last close.
     let unlocked = match holding {
-        Some(_) => unlock(fd.as_fd()),
+        Some(_) => {
+            crate::sync::syscall();
+            unlock(fd.as_fd())
+        }
         None => Ok(()),
     };
     let entry = files.entries.swap_remove(i);
-    drop(fd);
-    drop(entry.kept);
+    close_now(fd);
+    entry.kept.into_iter().for_each(close_now);
     if files.entries.is_empty() {
-        files.unknown.clear();
+        files.unknown.drain(..).for_each(close_now);
     }
     CHANGED.notify_all();
     unlocked
@@ -209,12 +212,20 @@ pub(crate) fn close(fd: OwnedFd) {
         // enters the file meanwhile takes its lock after this close.
         let files = files();
         if files.entries.is_empty() {
-            drop(fd);
+            close_now(fd);
             return drop(files);
         }
     }
     let id = os::fstat_id(&fd).ok();
     let _ = put_down(id, fd, None, |_| Ok(()));
+}
+
+/// Closes `fd` now: a classic lock's release where it is the process's
+/// last lock of the file, so a point where the model checker may run
+/// another thread first.
+fn close_now(fd: OwnedFd) {
+    crate::sync::syscall();
+    drop(fd);
 }
 
 /// Whether `FileLock::new` locks are open file description locks in this
@@ -225,7 +236,7 @@ pub(crate) fn close(fd: OwnedFd) {
     any(target_os = "linux", target_os = "android"),
     target_pointer_width = "64"
 ))]
-static OFD: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+static OFD: crate::sync::atomic::AtomicU8 = crate::sync::atomic::AtomicU8::new(0);
 
 /// Whether a lock taken by `call` belongs to its open file description
 /// (an `flock` lock, an open file description `fcntl` lock where the
@@ -253,7 +264,7 @@ fn needs_registry() -> Option<bool> {
         any(target_os = "linux", target_os = "android"),
         target_pointer_width = "64"
     ))]
-    return match OFD.load(std::sync::atomic::Ordering::Relaxed) {
+    return match OFD.load(crate::sync::atomic::Ordering::Relaxed) {
         1 => Some(false),
         2 => Some(true),
         _ => None,
@@ -276,7 +287,7 @@ fn probe(fd: &OwnedFd) -> bool {
     let ofd = !forced_off && os::fcntl_ofd_supported(fd);
     OFD.store(
         if ofd { 1 } else { 2 },
-        std::sync::atomic::Ordering::Relaxed,
+        crate::sync::atomic::Ordering::Relaxed,
     );
     !ofd
 }
@@ -459,6 +470,7 @@ impl<O: Calls> Threads<O> {
     fn lock_by(&mut self, file: &OwnedFd, wait: bool) -> Result<(), Errno> {
         self.last = None;
         if self.on != Some(true) {
+            crate::sync::syscall();
             return self.os.lock(file, wait);
         }
         let id = self.os.fstat(file)?;
@@ -480,6 +492,7 @@ impl<O: Calls> Threads<O> {
             }),
         }
         drop(registry);
+        crate::sync::syscall();
         let locked = self.os.lock(file, wait);
         let mut files = files();
         // Reserved: nobody removes the entry while it is taking.
@@ -495,9 +508,9 @@ impl<O: Calls> Threads<O> {
             // The lock call failed and nobody else holds the file: the
             // descriptors kept meanwhile hold nothing.
             let entry = files.entries.swap_remove(i);
-            drop(entry.kept);
+            entry.kept.into_iter().for_each(close_now);
             if files.entries.is_empty() {
-                files.unknown.clear();
+                files.unknown.drain(..).for_each(close_now);
             }
         }
         CHANGED.notify_all();

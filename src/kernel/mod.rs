@@ -79,10 +79,10 @@ use crate::error::{LockError, Step};
 use crate::held::{self, Held, Registered};
 #[cfg(unix)]
 use crate::soft::{SoftLock, SoftLockGuard};
+use crate::sync::atomic::{AtomicBool, Ordering};
 use std::io;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use swaplock_core::decide::{with_lock_ex_mode, FileId};
@@ -163,7 +163,7 @@ pub struct FileLock {
     /// was judged to share its locks between hosts (or not known to keep
     /// them per client); [`NOT_JUDGED`] before.
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    fs_judged: Arc<std::sync::atomic::AtomicU64>,
+    fs_judged: Arc<crate::sync::atomic::AtomicU64>,
 }
 
 /// [`FileLock::fs_judged`] before any file was judged.
@@ -249,7 +249,7 @@ impl FileLock {
             soft: Arc::new(AtomicBool::new(false)),
             client_local: false,
             #[cfg(any(target_os = "linux", target_os = "android"))]
-            fs_judged: Arc::new(std::sync::atomic::AtomicU64::new(NOT_JUDGED)),
+            fs_judged: Arc::new(crate::sync::atomic::AtomicU64::new(NOT_JUDGED)),
         }
     }
 

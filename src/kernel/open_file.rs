@@ -5,10 +5,12 @@
 use crate::error::{LockError, Step};
 use crate::held::Registered;
 use crate::kernel::{self, Kind, Scope};
+use crate::sync::atomic::{AtomicBool, Ordering};
+use crate::sync::{Condvar, Mutex, MutexGuard};
 use std::fs::File;
 use std::io;
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use swaplock_core::decide::FileId;
 use swaplock_core::kernel::{self as protocol, Backoff, Outcome};
@@ -92,7 +94,7 @@ pub struct OpenFileLock {
     client_local: bool,
     /// Set once the file's filesystem was found to share its locks
     /// between hosts (or not known to keep them per client).
-    fs_checked: std::sync::atomic::AtomicBool,
+    fs_checked: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -187,7 +189,7 @@ impl OpenFileLock {
             changed: Condvar::new(),
             name: Arc::from(Path::new("(an open file)")),
             client_local: false,
-            fs_checked: std::sync::atomic::AtomicBool::new(false),
+            fs_checked: AtomicBool::new(false),
         }
     }
 
@@ -203,7 +205,6 @@ impl OpenFileLock {
     /// Refuses a lock, once per object, where the file's filesystem keeps
     /// kernel locks per client mount (PROTOCOL 13.5).
     fn check_filesystem(&self) -> io::Result<()> {
-        use std::sync::atomic::Ordering;
         if self.client_local || self.fs_checked.load(Ordering::Relaxed) {
             return Ok(());
         }

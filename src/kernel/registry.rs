@@ -5,7 +5,7 @@ use super::*;
 /// The kernel locks this process holds whose second lock in this process
 /// would wait for the first, by the locked file's identity ([`held`]).
 /// Each with whether it is shared.
-pub(super) static HELD: Held<(FileId, Family, bool)> = crate::sync::ProcessMutex::new(Vec::new());
+pub(super) static HELD: Held<(FileId, Family, bool)> = crate::lists::ProcessMutex::new(Vec::new());
 
 /// Which locks of a file exclude each other: on Linux and Android, `fcntl`
 /// and `flock` locks never meet, so a thread holding one kind waits for

@@ -37,9 +37,10 @@ use super::inodes::{self, Threads};
 use crate::adapter::kernel as os;
 use crate::kernel::{kernel_os, Reached, Scope, SysPath};
 use crate::soft::SoftLock;
+use crate::sync::{Condvar, Mutex, MutexGuard};
 use std::os::fd::OwnedFd;
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Instant;
 use swaplock_core::kernel::{self as protocol, Backoff, Outcome};
 use swaplock_core::wait::Deadline;
@@ -298,8 +299,8 @@ pub(crate) const MOST_THREADS: usize = 16;
 
 /// The waiting threads of this process, by the process that started them:
 /// a forked child has none of its parent's threads.
-static WAITING: crate::sync::ProcessMutex<Vec<(u32, Job, Arc<Slot>)>> =
-    crate::sync::ProcessMutex::new(Vec::new());
+static WAITING: crate::lists::ProcessMutex<Vec<(u32, Job, Arc<Slot>)>> =
+    crate::lists::ProcessMutex::new(Vec::new());
 
 fn waiting() -> MutexGuard<'static, Vec<(u32, Job, Arc<Slot>)>> {
     WAITING.lock()
@@ -380,7 +381,7 @@ fn join(job: &Job) -> Option<Arc<Slot>> {
     let slot = Arc::new(Slot::default());
     slot.report().waiters = 1;
     let (thread_job, thread_slot) = (job.clone(), Arc::clone(&slot));
-    let started = std::thread::Builder::new()
+    let started = crate::sync::thread::Builder::new()
         .name("swaplock-wait".into())
         .stack_size(128 * 1024)
         .spawn(move || wait_in_kernel(thread_job, thread_slot));

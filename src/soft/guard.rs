@@ -353,7 +353,7 @@ pub(super) fn start_heartbeat(
     let hook = lock.on_compromise.clone();
     let lock = lock.clone();
     let me = me.clone();
-    let thread = std::thread::Builder::new()
+    let thread = crate::sync::thread::Builder::new()
         .name(format!("filelock-lease-{}", me.pid))
         .spawn(move || {
             let cfg = me.config(&lock, Some(terms));

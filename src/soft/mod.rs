@@ -54,13 +54,14 @@
 use crate::adapter::soft::{self as os, SoftOs};
 use crate::error::{Explain, Explained, LockError, Step};
 use crate::held::{self, Registered};
+use crate::sync::atomic::{AtomicBool, Ordering};
+use crate::sync::thread::JoinHandle;
+use crate::sync::{mpsc, Condvar, Mutex};
 use std::cell::Cell;
 use std::io;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
-use std::thread::JoinHandle;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use swaplock_core::decide::{FileId, HeldBecause};
 use swaplock_core::host::HostName;

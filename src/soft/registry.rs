@@ -4,7 +4,7 @@
 use super::*;
 
 /// The soft locks this process holds, by canonical path ([`held`]).
-pub(super) static HELD: held::Held<Arc<Path>> = crate::sync::ProcessMutex::new(Vec::new());
+pub(super) static HELD: held::Held<Arc<Path>> = crate::lists::ProcessMutex::new(Vec::new());
 
 /// Whether this thread holds the soft lock at `key`.
 pub(super) fn held_by_this_thread(key: &Path) -> bool {
@@ -22,15 +22,15 @@ pub(super) fn forked_error(path: &Arc<Path>, owner: Pid) -> io::Error {
 /// inherited in this list are its parent's.)
 pub(super) type Reentrant = Vec<(
     Arc<Path>,
-    (std::thread::ThreadId, u32),
+    (crate::sync::thread::ThreadId, u32),
     std::sync::Weak<Hold>,
 )>;
-pub(super) static REENTRANT: crate::sync::ProcessMutex<Reentrant> =
-    crate::sync::ProcessMutex::new(Vec::new());
+pub(super) static REENTRANT: crate::lists::ProcessMutex<Reentrant> =
+    crate::lists::ProcessMutex::new(Vec::new());
 
 /// This thread's live reentrant hold of `key`, shared.
 pub(super) fn reentered(key: &Path) -> Option<Arc<Hold>> {
-    let me = (std::thread::current().id(), std::process::id());
+    let me = (crate::sync::thread::current().id(), std::process::id());
     let mut holds = REENTRANT.lock();
     holds.retain(|(_, _, h)| h.strong_count() > 0);
     holds
@@ -41,7 +41,7 @@ pub(super) fn reentered(key: &Path) -> Option<Arc<Hold>> {
 
 /// Enters a new reentrant hold of `key` as this thread's.
 pub(super) fn enter_reentrant(key: Arc<Path>, hold: &Arc<Hold>) {
-    let me = (std::thread::current().id(), std::process::id());
+    let me = (crate::sync::thread::current().id(), std::process::id());
     let mut holds = REENTRANT.lock();
     holds.retain(|(_, _, h)| h.strong_count() > 0);
     holds.push((key, me, Arc::downgrade(hold)));
@@ -71,11 +71,11 @@ pub(super) fn short_of_descriptors(e: &io::Error) -> bool {
 
 /// The tasks waiting for a release of this process ([`Released`]).
 #[cfg(feature = "tokio")]
-pub(super) static RELEASE_WAKERS: crate::sync::ProcessMutex<crate::async_wait::Wakers> =
-    crate::sync::ProcessMutex::new(Vec::new());
+pub(super) static RELEASE_WAKERS: crate::lists::ProcessMutex<crate::async_wait::Wakers> =
+    crate::lists::ProcessMutex::new(Vec::new());
 
 #[cfg(feature = "tokio")]
-pub(super) fn release_wakers() -> std::sync::MutexGuard<'static, crate::async_wait::Wakers> {
+pub(super) fn release_wakers() -> crate::sync::MutexGuard<'static, crate::async_wait::Wakers> {
     RELEASE_WAKERS.lock()
 }
 
@@ -134,10 +134,10 @@ impl Drop for Released {
 /// waiting threads wait on: a thread waiting for a lock another thread of
 /// this process holds looks again as soon as that one is released, instead
 /// of at its next poll.
-pub(super) static RELEASES: (crate::sync::ProcessMutex<u64>, Condvar) =
-    (crate::sync::ProcessMutex::new(0), Condvar::new());
+pub(super) static RELEASES: (crate::lists::ProcessMutex<u64>, Condvar) =
+    (crate::lists::ProcessMutex::new(0), Condvar::new());
 
-std::thread_local! {
+crate::sync::thread_local! {
     /// How many of [`RELEASES`] this thread made: a wait's hook's own
     /// releases are no reason for the wait to look again.
     pub(super) static OWN_RELEASES: Cell<u64> = const { Cell::new(0) };

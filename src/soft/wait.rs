@@ -98,10 +98,10 @@ pub(super) struct Waiter {
 }
 
 /// The threads of this process waiting for soft locks.
-pub(super) static WAITERS: crate::sync::ProcessMutex<Vec<Waiter>> =
-    crate::sync::ProcessMutex::new(Vec::new());
+pub(super) static WAITERS: crate::lists::ProcessMutex<Vec<Waiter>> =
+    crate::lists::ProcessMutex::new(Vec::new());
 
-pub(super) fn waiters() -> std::sync::MutexGuard<'static, Vec<Waiter>> {
+pub(super) fn waiters() -> crate::sync::MutexGuard<'static, Vec<Waiter>> {
     WAITERS.lock()
 }
 

@@ -6,8 +6,12 @@
 //! release condition variable and polls for other processes' releases.
 //!
 //! A wake-up is only a reason to look again: the protocol decides.
+//!
+//! Under the model checker (`--cfg swaplock_model`) the waiter takes the
+//! condition variable's way on every system: the watch's `poll` would block
+//! the checker's one thread.
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(all(any(target_os = "linux", target_os = "android"), not(swaplock_model)))]
 mod imp {
     use crate::adapter::watch::{self, Armed, Bell, Watch};
     use std::os::fd::AsFd;
@@ -17,10 +21,11 @@ mod imp {
 
     /// The bells of this process's waiters that watch their lock path (and,
     /// in a forked child, its parent's, which ring nothing there).
-    static BELLS: crate::sync::ProcessMutex<Vec<Bell>> = crate::sync::ProcessMutex::new(Vec::new());
+    static BELLS: crate::lists::ProcessMutex<Vec<Bell>> =
+        crate::lists::ProcessMutex::new(Vec::new());
 
     /// The adapter's spare watches' mutex, for the fork handlers.
-    static SPARES: crate::sync::ForkHook = crate::sync::ForkHook::new(watch::lock_for_fork);
+    static SPARES: crate::lists::ForkHook = crate::lists::ForkHook::new(watch::lock_for_fork);
 
     /// Wakes every waiter of this process that watches its lock path.
     pub(crate) fn ring_all() {
@@ -242,7 +247,7 @@ mod imp {
     }
 }
 
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
+#[cfg(not(all(any(target_os = "linux", target_os = "android"), not(swaplock_model))))]
 mod imp {
     use std::path::Path;
     use std::time::Duration;
