@@ -1,0 +1,396 @@
+//! The facade's thread-level protocols under the shuttle model checker:
+//! built with `--cfg swaplock_model` (scripts/test runs them so), the
+//! library's mutexes, condition variables, atomics and threads are
+//! shuttle's (src/sync.rs), and each test below runs many times, each time
+//! in another interleaving of its threads that the scheduler picks (random
+//! and PCT schedules, from fixed seeds, so that a failure replays). The
+//! files are real, in a directory of each run's own. The model's pauses
+//! never time out: a wake-up that never comes is a deadlock it reports.
+//!
+//! Each test states a promise, and names the round-2 defect it would have
+//! caught: with that fix undone, the test fails.
+
+#![cfg(swaplock_model)]
+
+use shuttle::scheduler::{PctScheduler, RandomScheduler};
+use shuttle::sync::atomic::{AtomicUsize, Ordering};
+use shuttle::{thread, Config, Runner};
+use std::io::ErrorKind;
+use std::path::Path;
+use std::sync::Arc;
+use swaplock::SoftLock;
+
+/// Runs `test` under `schedules` random schedules and as many PCT ones
+/// (depth 3), from fixed seeds. One test at a time in the process: the
+/// library's process-wide lists are statics, which two explorations on
+/// two test threads would share.
+fn explore(schedules: usize, test: impl Fn() + Send + Sync + 'static) {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // Kernel locks as where the kernel has no open file description locks
+    // (read at the first lock file opened): see `kernel` below.
+    std::env::set_var("SWAPLOCK_FCNTL_OFD", "0");
+    let test = Arc::new(test);
+    let t = Arc::clone(&test);
+    Runner::new(RandomScheduler::new_from_seed(1, schedules), Config::new()).run(move || t());
+    Runner::new(PctScheduler::new_from_seed(7, 3, schedules), Config::new()).run(move || test());
+}
+
+/// Who is inside a critical section: the promise is that this is never
+/// more than one.
+#[derive(Default)]
+struct Inside(AtomicUsize);
+
+impl Inside {
+    fn enter(&self) {
+        let before = self.0.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(before, 0, "two holders");
+        // A point where another thread may run while this one holds.
+        thread::yield_now();
+    }
+
+    fn leave(&self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Threads that wait without a timeout for one soft lock (a release hands
+/// the hold to one of them, or a poll finds it free) take turns: never two
+/// holders, every thread gets the lock, and no waiter or file is left.
+#[test]
+fn soft_lock_threads_take_turns_and_leave_nothing() {
+    explore(300, || {
+        let dir = tempfile::tempdir().unwrap();
+        let path: Arc<Path> = dir.path().join("a.lock").into();
+        let inside = Arc::new(Inside::default());
+        let threads: Vec<_> = (0..3)
+            .map(|_| {
+                let (path, inside) = (Arc::clone(&path), Arc::clone(&inside));
+                thread::spawn(move || {
+                    let guard = SoftLock::marker(&*path).lock().unwrap();
+                    inside.enter();
+                    inside.leave();
+                    guard.release().unwrap();
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert!(!path.exists(), "the marker was left");
+        assert_eq!(
+            swaplock::soft::waiting_threads(&path),
+            0,
+            "a waiter was left"
+        );
+    });
+}
+
+/// A thread that holds a soft lock and waits for it again, with no
+/// timeout, through another lock object, gets `Deadlock`, whatever the
+/// other threads do meanwhile; a thread that does not hold it waits.
+#[test]
+fn a_soft_lock_held_by_this_thread_is_a_deadlock_error() {
+    explore(200, || {
+        let dir = tempfile::tempdir().unwrap();
+        let path: Arc<Path> = dir.path().join("a.lock").into();
+        let other = {
+            let path = Arc::clone(&path);
+            thread::spawn(move || {
+                let guard = SoftLock::marker(&*path).lock().unwrap();
+                guard.release().unwrap();
+            })
+        };
+        let guard = SoftLock::marker(&*path).lock().unwrap();
+        let e = SoftLock::marker(&*path).lock().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Deadlock, "{e}");
+        guard.release().unwrap();
+        other.join().unwrap();
+        assert!(!path.exists());
+    });
+}
+
+/// A release by another thread while the waiting thread's hook runs ends
+/// the wait: the wait must not count it as the hook's own and sleep on,
+/// with no further release to wake it (round 2's lost release; the model's
+/// pauses never time out, so a lost wake-up is a deadlock it reports).
+#[test]
+fn a_release_while_the_hook_runs_is_not_lost() {
+    explore(300, || {
+        let dir = tempfile::tempdir().unwrap();
+        let path: Arc<Path> = dir.path().join("a.lock").into();
+        let held = Arc::new(AtomicUsize::new(0));
+        let holder = {
+            let (path, held) = (Arc::clone(&path), Arc::clone(&held));
+            thread::spawn(move || {
+                let guard = SoftLock::marker(&*path).lock().unwrap();
+                held.store(1, Ordering::SeqCst);
+                thread::yield_now();
+                guard.release().unwrap();
+            })
+        };
+        while held.load(Ordering::SeqCst) == 0 {
+            thread::yield_now();
+        }
+        let guard = SoftLock::marker(&*path)
+            .lock_with(None, |_| {
+                thread::yield_now();
+                std::ops::ControlFlow::Continue(())
+            })
+            .unwrap();
+        guard.release().unwrap();
+        holder.join().unwrap();
+        assert!(!path.exists());
+    });
+}
+
+/// A thread that takes and lets go another soft lock: a release of this
+/// process, which wakes every soft wait to look again.
+fn release_another(dir: &Path) -> thread::JoinHandle<()> {
+    let other = dir.join("other.lock");
+    thread::spawn(move || SoftLock::marker(&other).lock().unwrap().release().unwrap())
+}
+
+/// How a hook ends the wait at its second call.
+#[derive(Clone, Copy)]
+enum Ends {
+    Cancels,
+    Panics,
+}
+
+/// A wait whose hook ends it (at its second call, after a release elsewhere
+/// woke the wait) holds nothing afterwards, even when the holder handed it
+/// its hold while the hook ran: the acquire fails (`Interrupted`, or the
+/// hook's panic), no waiter is left, and the lock is free. (Round 2: a
+/// panicking hook left its wait among the waiters and wedged the lock, and
+/// a cancel after a hand-over returned the lock.)
+fn a_hook_that_ends_the_wait_leaves_nothing(ends: Ends) {
+    explore(300, move || {
+        let dir = tempfile::tempdir().unwrap();
+        let path: Arc<Path> = dir.path().join("a.lock").into();
+        let held = Arc::new(AtomicUsize::new(0));
+        let holder = {
+            let (path, held) = (Arc::clone(&path), Arc::clone(&held));
+            thread::spawn(move || {
+                let guard = SoftLock::marker(&*path).lock().unwrap();
+                held.store(1, Ordering::SeqCst);
+                thread::yield_now();
+                guard.release().unwrap();
+            })
+        };
+        while held.load(Ordering::SeqCst) == 0 {
+            thread::yield_now();
+        }
+        let waker = release_another(dir.path());
+        let calls = AtomicUsize::new(0);
+        let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            SoftLock::marker(&*path).lock_with(None, |_| {
+                if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                    return std::ops::ControlFlow::Continue(());
+                }
+                // The holder may hand its hold over now.
+                thread::yield_now();
+                match ends {
+                    Ends::Cancels => std::ops::ControlFlow::Break(()),
+                    Ends::Panics => panic!("the hook's own panic"),
+                }
+            })
+        }));
+        let ended = calls.load(Ordering::SeqCst) >= 2;
+        match waited {
+            Ok(Ok(guard)) => {
+                assert!(!ended, "the wait was ended, yet holds the lock");
+                guard.release().unwrap();
+            }
+            Ok(Err(e)) => {
+                assert!(matches!(ends, Ends::Cancels) && ended, "{e}");
+                assert_eq!(e.kind(), ErrorKind::Interrupted, "{e}");
+            }
+            Err(_) => assert!(matches!(ends, Ends::Panics) && ended),
+        }
+        holder.join().unwrap();
+        waker.join().unwrap();
+        assert_eq!(
+            swaplock::soft::waiting_threads(&path),
+            0,
+            "a waiter was left"
+        );
+        // Free: nothing of the ended wait holds it.
+        SoftLock::marker(&*path)
+            .try_lock()
+            .unwrap()
+            .release()
+            .unwrap();
+        assert!(!path.exists());
+    });
+}
+
+#[test]
+fn a_hook_that_cancels_after_a_hand_over_holds_nothing() {
+    a_hook_that_ends_the_wait_leaves_nothing(Ends::Cancels);
+}
+
+#[test]
+fn a_hook_that_panics_leaves_no_waiter_and_no_hold() {
+    a_hook_that_ends_the_wait_leaves_nothing(Ends::Panics);
+}
+
+/// A hook that takes and lets go another soft lock does not make the wait
+/// look again for that release of its own: with no other release, the
+/// wait calls the hook once per release that could have freed the lock.
+/// (Round 2: the hook's own release woke its wait at once, which spun.)
+#[test]
+fn a_hooks_own_release_does_not_wake_its_wait() {
+    explore(300, || {
+        let dir = tempfile::tempdir().unwrap();
+        let path: Arc<Path> = dir.path().join("a.lock").into();
+        let other = dir.path().join("other.lock");
+        let held = Arc::new(AtomicUsize::new(0));
+        let holder = {
+            let (path, held) = (Arc::clone(&path), Arc::clone(&held));
+            thread::spawn(move || {
+                let guard = SoftLock::marker(&*path).lock().unwrap();
+                held.store(1, Ordering::SeqCst);
+                // Lets the waiter run its hook as often as it would.
+                for _ in 0..4 {
+                    thread::yield_now();
+                }
+                guard.release().unwrap();
+            })
+        };
+        while held.load(Ordering::SeqCst) == 0 {
+            thread::yield_now();
+        }
+        let calls = AtomicUsize::new(0);
+        let guard = SoftLock::marker(&*path)
+            .lock_with(None, |_| {
+                calls.fetch_add(1, Ordering::SeqCst);
+                SoftLock::marker(&other).lock().unwrap().release().unwrap();
+                std::ops::ControlFlow::Continue(())
+            })
+            .unwrap();
+        // The first busy attempt's call, and at most one more: after the
+        // holder's release, when it came as the hook ran.
+        let calls = calls.load(Ordering::SeqCst);
+        assert!(calls <= 2, "the hook ran {calls} times for one release");
+        guard.release().unwrap();
+        holder.join().unwrap();
+    });
+}
+
+/// Kernel locks' thread registry: where the kernel has no open file
+/// description locks, a classic `fcntl` lock is the process's, and closing
+/// any descriptor of the file releases it; the registry
+/// (src/kernel/inodes.rs) makes the process's threads exclude each other
+/// and keeps every close from releasing a lock a guard holds. The runs
+/// force that case (`SWAPLOCK_FCNTL_OFD=0`, as a kernel before 3.15 would)
+/// on Linux, where an open file description lock's query sees the
+/// process's classic lock: the test asks the kernel itself whether the
+/// lock is still held.
+#[cfg(target_os = "linux")]
+mod kernel {
+    use super::explore;
+    use shuttle::sync::atomic::{AtomicUsize, Ordering};
+    use shuttle::thread;
+    use std::fs::File;
+    use std::io::ErrorKind;
+    use std::os::fd::AsRawFd;
+    use std::path::Path;
+    use std::sync::Arc;
+    use swaplock::FileLock;
+
+    /// Whether the kernel has a write lock on byte 0 of the file `probe` is
+    /// open on: the query of an open file description lock conflicts with a
+    /// classic lock even of its own process. (The probe's descriptor stays
+    /// open for the whole run: its close would release the lock.)
+    fn kernel_locked(probe: &File) -> bool {
+        // SAFETY: an all-zero `flock` is a valid value of the plain C struct.
+        let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+        fl.l_type = libc::F_WRLCK as libc::c_short;
+        fl.l_whence = libc::SEEK_SET as libc::c_short;
+        fl.l_len = 1;
+        // SAFETY: `fl` is a valid `flock` for the call to fill in, and the
+        // descriptor is open for the call's length.
+        let r = unsafe { libc::fcntl(probe.as_raw_fd(), libc::F_OFD_GETLK, &mut fl) };
+        assert_eq!(r, 0, "F_OFD_GETLK: {}", std::io::Error::last_os_error());
+        fl.l_type != libc::F_UNLCK as libc::c_short
+    }
+
+    /// Holds the lock of `path` for a moment, checking that the kernel holds
+    /// it for the process throughout and that no other guard holds it.
+    fn hold(lock: &FileLock, probe: &File, inside: &AtomicUsize) {
+        let guard = lock.lock().unwrap();
+        assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders");
+        assert!(kernel_locked(probe), "held, but not in the kernel");
+        thread::yield_now();
+        assert!(kernel_locked(probe), "a close released a held lock");
+        inside.fetch_sub(1, Ordering::SeqCst);
+        guard.release().unwrap();
+    }
+
+    /// Threads take turns at a classic lock while another takes the file's
+    /// `flock` lock, asks who holds the classic one and tries it, opening and
+    /// closing the file meanwhile: never two guards at once, and while one
+    /// holds the lock, no other thread's close releases it in the kernel.
+    /// (Round 2: an `flock` guard's close released the process's classic lock,
+    /// and a query's close raced a lock's registration.)
+    #[test]
+    fn no_close_of_another_thread_releases_a_held_classic_lock() {
+        explore(300, || {
+            let dir = tempfile::tempdir().unwrap();
+            let path: Arc<Path> = dir.path().join("a.lock").into();
+            File::create(&*path).unwrap();
+            let probe = Arc::new(File::open(&*path).unwrap());
+            let inside = Arc::new(AtomicUsize::new(0));
+            let holders: Vec<_> = (0..2)
+                .map(|_| {
+                    let (path, probe, inside) =
+                        (Arc::clone(&path), Arc::clone(&probe), Arc::clone(&inside));
+                    thread::spawn(move || hold(&FileLock::new(&*path), &probe, &inside))
+                })
+                .collect();
+            // An flock lock of the file never meets the fcntl one on Linux: its
+            // close must not release the classic lock either.
+            let flock = FileLock::flock(&*path).try_lock().unwrap();
+            flock.release().unwrap();
+            let lock = FileLock::new(&*path);
+            lock.holder().unwrap();
+            match lock.try_lock() {
+                Ok(guard) => {
+                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders");
+                    assert!(kernel_locked(&probe));
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    guard.release().unwrap();
+                }
+                Err(e) => assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}"),
+            }
+            lock.holder().unwrap();
+            for h in holders {
+                h.join().unwrap();
+            }
+            assert!(!kernel_locked(&probe), "released by all, yet held");
+        });
+    }
+
+    /// A thread that holds the lock and waits for it again, with no
+    /// timeout, through another lock object, gets `Deadlock`, whatever the
+    /// other thread does meanwhile; that one waits its turn.
+    #[test]
+    fn a_kernel_lock_held_by_this_thread_is_a_deadlock_error() {
+        explore(200, || {
+            let dir = tempfile::tempdir().unwrap();
+            let path: Arc<Path> = dir.path().join("a.lock").into();
+            let other = {
+                let path = Arc::clone(&path);
+                thread::spawn(move || FileLock::new(&*path).lock().unwrap().release().unwrap())
+            };
+            let guard = FileLock::new(&*path).lock().unwrap();
+            let e = FileLock::new(&*path).lock().unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Deadlock, "{e}");
+            guard.release().unwrap();
+            other.join().unwrap();
+        });
+    }
+}
