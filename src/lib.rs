@@ -91,6 +91,8 @@ mod atfork;
 mod error;
 mod held;
 mod lists;
+#[cfg(all(test, swaplock_model))]
+mod model;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 #[cfg_attr(docsrs, doc(cfg(any(target_os = "linux", target_os = "android"))))]
 pub mod netfs;

@@ -1,24 +1,24 @@
-//! The facade's thread-level protocols under the shuttle model checker:
-//! built with `--cfg swaplock_model` (scripts/test runs them so), the
-//! library's mutexes, condition variables, atomics and threads are
-//! shuttle's (src/sync.rs), and each test below runs many times, each time
-//! in another interleaving of its threads that the scheduler picks (random
-//! and PCT schedules, from fixed seeds, so that a failure replays). The
-//! files are real, in a directory of each run's own. The model's pauses
-//! never time out: a wake-up that never comes is a deadlock it reports.
+//! The facade's thread-level protocols under the shuttle model checker,
+//! as the library's own tests (`cargo test --lib` with `--cfg
+//! swaplock_model`; scripts/test runs them so): the library's mutexes,
+//! condition variables, atomics and threads are then shuttle's
+//! ([`crate::sync`]), and each test below runs many times, each time in
+//! another interleaving of its threads that the scheduler picks (random
+//! and PCT schedules, from fixed seeds, so that a rerun of the test
+//! reproduces a failure). The files are real, in a directory of each run's
+//! own. The model's pauses never time out: a wake-up that never comes is a
+//! deadlock it reports.
 //!
-//! Each test states a promise, and names the round-2 defect it would have
+//! Each test states a promise; six name the round-2 defect they would have
 //! caught: with that fix undone, the test fails.
 
-#![cfg(swaplock_model)]
-
+use crate::SoftLock;
 use shuttle::scheduler::{PctScheduler, RandomScheduler};
 use shuttle::sync::atomic::{AtomicUsize, Ordering};
 use shuttle::{thread, Config, Runner};
 use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::Arc;
-use swaplock::SoftLock;
 
 /// Runs `test` under `schedules` random schedules and as many PCT ones
 /// (depth 3), from fixed seeds. One test at a time in the process: the
@@ -80,11 +80,13 @@ fn soft_lock_threads_take_turns_and_leave_nothing() {
             t.join().unwrap();
         }
         assert!(!path.exists(), "the marker was left");
-        assert_eq!(
-            swaplock::soft::waiting_threads(&path),
-            0,
-            "a waiter was left"
-        );
+        assert_eq!(crate::soft::waiting_threads(&path), 0, "a waiter was left");
+        // Nothing of theirs holds it: free to take at once.
+        SoftLock::marker(&*path)
+            .try_lock()
+            .unwrap()
+            .release()
+            .unwrap();
     });
 }
 
@@ -112,6 +114,27 @@ fn a_soft_lock_held_by_this_thread_is_a_deadlock_error() {
     });
 }
 
+/// A thread that takes the soft lock of `path`, and lets it go after
+/// `yields` points where others may run; returned once it holds.
+fn held_elsewhere(path: &Arc<Path>, yields: usize) -> thread::JoinHandle<()> {
+    let held = Arc::new(AtomicUsize::new(0));
+    let holder = {
+        let (path, held) = (Arc::clone(path), Arc::clone(&held));
+        thread::spawn(move || {
+            let guard = SoftLock::marker(&*path).lock().unwrap();
+            held.store(1, Ordering::SeqCst);
+            for _ in 0..yields {
+                thread::yield_now();
+            }
+            guard.release().unwrap();
+        })
+    };
+    while held.load(Ordering::SeqCst) == 0 {
+        thread::yield_now();
+    }
+    holder
+}
+
 /// A release by another thread while the waiting thread's hook runs ends
 /// the wait: the wait must not count it as the hook's own and sleep on,
 /// with no further release to wake it (round 2's lost release; the model's
@@ -121,19 +144,7 @@ fn a_release_while_the_hook_runs_is_not_lost() {
     explore(300, || {
         let dir = tempfile::tempdir().unwrap();
         let path: Arc<Path> = dir.path().join("a.lock").into();
-        let held = Arc::new(AtomicUsize::new(0));
-        let holder = {
-            let (path, held) = (Arc::clone(&path), Arc::clone(&held));
-            thread::spawn(move || {
-                let guard = SoftLock::marker(&*path).lock().unwrap();
-                held.store(1, Ordering::SeqCst);
-                thread::yield_now();
-                guard.release().unwrap();
-            })
-        };
-        while held.load(Ordering::SeqCst) == 0 {
-            thread::yield_now();
-        }
+        let holder = held_elsewhere(&path, 1);
         let guard = SoftLock::marker(&*path)
             .lock_with(None, |_| {
                 thread::yield_now();
@@ -170,19 +181,7 @@ fn a_hook_that_ends_the_wait_leaves_nothing(ends: Ends) {
     explore(300, move || {
         let dir = tempfile::tempdir().unwrap();
         let path: Arc<Path> = dir.path().join("a.lock").into();
-        let held = Arc::new(AtomicUsize::new(0));
-        let holder = {
-            let (path, held) = (Arc::clone(&path), Arc::clone(&held));
-            thread::spawn(move || {
-                let guard = SoftLock::marker(&*path).lock().unwrap();
-                held.store(1, Ordering::SeqCst);
-                thread::yield_now();
-                guard.release().unwrap();
-            })
-        };
-        while held.load(Ordering::SeqCst) == 0 {
-            thread::yield_now();
-        }
+        let holder = held_elsewhere(&path, 1);
         let waker = release_another(dir.path());
         let calls = AtomicUsize::new(0);
         let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -212,11 +211,7 @@ fn a_hook_that_ends_the_wait_leaves_nothing(ends: Ends) {
         }
         holder.join().unwrap();
         waker.join().unwrap();
-        assert_eq!(
-            swaplock::soft::waiting_threads(&path),
-            0,
-            "a waiter was left"
-        );
+        assert_eq!(crate::soft::waiting_threads(&path), 0, "a waiter was left");
         // Free: nothing of the ended wait holds it.
         SoftLock::marker(&*path)
             .try_lock()
@@ -247,22 +242,8 @@ fn a_hooks_own_release_does_not_wake_its_wait() {
         let dir = tempfile::tempdir().unwrap();
         let path: Arc<Path> = dir.path().join("a.lock").into();
         let other = dir.path().join("other.lock");
-        let held = Arc::new(AtomicUsize::new(0));
-        let holder = {
-            let (path, held) = (Arc::clone(&path), Arc::clone(&held));
-            thread::spawn(move || {
-                let guard = SoftLock::marker(&*path).lock().unwrap();
-                held.store(1, Ordering::SeqCst);
-                // Lets the waiter run its hook as often as it would.
-                for _ in 0..4 {
-                    thread::yield_now();
-                }
-                guard.release().unwrap();
-            })
-        };
-        while held.load(Ordering::SeqCst) == 0 {
-            thread::yield_now();
-        }
+        // Lets the waiter run its hook as often as it would.
+        let holder = held_elsewhere(&path, 4);
         let calls = AtomicUsize::new(0);
         let guard = SoftLock::marker(&*path)
             .lock_with(None, |_| {
@@ -292,6 +273,7 @@ fn a_hooks_own_release_does_not_wake_its_wait() {
 #[cfg(target_os = "linux")]
 mod kernel {
     use super::explore;
+    use crate::FileLock;
     use shuttle::sync::atomic::{AtomicUsize, Ordering};
     use shuttle::thread;
     use std::fs::File;
@@ -299,7 +281,6 @@ mod kernel {
     use std::os::fd::AsRawFd;
     use std::path::Path;
     use std::sync::Arc;
-    use swaplock::FileLock;
 
     /// Whether the kernel has a write lock on byte 0 of the file `probe` is
     /// open on: the query of an open file description lock conflicts with a
@@ -371,6 +352,8 @@ mod kernel {
                 h.join().unwrap();
             }
             assert!(!kernel_locked(&probe), "released by all, yet held");
+            // Nor does the registry keep an entry of theirs: free to take.
+            FileLock::new(&*path).try_lock().unwrap().release().unwrap();
         });
     }
 

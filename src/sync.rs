@@ -2,7 +2,7 @@
 //! synchronises with: every mutex, condition variable, atomic, channel,
 //! thread and thread-local of the facade comes from here. Built with
 //! `--cfg swaplock_model`, they are the shuttle model checker's, so that
-//! `tests/model.rs` explores the interleavings of the facade's threads (as
+//! `src/model.rs` explores the interleavings of the facade's threads (as
 //! tokio keeps loom behind one module); otherwise they are `std`'s,
 //! re-exported unchanged. (`Arc`, `Weak`, `Once` and `OnceLock` are `std`'s
 //! either way: they never block a thread of the model.) This module uses

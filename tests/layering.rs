@@ -95,47 +95,29 @@ fn the_windows_tests_start_only_themselves() {
 }
 
 /// The library's thread primitives come from one module, `src/sync.rs`,
-/// which the model checker's build swaps for shuttle's (`tests/model.rs`):
-/// a `std` mutex, condition variable, atomic, channel, thread or
-/// thread-local taken anywhere else in the library would be out of the
-/// model's sight, its interleavings unexplored (and a blocking one would
-/// stop the model's single thread). `Arc`, `Weak`, `Once`, `OnceLock` and
-/// `PoisonError` never block, and stay `std`'s.
+/// which the model checker's build swaps for shuttle's (`src/model.rs`,
+/// the model's own tests, takes shuttle's directly): a `std` or `core`
+/// mutex, condition variable, atomic, channel, thread or thread-local
+/// taken anywhere else in the library would be out of the model's sight,
+/// its interleavings unexplored (and a blocking one would stop the
+/// model's single thread). `Arc`, `Weak`, `Once`, `OnceLock` and
+/// `PoisonError` never block a thread of the model, and stay `std`'s.
 #[test]
 fn the_librarys_threads_synchronise_through_its_one_seam() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     files_under(&src, &mut files);
-    let seam = src.join("sync.rs");
+    let exempt = [src.join("sync.rs"), src.join("model.rs")];
     let bin = src.join("bin");
-    let allowed = ["Arc", "Weak", "Once", "OnceLock", "PoisonError"];
     let mut offences = Vec::new();
-    for file in files.iter().filter(|f| **f != seam && !f.starts_with(&bin)) {
+    for file in files
+        .iter()
+        .filter(|f| !exempt.contains(f) && !f.starts_with(&bin))
+    {
         let text = std::fs::read_to_string(file).unwrap();
-        for (n, line) in text.lines().enumerate() {
-            let code = line.trim_start();
-            if code.starts_with("//") {
-                continue;
-            }
-            let mut rest = code;
-            while let Some(at) = rest.find("std::") {
-                rest = &rest[at + "std::".len()..];
-                let named: String = rest
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | ':' | '{' | ',' | ' '))
-                    .collect();
-                let bad = if let Some(items) = named.strip_prefix("sync::") {
-                    let items = items.trim_start_matches('{');
-                    items
-                        .split(',')
-                        .map(|i| i.trim().split("::").next().unwrap_or(""))
-                        .any(|i| !i.is_empty() && !allowed.contains(&i))
-                } else {
-                    named.starts_with("thread")
-                };
-                if bad {
-                    offences.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
-                }
+        for (n, statement) in statements(&text) {
+            if let Some(bad) = primitive_named(&statement) {
+                offences.push(format!("{}:{}: {bad} in `{statement}`", file.display(), n));
             }
         }
     }
@@ -144,4 +126,127 @@ fn the_librarys_threads_synchronise_through_its_one_seam() {
         "take these from crate::sync instead:\n{}",
         offences.join("\n")
     );
+}
+
+/// The code of `text` without comments, as statements: a `use` that spans
+/// lines as one, every other line as itself; each with its first line.
+fn statements(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut open: Option<(usize, String)> = None;
+    for (n, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("").trim();
+        if code.is_empty() {
+            continue;
+        }
+        match &mut open {
+            Some((_, statement)) => statement.push_str(code),
+            None if code.starts_with("use ") || code.starts_with("pub(crate) use ") => {
+                open = Some((n + 1, code.to_string()))
+            }
+            None => {
+                out.push((n + 1, code.to_string()));
+                continue;
+            }
+        }
+        if code.ends_with(';') {
+            out.extend(open.take());
+        }
+    }
+    out.extend(open);
+    out
+}
+
+/// The first thread primitive of `std` or `core` that `statement` names,
+/// whole paths and `use` groups alike, but those that never block.
+fn primitive_named(statement: &str) -> Option<String> {
+    const NEVER_BLOCK: [&str; 5] = ["Arc", "Weak", "Once", "OnceLock", "PoisonError"];
+    let flat: String = statement.chars().filter(|c| !c.is_whitespace()).collect();
+    for root in ["std::", "core::"] {
+        let mut rest = flat.as_str();
+        while let Some(at) = rest.find(root) {
+            rest = &rest[at + root.len()..];
+            // The names this path reaches: one, or a group's members.
+            let reached = match rest.strip_prefix('{') {
+                Some(group) => group,
+                None => rest,
+            };
+            for item in top_level_items(reached) {
+                if item.starts_with("thread") {
+                    return Some(item);
+                }
+                if let Some(sub) = item.strip_prefix("sync::") {
+                    let members = match sub.strip_prefix('{') {
+                        Some(group) => top_level_items(group),
+                        None => vec![sub.to_string()],
+                    };
+                    for member in members {
+                        let name = member.split("::").next().unwrap_or("");
+                        let name = name.trim_end_matches(|c: char| !c.is_alphanumeric());
+                        if !name.is_empty() && !NEVER_BLOCK.contains(&name) {
+                            return Some(format!("sync::{member}"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The items of a `use` group up to its closing brace (or of one path up
+/// to its end), split at the commas of its own level.
+fn top_level_items(text: &str) -> Vec<String> {
+    let (mut items, mut item, mut depth) = (Vec::new(), String::new(), 0);
+    for c in text.chars() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' | ';' | ')' | '(' | '<' | '>' | '=' | '&' | ' ' if depth == 0 => {
+                items.push(std::mem::take(&mut item));
+                if c != ',' {
+                    break;
+                }
+                continue;
+            }
+            _ => {}
+        }
+        item.push(c);
+    }
+    items.push(item);
+    items.retain(|i| !i.is_empty());
+    items
+}
+
+/// The scan finds a primitive however a `use` spells it, and lets pass
+/// what never blocks.
+#[test]
+fn the_seam_scan_reads_groups_paths_and_lines() {
+    let named = |code: &str| {
+        statements(code)
+            .iter()
+            .find_map(|(_, s)| primitive_named(s))
+    };
+    for bad in [
+        "use std::sync::Mutex;",
+        "use std::{io, sync::Mutex};",
+        "use std::sync::{\n    Arc,\n    Condvar,\n};",
+        "use core::sync::atomic::AtomicBool;",
+        "let _ = std::thread::current();",
+        "std::thread_local! {",
+        "static X: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);",
+        "use std::{\n    sync::{mpsc, Arc},\n    thread,\n};",
+    ] {
+        assert!(named(bad).is_some(), "missed: {bad}");
+    }
+    for fine in [
+        "use std::sync::Arc;",
+        "use std::sync::{Arc, OnceLock};",
+        "use std::{io, path::Path, sync::Weak};",
+        "use crate::sync::{Condvar, Mutex};",
+        "let _ = crate::sync::thread::current(); // std::thread::current()",
+        "fn f(e: std::sync::PoisonError<()>) {}",
+    ] {
+        assert_eq!(named(fine), None, "{fine}");
+    }
 }
