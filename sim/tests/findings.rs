@@ -112,6 +112,14 @@
 //!   the recovery's making. A writer killed between create and write
 //!   leaves that wedge wherever its file sits (7.2 step 4, I10); the
 //!   oracle now exempts an empty file first created at the lock path.
+//! - `a-contender-killed-after-its-write-failed-leaves-its-marker-unwritten.bin`
+//!   (the fuzzer in CI; an oracle fix): the same race, but the
+//!   contender's write of its record failed (an injected `EACCES`) just
+//!   before it was killed. The oracle followed an unwritten marker only
+//!   until its creator's next call but a look, so the failed write ended
+//!   it, and the restored empty file was called the recovery's wedge. A
+//!   call that failed changed nothing, and leaves the marker as empty as
+//!   it was: the oracle now follows it on past one.
 
 use swaplock_sim::mutants::replay_traced;
 use swaplock_sim::{scenarios, Policy};

@@ -210,7 +210,7 @@ impl Oracle {
         let who = e.who;
         match &e.what {
             What::Call(call, result) => {
-                self.unwritten_noted(log, who, call);
+                self.unwritten_noted(log, who, call, *result);
                 self.pause_noted(w, who, e.at);
                 if !matches!(call, Call::Close) {
                     self.last_look[who] = e.at;

@@ -12,6 +12,7 @@ use swaplock_core::decide::MALFORMED_GRACE;
 use swaplock_core::names::{parse_derived, Derived};
 use swaplock_core::record::{classify, Classified, Content, Mode, Owner};
 use swaplock_core::soft::Kind;
+use swaplock_core::Errno;
 
 /// What the progress check made of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,11 +33,20 @@ pub enum Progress {
 
 impl Oracle {
     /// Follows the marker `who` created at the lock path and has not
-    /// written yet: any call but a look ends it (unless the process holds
-    /// its markers empty by design), and an exclusive create at the lock
-    /// path starts it, or ends it when it failed.
-    pub(super) fn unwritten_noted(&mut self, log: &Log, who: usize, call: &Call) {
-        if !matches!(call, Call::Look) && !self.holds_empty[who] {
+    /// written yet: any call but a look or a failed one ends it (unless
+    /// the process holds its markers empty by design), and an exclusive
+    /// create at the lock path starts it, or ends it when it failed.
+    pub(super) fn unwritten_noted(
+        &mut self,
+        log: &Log,
+        who: usize,
+        call: &Call,
+        result: Result<(), Errno>,
+    ) {
+        // A call that failed (its write, say) changed nothing: the marker
+        // is as empty as it was.
+        let changed = !matches!(call, Call::Look) && result.is_ok();
+        if changed && !self.holds_empty[who] {
             self.unwritten[who] = None;
         }
         if let Call::Create {
