@@ -87,7 +87,7 @@ pub(crate) fn register(lock: &'static dyn ForkLock) {
 /// Takes every list's mutex. No code of this crate holds one of them
 /// while it takes another, so taking them in any order cannot deadlock
 /// with a thread that holds one.
-extern "C" fn prepare() {
+pub(crate) extern "C" fn prepare() {
     let locks = LOCKS.lock().unwrap_or_else(PoisonError::into_inner);
     let guards: Vec<Box<dyn Any>> = locks.iter().map(|l| l.lock_for_fork()).collect();
     HELD_ACROSS_FORK.with(|held| {
@@ -98,6 +98,6 @@ extern "C" fn prepare() {
 }
 
 /// Lets them go, in the parent and in the child.
-extern "C" fn resume() {
+pub(crate) extern "C" fn resume() {
     HELD_ACROSS_FORK.with(|held| held.borrow_mut().clear());
 }

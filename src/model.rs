@@ -377,3 +377,50 @@ mod kernel {
         });
     }
 }
+
+/// The fork handlers: a thread that forks takes every list's mutex in
+/// `prepare` and lets them go in `resume`, while other threads take and
+/// release soft and kernel locks, which go through those lists. The
+/// promise is that no code holds one list's mutex while it takes another
+/// (`atfork.rs`): otherwise `prepare`, taking them in its own order, and
+/// such a thread would wait for each other, a deadlock the model reports.
+/// Each fork also finds every list free to take once `resume` has run.
+#[cfg(unix)]
+#[test]
+fn a_fork_meanwhile_never_waits_for_a_list_held_by_another_thread() {
+    explore(300, || {
+        let dir = tempfile::tempdir().unwrap();
+        let soft: Arc<Path> = dir.path().join("s.lock").into();
+        let kernel: Arc<Path> = dir.path().join("k.lock").into();
+        let users: Vec<_> = (0..2)
+            .map(|i| {
+                let (soft, kernel) = (Arc::clone(&soft), Arc::clone(&kernel));
+                thread::spawn(move || {
+                    let guard = SoftLock::marker(&*soft).reentrant(i == 1).lock().unwrap();
+                    let held = crate::FileLock::new(&*kernel).lock().unwrap();
+                    held.release().unwrap();
+                    guard.release().unwrap();
+                })
+            })
+            .collect();
+        for _ in 0..2 {
+            crate::atfork::prepare();
+            thread::yield_now();
+            crate::atfork::resume();
+        }
+        for u in users {
+            u.join().unwrap();
+        }
+        assert!(!soft.exists());
+        SoftLock::marker(&*soft)
+            .try_lock()
+            .unwrap()
+            .release()
+            .unwrap();
+        crate::FileLock::new(&*kernel)
+            .try_lock()
+            .unwrap()
+            .release()
+            .unwrap();
+    });
+}
