@@ -424,3 +424,48 @@ fn a_fork_meanwhile_never_waits_for_a_list_held_by_another_thread() {
             .unwrap();
     });
 }
+
+/// Timed waits for an `flock` lock wait in the kernel on a waiting thread
+/// that hands the lock over (src/kernel/wait.rs); under the model the
+/// kernel's blocking call is a loop of attempts. Threads that take turns
+/// by `lock`, `lock_timeout` and `try_lock` never hold it two at once, all
+/// get it, and no waiting thread is left once the last has let go.
+#[cfg(unix)]
+#[test]
+fn timed_kernel_waits_take_turns_and_leave_no_waiting_thread() {
+    explore(300, || {
+        let dir = tempfile::tempdir().unwrap();
+        let path: Arc<Path> = dir.path().join("a.lock").into();
+        let inside = Arc::new(Inside::default());
+        let threads: Vec<_> = (0..3)
+            .map(|i| {
+                let (path, inside) = (Arc::clone(&path), Arc::clone(&inside));
+                thread::spawn(move || {
+                    let lock = crate::FileLock::flock(&*path);
+                    let guard = match i {
+                        0 => lock.lock().unwrap(),
+                        _ => lock
+                            .lock_timeout(std::time::Duration::from_secs(3600))
+                            .unwrap(),
+                    };
+                    inside.enter();
+                    inside.leave();
+                    guard.release().unwrap();
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(
+            crate::kernel::wait::waiting_threads(),
+            0,
+            "a waiting thread was left"
+        );
+        crate::FileLock::flock(&*path)
+            .try_lock()
+            .unwrap()
+            .release()
+            .unwrap();
+    });
+}

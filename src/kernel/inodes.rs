@@ -220,6 +220,25 @@ pub(crate) fn close(fd: OwnedFd) {
     let _ = put_down(id, fd, None, |_| Ok(()));
 }
 
+/// The lock call, waiting or not. Under the model checker a waiting call
+/// is a loop of attempts that lets another thread run between them: the
+/// kernel's blocking call would stop the model's single thread, and the
+/// loop ends, as the call does, once the lock is released.
+pub(crate) fn lock_call<O: KernelOs>(os: &mut O, file: &O::File, wait: bool) -> Result<(), Errno> {
+    #[cfg(swaplock_model)]
+    if wait {
+        loop {
+            crate::sync::syscall();
+            match os.lock(file, false) {
+                Err(e) if e == Errno::AGAIN || e == Errno::ACCES => continue,
+                done => return done,
+            }
+        }
+    }
+    crate::sync::syscall();
+    os.lock(file, wait)
+}
+
 /// Closes `fd` now: a classic lock's release where it is the process's
 /// last lock of the file, so a point where the model checker may run
 /// another thread first.
@@ -470,8 +489,7 @@ impl<O: Calls> Threads<O> {
     fn lock_by(&mut self, file: &OwnedFd, wait: bool) -> Result<(), Errno> {
         self.last = None;
         if self.on != Some(true) {
-            crate::sync::syscall();
-            return self.os.lock(file, wait);
+            return lock_call(&mut self.os, file, wait);
         }
         let id = self.os.fstat(file)?;
         let shared = self.os.shared();
@@ -492,8 +510,7 @@ impl<O: Calls> Threads<O> {
             }),
         }
         drop(registry);
-        crate::sync::syscall();
-        let locked = self.os.lock(file, wait);
+        let locked = lock_call(&mut self.os, file, wait);
         let mut files = files();
         // Reserved: nobody removes the entry while it is taking.
         let i = files.find(id).expect("a reserved entry stays");

@@ -227,7 +227,7 @@ impl swaplock_core::kernel::KernelOs for Gated<'_> {
     }
 
     fn lock(&mut self, file: &OwnedFd, wait: bool) -> Result<(), Errno> {
-        self.os.lock(file, wait)
+        inodes::lock_call(&mut self.os, file, wait)
     }
 
     fn fstat(&mut self, file: &OwnedFd) -> Result<swaplock_core::decide::FileId, Errno> {
@@ -304,6 +304,12 @@ static WAITING: crate::lists::ProcessMutex<Vec<(u32, Job, Arc<Slot>)>> =
 
 fn waiting() -> MutexGuard<'static, Vec<(u32, Job, Arc<Slot>)>> {
     WAITING.lock()
+}
+
+/// How many waiting threads this process has (for the model's tests).
+#[cfg(all(test, swaplock_model))]
+pub(crate) fn waiting_threads() -> usize {
+    waiting().len()
 }
 
 /// A timed acquire: one attempt, then a wait in the kernel on a waiting
