@@ -56,6 +56,22 @@ impl Inside {
     }
 }
 
+/// Runs `turn` on three threads at once, each with its index, the lock's
+/// path and the count of who is inside, and waits for them all.
+fn take_turns(path: &Arc<Path>, turn: impl Fn(usize, &Path, &Inside) + Send + Sync + 'static) {
+    let inside = Arc::new(Inside::default());
+    let turn = Arc::new(turn);
+    let threads: Vec<_> = (0..3)
+        .map(|i| {
+            let (path, inside, turn) = (Arc::clone(path), Arc::clone(&inside), Arc::clone(&turn));
+            thread::spawn(move || turn(i, &path, &inside))
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
 /// Threads that wait without a timeout for one soft lock (a release hands
 /// the hold to one of them, or a poll finds it free) take turns: never two
 /// holders, every thread gets the lock, and no waiter or file is left.
@@ -64,21 +80,12 @@ fn soft_lock_threads_take_turns_and_leave_nothing() {
     explore(300, || {
         let dir = tempfile::tempdir().unwrap();
         let path: Arc<Path> = dir.path().join("a.lock").into();
-        let inside = Arc::new(Inside::default());
-        let threads: Vec<_> = (0..3)
-            .map(|_| {
-                let (path, inside) = (Arc::clone(&path), Arc::clone(&inside));
-                thread::spawn(move || {
-                    let guard = SoftLock::marker(&*path).lock().unwrap();
-                    inside.enter();
-                    inside.leave();
-                    guard.release().unwrap();
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
+        take_turns(&path, |_, path, inside| {
+            let guard = SoftLock::marker(path).lock().unwrap();
+            inside.enter();
+            inside.leave();
+            guard.release().unwrap();
+        });
         assert!(!path.exists(), "the marker was left");
         assert_eq!(crate::soft::waiting_threads(&path), 0, "a waiter was left");
         // Nothing of theirs holds it: free to take at once.
@@ -428,35 +435,26 @@ fn a_fork_meanwhile_never_waits_for_a_list_held_by_another_thread() {
 /// Timed waits for an `flock` lock wait in the kernel on a waiting thread
 /// that hands the lock over (src/kernel/wait.rs); under the model the
 /// kernel's blocking call is a loop of attempts. Threads that take turns
-/// by `lock`, `lock_timeout` and `try_lock` never hold it two at once, all
-/// get it, and no waiting thread is left once the last has let go.
+/// by `lock` and `lock_timeout` never hold it two at once, all get it, and
+/// no waiting thread is left once the last has let go.
 #[cfg(unix)]
 #[test]
 fn timed_kernel_waits_take_turns_and_leave_no_waiting_thread() {
     explore(300, || {
         let dir = tempfile::tempdir().unwrap();
         let path: Arc<Path> = dir.path().join("a.lock").into();
-        let inside = Arc::new(Inside::default());
-        let threads: Vec<_> = (0..3)
-            .map(|i| {
-                let (path, inside) = (Arc::clone(&path), Arc::clone(&inside));
-                thread::spawn(move || {
-                    let lock = crate::FileLock::flock(&*path);
-                    let guard = match i {
-                        0 => lock.lock().unwrap(),
-                        _ => lock
-                            .lock_timeout(std::time::Duration::from_secs(3600))
-                            .unwrap(),
-                    };
-                    inside.enter();
-                    inside.leave();
-                    guard.release().unwrap();
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
+        take_turns(&path, |i, path, inside| {
+            let lock = crate::FileLock::flock(path);
+            let guard = match i {
+                0 => lock.lock().unwrap(),
+                _ => lock
+                    .lock_timeout(std::time::Duration::from_secs(3600))
+                    .unwrap(),
+            };
+            inside.enter();
+            inside.leave();
+            guard.release().unwrap();
+        });
         assert_eq!(
             crate::kernel::wait::waiting_threads(),
             0,
