@@ -279,9 +279,8 @@ fn a_hooks_own_release_does_not_wake_its_wait() {
 /// lock is still held.
 #[cfg(target_os = "linux")]
 mod kernel {
-    use super::explore;
+    use super::{explore, Inside};
     use crate::FileLock;
-    use shuttle::sync::atomic::{AtomicUsize, Ordering};
     use shuttle::thread;
     use std::fs::File;
     use std::io::ErrorKind;
@@ -308,13 +307,13 @@ mod kernel {
 
     /// Holds the lock of `path` for a moment, checking that the kernel holds
     /// it for the process throughout and that no other guard holds it.
-    fn hold(lock: &FileLock, probe: &File, inside: &AtomicUsize) {
+    fn hold(lock: &FileLock, probe: &File, inside: &Inside) {
         let guard = lock.lock().unwrap();
-        assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders");
+        inside.enter();
         assert!(kernel_locked(probe), "held, but not in the kernel");
         thread::yield_now();
         assert!(kernel_locked(probe), "a close released a held lock");
-        inside.fetch_sub(1, Ordering::SeqCst);
+        inside.leave();
         guard.release().unwrap();
     }
 
@@ -331,7 +330,7 @@ mod kernel {
             let path: Arc<Path> = dir.path().join("a.lock").into();
             File::create(&*path).unwrap();
             let probe = Arc::new(File::open(&*path).unwrap());
-            let inside = Arc::new(AtomicUsize::new(0));
+            let inside = Arc::new(Inside::default());
             let holders: Vec<_> = (0..2)
                 .map(|_| {
                     let (path, probe, inside) =
@@ -347,9 +346,9 @@ mod kernel {
             lock.holder().unwrap();
             match lock.try_lock() {
                 Ok(guard) => {
-                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders");
+                    inside.enter();
                     assert!(kernel_locked(&probe));
-                    inside.fetch_sub(1, Ordering::SeqCst);
+                    inside.leave();
                     guard.release().unwrap();
                 }
                 Err(e) => assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}"),
