@@ -78,6 +78,10 @@ pub enum Mutant {
     /// lock path without checking that it is the judged, pinned file
     /// (7.19).
     NoMoverCheck,
+    /// Key the unchanged-marker watch on mtime and inode only, without
+    /// the change time, so that a fresh marker repeating another file's
+    /// key inherits the time spent watching that file (7.13).
+    CtimeDroppedFromWatch,
 }
 
 impl Mutant {
@@ -105,6 +109,7 @@ impl Mutant {
         Mutant::UnlinkWithoutTouch,
         Mutant::RecoveryDeletesPlaceholders,
         Mutant::NoMoverCheck,
+        Mutant::CtimeDroppedFromWatch,
     ];
 
     /// The mutant's name, as kept findings and reports spell it.
@@ -132,6 +137,7 @@ impl Mutant {
             Mutant::UnlinkWithoutTouch => "unlink-without-touch",
             Mutant::RecoveryDeletesPlaceholders => "recovery-deletes-placeholders",
             Mutant::NoMoverCheck => "no-mover-check",
+            Mutant::CtimeDroppedFromWatch => "ctime-dropped-from-watch",
         }
     }
 

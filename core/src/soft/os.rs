@@ -11,6 +11,7 @@
 
 use crate::decide::{FileId, FileTime, WatchKey};
 use crate::errno::Errno;
+use crate::mutant::{active, Mutant};
 use crate::names::Token;
 use crate::pid::Pid;
 use crate::start::StartToken;
@@ -60,7 +61,10 @@ impl Stat {
         WatchKey {
             mtime: self.mtime,
             ino: self.id.ino,
-            ctime: self.ctime,
+            ctime: match active(Mutant::CtimeDroppedFromWatch) {
+                true => FileTime::default(),
+                false => self.ctime,
+            },
         }
     }
 }
@@ -202,3 +206,36 @@ pub trait Entropy {
 pub trait Os: Dir + Processes + Clock + Entropy {}
 
 impl<T: Dir + Processes + Clock + Entropy + ?Sized> Os for T {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decide::{Instant, UnchangedWatch};
+    use core::time::Duration;
+
+    /// A file that repeats a watched file's inode number and mtime (its
+    /// owner set the time, the filesystem reused the number) but not its
+    /// change time restarts the watch: it inherits no age (PROTOCOL 7.13).
+    #[test]
+    fn a_file_repeating_only_mtime_and_inode_restarts_the_watch() {
+        let watched = Stat {
+            id: FileId { dev: 1, ino: 5 },
+            kind: NodeKind::Regular,
+            nlink: 1,
+            mtime: FileTime { sec: 100, nsec: 0 },
+            ctime: FileTime { sec: 200, nsec: 0 },
+        };
+        let fresh = Stat {
+            ctime: FileTime { sec: 203, nsec: 0 },
+            ..watched
+        };
+        let mut watch = UnchangedWatch::new();
+        let at = |s: u64| Instant(s * 1_000_000_000);
+        watch.observe(watched.watch_key(), at(0));
+        assert_eq!(
+            watch.observe(watched.watch_key(), at(3)),
+            Duration::from_secs(3)
+        );
+        assert_eq!(watch.observe(fresh.watch_key(), at(3)), Duration::ZERO);
+    }
+}
