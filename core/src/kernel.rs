@@ -17,6 +17,7 @@
 
 use crate::decide::{check_kernel_lock, FileId, KernelLockCheck};
 use crate::errno::Errno;
+use crate::mutant::{active, Mutant};
 use crate::soft;
 use crate::wait::{Clock, Patience};
 use core::time::Duration;
@@ -137,7 +138,7 @@ pub fn attempt<O: KernelOs>(
         loop {
             match os.lock(&file, wait) {
                 Ok(()) => break,
-                Err(e) if e == Errno::INTR => continue,
+                Err(e) if e == Errno::INTR && !active(Mutant::KernelInterruptFails) => continue,
                 Err(e) if e == Errno::AGAIN || e == Errno::ACCES => {
                     os.close(file);
                     return Ok(Outcome::Busy(e));
@@ -158,8 +159,15 @@ pub fn attempt<O: KernelOs>(
                 return Err((Step::Fstat, e));
             }
         };
+        if active(Mutant::KernelLockUnchecked) {
+            return Ok(Outcome::Held(file, locked));
+        }
         match check_kernel_lock(locked, os.stat()) {
             KernelLockCheck::Held => return Ok(Outcome::Held(file, locked)),
+            KernelLockCheck::Retry if active(Mutant::KernelLockNoRetry) => {
+                os.close(file);
+                return Err((Step::Stat, Errno::NOENT));
+            }
             // A holder removed or replaced the file after we opened it: our
             // lock is on an orphan. Close it and lock the new file.
             KernelLockCheck::Retry => os.close(file),
@@ -308,7 +316,7 @@ pub fn fall_back<O: soft::Os + ?Sized>(
     file: O::File,
     created: bool,
 ) -> Result<(), Errno> {
-    let removed = match created {
+    let removed = match created || active(Mutant::FallbackRemovesFoundFile) {
         true => soft::remove_own_file(os, cfg, &file),
         false => Ok(()),
     };

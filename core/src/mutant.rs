@@ -1,5 +1,5 @@
 //! Protocol mutants: each one undoes a single guard of the soft-lock
-//! protocol (an invariant check, a place where swaplock is stricter than
+//! protocol or of the kernel lock's (an invariant check, a place where swaplock is stricter than
 //! filelock 4.2.11, a syscall order, a liveness fix), so the simulator can
 //! show that its searches notice the guard gone.
 //!
@@ -82,6 +82,24 @@ pub enum Mutant {
     /// the change time, so that a fresh marker repeating another file's
     /// key inherits the time spent watching that file (7.13).
     CtimeDroppedFromWatch,
+    /// Measure how long a marker stood unchanged up to the judgement
+    /// instead of up to the look that read it (7.13).
+    WatchTimedAtJudgement,
+    /// Keep a kernel lock without checking that the path still names the
+    /// file locked (the with-lock-ex protocol's `fstat` against `stat`,
+    /// 7.16).
+    KernelLockUnchecked,
+    /// Give up with an error when the kernel lock is on a file a holder
+    /// removed or replaced, instead of locking the file now at the path
+    /// (7.16).
+    KernelLockNoRetry,
+    /// Report a kernel lock call interrupted by a signal (`EINTR`) as an
+    /// error instead of making it again.
+    KernelInterruptFails,
+    /// On the switch to a soft lock after `flock` answered `ENOSYS`,
+    /// remove the file at the lock path even when this attempt did not
+    /// create it (7.17, I22).
+    FallbackRemovesFoundFile,
 }
 
 impl Mutant {
@@ -110,6 +128,11 @@ impl Mutant {
         Mutant::RecoveryDeletesPlaceholders,
         Mutant::NoMoverCheck,
         Mutant::CtimeDroppedFromWatch,
+        Mutant::WatchTimedAtJudgement,
+        Mutant::KernelLockUnchecked,
+        Mutant::KernelLockNoRetry,
+        Mutant::KernelInterruptFails,
+        Mutant::FallbackRemovesFoundFile,
     ];
 
     /// The mutant's name, as kept findings and reports spell it.
@@ -138,6 +161,11 @@ impl Mutant {
             Mutant::RecoveryDeletesPlaceholders => "recovery-deletes-placeholders",
             Mutant::NoMoverCheck => "no-mover-check",
             Mutant::CtimeDroppedFromWatch => "ctime-dropped-from-watch",
+            Mutant::WatchTimedAtJudgement => "watch-timed-at-judgement",
+            Mutant::KernelLockUnchecked => "kernel-lock-unchecked",
+            Mutant::KernelLockNoRetry => "kernel-lock-no-retry",
+            Mutant::KernelInterruptFails => "kernel-interrupt-fails",
+            Mutant::FallbackRemovesFoundFile => "fallback-removes-found-file",
         }
     }
 

@@ -20,6 +20,7 @@ fn main() {
             enosys_fallback: false,
             poll: POLL,
             hold_pause: std::time::Duration::ZERO,
+            beat: std::time::Duration::ZERO,
         });
     }
     let t = std::time::Instant::now();

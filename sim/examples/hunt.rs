@@ -4,12 +4,20 @@
 //! `sim/examples/replay.rs` and `sim/tests/findings.rs` replay it, with the
 //! world's seed 1), skipping schedules whose kills cannot be written so.
 //!
+//! `SWAPLOCK_MUTANT=name` hunts under that protocol mutant (a kill to
+//! keep in `sim/findings/mutants/`).
+//!
 //! ```text
 //! cargo run --release -p swaplock-sim --example hunt -- "soft: a malformed" 1000000 [OUT.bin [FIRST_SEED]]
 //! ```
+use swaplock_sim::mutants::Mutant;
 use swaplock_sim::{run, run_seed, scenarios, FromBytes, Policy, Random, Recording};
 
 fn main() {
+    if let Ok(name) = std::env::var("SWAPLOCK_MUTANT") {
+        let m = Mutant::named(&name).unwrap_or_else(|| panic!("no mutant named {name}"));
+        swaplock_core::mutant::select(&[m]);
+    }
     let args: Vec<String> = std::env::args().collect();
     let prefix = args.get(1).map(String::as_str).unwrap_or("");
     let n: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(100_000);

@@ -7,7 +7,7 @@
 
 use crate::model;
 use crate::naive;
-use crate::os::SimOs;
+use crate::os::{KernelFile, SimOs};
 use crate::scenario::{Policy, Process, FALLBACK_STALL, LEASE, LOCK, RECORDLESS_HOLD, VICTIM};
 use crate::world::World;
 use std::cell::RefCell;
@@ -27,6 +27,7 @@ pub(crate) fn live(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Opt
         Policy::Planter => planter(os, spec.attempts),
         Policy::Recordless => recordless(os),
         Policy::ByName => by_name(os, spec.attempts),
+        Policy::Classic => classic(os, spec),
         _ => contender(os, spec, kind, lifetime),
     }
 }
@@ -50,6 +51,42 @@ fn recordless(os: &mut SimOs<'_>) {
     }
     os.leave();
     let _ = os.unlink(LOCK);
+    os.close(file);
+}
+
+/// A [`Policy::Classic`] process's life: the kernel lock by the shipped
+/// driver, held, and the lock file removed while still locked once the
+/// path is seen to name the file locked.
+fn classic(os: &mut SimOs<'_>, spec: &Process) {
+    // Its lock file is empty by design, as with-lock-ex leaves it.
+    os.holds_empty();
+    let mut patience = Attempts {
+        world: Rc::clone(&os.world),
+        me: os.me,
+        left: spec.attempts,
+        poll: spec.poll,
+    };
+    let taken = kernel::acquire(
+        &mut KernelFile { os, nosys: false },
+        false,
+        false,
+        &mut patience,
+    );
+    os.attempting(false);
+    let (file, id) = match taken {
+        Ok(kernel::Outcome::Held(file, id)) => (file, id),
+        Ok(kernel::Outcome::Busy(_)) => return,
+        Ok(kernel::Outcome::Unsupported { file, .. }) => return os.close(file),
+        Err((step, e)) => return os.kernel_failed(step, e),
+    };
+    os.enter(id.ino);
+    for _ in 0..spec.hold_steps {
+        os.idle();
+    }
+    os.leave();
+    if kernel::check_remove(&mut KernelFile { os, nosys: false }, &file).is_ok() {
+        let _ = os.unlink(LOCK);
+    }
     os.close(file);
 }
 
@@ -88,6 +125,15 @@ fn by_name(os: &mut SimOs<'_>, attempts: u32) {
 /// peer's marker found at the path stays; the naive way closes it, then
 /// unlinks the path by name if it shows the same inode number.
 fn flock_fallback(os: &mut SimOs<'_>, policy: Policy, cfg: &Config<'_>) {
+    if let Policy::Ours = policy {
+        // The shipped attempt: it learns whether it created the file.
+        let attempt = kernel::attempt(&mut KernelFile { os, nosys: true }, false, true);
+        if let Ok(kernel::Outcome::Unsupported { file, created }) = attempt {
+            os.sleep(FALLBACK_STALL);
+            let _ = kernel::fall_back(os, cfg, file, created);
+        }
+        return;
+    }
     let Ok(fd) = os.create_new(LOCK, 0o644, false) else {
         // A file that existed may be a peer's soft marker: left alone.
         return;
@@ -149,13 +195,15 @@ impl Attempts {
     }
 }
 
-impl Patience<Holder> for Attempts {
+/// The same patience for a soft lock (a [`Holder`]) and a kernel lock (an
+/// `Errno`).
+impl<H> Patience<H> for Attempts {
     fn attempting(&mut self) {
         self.left = self.left.saturating_sub(1);
         Attempts::attempting(self, true);
     }
 
-    fn busy(&mut self, _holder: &Holder, _elapsed: Duration) -> Option<Duration> {
+    fn busy(&mut self, _holder: &H, _elapsed: Duration) -> Option<Duration> {
         Attempts::attempting(self, false);
         (self.left > 0).then_some(self.poll)
     }
@@ -199,7 +247,7 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
                 Attempt::Busy(_) => None,
             }),
             Policy::Naive(flaws) => {
-                Patience::attempting(&mut patience);
+                Patience::<Holder>::attempting(&mut patience);
                 let taken = naive::try_acquire(os, &cfg, flaws, &mut watch);
                 if taken.is_none() && patience.busy(&Holder::Unknown, Duration::ZERO).is_some() {
                     os.sleep(spec.poll);
@@ -207,7 +255,7 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
                 }
                 Ok(taken)
             }
-            Policy::Planter | Policy::Recordless | Policy::ByName => Ok(None),
+            Policy::Planter | Policy::Recordless | Policy::ByName | Policy::Classic => Ok(None),
         };
         os.attempting(false);
         if let Err(e) = outcome {
@@ -231,6 +279,9 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
     };
     for _ in 0..spec.hold_steps {
         if kind == Kind::Lease {
+            if !spec.beat.is_zero() {
+                os.sleep(spec.beat);
+            }
             // The heartbeat: check the path, touch our own inode.
             let _ = soft::refresh(os, &cfg, &held);
         } else {
@@ -251,7 +302,7 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
             os.released(ino, released);
         }
         Policy::Naive(flaws) => naive::release(os, &cfg, flaws, held),
-        Policy::Planter | Policy::Recordless | Policy::ByName => {}
+        Policy::Planter | Policy::Recordless | Policy::ByName | Policy::Classic => {}
     }
     os.attempting(false);
 }

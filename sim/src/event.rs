@@ -93,6 +93,8 @@ pub(crate) enum What {
     },
     /// An attempt of its acquire returned this error.
     AcquireFailed(soft::Error),
+    /// Its kernel lock's acquire failed at this step with this error.
+    KernelFailed(swaplock_core::kernel::Step, Errno),
     /// It holds the markers it creates empty, by design (a recordless
     /// holder, a holder by name).
     HoldsEmpty,

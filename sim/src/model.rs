@@ -5,8 +5,10 @@
 //!   open (a pin included); once neither does, its number is freed, and the
 //!   next file gets the **lowest freed number**, as ext4 hands them out.
 //! - Modification and change times come from the filesystem's clock, cut to
-//!   a settable granularity (NFS and FAT store coarse times); an owner may
-//!   set any mtime.
+//!   a settable granularity (NFS and FAT store coarse times), the change
+//!   time to its own where it is finer (FAT keeps mtimes to 2 s and
+//!   creation times to 10 ms, which Linux reports as the change time); an
+//!   owner may set any mtime.
 //! - `O_EXCL` creation, `O_NOFOLLOW` opens (a symlink gives `ELOOP`, except
 //!   to an `O_PATH` pin, which holds the link itself), rename, unlink,
 //!   exchange of two names, or a filesystem that refuses the exchange.
@@ -110,6 +112,10 @@ pub struct Faults {
     /// An exclusive create over an existing name fails with `EPERM`, not
     /// `EEXIST`, as through an SFTP client (sshfs).
     pub exists_as_eperm: bool,
+    /// One kernel lock call in this many answers `EINTR` (0: none): a
+    /// signal handled while the call waited. Not a failure: the lock call
+    /// is made again.
+    pub interrupted_locks: u64,
 }
 
 impl Faults {
@@ -160,12 +166,21 @@ pub struct Fs {
     start: i128,
     /// The granularity of file times, in nanoseconds (1: exact).
     pub granularity: i128,
+    /// The granularity of change times, in nanoseconds: never coarser
+    /// than [`Fs::granularity`], so that no mtime is later than its file's
+    /// change time.
+    pub ctime_granularity: i128,
     /// Injected faults.
     pub faults: Faults,
     /// The state of the fault injector's generator.
     pub fault_rng: u64,
     /// Whether Windows rules apply (see the module docs).
     pub windows: bool,
+    /// Kernel locks (`fcntl` on byte 0, or `flock`) by inode: the
+    /// descriptor that holds each. A lock belongs to its descriptor (an
+    /// open file description's lock), so closing that descriptor, or the
+    /// exit of its process, releases it.
+    pub locks: BTreeMap<u64, u32>,
 }
 
 impl Fs {
@@ -174,6 +189,7 @@ impl Fs {
         Fs {
             next_ino: 11,
             granularity: granularity.max(1),
+            ctime_granularity: granularity.max(1),
             clock,
             start: clock,
             ..Default::default()
@@ -181,7 +197,16 @@ impl Fs {
     }
 
     fn now(&self) -> FileTime {
-        let t = self.clock - self.clock.rem_euclid(self.granularity);
+        self.cut(self.granularity)
+    }
+
+    /// The clock's reading cut to the change times' granularity.
+    fn now_ctime(&self) -> FileTime {
+        self.cut(self.ctime_granularity.clamp(1, self.granularity))
+    }
+
+    fn cut(&self, granularity: i128) -> FileTime {
+        let t = self.clock - self.clock.rem_euclid(granularity);
         FileTime {
             sec: t.div_euclid(1_000_000_000) as i64,
             nsec: t.rem_euclid(1_000_000_000) as u32,
@@ -201,7 +226,7 @@ impl Fs {
                 self.next_ino
             }
         };
-        let now = self.now();
+        let (now, changed) = (self.now(), self.now_ctime());
         self.generations += 1;
         let generation = self.generations;
         self.inodes.insert(
@@ -211,7 +236,7 @@ impl Fs {
                 nlink: 0,
                 open: 0,
                 mtime: now,
-                ctime: now,
+                ctime: changed,
                 generation,
                 linkable: false,
             },
@@ -274,9 +299,9 @@ impl Fs {
     }
 
     fn touch_change(&mut self, ino: u64, data: bool) {
-        let now = self.now();
+        let (now, changed) = (self.now(), self.now_ctime());
         if let Some(i) = self.inodes.get_mut(&ino) {
-            i.ctime = now;
+            i.ctime = changed;
             if data {
                 i.mtime = now;
             }
@@ -361,6 +386,28 @@ impl Fs {
             return Err(Errno::LOOP);
         }
         Ok(self.open_desc(ino, Access::Read(0)))
+    }
+
+    /// `open(name, O_RDWR|O_CREAT|O_NOFOLLOW)`: the file at `name`, created
+    /// empty where there is none; and whether this open created it.
+    pub fn open_or_create(&mut self, name: &[u8]) -> Result<(u32, bool), Errno> {
+        match self.names.contains_key(name) {
+            true => self.open_read(name).map(|fd| (fd, false)),
+            false => self.create_new(name).map(|fd| (fd, true)),
+        }
+    }
+
+    /// A kernel lock of `fd`'s file, not waiting: `EAGAIN` while another
+    /// descriptor holds it.
+    pub fn lock(&mut self, fd: u32) -> Result<(), Errno> {
+        let ino = self.desc(fd)?.ino;
+        match self.locks.get(&ino) {
+            Some(&holder) if holder != fd => Err(Errno::AGAIN),
+            _ => {
+                self.locks.insert(ino, fd);
+                Ok(())
+            }
+        }
     }
 
     /// `open(name, O_PATH|O_NOFOLLOW)`: holds the inode, even a symlink's.
@@ -558,6 +605,7 @@ impl Fs {
 
     /// `close(fd)`: the inode is freed if nothing else holds it.
     pub fn close(&mut self, fd: u32) {
+        self.locks.retain(|_, holder| *holder != fd);
         if let Some(d) = self.descs.remove(&fd) {
             if let Some(i) = self.inodes.get_mut(&d.ino) {
                 i.open -= 1;

@@ -10,12 +10,14 @@
 
 use crate::event::{Call, Event, Name, Target, What};
 use crate::model::{Node, SYSCALL_FAULTS};
+use crate::scenario::LOCK;
 use crate::world::{name, World};
 use corosensei::Yielder;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
-use swaplock_core::decide::{FileTime, Instant, Liveness};
+use swaplock_core::decide::{FileId, FileTime, Instant, Liveness};
+use swaplock_core::kernel::{KernelOs, Step};
 use swaplock_core::names::Token;
 use swaplock_core::soft::{self, Clock, Dir, Entropy, Handles, Processes, Stat};
 use swaplock_core::start::StartToken;
@@ -206,6 +208,15 @@ impl<'y> SimOs<'y> {
             ),
             None => self.ghost(What::Released { ino, error }, format_args!("released")),
         }
+    }
+
+    /// The ghost step of a kernel lock's acquire that failed at `step`
+    /// with `e`.
+    pub(crate) fn kernel_failed(&mut self, step: Step, e: Errno) {
+        self.ghost(
+            What::KernelFailed(step, e),
+            format_args!("kernel acquire failed at {step:?}: {e:?}"),
+        );
     }
 
     /// The ghost step of an acquire attempt that returned `e`.
@@ -495,6 +506,93 @@ impl Processes for SimOs<'_> {
     fn end_claim(&mut self, n: &[u8]) {
         let me = self.me;
         self.world.borrow_mut().procs[me].claims.remove(n);
+    }
+}
+
+/// The lock file [`LOCK`] as a kernel lock sees it
+/// ([`KernelOs`]), each call a syscall of this process. The model's lock
+/// call never waits: a process waits by trying again (the driver's timed
+/// wait). With `nosys`, the filesystem has no lock call (`flock`
+/// answering `ENOSYS`: some FUSE filesystems, Android storage).
+pub(crate) struct KernelFile<'a, 'y> {
+    pub(crate) os: &'a mut SimOs<'y>,
+    pub(crate) nosys: bool,
+}
+
+impl KernelOs for KernelFile<'_, '_> {
+    type File = u32;
+
+    fn open(&mut self, exclusive: bool) -> Result<u32, Errno> {
+        self.os.fallible(
+            format_args!("open {} O_RDWR|O_CREAT (O_EXCL: {exclusive})", name(LOCK)),
+            |w, me| {
+                let opened = match exclusive {
+                    true => w.fs.create_new(LOCK).map(|fd| (fd, true)),
+                    false => w.fs.open_or_create(LOCK),
+                };
+                let call = match opened {
+                    // An empty file at the lock path, like a recordless
+                    // holder's: the oracle follows it as one.
+                    Ok((fd, true)) => {
+                        let ino = w.fd_ino(fd);
+                        Call::Create {
+                            name: w.log.name(LOCK),
+                            ino,
+                            generation: ino.map(|i| w.fs.inodes[&i].generation),
+                        }
+                    }
+                    _ => Call::Other,
+                };
+                if let Ok((fd, _)) = opened {
+                    w.procs[me].fds.insert(fd);
+                }
+                (opened.map(|(fd, _)| fd), call)
+            },
+        )
+    }
+    fn open_existing(&mut self) -> Result<u32, Errno> {
+        self.os
+            .fallible(format_args!("open {} O_RDWR", name(LOCK)), |w, me| {
+                let fd = w.fs.open_read(LOCK);
+                if let Ok(fd) = fd {
+                    w.procs[me].fds.insert(fd);
+                }
+                (fd, Call::Other)
+            })
+    }
+    fn lock(&mut self, f: &u32, _wait: bool) -> Result<(), Errno> {
+        if self.nosys {
+            return Err(self.os.flock(f));
+        }
+        self.os.fallible(format_args!("lock fd {f}"), |w, _| {
+            let one_in = w.fs.faults.interrupted_locks;
+            let locked = match one_in > 0 && w.next_random().is_multiple_of(one_in) {
+                true => Err(Errno::INTR),
+                false => w.fs.lock(*f),
+            };
+            (locked, Call::Other)
+        })
+    }
+    fn fstat(&mut self, f: &u32) -> Result<FileId, Errno> {
+        Dir::fstat(self.os, f).map(|st| st.id)
+    }
+    fn stat(&mut self) -> Result<FileId, Errno> {
+        self.os.lstat(LOCK).map(|st| st.id)
+    }
+    fn close(&mut self, f: u32) {
+        Dir::close(self.os, f)
+    }
+}
+
+impl Clock for KernelFile<'_, '_> {
+    fn now(&mut self) -> Instant {
+        self.os.now()
+    }
+    fn wall(&mut self) -> FileTime {
+        self.os.wall()
+    }
+    fn sleep(&mut self, d: Duration) {
+        self.os.sleep(d)
     }
 }
 

@@ -225,6 +225,7 @@ impl Sim {
                 enosys_fallback: false,
                 poll: FRESH_POLL,
                 hold_pause: Duration::ZERO,
+                beat: Duration::ZERO,
             };
             self.coroutines.push(Some(coroutine(
                 &self.world,

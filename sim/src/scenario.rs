@@ -35,6 +35,15 @@ pub enum Policy {
     /// handle keeps its file from being opened to move: only a breaker's
     /// check that the file it opened is the one it judged keeps the file.
     ByName,
+    /// Not a soft contender: a with-lock-ex process. It takes the kernel
+    /// lock on the lock file with the shipped driver
+    /// ([`kernel::acquire`](swaplock_core::kernel::acquire)), trying
+    /// `attempts` times a poll apart, holds it for its hold steps, and
+    /// then removes the lock file while it still holds it, as a
+    /// with-lock-ex user tidies up, once
+    /// [`kernel::check_remove`](swaplock_core::kernel::check_remove)
+    /// finds the path naming the file it locked.
+    Classic,
 }
 
 /// Which pre-fix behaviours a [`Policy::Naive`] contender has switched on
@@ -93,6 +102,9 @@ pub struct Process {
     /// run meanwhile: past a lease or a lifetime, peers take its marker
     /// over as they may, and it then releases while they do.
     pub hold_pause: Duration,
+    /// A lease holder's pause before each heartbeat of its critical
+    /// section (zero: none, the heartbeats follow one another).
+    pub beat: Duration,
 }
 
 /// How long a [`Process::enosys_fallback`] process stalls between creating
@@ -118,6 +130,9 @@ pub struct Scenario {
     pub faults: Faults,
     /// File-time granularity in nanoseconds.
     pub granularity: i128,
+    /// Change-time granularity in nanoseconds, where it is finer than
+    /// [`Scenario::granularity`] (FAT); `None`: the same.
+    pub ctime_granularity: Option<i128>,
     /// Break markers older than this by their mtime (Soft and Marker).
     pub lifetime: Option<Duration>,
     /// How old the starting files are, in nanoseconds (their mtime is set
@@ -139,6 +154,7 @@ impl Scenario {
             processes: Vec::new(),
             faults: Faults::default(),
             granularity: 1,
+            ctime_granularity: None,
             lifetime: None,
             initial_age: 0,
             windows: false,
@@ -159,6 +175,7 @@ pub fn contenders(sc: &mut Scenario, policy: Policy, hosts_pids: &[(usize, u32)]
             enosys_fallback: false,
             poll: crate::POLL,
             hold_pause: Duration::ZERO,
+            beat: Duration::ZERO,
         });
     }
 }
@@ -353,6 +370,7 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         enosys_fallback: false,
         poll: crate::POLL,
         hold_pause: Duration::ZERO,
+        beat: Duration::ZERO,
     });
     contenders(&mut sc, policy, &[(0, 101), (0, 102)], 80);
     all.push(("soft: a recordless holder, two contenders", sc, 0));
@@ -459,6 +477,7 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         enosys_fallback: false,
         poll: crate::POLL,
         hold_pause: Duration::ZERO,
+        beat: Duration::ZERO,
     });
     contenders(&mut sc, policy, &[(0, 101), (0, 102)], 80);
     all.push((
@@ -482,6 +501,56 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         sc,
         40,
     ));
+    // FAT times (Linux vfat): mtimes to 2 s, change times to 10 ms. A
+    // heartbeat within the same two seconds leaves the mtime as it was
+    // and changes only the change time, which is all that tells a
+    // watching peer that the lease is alive.
+    let mut sc = Scenario::new(Kind::Lease);
+    sc.granularity = 2_000_000_000;
+    sc.ctime_granularity = Some(10_000_000);
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 40);
+    for p in &mut sc.processes {
+        p.hold_steps = 6;
+        p.beat = LEASE / 4;
+    }
+    all.push((
+        "lease: FAT times (2 s mtimes, 10 ms change times), heartbeats within one mtime",
+        sc,
+        0,
+    ));
+    // The with-lock-ex protocol: three processes take the kernel lock,
+    // and each removes the lock file as it leaves, so that a peer that
+    // opened it first finds its lock on a removed file, or on one that
+    // another process created since; some lock calls are interrupted by
+    // a signal.
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.faults.interrupted_locks = 5;
+    contenders(
+        &mut sc,
+        Policy::Classic,
+        &[(0, 101), (0, 102), (0, 103)],
+        40,
+    );
+    all.push((
+        "kernel: with-lock-ex, three processes that remove the lock file as they leave",
+        sc,
+        40,
+    ));
+    // A `flock` lock on a filesystem without `flock` among soft holders:
+    // its attempt may find a holder's marker at the lock path, which its
+    // switch to a soft lock must leave there.
+    let mut sc = Scenario::new(Kind::Soft);
+    contenders(&mut sc, policy, &[(0, 102), (0, 103)], 80);
+    for p in &mut sc.processes {
+        p.hold_steps = 8;
+    }
+    contenders(&mut sc, policy, &[(0, 101)], 40);
+    sc.processes[2].enosys_fallback = true;
+    all.push((
+        "soft: a flock lock on a filesystem without flock (ENOSYS) among soft holders",
+        sc,
+        0,
+    ));
     all
 }
 
@@ -501,6 +570,7 @@ pub fn enosys_fallback_race(policy: Policy) -> Scenario {
         enosys_fallback: true,
         poll: crate::POLL,
         hold_pause: Duration::ZERO,
+        beat: Duration::ZERO,
     });
     contenders(&mut sc, policy, &[(0, 102), (0, 103)], 80);
     for p in &mut sc.processes[1..] {
@@ -532,6 +602,7 @@ pub fn windows_symlink_race(policy: Policy) -> Scenario {
         enosys_fallback: false,
         poll: crate::POLL,
         hold_pause: Duration::ZERO,
+        beat: Duration::ZERO,
     });
     sc
 }

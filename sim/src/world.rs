@@ -53,6 +53,9 @@ impl World {
     /// and the fault injector.
     pub(crate) fn new(scenario: &Scenario, seed: u64, tracing: bool) -> Self {
         let mut fs = Fs::new(1_700_000_000_000_000_000, scenario.granularity);
+        if let Some(g) = scenario.ctime_granularity {
+            fs.ctime_granularity = g.max(1);
+        }
         fs.faults = scenario.faults;
         fs.windows = scenario.windows;
         fs.fault_rng = seed ^ 0x5151;

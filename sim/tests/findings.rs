@@ -120,6 +120,15 @@
 //!   it, and the restored empty file was called the recovery's wedge. A
 //!   call that failed changed nothing, and leaves the marker as empty as
 //!   it was: the oracle now follows it on past one.
+//! - `a-contender-paused-after-its-look-takes-a-live-lease-on-fat-times.bin`
+//!   (random schedules of the FAT-times scenario): a lease contender read
+//!   a live holder's marker, was paused for most of a lease before it
+//!   judged it, and counted the pause as time the marker stood unchanged.
+//!   The holder's heartbeats meanwhile changed only the change time (2 s
+//!   mtimes), which neither the look again before the exchange nor the
+//!   check of the file taken compares, so the contender took the lease
+//!   over beside its holder. Fixed by measuring the unchanged time to the
+//!   look that read the marker.
 
 use swaplock_sim::mutants::replay_traced;
 use swaplock_sim::{scenarios, Policy};

@@ -19,7 +19,7 @@ use super::os::{NodeKind, Os};
 use super::standing::{describe_holder, standing_of, Standing};
 use super::takeover::take_over;
 use super::types::{Attempt, Breaker, Contender, Held, Holder, Judged, Takeover};
-use crate::decide::{lease_expired, lifetime_expired, MALFORMED_GRACE};
+use crate::decide::{lease_expired, lifetime_expired, Instant, MALFORMED_GRACE};
 use crate::errno::Errno;
 use crate::mutant::{active, Mutant};
 use crate::record::{classify, parse_placeholder, Classified, Mode};
@@ -81,6 +81,15 @@ pub(super) fn under_pin<O: Os + ?Sized, T>(
     result
 }
 
+/// When the marker judged was seen as read: the watch measures how long it
+/// stood unchanged up to that look, not up to the judgement (PROTOCOL 7.13).
+fn looked<O: Os + ?Sized>(os: &mut O, read: &Read) -> Instant {
+    match active(Mutant::WatchTimedAtJudgement) {
+        true => os.now(),
+        false => read.at,
+    }
+}
+
 /// Judges the marker read under the pin, per kind (PROTOCOL 7.7).
 fn judge_read<O: Os + ?Sized>(
     os: &mut O,
@@ -97,7 +106,7 @@ fn judge_read<O: Os + ?Sized>(
         Standing::Never => return Ok(busy()),
         Standing::Malformed => {
             // Invariant I9: evict only after the grace period unchanged.
-            if contender.observe(judged.stat().watch_key(), os.now()) < MALFORMED_GRACE
+            if contender.observe(judged.stat().watch_key(), looked(os, read)) < MALFORMED_GRACE
                 && !active(Mutant::NoMalformedGrace)
             {
                 return Ok(busy());
@@ -123,7 +132,7 @@ fn judge_read<O: Os + ?Sized>(
                         return Err(Error::LeaseMismatch { published });
                     }
                     // A live lease holder keeps the lease only while it refreshes.
-                    let unchanged = contender.observe(judged.stat().watch_key(), os.now());
+                    let unchanged = contender.observe(judged.stat().watch_key(), looked(os, read));
                     if lease_expired(unchanged, published) {
                         return Ok(take_over(os, cfg, judged, pin, None)?.attempt());
                     }

@@ -4,8 +4,8 @@
 //! 3.1; invariant I10 is why).
 
 use super::config::{own_record, Config, Error, Op};
-use super::os::{Dir, NodeKind, Stat};
-use crate::decide::FileId;
+use super::os::{Clock, Dir, NodeKind, Stat};
+use crate::decide::{FileId, Instant};
 use crate::errno::Errno;
 use crate::mutant::{active, Mutant};
 use crate::names::{write_name, Token};
@@ -18,6 +18,13 @@ pub(super) struct Read {
     regular: bool,
     /// What `fstat` (or, for a non-regular node, `lstat`) said of it.
     pub(super) stat: Stat,
+    /// When it was seen so: the clock read just after that call. How
+    /// long a marker has been seen unchanged is measured to here, never to
+    /// a later decision: a peer paused between its look and its judgement
+    /// must not count the pause as time the marker stood unchanged, since
+    /// a change made meanwhile (a heartbeat within one coarse mtime, as on
+    /// FAT) may show in no other field the takeover checks (PROTOCOL 7.13).
+    pub(super) at: Instant,
 }
 
 impl Read {
@@ -33,13 +40,14 @@ impl Read {
 
 /// Reads a marker as filelock does (PROTOCOL 3.1): `lstat`, a non-following
 /// open, `fstat`, at most [`READ_LIMIT`] bytes.
-pub(super) fn read_marker<O: Dir + ?Sized>(os: &mut O, name: &[u8]) -> Result<Read, Errno> {
+pub(super) fn read_marker<O: Dir + Clock + ?Sized>(os: &mut O, name: &[u8]) -> Result<Read, Errno> {
     let st = os.lstat(name)?;
     let mut read = Read {
         buf: [0; READ_LIMIT],
         len: 0,
         regular: false,
         stat: st,
+        at: os.now(),
     };
     if st.kind != NodeKind::Regular {
         return Ok(read);
@@ -48,6 +56,7 @@ pub(super) fn read_marker<O: Dir + ?Sized>(os: &mut O, name: &[u8]) -> Result<Re
     let result = (|| {
         let st = os.fstat(&file)?;
         read.stat = st;
+        read.at = os.now();
         if st.kind != NodeKind::Regular {
             return Ok(());
         }

@@ -263,6 +263,7 @@ impl Oracle {
                 self.release_fails_only_under_faults(w, who, *e);
             }
             What::AcquireFailed(e) => self.contention_is_no_error(w, who, *e),
+            What::KernelFailed(step, e) => self.kernel_fails_only_under_faults(w, who, *step, *e),
             What::HoldsEmpty => self.holds_empty[who] = true,
             What::Killed => {
                 self.holds[who] = None;

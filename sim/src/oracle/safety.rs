@@ -179,4 +179,21 @@ impl Oracle {
             ));
         }
     }
+
+    /// A kernel lock's acquire fails only where syscalls fail: a lock
+    /// file a holder removed or replaced is locked anew, and a lock call
+    /// a signal interrupted is made again.
+    pub(super) fn kernel_fails_only_under_faults(
+        &mut self,
+        w: &World,
+        me: usize,
+        step: swaplock_core::kernel::Step,
+        e: swaplock_core::Errno,
+    ) {
+        if w.fs.faults.syscall_one_in == 0 {
+            self.fail(format!(
+                "p{me}'s kernel lock failed at {step:?} with {e:?}, though no syscall fault was injected"
+            ));
+        }
+    }
 }
