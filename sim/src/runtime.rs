@@ -6,7 +6,7 @@
 use crate::actors;
 use crate::event::What;
 use crate::model::Fs;
-use crate::oracle::{Oracle, Progress, FRESH_POLL};
+use crate::oracle::{Oracle, Progress, FRESH_POLL, RECORDLESS};
 use crate::os::SimOs;
 use crate::scenario::{Policy, Process, Scenario, LOCK};
 use crate::world::{name, World};
@@ -144,6 +144,8 @@ impl Sim {
     /// takes one round each), and at most [`PROGRESS_ROUNDS`] may remove
     /// none: the check ends, as the directory's files are finite.
     pub fn check_progress(&mut self) {
+        // A kill that ended the run is recorded but not yet read.
+        self.oracle.read_events(&mut self.world.borrow_mut());
         if self.coroutines.iter().any(Option::is_some)
             || self.naive
             || self.oracle.violation.is_some()
@@ -178,6 +180,15 @@ impl Sim {
             }
             let bound = match (self.oracle.progress_bound(&w), &last) {
                 (Ok(bound), _) => bound,
+                (Err(why), None)
+                    if why == RECORDLESS && !self.oracle.empty_left_of_necessity(&w) =>
+                {
+                    self.oracle.fail(format!(
+                        "wedge: the run left an empty marker at the lock path{}, which a live process created and left behind (I10)",
+                        w.fs.ino(LOCK).map_or(String::new(), |i| format!(" (inode {i})"))
+                    ));
+                    return;
+                }
                 (Err(why), None) => {
                     self.oracle.progress = Progress::Exempt(why);
                     return;

@@ -46,7 +46,7 @@ mod progress;
 mod safety;
 
 pub use progress::Progress;
-pub(crate) use progress::FRESH_POLL;
+pub(crate) use progress::{FRESH_POLL, RECORDLESS};
 
 use crate::event::{Call, Event, Log, Name, Target, What};
 use crate::model::{Access, Node};
@@ -105,6 +105,14 @@ pub(crate) struct Oracle {
     /// creator was killed before it wrote them or did anything else with
     /// them but look at them.
     killed_unwritten: BTreeSet<u64>,
+    /// Who created each file of the run (by its inode's generation),
+    /// empty at first: by an exclusive create, or unnamed.
+    created_by: BTreeMap<u64, usize>,
+    /// Per process: it was killed.
+    killed: Vec<bool>,
+    /// Whether the run injects syscall failures, which may fail the
+    /// calls that remove a marker whose write failed.
+    syscall_faults: bool,
     /// Per fresh contender of the progress check: the attempts it had.
     bounds: BTreeMap<usize, u32>,
     /// Per process: when its last syscall ran.
@@ -157,6 +165,9 @@ impl Oracle {
             unwritten: vec![None; n],
             holds_empty: vec![false; n],
             killed_unwritten: BTreeSet::new(),
+            created_by: BTreeMap::new(),
+            killed: vec![false; n],
+            syscall_faults: scenario.faults.syscall_one_in > 0,
             bounds: BTreeMap::new(),
             last_step: vec![world.time; n],
             last_look: vec![world.time; n],
@@ -183,6 +194,7 @@ impl Oracle {
         self.attempts.push((0, false));
         self.unwritten.push(None);
         self.holds_empty.push(false);
+        self.killed.push(false);
         self.last_step.push(w.time);
         self.last_look.push(w.time);
     }
@@ -266,6 +278,7 @@ impl Oracle {
             What::KernelFailed(step, e) => self.kernel_fails_only_under_faults(w, who, *step, *e),
             What::HoldsEmpty => self.holds_empty[who] = true,
             What::Killed => {
+                self.killed[who] = true;
                 self.holds[who] = None;
                 if let Some(generation) = self.unwritten[who].take() {
                     self.killed_unwritten.insert(generation);
@@ -278,9 +291,16 @@ impl Oracle {
     fn call(&mut self, w: &mut World, log: &Log, who: usize, at: u64, call: &Call) {
         let is_lock = |n: &Name| log.bytes(*n) == LOCK;
         match call {
-            Call::Create { name, ino, .. } => {
+            Call::Create {
+                name,
+                ino,
+                generation,
+            } => {
                 if let Some(ino) = ino {
                     self.own[who].insert(*ino);
+                }
+                if let Some(generation) = generation {
+                    self.created_by.insert(*generation, who);
                 }
                 if is_lock(name) {
                     self.lease_refreshed(w, who);
@@ -288,6 +308,9 @@ impl Oracle {
             }
             Call::CreateUnnamed { ino: Some(ino) } => {
                 self.own[who].insert(*ino);
+                if let Some(i) = w.fs.inodes.get(ino) {
+                    self.created_by.insert(i.generation, who);
+                }
             }
             // Our complete marker linked at the lock path starts its lease.
             Call::Link { name } if is_lock(name) => self.lease_refreshed(w, who),
@@ -346,7 +369,7 @@ impl Oracle {
         self.mutual_exclusion(w);
     }
 
-    fn fail(&mut self, what: String) {
+    pub(crate) fn fail(&mut self, what: String) {
         // Outside the protocol's timing assumption, nothing is promised.
         if self.violation.is_none() && self.overslept.is_none() {
             self.violation = Some(what);

@@ -69,6 +69,25 @@ impl Oracle {
         })
     }
 
+    /// Whether an empty file at the lock path once the run is over is one
+    /// the protocol could not help leaving, and so exempt: one of the
+    /// scenario's files, one a process holds empty by design (a
+    /// recordless holder, a holder by name, a kernel lock's file), one
+    /// whose creator was killed, or any where syscalls failed (the calls
+    /// that remove a marker whose write failed may fail too). A live
+    /// process that leaves its empty marker behind has wedged the lock
+    /// (I10, 7.2 step 4).
+    pub(crate) fn empty_left_of_necessity(&self, w: &World) -> bool {
+        let Some(ino) = w.fs.ino(LOCK) else {
+            return true;
+        };
+        let generation = w.fs.inodes[&ino].generation;
+        match self.created_by.get(&generation) {
+            None => true,
+            Some(&who) => self.holds_empty[who] || self.killed[who] || self.syscall_faults,
+        }
+    }
+
     /// How many attempts a fresh contender, alone once the run is over,
     /// may need to take the lock, or why the lock path holds what the
     /// protocol must never evict (the check is then exempt). The wait is
@@ -96,7 +115,7 @@ impl Oracle {
         let wait = match classify(content, self.kind.reader()) {
             // I10: an empty marker names no owner (an old filelock holder
             // records nothing, or a writer is between create and write).
-            Classified::Recordless => Err("an empty marker (I10, recordless)"),
+            Classified::Recordless => Err(RECORDLESS),
             // I10: a strict lock's sentinel is held for ever.
             Classified::Sentinel => Err("the strict sentinel (I10)"),
             // I10: a contract this version does not know.
@@ -235,6 +254,9 @@ impl Oracle {
         Some(format!("{}: {}", name(n), describe(w, n)))
     }
 }
+
+/// The progress check's exemption for an empty marker at the lock path.
+pub(crate) const RECORDLESS: &str = "an empty marker (I10, recordless)";
 
 /// Polls a fresh contender may need beyond the wait that applies: its
 /// first attempt, a recovery or a takeover that loses a round, slack.
