@@ -162,12 +162,20 @@ pub fn attempt<O: KernelOs>(
         if active(Mutant::KernelLockUnchecked) {
             return Ok(Outcome::Held(file, locked));
         }
-        match check_kernel_lock(locked, os.stat()) {
-            KernelLockCheck::Held => return Ok(Outcome::Held(file, locked)),
-            KernelLockCheck::Retry if active(Mutant::KernelLockNoRetry) => {
+        let check = check_kernel_lock(locked, os.stat());
+        if active(Mutant::KernelLockNoRetry) {
+            if let KernelLockCheck::Retry = check {
                 os.close(file);
                 return Err((Step::Stat, Errno::NOENT));
             }
+        }
+        if active(Mutant::KernelStatErrorHeld) {
+            if let KernelLockCheck::Fail(_) = check {
+                return Ok(Outcome::Held(file, locked));
+            }
+        }
+        match check {
+            KernelLockCheck::Held => return Ok(Outcome::Held(file, locked)),
             // A holder removed or replaced the file after we opened it: our
             // lock is on an orphan. Close it and lock the new file.
             KernelLockCheck::Retry => os.close(file),
@@ -316,7 +324,22 @@ pub fn fall_back<O: soft::Os + ?Sized>(
     file: O::File,
     created: bool,
 ) -> Result<(), Errno> {
-    let removed = match created || active(Mutant::FallbackRemovesFoundFile) {
+    let created = if active(Mutant::FallbackRemovesFoundFile) {
+        true
+    } else {
+        created
+    };
+    if active(Mutant::FallbackUnlinksAfterClose) {
+        // The naive switch: close, then remove the path by name if it
+        // shows the same inode number.
+        let own = os.fstat(&file);
+        os.close(file);
+        if let (true, Ok(own)) = (created, own) {
+            soft::unlink_if_same(os, cfg.lock, &own);
+        }
+        return Ok(());
+    }
+    let removed = match created {
         true => soft::remove_own_file(os, cfg, &file),
         false => Ok(()),
     };
@@ -357,6 +380,11 @@ mod tests {
         slept: usize,
         attempts: u32,
         path: FileId,
+        /// How many `stat`s of the path find another file there first (a
+        /// holder replaced the file we locked), and then what the rest
+        /// answer.
+        replaced: u32,
+        stat_error: Option<Errno>,
     }
 
     impl Fake {
@@ -376,6 +404,8 @@ mod tests {
                 slept: 0,
                 attempts: 0,
                 path: ID,
+                replaced: 0,
+                stat_error: None,
             }
         }
     }
@@ -433,7 +463,11 @@ mod tests {
             Ok(*file)
         }
         fn stat(&mut self) -> Result<FileId, Errno> {
-            Ok(self.path)
+            if self.replaced > 0 {
+                self.replaced -= 1;
+                return Ok(FileId { dev: 1, ino: 3 });
+            }
+            self.stat_error.map_or(Ok(self.path), Err)
         }
         fn close(&mut self, _file: FileId) {}
     }
@@ -599,6 +633,27 @@ mod tests {
             (0, 1),
             "on the same open file"
         );
+    }
+
+    #[test]
+    fn a_lock_on_a_file_a_holder_replaced_is_taken_again_on_the_new_one() {
+        let mut os = Fake::new(Duration::ZERO);
+        os.replaced = 2;
+        assert!(matches!(
+            attempt(&mut os, true, false),
+            Ok(Outcome::Held(ID, ID))
+        ));
+        assert_eq!(os.attempts, 3, "two orphans, then the file at the path");
+    }
+
+    #[test]
+    fn a_failed_stat_of_the_path_is_reported_never_held() {
+        let mut os = Fake::new(Duration::ZERO);
+        os.stat_error = Some(Errno::IO);
+        assert!(matches!(
+            attempt(&mut os, true, false),
+            Err((Step::Stat, e)) if e == Errno::IO
+        ));
     }
 
     #[test]

@@ -100,6 +100,70 @@ pub enum Mutant {
     /// remove the file at the lock path even when this attempt did not
     /// create it (7.17, I22).
     FallbackRemovesFoundFile,
+    /// Link an unnamed marker at the lock path even when writing our record into it failed (7.2, I2).
+    LinkUnfinishedUnnamed,
+    /// Open a non-regular node at the lock path to read it, so that a symlink there fails the read (`ELOOP`) instead of reading as no marker, which ages out (3.1).
+    SymlinkReadFails,
+    /// Report an exclusive create refused with `EPERM` (an SFTP client's answer over an existing name) as an error, without looking whether the name exists (7.2, 13.5).
+    EpermIsError,
+    /// Unlink a name of our own open file without first looking that the name still shows that file (I7).
+    UnlinkIfSameBlind,
+    /// Leave the marker we created at the lock path when writing our record into it failed, instead of removing it while it is open (7.2 step 4, I2).
+    FailedCreateLeavesMarker,
+    /// Take a lease over without having seen its marker unchanged for the lease (7.14).
+    LeaseExpiredAtSight,
+    /// Break a marker under a lifetime whatever its age (7.12).
+    LifetimeIgnoresAge,
+    /// Go on with a takeover after a recovery concluded that the lock counts as held (7.11).
+    RecoveryHeldIgnored,
+    /// Exchange back while the lock path holds another process's file, as filelock does (7.9, 12.1 S3).
+    FeedingExchangeBack,
+    /// At the end of an exchange-back, unlink our break name whatever file it holds, as filelock does (7.9, 12.1 S4).
+    ExchangeBackUnlinksAside,
+    /// Mark an abandoned takeover's file with the released record where what it took may wait under our break name, instead of with our placeholder, which leads a recovery there (7.9 step 3).
+    AbandonMarksReleased,
+    /// Remove our own file through a placeholder even when marking it released failed (7.3).
+    RemoveOwnWithoutMark,
+    /// Unlink our marker by name after touching it without looking again that the lock path still shows it (7.3 step 4).
+    NoLookAfterTouch,
+    /// Unlink our marker by name even when touching it first failed (7.3 step 4).
+    UnlinkDespiteTouchFailure,
+    /// After a release's placeholder exchange, unlink what the break name took without checking that it is our marker (7.10 step 3.3).
+    ReleaseNoGrabCheck,
+    /// Unlink the lock path after a release's exchange without checking that it still shows our placeholder (7.10 step 3.3).
+    PlaceholderUnlinkBlind,
+    /// Retry a failed release's removal by name after closing the marker, as filelock does for shares that refuse to delete an open file (I7, 12.1 S2).
+    ReleaseUnlinksAfterClose,
+    /// Give a release up as failed when our marker is back at the lock path after a peer held it aside for an instant, instead of looking again (7.4).
+    ReleaseNoLookAgain,
+    /// Leave our marker unmarked when a peer holds it aside as we release, so that its record naming us may come back (7.4, I17).
+    AsideLeftUnmarked,
+    /// Count a recovery whose directory listing failed as finding nothing, instead of the lock as held (7.11).
+    RecoveryListErrorClear,
+    /// Skip a recovery candidate whose `lstat` failed, instead of counting the lock as held (7.11).
+    RecoveryLstatErrorSkipped,
+    /// Claim a live recoverer's restore name as a dead one's (7.11, I15).
+    LiveRecovererIgnored,
+    /// Count a claimed record that cannot be read as nothing in the way, instead of handing it back (7.11).
+    RestoreReadErrorClear,
+    /// Let recovery delete an empty stranded file, which may be a live recordless holder's marker (7.11, I10).
+    RecoveryDeletesRecordless,
+    /// Let recovery delete a stranded record whose holder is not proven gone (7.11 step 6).
+    RecoveryDeletesLiveRecords,
+    /// Put a stranded live record back at the lock path whatever the path holds, not only while it holds the dead writer's judged record (7.11).
+    RestoreOverAnything,
+    /// After putting a stranded record back, keep the exchange without checking that it took the judged record from the lock path (7.11).
+    RestoreNoSwapBack,
+    /// Delete a claimed record that must be handed back, instead of renaming it to a break name of its breaker (7.11).
+    HandBackDeletes,
+    /// Sweep another breaker's claimed name without judging again, once claimed, that it holds that dead breaker's own record (7.11).
+    SweepUnjudged,
+    /// Take our own restore name, left by an earlier recovery of ours, for a live recoverer's (7.11).
+    NoAdoptOwnClaim,
+    /// Keep a kernel lock when the `stat` of the path failed (7.16 step 3).
+    KernelStatErrorHeld,
+    /// On the switch to a soft lock after `flock` answered `ENOSYS`, close the file the attempt created and then unlink the path by name if it shows the same inode number (7.17).
+    FallbackUnlinksAfterClose,
 }
 
 impl Mutant {
@@ -133,6 +197,38 @@ impl Mutant {
         Mutant::KernelLockNoRetry,
         Mutant::KernelInterruptFails,
         Mutant::FallbackRemovesFoundFile,
+        Mutant::LinkUnfinishedUnnamed,
+        Mutant::SymlinkReadFails,
+        Mutant::EpermIsError,
+        Mutant::UnlinkIfSameBlind,
+        Mutant::FailedCreateLeavesMarker,
+        Mutant::LeaseExpiredAtSight,
+        Mutant::LifetimeIgnoresAge,
+        Mutant::RecoveryHeldIgnored,
+        Mutant::FeedingExchangeBack,
+        Mutant::ExchangeBackUnlinksAside,
+        Mutant::AbandonMarksReleased,
+        Mutant::RemoveOwnWithoutMark,
+        Mutant::NoLookAfterTouch,
+        Mutant::UnlinkDespiteTouchFailure,
+        Mutant::ReleaseNoGrabCheck,
+        Mutant::PlaceholderUnlinkBlind,
+        Mutant::ReleaseUnlinksAfterClose,
+        Mutant::ReleaseNoLookAgain,
+        Mutant::AsideLeftUnmarked,
+        Mutant::RecoveryListErrorClear,
+        Mutant::RecoveryLstatErrorSkipped,
+        Mutant::LiveRecovererIgnored,
+        Mutant::RestoreReadErrorClear,
+        Mutant::RecoveryDeletesRecordless,
+        Mutant::RecoveryDeletesLiveRecords,
+        Mutant::RestoreOverAnything,
+        Mutant::RestoreNoSwapBack,
+        Mutant::HandBackDeletes,
+        Mutant::SweepUnjudged,
+        Mutant::NoAdoptOwnClaim,
+        Mutant::KernelStatErrorHeld,
+        Mutant::FallbackUnlinksAfterClose,
     ];
 
     /// The mutant's name, as kept findings and reports spell it.
@@ -166,13 +262,45 @@ impl Mutant {
             Mutant::KernelLockNoRetry => "kernel-lock-no-retry",
             Mutant::KernelInterruptFails => "kernel-interrupt-fails",
             Mutant::FallbackRemovesFoundFile => "fallback-removes-found-file",
+            Mutant::LinkUnfinishedUnnamed => "link-unfinished-unnamed",
+            Mutant::SymlinkReadFails => "symlink-read-fails",
+            Mutant::EpermIsError => "eperm-is-error",
+            Mutant::UnlinkIfSameBlind => "unlink-if-same-blind",
+            Mutant::FailedCreateLeavesMarker => "failed-create-leaves-marker",
+            Mutant::LeaseExpiredAtSight => "lease-expired-at-sight",
+            Mutant::LifetimeIgnoresAge => "lifetime-ignores-age",
+            Mutant::RecoveryHeldIgnored => "recovery-held-ignored",
+            Mutant::FeedingExchangeBack => "feeding-exchange-back",
+            Mutant::ExchangeBackUnlinksAside => "exchange-back-unlinks-aside",
+            Mutant::AbandonMarksReleased => "abandon-marks-released",
+            Mutant::RemoveOwnWithoutMark => "remove-own-without-mark",
+            Mutant::NoLookAfterTouch => "no-look-after-touch",
+            Mutant::UnlinkDespiteTouchFailure => "unlink-despite-touch-failure",
+            Mutant::ReleaseNoGrabCheck => "release-no-grab-check",
+            Mutant::PlaceholderUnlinkBlind => "placeholder-unlink-blind",
+            Mutant::ReleaseUnlinksAfterClose => "release-unlinks-after-close",
+            Mutant::ReleaseNoLookAgain => "release-no-look-again",
+            Mutant::AsideLeftUnmarked => "aside-left-unmarked",
+            Mutant::RecoveryListErrorClear => "recovery-list-error-clear",
+            Mutant::RecoveryLstatErrorSkipped => "recovery-lstat-error-skipped",
+            Mutant::LiveRecovererIgnored => "live-recoverer-ignored",
+            Mutant::RestoreReadErrorClear => "restore-read-error-clear",
+            Mutant::RecoveryDeletesRecordless => "recovery-deletes-recordless",
+            Mutant::RecoveryDeletesLiveRecords => "recovery-deletes-live-records",
+            Mutant::RestoreOverAnything => "restore-over-anything",
+            Mutant::RestoreNoSwapBack => "restore-no-swap-back",
+            Mutant::HandBackDeletes => "hand-back-deletes",
+            Mutant::SweepUnjudged => "sweep-unjudged",
+            Mutant::NoAdoptOwnClaim => "no-adopt-own-claim",
+            Mutant::KernelStatErrorHeld => "kernel-stat-error-held",
+            Mutant::FallbackUnlinksAfterClose => "fallback-unlinks-after-close",
         }
     }
 
     /// This mutant's bit in a set of mutants.
     #[cfg(feature = "protocol-mutants")]
-    fn bit(self) -> u64 {
-        let at = Mutant::ALL.iter().position(|&m| m == self).unwrap_or(63);
+    fn bit(self) -> u128 {
+        let at = Mutant::ALL.iter().position(|&m| m == self).unwrap_or(127);
         1 << at
     }
 
@@ -190,7 +318,7 @@ mod switch {
 
     std::thread_local! {
         /// The mutants switched on, one bit each by catalogue position.
-        static ON: Cell<u64> = const { Cell::new(0) };
+        static ON: Cell<u128> = const { Cell::new(0) };
     }
 
     pub(super) fn select(ms: &[Mutant]) {

@@ -25,7 +25,7 @@ pub const POLL: Duration = Duration::from_millis(50);
 pub(crate) fn live(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Duration>) {
     match spec.policy {
         Policy::Planter => planter(os, spec.attempts),
-        Policy::Recordless => recordless(os),
+        Policy::Recordless => recordless(os, spec.attempts),
         Policy::ByName => by_name(os, spec.attempts),
         Policy::Classic => classic(os, spec),
         _ => contender(os, spec, kind, lifetime),
@@ -33,12 +33,21 @@ pub(crate) fn live(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Opt
 }
 
 /// A [`Policy::Recordless`] holder's life: create the lock file
-/// exclusively, hold it empty for [`RECORDLESS_HOLD`], remove it while it
-/// is open (it names nobody, so no peer ever moves it), close.
-fn recordless(os: &mut SimOs<'_>) {
+/// exclusively (up to `attempts` times, a poll apart), hold it empty for
+/// [`RECORDLESS_HOLD`], remove it while it is open (it names nobody, so no
+/// peer ever judges it), close.
+fn recordless(os: &mut SimOs<'_>, attempts: u32) {
     os.holds_empty();
-    let Ok(file) = os.create_new(LOCK, 0o644, true) else {
-        return;
+    let mut left = attempts;
+    let file = loop {
+        if let Ok(file) = os.create_new(LOCK, 0o644, true) {
+            break file;
+        }
+        left = left.saturating_sub(1);
+        if left == 0 {
+            return;
+        }
+        os.sleep(POLL);
     };
     let Ok(own) = os.fstat(&file) else {
         os.close(file);

@@ -37,16 +37,47 @@ pub const PAIRS: &[&[Mutant]] = &[
     // judged it before backs off, so filelock's lstat-then-unlink can
     // remove only a file whose takeover then fails.
     &[Mutant::ReleaseByUnlink, Mutant::ReleaseWithoutMark],
+    // Marked released first, our marker is never taken over while we
+    // release (under the timing assumption), so what a release's
+    // placeholder exchange takes, and what then stands at the lock path,
+    // is ours or a breaker's file that no one holds.
+    &[Mutant::ReleaseNoGrabCheck, Mutant::ReleaseWithoutMark],
+    &[Mutant::PlaceholderUnlinkBlind, Mutant::ReleaseWithoutMark],
 ];
 
 /// Single mutants argued equivalent in PROTOCOL 13.4 (covered by the
 /// other guard of a pair in [`PAIRS`]).
-pub const EQUIVALENT: &[Mutant] = &[Mutant::ReleaseByUnlink];
+pub const EQUIVALENT: &[Mutant] = &[
+    Mutant::ReleaseByUnlink,
+    Mutant::ReleaseNoGrabCheck,
+    Mutant::PlaceholderUnlinkBlind,
+];
 
 /// Mutants no search has killed yet, each with what its race needs
-/// (PROTOCOL 13.4); none at present. The kept-schedule test reports them
-/// and fails once one is killed, so that this list stays true.
-pub const OPEN: &[Mutant] = &[];
+/// (PROTOCOL 13.4). The kept-schedule test reports them and fails once
+/// one is killed, so that this list stays true.
+pub const OPEN: &[Mutant] = &[
+    // A release whose mark failed, of a lease that lapsed, taken over
+    // between its first look and its touch.
+    Mutant::NoLookAfterTouch,
+    Mutant::UnlinkDespiteTouchFailure,
+    // A killed breaker's exchange that strands a recordless holder's
+    // marker, and a recovery of its names while that holder holds.
+    Mutant::RecoveryDeletesRecordless,
+    // Two recoveries of one killed breaker's names at once.
+    Mutant::LiveRecovererIgnored,
+    // A listing that fails while a live marker is stranded.
+    Mutant::RecoveryListErrorClear,
+    // A hand-back whose rename failed, then a recovery by the same process.
+    Mutant::NoAdoptOwnClaim,
+    // A restore whose lock path changed between its judgement and the
+    // exchange that puts a stranded record back.
+    Mutant::RestoreOverAnything,
+    // Nested breakers stuck in exchange-back while a new holder's marker
+    // reaches the lock path (12.1 S3, S4).
+    Mutant::FeedingExchangeBack,
+    Mutant::ExchangeBackUnlinksAside,
+];
 
 /// Everything the mutation run mutates: every single mutant not argued
 /// equivalent, then the pairs.

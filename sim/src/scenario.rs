@@ -551,6 +551,56 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         sc,
         0,
     ));
+    // The with-lock-ex protocol where syscalls fail: a lock is kept only
+    // on the file the path names, whatever the `stat` that compares them
+    // answers.
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.faults.syscall_one_in = 8;
+    contenders(
+        &mut sc,
+        Policy::Classic,
+        &[(0, 101), (0, 102), (0, 103), (0, 104)],
+        40,
+    );
+    all.push((
+        "kernel: with-lock-ex, four processes that remove the lock file, failing syscalls",
+        sc,
+        40,
+    ));
+    // A lease holder stopped past its lease whose release's calls may
+    // fail: a release whose mark failed removes its marker by name,
+    // touching it first, while peers may take it over.
+    let mut sc = Scenario::new(Kind::Lease);
+    sc.faults.syscall_one_in = 10;
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 40);
+    sc.processes[0].hold_pause = LEASE + Duration::from_millis(50);
+    all.push((
+        "lease: a holder stopped past its lease, failing syscalls",
+        sc,
+        0,
+    ));
+    // A recordless holder that takes the lock whenever the path is empty,
+    // beside breakers of a dead marker that may be killed: a breaker's
+    // exchange may take the recordless marker aside and strand it.
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+    sc.processes.push(Process {
+        host: 0,
+        pid: 100,
+        attempts: 200,
+        hold_steps: 0,
+        policy: Policy::Recordless,
+        enosys_fallback: false,
+        poll: crate::POLL,
+        hold_pause: Duration::ZERO,
+        beat: Duration::ZERO,
+    });
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 12);
+    all.push((
+        "soft: a recordless holder beside breakers of a dead marker",
+        sc,
+        25,
+    ));
     all
 }
 

@@ -42,7 +42,9 @@ pub(super) fn finish_create<O: Os + ?Sized>(
                 let _ = os.unlink(cfg.lock);
                 return Err(e);
             }
-            let _ = remove_own_file(os, cfg, &file);
+            if !active(Mutant::FailedCreateLeavesMarker) {
+                let _ = remove_own_file(os, cfg, &file);
+            }
             os.close(file);
             Err(e)
         }

@@ -46,7 +46,7 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
             judged,
             breaker: breaker.digits(),
         };
-        if recovery.run()? == Stranded::Held {
+        if recovery.run()? == Stranded::Held && !active(Mutant::RecoveryHeldIgnored) {
             return Ok(Takeover::Busy);
         }
     }
@@ -160,7 +160,7 @@ fn abandon<O: Os + ?Sized>(
             && !os.fstat(&file).is_ok_and(|st| st.nlink == 0)
         {
             let at_lock = os.lstat(cfg.lock).is_ok_and(|st| st.same_file(&own));
-            if never_exchanged && !at_lock {
+            if (never_exchanged && !at_lock) || active(Mutant::AbandonMarksReleased) {
                 let _ = mark_released(os, &file);
             } else {
                 // What we took may wait under our break name (a live
@@ -246,7 +246,7 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
             Err(e) if e == Errno::NOENT => break,
             Err(_) => return Settled::No,
         };
-        if ours {
+        if ours || active(Mutant::FeedingExchangeBack) {
             // Undo our own exchange: what we took goes back to the lock path,
             // our file comes off it.
             if os.exchange(aside, lock).is_err() {
@@ -270,6 +270,7 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
     // exchange-back reports it did not settle.
     let settled = match os.lstat(aside) {
         Ok(st) if st.same_file(&own) => os.unlink(aside).is_ok(),
+        Ok(_) if active(Mutant::ExchangeBackUnlinksAside) => os.unlink(aside).is_ok(),
         Ok(_) => false,
         Err(e) => e == Errno::NOENT,
     };

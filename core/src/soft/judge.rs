@@ -133,7 +133,7 @@ fn judge_read<O: Os + ?Sized>(
                     }
                     // A live lease holder keeps the lease only while it refreshes.
                     let unchanged = contender.observe(judged.stat().watch_key(), looked(os, read));
-                    if lease_expired(unchanged, published) {
+                    if lease_expired(unchanged, published) || active(Mutant::LeaseExpiredAtSight) {
                         return Ok(take_over(os, cfg, judged, pin, None)?.attempt());
                     }
                 }
@@ -157,7 +157,9 @@ pub(super) fn break_expired<O: Os + ?Sized>(
         cfg,
         || None,
         |os, read, judged, pin| {
-            if !lifetime_expired(os.wall(), judged.stat().mtime, lifetime) {
+            if !lifetime_expired(os.wall(), judged.stat().mtime, lifetime)
+                && !active(Mutant::LifetimeIgnoresAge)
+            {
                 return Ok(None);
             }
             let breaker = match classify(read.content(), cfg.kind.reader()) {

@@ -49,7 +49,7 @@ pub(super) fn read_marker<O: Dir + Clock + ?Sized>(os: &mut O, name: &[u8]) -> R
         stat: st,
         at: os.now(),
     };
-    if st.kind != NodeKind::Regular {
+    if st.kind != NodeKind::Regular && !active(Mutant::SymlinkReadFails) {
         return Ok(read);
     }
     let file = os.open_read(name)?;
@@ -224,8 +224,8 @@ pub(super) fn publish_aside<O: Dir + ?Sized, T>(
 
 /// Unlinks `name` if it names the open file whose stat is `own` (I7: the
 /// caller holds that file open).
-pub(super) fn unlink_if_same<O: Dir + ?Sized>(os: &mut O, name: &[u8], own: &Stat) {
-    if os.lstat(name).is_ok_and(|st| st.same_file(own)) {
+pub(crate) fn unlink_if_same<O: Dir + ?Sized>(os: &mut O, name: &[u8], own: &Stat) {
+    if active(Mutant::UnlinkIfSameBlind) || os.lstat(name).is_ok_and(|st| st.same_file(own)) {
         let _ = os.unlink(name);
     }
 }

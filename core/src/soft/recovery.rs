@@ -129,7 +129,7 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
                 overflow |= found.push((name, recoverer)).is_err();
             }
         });
-        if listed.is_err() || overflow {
+        if (listed.is_err() && !active(Mutant::RecoveryListErrorClear)) || overflow {
             return None;
         }
         let mut candidates = heapless::Vec::new();
@@ -144,18 +144,20 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
                 Ok(st) if st.kind == NodeKind::Regular => {}
                 Ok(_) => continue,
                 Err(e) if e == Errno::NOENT => continue,
+                Err(_) if active(Mutant::RecoveryLstatErrorSkipped) => continue,
                 Err(_) => return None,
             }
             let claim = match recoverer {
                 None => Claim::Rename,
-                Some(r) if r == self.cfg.pid => Claim::Adopt,
+                Some(r) if r == self.cfg.pid && !active(Mutant::NoAdoptOwnClaim) => Claim::Adopt,
                 Some(r) => {
                     let owner = Owner {
                         pid: r,
                         host: self.cfg.host,
                         start: None,
                     };
-                    if !is_stale(self.os, self.cfg, &owner) {
+                    if !is_stale(self.os, self.cfg, &owner) && !active(Mutant::LiveRecovererIgnored)
+                    {
                         // A live recoverer is at work: the lock counts as held.
                         return None;
                     }
@@ -195,7 +197,7 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
             return Ok(());
         }
         if self.os.rename(name, &own).is_ok() {
-            if self.is_dead_breakers_own(&own, breaker) {
+            if active(Mutant::SweepUnjudged) || self.is_dead_breakers_own(&own, breaker) {
                 let _ = self.os.unlink(&own);
             } else {
                 self.hand_back(&own, breaker)?;
@@ -246,6 +248,9 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
     /// live needs it, or puts it back at the lock path.
     fn restore(&mut self, own: &Name) -> Result<Stranded, Error> {
         let Ok(read) = read_marker(self.os, own) else {
+            if active(Mutant::RestoreReadErrorClear) {
+                return Ok(Stranded::Clear);
+            }
             self.hand_back(own, self.breaker)?;
             return Ok(Stranded::Held);
         };
@@ -256,10 +261,13 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
         // Put the live record back at the lock path, if the path still holds
         // the dead breaker's record we judged.
         let lock = self.cfg.lock;
-        if self.os.lstat(lock).is_ok_and(|st| self.judged.is(&st))
+        if (active(Mutant::RestoreOverAnything)
+            || self.os.lstat(lock).is_ok_and(|st| self.judged.is(&st)))
             && self.os.exchange(own, lock).is_ok()
         {
-            if self.os.lstat(own).is_ok_and(|st| self.judged.same_ino(&st)) {
+            if active(Mutant::RestoreNoSwapBack)
+                || self.os.lstat(own).is_ok_and(|st| self.judged.same_ino(&st))
+            {
                 let _ = self.os.unlink(own);
                 return Ok(Stranded::Held);
             }
@@ -274,6 +282,10 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
     fn hand_back(&mut self, own: &Name, breaker: Decimal<'_>) -> Result<(), Error> {
         let token = self.os.token();
         let name = break_name(self.cfg.lock, breaker, &token)?;
+        if active(Mutant::HandBackDeletes) {
+            let _ = self.os.unlink(own);
+            return Ok(());
+        }
         // A failure leaves the claim under our PID; the next poll adopts it.
         let _ = self.os.rename(own, &name);
         Ok(())
@@ -287,7 +299,9 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
             breaker.to_u64() == Some(u64::from(owner.pid.get())) && owner.host == cfg.host
         };
         match classify(content, cfg.kind.reader()) {
-            Classified::Sentinel | Classified::Recordless => true,
+            Classified::Sentinel | Classified::Recordless => {
+                !active(Mutant::RecoveryDeletesRecordless)
+            }
             // Another breaker's placeholder, in the middle of its break or its
             // release: that breaker, if alive, needs it back at the lock path to
             // undo its own exchange, which returns whatever it took (a live
@@ -302,6 +316,7 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
                 .ok()
                 .and_then(parse_placeholder)
                 .is_some_and(|pid| pid.to_u64() != breaker.to_u64()),
+            _ if active(Mutant::RecoveryDeletesLiveRecords) => false,
             Classified::V1(r) => !is_breakers(&r.owner()) && !is_stale(self.os, cfg, &r.owner()),
             Classified::V2(r) => {
                 matches!(r.mode, Mode::Unknown(_))

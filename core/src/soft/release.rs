@@ -43,7 +43,7 @@ pub fn remove_own_file<O: Os + ?Sized>(
     // evicts it. Unmarked, it is unlinked by name only.
     let marked = mark_released(os, file).is_ok();
     let own = os.fstat(file)?;
-    match marked {
+    match marked || active(Mutant::RemoveOwnWithoutMark) {
         true => remove_own(os, cfg, file, &own),
         false => unlink_own(os, cfg, file, &own),
     }
@@ -86,8 +86,13 @@ fn unlink_own<O: Os + ?Sized>(
         return Ok(());
     }
     if !active(Mutant::UnlinkWithoutTouch) {
-        os.touch(file)?;
-        if !os.lstat(cfg.lock).is_ok_and(|st| st.same_file(own)) {
+        match os.touch(file) {
+            Err(_) if active(Mutant::UnlinkDespiteTouchFailure) => {}
+            touched => touched?,
+        }
+        if !os.lstat(cfg.lock).is_ok_and(|st| st.same_file(own))
+            && !active(Mutant::NoLookAfterTouch)
+        {
             return Ok(());
         }
     }
@@ -159,11 +164,13 @@ fn break_lock_file<O: Os + ?Sized>(
         return Ok(());
     }
     match os.lstat(&brk) {
-        Ok(grabbed) if judged.is(&grabbed) => {
+        Ok(grabbed) if judged.is(&grabbed) || active(Mutant::ReleaseNoGrabCheck) => {
             let _ = os.unlink(&brk);
             // Our descriptor keeps the placeholder's inode, so a match at
             // the path is still ours.
-            if let Ok(ph) = os.fstat(&file) {
+            if active(Mutant::PlaceholderUnlinkBlind) {
+                let _ = os.unlink(cfg.lock);
+            } else if let Ok(ph) = os.fstat(&file) {
                 unlink_if_same(os, cfg.lock, &ph);
             }
         }
@@ -231,6 +238,9 @@ pub fn release<O: Os + ?Sized>(
     // marker (invariant I7). A marker left behind names this process, and
     // reads as stale once it exits.
     os.close(file);
+    if failure.is_some() && active(Mutant::ReleaseUnlinksAfterClose) {
+        let _ = os.unlink(cfg.lock);
+    }
     match failure {
         Some(errno) => Err(Error::Os {
             op: Op::Remove,
@@ -286,13 +296,16 @@ fn release_posix<O: Os + ?Sized>(
             // instant (its exchange took our marker, not the file it judged)
             // has put it back while we looked. Look again.
             round += 1;
-            if round < RELEASE_ROUNDS {
+            if round < RELEASE_ROUNDS && !active(Mutant::ReleaseNoLookAgain) {
                 continue;
             }
             return Err(removal.err().unwrap_or(Errno::IO));
         }
         // Held aside: mark it released in place, so nothing restores a
         // record that names us (invariant I17).
+        if active(Mutant::AsideLeftUnmarked) {
+            return Ok(());
+        }
         return mark_released(os, file);
     }
 }
