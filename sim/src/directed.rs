@@ -49,6 +49,11 @@ pub const ALL: &[Directed] = &[
         mutant: Mutant::NoMoverCheck,
         steer: held_by_name_where_judged,
     },
+    Directed {
+        name: "a recordless holder's marker stranded by a killed breaker",
+        mutant: Mutant::RecoveryDeletesRecordless,
+        steer: recordless_marker_stranded,
+    },
 ];
 
 /// The index of the scenario named `name` in the catalogue.
@@ -211,5 +216,31 @@ fn held_by_name_where_judged() -> Result<Script, Lost> {
     s.until(b, "): released", 100)?;
     s.until(by_name, "ENTERS", 300)?;
     s.until_violation(a, 300)?;
+    Ok(s)
+}
+
+/// A breaker B judges the dead marker and reaches the look before its
+/// exchange; a peer takes the dead marker over, holds and releases; a
+/// recordless holder (an older filelock, a tool that creates an empty lock
+/// file) creates its empty marker at the empty path and holds it. B's
+/// exchange takes that marker aside under B's break name, and B is killed
+/// before it can put it back. The next contender judges B's dead record at
+/// the lock path and recovers B's names: the empty file there names
+/// nobody and may be a live holder's, so it goes back to the lock path.
+/// Deleted, its holder holds a lock whose marker is gone.
+fn recordless_marker_stranded() -> Result<Script, Lost> {
+    let mut s = Script::new(scenario(
+        "soft: a recordless holder beside breakers of a dead marker",
+    )?);
+    // With three runnable processes, the kill byte kills the first.
+    let (b, taker, next, recordless) = (0, 1, 2, 3);
+    s.until(b, "rename a.lock.write", 400)?;
+    s.until(b, "lstat a.lock", 5)?;
+    s.until(taker, "ENTERS", 400)?;
+    s.until(taker, "): released", 200)?;
+    s.until(recordless, "ENTERS", 50)?;
+    s.until(b, "exchange a.lock.break.101", 5)?;
+    s.kill(b)?;
+    s.until_violation(next, 3_000)?;
     Ok(s)
 }

@@ -61,9 +61,6 @@ pub const OPEN: &[Mutant] = &[
     // between its first look and its touch.
     Mutant::NoLookAfterTouch,
     Mutant::UnlinkDespiteTouchFailure,
-    // A killed breaker's exchange that strands a recordless holder's
-    // marker, and a recovery of its names while that holder holds.
-    Mutant::RecoveryDeletesRecordless,
     // Two recoveries of one killed breaker's names at once.
     Mutant::LiveRecovererIgnored,
     // A listing that fails while a live marker is stranded.

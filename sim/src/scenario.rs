@@ -584,6 +584,7 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
     // exchange may take the recordless marker aside and strand it.
     let mut sc = Scenario::new(Kind::Soft);
     sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 12);
     sc.processes.push(Process {
         host: 0,
         pid: 100,
@@ -595,7 +596,6 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         hold_pause: Duration::ZERO,
         beat: Duration::ZERO,
     });
-    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 12);
     all.push((
         "soft: a recordless holder beside breakers of a dead marker",
         sc,
