@@ -92,8 +92,11 @@ fn classic(os: &mut SimOs<'_>, spec: &Process) {
     for _ in 0..spec.hold_steps {
         os.idle();
     }
+    // Held until the unlink, which ends the hold: out of the critical
+    // section just before it (the oracle wants a holder's file linked).
+    let removable = kernel::check_remove(&mut KernelFile { os, nosys: false }, &file).is_ok();
     os.leave();
-    if kernel::check_remove(&mut KernelFile { os, nosys: false }, &file).is_ok() {
+    if removable {
         let _ = os.unlink(LOCK);
     }
     os.close(file);

@@ -6,9 +6,9 @@
 //!   next file gets the **lowest freed number**, as ext4 hands them out.
 //! - Modification and change times come from the filesystem's clock, cut to
 //!   a settable granularity (NFS and FAT store coarse times), the change
-//!   time to its own where it is finer (FAT keeps mtimes to 2 s and
-//!   creation times to 10 ms, which Linux reports as the change time); an
-//!   owner may set any mtime.
+//!   time to its own where it is finer (Linux vfat from 4.19 to 5.18 kept
+//!   mtimes to 2 s and change times to 10 ms; since 5.19 its change time
+//!   is the mtime); an owner may set any mtime.
 //! - `O_EXCL` creation, `O_NOFOLLOW` opens (a symlink gives `ELOOP`, except
 //!   to an `O_PATH` pin, which holds the link itself), rename, unlink,
 //!   exchange of two names, or a filesystem that refuses the exchange.
@@ -179,7 +179,9 @@ pub struct Fs {
     /// Kernel locks (`fcntl` on byte 0, or `flock`) by inode: the
     /// descriptor that holds each. A lock belongs to its descriptor (an
     /// open file description's lock), so closing that descriptor, or the
-    /// exit of its process, releases it.
+    /// exit of its process, releases it. A simulated process holds one
+    /// descriptor of the lock file at a time, so a classic lock, the
+    /// process's, would act the same.
     pub locks: BTreeMap<u64, u32>,
 }
 
@@ -389,7 +391,9 @@ impl Fs {
     }
 
     /// `open(name, O_RDWR|O_CREAT|O_NOFOLLOW)`: the file at `name`, created
-    /// empty where there is none; and whether this open created it.
+    /// empty where there is none; and whether this open created it. An
+    /// existing file is opened for reading: the model's lock call needs
+    /// no more.
     pub fn open_or_create(&mut self, name: &[u8]) -> Result<(u32, bool), Errno> {
         match self.names.contains_key(name) {
             true => self.open_read(name).map(|fd| (fd, false)),

@@ -120,8 +120,9 @@
 //!   it, and the restored empty file was called the recovery's wedge. A
 //!   call that failed changed nothing, and leaves the marker as empty as
 //!   it was: the oracle now follows it on past one.
-//! - `a-contender-paused-after-its-look-takes-a-live-lease-on-fat-times.bin`
-//!   (random schedules of the FAT-times scenario): a lease contender read
+//! - `a-contender-paused-after-its-look-takes-a-live-lease-under-coarse-mtimes.bin`
+//!   (random schedules of the scenario with 2 s mtimes and 10 ms change
+//!   times): a lease contender read
 //!   a live holder's marker, was paused for most of a lease before it
 //!   judged it, and counted the pause as time the marker stood unchanged.
 //!   The holder's heartbeats meanwhile changed only the change time (2 s
