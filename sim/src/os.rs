@@ -275,7 +275,9 @@ impl World {
             return None;
         }
         let draw = self.next_random();
-        let pick = (draw / one_in) as usize % SYSCALL_FAULTS.len();
+        // Reduced as a u64: a schedule must draw the same fault on every
+        // target, and a 32-bit `usize` would cut the draw first.
+        let pick = ((draw / one_in) % SYSCALL_FAULTS.len() as u64) as usize;
         draw.is_multiple_of(one_in)
             .then_some(SYSCALL_FAULTS[pick].0)
     }
