@@ -9,8 +9,9 @@
 //! own. The model's pauses never time out: a wake-up that never comes is a
 //! deadlock it reports.
 //!
-//! Each test states a promise; six name the round-2 defect they would have
-//! caught: with that fix undone, the test fails.
+//! Each test states a promise; seven name the defect they would have
+//! caught (six of round 2, one of round 3): with that fix undone, the test
+//! fails.
 
 use crate::SoftLock;
 use shuttle::scheduler::{PctScheduler, RandomScheduler};
@@ -464,5 +465,66 @@ fn timed_kernel_waits_take_turns_and_leave_no_waiting_thread() {
             .unwrap()
             .release()
             .unwrap();
+    });
+}
+
+/// A timed wait that gives up leaves its waiting thread blocked in the
+/// kernel. A later untimed wait of the process for the same lock is handed
+/// the lock by that thread rather than blocking beside it: once it lets
+/// go, no thread of the process takes the lock for nobody, and the lock is
+/// free at once. The model's timed waits time out here
+/// ([`crate::sync::wait_timeout`]). (Round 3: `lock` blocked beside the
+/// thread, which could take the lock after its hold and keep a
+/// `try_lock` out, seen in tests/kernel_threads.rs under qemu-aarch64.)
+#[cfg(unix)]
+#[test]
+fn an_untimed_wait_is_handed_the_lock_by_a_waiting_thread_left_behind() {
+    explore(300, || {
+        crate::sync::model::timeouts(true);
+        let dir = tempfile::tempdir().unwrap();
+        let path: Arc<Path> = dir.path().join("a.lock").into();
+        let first = crate::FileLock::flock(&*path).try_lock().unwrap();
+        let e = crate::FileLock::flock(&*path)
+            .lock_timeout(std::time::Duration::from_secs(3600))
+            .unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+        // Its waiting thread waits on in the kernel (unless the wait gave
+        // up before the thread's first open, and it left).
+        while crate::kernel::wait::waiting_threads() == 1 && crate::sync::model::blocked() == 0 {
+            thread::yield_now();
+        }
+        let blocked = crate::sync::model::blocked();
+        let waiter = {
+            let path = Arc::clone(&path);
+            thread::spawn(move || {
+                let guard = crate::FileLock::flock(&*path).lock().unwrap();
+                // Taken from the waiting thread, or after it left: none
+                // waits on to take the lock once this hold ends.
+                assert_eq!(
+                    crate::kernel::wait::waiting_threads(),
+                    0,
+                    "a waiting thread waits beside this hold, for nobody"
+                );
+                guard.release().unwrap();
+            })
+        };
+        // The waiter waits: beside the waiting thread in the kernel, or on
+        // it.
+        while crate::sync::model::blocked() == blocked && crate::kernel::wait::waiters() == 0 {
+            thread::yield_now();
+        }
+        first.release().unwrap();
+        waiter.join().unwrap();
+        assert_eq!(
+            crate::kernel::wait::waiting_threads(),
+            0,
+            "the waiting thread outlived the wait it was left for"
+        );
+        crate::FileLock::flock(&*path)
+            .try_lock()
+            .unwrap()
+            .release()
+            .unwrap();
+        crate::sync::model::timeouts(false);
     });
 }

@@ -37,3 +37,71 @@ pub(crate) fn syscall() {
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
+
+/// The monotonic clock of the kernel locks' deadline waits. Under the
+/// model it runs ahead by the time the model's timed waits let pass
+/// ([`wait_timeout`]).
+pub(crate) fn now() -> std::time::Instant {
+    let now = std::time::Instant::now();
+    #[cfg(swaplock_model)]
+    let now = now + model::AHEAD.with(std::cell::Cell::get);
+    now
+}
+
+/// Waits on `changed` until notified or `timeout` passes, whatever a
+/// panicking holder of the mutex left. Shuttle's timed wait never times
+/// out; under the model, once a test asks for it
+/// (`model::timeouts`), every timed wait lets another thread run
+/// and then ends, the clock ([`now`]) moved on by `timeout`.
+#[cfg(unix)]
+pub(crate) fn wait_timeout<'a, T>(
+    changed: &Condvar,
+    guard: MutexGuard<'a, T>,
+    timeout: std::time::Duration,
+) -> MutexGuard<'a, T> {
+    #[cfg(swaplock_model)]
+    if model::TIMEOUTS.with(std::cell::Cell::get) {
+        thread::yield_now();
+        model::AHEAD.with(|ahead| ahead.set(ahead.get() + timeout));
+        return guard;
+    }
+    changed
+        .wait_timeout(guard, timeout)
+        .unwrap_or_else(PoisonError::into_inner)
+        .0
+}
+
+/// What a test of the model sets and sees: its clock, whether its timed
+/// waits time out, how many of its threads block in a kernel lock call.
+/// Shuttle runs the threads of one test on the test's own thread, so a
+/// `std` thread-local is one value for all of them and none of another
+/// test's.
+#[cfg(swaplock_model)]
+pub(crate) mod model {
+    use std::cell::Cell;
+    use std::time::Duration;
+
+    std::thread_local! {
+        pub(super) static AHEAD: Cell<Duration> = const { Cell::new(Duration::ZERO) };
+        pub(super) static TIMEOUTS: Cell<bool> = const { Cell::new(false) };
+        static BLOCKED: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// How many threads are in a waiting lock call and have found the lock
+    /// taken (`src/kernel/inodes.rs`'s `lock_call`).
+    pub(crate) fn blocked() -> usize {
+        BLOCKED.with(Cell::get)
+    }
+
+    /// A thread's waiting lock call found the lock taken (`by` 1), or ended
+    /// after that (`by` -1).
+    pub(crate) fn block(by: isize) {
+        BLOCKED.with(|b| b.set(b.get().wrapping_add_signed(by)));
+    }
+
+    /// Whether this test's timed waits time out (see
+    /// [`wait_timeout`](super::wait_timeout)).
+    pub(crate) fn timeouts(on: bool) {
+        TIMEOUTS.with(|t| t.set(on));
+    }
+}

@@ -98,7 +98,7 @@ impl FileLock {
                 Wait::No => job.acquire(inodes::Until::No, false, true),
                 // A wait in the kernel that answers busy anyway (smbfs)
                 // waits on.
-                Wait::Forever => job.acquire(inodes::Until::Forever, true, false),
+                Wait::Forever => wait::forever(&job),
             }
         };
         #[cfg(windows)]
@@ -116,7 +116,7 @@ impl FileLock {
                     protocol::acquire(&mut kernel, true, may_fall_back, &mut Backoff::forever())
                 }
                 Wait::Until(deadline) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
+                    let left = deadline.saturating_duration_since(crate::sync::now());
                     protocol::acquire(&mut kernel, false, may_fall_back, &mut Backoff::new(left))
                 }
             };

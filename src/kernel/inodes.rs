@@ -135,15 +135,12 @@ fn wait_admitted(
             Until::Forever => CHANGED.wait(files).unwrap_or_else(|p| p.into_inner()),
             Until::Deadline(deadline) => {
                 let Some(left) = deadline
-                    .checked_duration_since(Instant::now())
+                    .checked_duration_since(crate::sync::now())
                     .filter(|l| !l.is_zero())
                 else {
                     return (files, false);
                 };
-                CHANGED
-                    .wait_timeout(files, left)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0
+                crate::sync::wait_timeout(&CHANGED, files, left)
             }
         };
     }
@@ -227,11 +224,22 @@ pub(crate) fn close(fd: OwnedFd) {
 pub(crate) fn lock_call<O: KernelOs>(os: &mut O, file: &O::File, wait: bool) -> Result<(), Errno> {
     #[cfg(swaplock_model)]
     if wait {
+        let mut blocked = false;
         loop {
             crate::sync::syscall();
             match os.lock(file, false) {
-                Err(e) if e == Errno::AGAIN || e == Errno::ACCES => continue,
-                done => return done,
+                Err(e) if e == Errno::AGAIN || e == Errno::ACCES => {
+                    if !blocked {
+                        blocked = true;
+                        crate::sync::model::block(1);
+                    }
+                }
+                done => {
+                    if blocked {
+                        crate::sync::model::block(-1);
+                    }
+                    return done;
+                }
             }
         }
     }

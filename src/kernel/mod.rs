@@ -493,7 +493,7 @@ impl FileLock {
     /// # }
     /// ```
     pub fn lock_shared_timeout(&self, timeout: Duration) -> io::Result<FileLockGuard> {
-        match Instant::now().checked_add(timeout) {
+        match crate::sync::now().checked_add(timeout) {
             Some(deadline) => self.acquire(Wait::Until(deadline), true),
             None => self.acquire(Wait::Forever, true),
         }
@@ -509,8 +509,8 @@ impl FileLock {
     /// crate that waits in the blocking lock call and hands the lock over,
     /// so this returns as soon as the kernel grants it. A wait that times
     /// out leaves that thread waiting (at most 16 such threads per
-    /// process); the next timed wait for the same lock in this process
-    /// waits on it, and once the lock is granted with nobody waiting any
+    /// process); the next wait for the same lock in this process, timed
+    /// or not, waits on it, and once the lock is granted with nobody waiting any
     /// more, the thread releases it at once and ends. A classic `fcntl`
     /// lock is the process's, which such a thread would share: its timed
     /// wait polls, as do waits beyond those 16 and on Windows, pausing
@@ -531,7 +531,7 @@ impl FileLock {
     /// # }
     /// ```
     pub fn lock_timeout(&self, timeout: Duration) -> io::Result<FileLockGuard> {
-        match Instant::now().checked_add(timeout) {
+        match crate::sync::now().checked_add(timeout) {
             Some(deadline) => self.acquire(Wait::Until(deadline), false),
             None => self.acquire(Wait::Forever, false),
         }

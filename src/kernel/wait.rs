@@ -21,9 +21,10 @@
 //! A waiter that gives up leaves its waiting thread blocked in the kernel:
 //! nothing can interrupt that call but a signal, which a library must not
 //! take over. The thread stays for that lock (path, kind and mode), and
-//! the next timed wait for the same lock in this process waits on it
-//! rather than starting another, so at most one such thread waits per lock
-//! a process waits for, and at most [`MOST_THREADS`] in all. When the
+//! the next wait for the same lock in this process waits on it rather than
+//! starting another or blocking beside it (an untimed one too: see
+//! [`forever`]), so at most one such thread waits per lock a process waits
+//! for, and at most [`MOST_THREADS`] in all. When the
 //! kernel grants it the lock and no waiter is left, it releases the lock
 //! at once and ends; and if the lock file was replaced meanwhile, it opens
 //! (and so creates) the new one only while someone still waits.
@@ -115,7 +116,7 @@ impl Job {
                 &mut Deadline::once(),
             ),
             (false, inodes::Until::Deadline(deadline)) => {
-                let left = deadline.saturating_duration_since(Instant::now());
+                let left = deadline.saturating_duration_since(crate::sync::now());
                 protocol::acquire(
                     &mut kernel,
                     wait_in_kernel,
@@ -312,12 +313,22 @@ pub(crate) fn waiting_threads() -> usize {
     waiting().len()
 }
 
+/// How many waiters wait on this process's waiting threads (for the
+/// model's tests).
+#[cfg(all(test, swaplock_model))]
+pub(crate) fn waiters() -> usize {
+    waiting()
+        .iter()
+        .map(|(_, _, slot)| slot.report().waiters)
+        .sum()
+}
+
 /// A timed acquire: one attempt, then a wait in the kernel on a waiting
 /// thread until `deadline`.
 pub(crate) fn until(job: &Job, deadline: Instant) -> Reached {
     let until = inodes::Until::Deadline(deadline);
     let first = job.acquire(until, false, true);
-    if !matches!(first, Reached::Busy(_)) || Instant::now() >= deadline {
+    if !matches!(first, Reached::Busy(_)) || crate::sync::now() >= deadline {
         return first;
     }
     match in_kernel(job, deadline) {
@@ -331,7 +342,7 @@ pub(crate) fn until(job: &Job, deadline: Instant) -> Reached {
 /// wait must poll instead.
 fn in_kernel(job: &Job, deadline: Instant) -> Option<Reached> {
     loop {
-        if Instant::now() >= deadline {
+        if crate::sync::now() >= deadline {
             return Some(Reached::Busy(Errno::AGAIN));
         }
         let slot = join(job)?;
@@ -342,18 +353,37 @@ fn in_kernel(job: &Job, deadline: Instant) -> Option<Reached> {
                 Some(Handed::Again) => break,
                 None => {}
             }
-            let now = Instant::now();
+            let now = crate::sync::now();
             if now >= deadline {
                 // The thread waits on; with no waiter left it releases
                 // what it gets.
                 report.waiters -= 1;
                 return Some(Reached::Busy(Errno::AGAIN));
             }
-            report = slot
-                .changed
-                .wait_timeout(report, deadline - now)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            report = crate::sync::wait_timeout(&slot.changed, report, deadline - now);
+        }
+    }
+}
+
+/// An untimed acquire. In the kernel, on this thread, unless a timed wait
+/// that gave up left a waiting thread for this very lock: then on that
+/// thread, as a timed wait would. Two blocked calls of this process for one
+/// lock would let that thread take the lock after this waiter's hold, and
+/// hold it a moment for nobody, where a `try_lock` of this process or
+/// another would find it busy.
+pub(crate) fn forever(job: &Job) -> Reached {
+    loop {
+        let Some(slot) = join_with(job, false) else {
+            return job.acquire(inodes::Until::Forever, true, false);
+        };
+        let mut report = slot.report();
+        loop {
+            match report.take() {
+                Some(Handed::Reached(reached)) => return reached,
+                Some(Handed::Again) => break,
+                None => {}
+            }
+            report = slot.changed.wait(report).unwrap_or_else(|p| p.into_inner());
         }
     }
 }
@@ -361,6 +391,12 @@ fn in_kernel(job: &Job, deadline: Instant) -> Option<Reached> {
 /// Counts this waiter in on the waiting thread for `job`, starting one if
 /// none waits; `None` if none could be started.
 fn join(job: &Job) -> Option<Arc<Slot>> {
+    join_with(job, true)
+}
+
+/// [`join`], which starts a thread only if `start`: otherwise `None`
+/// where none waits for `job`.
+fn join_with(job: &Job, start: bool) -> Option<Arc<Slot>> {
     if inodes::owned_by_description(job.scope.call()) != Some(true) {
         return None;
     }
@@ -381,7 +417,7 @@ fn join(job: &Job) -> Option<Arc<Slot>> {
         slot.report().waiters += 1;
         return Some(Arc::clone(slot));
     }
-    if list.len() >= MOST_THREADS {
+    if !start || list.len() >= MOST_THREADS {
         return None;
     }
     let slot = Arc::new(Slot::default());
