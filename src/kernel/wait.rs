@@ -400,8 +400,12 @@ fn join_with(job: &Job, start: bool) -> Option<Arc<Slot>> {
     if inodes::owned_by_description(job.scope.call()) != Some(true) {
         return None;
     }
-    let pid = std::process::id();
     let mut list = waiting();
+    if !start && list.is_empty() {
+        // The common untimed wait: no thread to join, and no syscall spent.
+        return None;
+    }
+    let pid = std::process::id();
     // A forked child's copy of its parent's list names threads it does not
     // have, whose slots a parent's thread may have held locked at the
     // fork: forgotten, never touched.
