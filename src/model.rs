@@ -9,9 +9,9 @@
 //! own. The model's pauses never time out: a wake-up that never comes is a
 //! deadlock it reports.
 //!
-//! Each test states a promise; seven name the defect they would have
-//! caught (six of round 2, one of round 3): with that fix undone, the test
-//! fails.
+//! Each test states a promise; eight name the defect they would have
+//! caught (six of round 2; two of one of round 3, in its two orders): with
+//! that fix undone, the test fails.
 
 use crate::SoftLock;
 use shuttle::scheduler::{PctScheduler, RandomScheduler};
@@ -520,6 +520,49 @@ fn an_untimed_wait_is_handed_the_lock_by_a_waiting_thread_left_behind() {
             0,
             "the waiting thread outlived the wait it was left for"
         );
+        crate::FileLock::flock(&*path)
+            .try_lock()
+            .unwrap()
+            .release()
+            .unwrap();
+        crate::sync::model::timeouts(false);
+    });
+}
+
+/// The other order: an untimed wait waits first, and a timed wait for the
+/// same lock gives up beside it. Both wait on one waiting thread, which
+/// hands the lock to the untimed wait: none is left to take it afterwards.
+#[cfg(unix)]
+#[test]
+fn a_timed_wait_that_gives_up_beside_an_untimed_one_leaves_no_thread() {
+    explore(300, || {
+        crate::sync::model::timeouts(true);
+        let dir = tempfile::tempdir().unwrap();
+        let path: Arc<Path> = dir.path().join("a.lock").into();
+        let first = crate::FileLock::flock(&*path).try_lock().unwrap();
+        let waiter = {
+            let path = Arc::clone(&path);
+            thread::spawn(move || {
+                let guard = crate::FileLock::flock(&*path).lock().unwrap();
+                assert_eq!(
+                    crate::kernel::wait::waiting_threads(),
+                    0,
+                    "a waiting thread waits beside this hold, for nobody"
+                );
+                guard.release().unwrap();
+            })
+        };
+        // The untimed wait waits: on a waiting thread, or in the kernel.
+        while crate::kernel::wait::waiters() == 0 && crate::sync::model::blocked() == 0 {
+            thread::yield_now();
+        }
+        let e = crate::FileLock::flock(&*path)
+            .lock_timeout(std::time::Duration::from_secs(3600))
+            .unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+        first.release().unwrap();
+        waiter.join().unwrap();
+        assert_eq!(crate::kernel::wait::waiting_threads(), 0);
         crate::FileLock::flock(&*path)
             .try_lock()
             .unwrap()

@@ -385,6 +385,13 @@ impl FileLock {
 
     /// Waits for the lock and holds it until the guard is dropped.
     ///
+    /// After a first attempt, the wait is made in the kernel. For a lock
+    /// that belongs to its open file (`flock`; `fcntl` on 64-bit Linux and
+    /// Android, unless [owned by the process](Self::owned_by_process)) it
+    /// is made on the waiting thread that [`lock_timeout`](Self::lock_timeout)
+    /// waits on too, so that the process never has two blocked calls for
+    /// one lock (one could take it after the other's hold, for nobody).
+    ///
     /// Where a second lock of the file in this process waits for the first
     /// (an open file description `fcntl` lock, `flock`, Windows), a thread
     /// that waits so for a file it already holds through another guard

@@ -22,9 +22,10 @@
 //! nothing can interrupt that call but a signal, which a library must not
 //! take over. The thread stays for that lock (path, kind and mode), and
 //! the next wait for the same lock in this process waits on it rather than
-//! starting another or blocking beside it (an untimed one too: see
-//! [`forever`]), so at most one such thread waits per lock a process waits
-//! for, and at most [`MOST_THREADS`] in all. When the
+//! starting another, so at most one such thread waits per lock a process
+//! waits for, and at most [`MOST_THREADS`] in all. An untimed wait
+//! ([`forever`]) waits on such a thread too, so that it never blocks
+//! beside one. When the
 //! kernel grants it the lock and no waiter is left, it releases the lock
 //! at once and ends; and if the lock file was replaced meanwhile, it opens
 //! (and so creates) the new one only while someone still waits.
@@ -365,16 +366,26 @@ fn in_kernel(job: &Job, deadline: Instant) -> Option<Reached> {
     }
 }
 
-/// An untimed acquire. In the kernel, on this thread, unless a timed wait
-/// that gave up left a waiting thread for this very lock: then on that
-/// thread, as a timed wait would. Two blocked calls of this process for one
-/// lock would let that thread take the lock after this waiter's hold, and
-/// hold it a moment for nobody, where a `try_lock` of this process or
-/// another would find it busy.
+/// An untimed acquire: one attempt, then a wait in the kernel on the
+/// waiting thread for this lock, as a timed wait's, but without a deadline.
+/// So the process has one blocked call per lock, whichever of its waits
+/// came first: a timed wait's thread blocked beside an untimed wait could
+/// take the lock after that wait's hold, for nobody, and a `try_lock` of
+/// this process or another would find it busy for a moment. Where no
+/// waiting thread serves the lock (a classic lock, or none could be
+/// started), this thread blocks in the kernel itself.
 pub(crate) fn forever(job: &Job) -> Reached {
+    let in_kernel = || job.acquire(inodes::Until::Forever, true, false);
+    if inodes::owned_by_description(job.scope.call()) != Some(true) {
+        return in_kernel();
+    }
+    let first = job.acquire(inodes::Until::Forever, false, true);
+    if !matches!(first, Reached::Busy(_)) {
+        return first;
+    }
     loop {
-        let Some(slot) = join_with(job, false) else {
-            return job.acquire(inodes::Until::Forever, true, false);
+        let Some(slot) = join(job) else {
+            return in_kernel();
         };
         let mut report = slot.report();
         loop {
@@ -391,21 +402,11 @@ pub(crate) fn forever(job: &Job) -> Reached {
 /// Counts this waiter in on the waiting thread for `job`, starting one if
 /// none waits; `None` if none could be started.
 fn join(job: &Job) -> Option<Arc<Slot>> {
-    join_with(job, true)
-}
-
-/// [`join`], which starts a thread only if `start`: otherwise `None`
-/// where none waits for `job`.
-fn join_with(job: &Job, start: bool) -> Option<Arc<Slot>> {
     if inodes::owned_by_description(job.scope.call()) != Some(true) {
         return None;
     }
-    let mut list = waiting();
-    if !start && list.is_empty() {
-        // The common untimed wait: no thread to join, and no syscall spent.
-        return None;
-    }
     let pid = std::process::id();
+    let mut list = waiting();
     // A forked child's copy of its parent's list names threads it does not
     // have, whose slots a parent's thread may have held locked at the
     // fork: forgotten, never touched.
@@ -421,7 +422,7 @@ fn join_with(job: &Job, start: bool) -> Option<Arc<Slot>> {
         slot.report().waiters += 1;
         return Some(Arc::clone(slot));
     }
-    if !start || list.len() >= MOST_THREADS {
+    if list.len() >= MOST_THREADS {
         return None;
     }
     let slot = Arc::new(Slot::default());
