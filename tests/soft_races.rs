@@ -741,3 +741,134 @@ fn an_abandoned_takeover_never_publishes_its_record() {
         String::from_utf8_lossy(&at_path)
     );
 }
+
+/// A node a peer puts at the lock path in place of the marker, for the
+/// report tests below.
+#[derive(Clone, Copy, Debug)]
+enum Swap {
+    /// A symlink to a file that holds another holder's record.
+    Symlink,
+    /// A FIFO, which nobody writes: a blocking open of it never returns.
+    Fifo,
+    /// Nothing: the marker is removed.
+    Remove,
+}
+
+/// Puts `swap` at `lock` in one rename (or removes the marker), `other`
+/// being the symlink's target.
+fn swap_in(swap: Swap, lock: &Path, other: &Path) {
+    let tmp = lock.with_extension("swap");
+    match swap {
+        Swap::Symlink => std::os::unix::fs::symlink(other, &tmp).unwrap(),
+        Swap::Fifo => {
+            let name = std::ffi::CString::new(tmp.to_str().unwrap()).unwrap();
+            // SAFETY: a NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o644) }, 0);
+        }
+        Swap::Remove => return std::fs::remove_file(lock).unwrap(),
+    }
+    std::fs::rename(&tmp, lock).unwrap();
+}
+
+/// A report of the holder (`owner`, `status`) reads the marker with the
+/// core's `look`. A peer swaps the marker, at every point of the look, for
+/// a symlink to another record, a FIFO nobody writes, or nothing: the
+/// symlink is never followed, the FIFO never waited on, and a marker
+/// removed between the `lstat` and the open reads as none.
+#[test]
+fn a_look_at_the_marker_never_follows_or_waits_on_a_node_swapped_in() {
+    use swaplock::core::record::Content;
+    const OURS: &[u8] = b"1\nhost\n";
+    for swap in [Swap::Symlink, Swap::Fifo, Swap::Remove] {
+        let mut swapped_before_open = false;
+        let covered = every_position(|at| {
+            let dir = tempfile::tempdir().unwrap();
+            let lock = dir.path().join("a.lock");
+            let other = dir.path().join("other");
+            std::fs::write(&lock, OURS).unwrap();
+            std::fs::write(&other, b"2\nelsewhere\n").unwrap();
+            let fd =
+                open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+            let mut os = Seam::new(
+                &fd,
+                at,
+                Box::new(|_, _| {
+                    swap_in(swap, &lock, &other);
+                    None
+                }),
+            );
+            let seen = soft::look(&mut os, LOCK).unwrap();
+            let fired = os.fired;
+            drop(os);
+            match seen.as_ref().map(|s| s.content()) {
+                // What was there before the peer acted, or after its swap.
+                Some(Content::Bytes(bytes)) => {
+                    assert_eq!(bytes, OURS, "{swap:?} at {at}: read another file")
+                }
+                Some(Content::NotRegular) => {
+                    assert!(fired && !matches!(swap, Swap::Remove), "{swap:?} at {at}")
+                }
+                None => assert!(fired && matches!(swap, Swap::Remove), "{swap:?} at {at}"),
+            }
+            // The peer's step before operation 1 falls between the lstat
+            // (0) and the open: the window a path-following read missed.
+            if at == 1 {
+                let expected = match swap {
+                    Swap::Remove => None,
+                    Swap::Symlink | Swap::Fifo => Some(Content::NotRegular),
+                };
+                assert_eq!(
+                    seen.as_ref().map(|s| s.content()),
+                    expected,
+                    "{swap:?} at 1"
+                );
+                swapped_before_open = true;
+            }
+            fired
+        });
+        assert!(
+            covered >= 3,
+            "{swap:?}: the look makes an lstat, an open and a read"
+        );
+        assert!(
+            swapped_before_open,
+            "{swap:?}: no swap fell between the lstat and the open"
+        );
+    }
+}
+
+/// `SoftLock::owner` reads through that look: while a peer puts a symlink
+/// to another holder's record in the marker's place and a regular marker
+/// back, again and again, the owner reported is never the symlink's target.
+#[test]
+fn owner_never_reports_the_target_of_a_symlink_swapped_in() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    // A read that follows symlinks is caught within a few hundred swaps.
+    const SWAPS: usize = 2_000;
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("a.lock");
+    let other = dir.path().join("other");
+    let fresh = dir.path().join("fresh");
+    std::fs::write(&lock, b"1\nhost\n").unwrap();
+    std::fs::write(&other, b"2\nelsewhere\n").unwrap();
+    let done = AtomicBool::new(false);
+    let looks = std::thread::scope(|s| {
+        s.spawn(|| {
+            for _ in 0..SWAPS {
+                swap_in(Swap::Symlink, &lock, &other);
+                std::fs::write(&fresh, b"1\nhost\n").unwrap();
+                std::fs::rename(&fresh, &lock).unwrap();
+            }
+            done.store(true, Ordering::Release);
+        });
+        let soft = swaplock::SoftLock::soft(&lock);
+        let mut looks = 0;
+        while !done.load(Ordering::Acquire) {
+            let owner = soft.owner().unwrap().expect("a node is always at the path");
+            assert_ne!(owner.pid, Some(2), "followed the symlink: {owner:?}");
+            looks += 1;
+        }
+        looks
+    });
+    assert!(looks > 0);
+}

@@ -44,6 +44,15 @@ impl FileTime {
     pub fn as_nanos(self) -> i128 {
         i128::from(self.sec) * 1_000_000_000 + i128::from(self.nsec)
     }
+
+    /// The time from `earlier` to `self`, as a marker's age is its mtime's
+    /// distance from the wall clock; `None` when `earlier` is later (a
+    /// time in the future).
+    pub fn since(self, earlier: FileTime) -> Option<Duration> {
+        let nanos = u128::try_from(self.as_nanos() - earlier.as_nanos()).ok()?;
+        let secs = u64::try_from(nanos / 1_000_000_000).ok()?;
+        Some(Duration::new(secs, (nanos % 1_000_000_000) as u32))
+    }
 }
 
 /// The identity of a file: `(st_dev, st_ino)`.

@@ -51,6 +51,8 @@ errnos! {
     INTR = linux 4, apple 4, windows 4;
     /// `EIO`: input/output error.
     IO = linux 5, apple 5, windows 5;
+    /// `ENXIO`: no such device or address (what opening a socket gives).
+    NXIO = linux 6, apple 6, windows 6;
     /// `EBADF`: bad file descriptor.
     BADF = linux 9, apple 9, windows 9;
     /// `EAGAIN` (`EWOULDBLOCK`): resource temporarily unavailable.

@@ -66,10 +66,10 @@ use std::time::Duration;
 use swaplock_core::decide::{FileId, HeldBecause};
 use swaplock_core::host::HostName;
 use swaplock_core::names::{Name, MAX_LOCK_NAME, NAME_MAX};
-use swaplock_core::record::{classify, Classified, Content, Mode, READ_LIMIT};
+use swaplock_core::record::{classify, Classified, Mode};
 use swaplock_core::soft::{
     self as protocol, Attempt, Clock, CompromiseWatch, Config, Contender, Held, Holder, LeaseTerms,
-    Refresh, Standing,
+    Refresh, Seen, Standing,
 };
 pub use swaplock_core::soft::{Compromise, Kind};
 use swaplock_core::start::StartToken;

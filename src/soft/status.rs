@@ -55,29 +55,32 @@ impl SoftLock {
         }
     }
 
-    /// Reads the marker as a reader does (at most [`READ_LIMIT`] bytes, not
-    /// following a symlink): its bytes, whether it is a regular file, and
-    /// its age by mtime; `None` when there is no marker.
-    pub(super) fn read_marker(&self) -> io::Result<Option<MarkerRead>> {
-        let meta = match std::fs::symlink_metadata(&self.path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(LockError::io(&self.path, Step::Stat, e.kind(), e)),
+    /// Reads the marker through the adapter as a contender does (the
+    /// core's [`look`]: `lstat`, a non-following, non-blocking open,
+    /// `fstat`, at most [`READ_LIMIT`] bytes), so a symlink swapped in is
+    /// never followed and a FIFO never waited on; `None` when there is no
+    /// marker, or no directory. The lock's directory, opened for the read
+    /// (and never created), comes with it.
+    ///
+    /// [`look`]: swaplock_core::soft::look
+    /// [`READ_LIMIT`]: swaplock_core::record::READ_LIMIT
+    pub(super) fn read_marker(&self) -> io::Result<Option<(Dir, Seen)>> {
+        let dir = match os::open_dir(&self.dir) {
+            Ok(dir) => dir,
+            Err(e) if e == Errno::NOENT => return Ok(None),
+            Err(e) => return Err(self.err(Step::Open, e)),
         };
-        let mut bytes = Vec::with_capacity(READ_LIMIT);
-        if meta.is_file() {
-            use std::io::Read;
-            let file = std::fs::File::open(&self.path)
-                .map_err(|e| LockError::io(&self.path, Step::Open, e.kind(), e))?;
-            file.take(READ_LIMIT as u64)
-                .read_to_end(&mut bytes)
-                .map_err(|e| LockError::io(&self.path, Step::Open, e.kind(), e))?;
+        match protocol::look(&mut SoftOs::on(&dir), &self.base) {
+            Ok(seen) => Ok(seen.map(|seen| (dir, seen))),
+            Err(protocol::Error::Os { op, errno }) => Err(self.err(
+                match op {
+                    protocol::Op::Stat => Step::Stat,
+                    _ => Step::Open,
+                },
+                errno,
+            )),
+            Err(e) => Err(self.protocol_error(e)),
         }
-        Ok(Some(MarkerRead {
-            bytes,
-            regular: meta.is_file(),
-            age: meta.modified().ok().and_then(|m| m.elapsed().ok()),
-        }))
     }
 
     /// Who holds the lock now, as the marker says; `None` when there is no
@@ -97,11 +100,11 @@ impl SoftLock {
     /// # }
     /// ```
     pub fn owner(&self) -> io::Result<Option<OwnerInfo>> {
-        let Some(read) = self.read_marker()? else {
+        let Some((dir, seen)) = self.read_marker()? else {
             return Ok(None);
         };
-        let classified = classify(read.content(), self.kind.reader());
-        Ok(Some(OwnerInfo::from(classified, read.age)))
+        let classified = classify(seen.content(), self.kind.reader());
+        Ok(Some(OwnerInfo::from(classified, age(&dir, &seen))))
     }
 
     /// Who holds the lock now, as the marker says, and how a contender of
@@ -128,39 +131,25 @@ impl SoftLock {
     ///
     /// [`standing`]: swaplock_core::soft::standing
     pub fn status(&self) -> io::Result<Option<(OwnerInfo, swaplock_core::soft::Standing)>> {
-        let Some(read) = self.read_marker()? else {
+        let Some((dir, seen)) = self.read_marker()? else {
             return Ok(None);
         };
-        let (content, age) = (read.content(), read.age);
+        let content = seen.content();
         let reader = self.kind.reader();
-        // The judgement probes processes only; the directory is opened
-        // because the adapter answers for a directory, and never created.
-        let dir = os::open_dir(&self.dir).map_err(|e| self.err(Step::Open, e))?;
+        // The judgement probes processes only, through the adapter of the
+        // directory the marker was read in.
         let me = Identity::now();
         let cfg = me.config(self, None);
         let standing = swaplock_core::soft::standing(&mut SoftOs::on(&dir), &cfg, content);
-        let owner = OwnerInfo::from(classify(content, reader), age);
+        let owner = OwnerInfo::from(classify(content, reader), age(&dir, &seen));
         Ok(Some((owner, standing)))
     }
 }
 
-/// A marker as [`SoftLock::owner`] and [`SoftLock::status`] read it.
-pub(super) struct MarkerRead {
-    pub(super) bytes: Vec<u8>,
-    pub(super) regular: bool,
-    /// The time since its mtime.
-    pub(super) age: Option<Duration>,
-}
-
-impl MarkerRead {
-    /// Its bytes as the core reads them.
-    pub(super) fn content(&self) -> Content<'_> {
-        if self.regular {
-            Content::Bytes(&self.bytes)
-        } else {
-            Content::NotRegular
-        }
-    }
+/// The time since the marker's mtime, as it was seen, by the wall clock
+/// of the directory's adapter; `None` for an mtime in the future.
+fn age(dir: &Dir, seen: &Seen) -> Option<Duration> {
+    SoftOs::on(dir).wall().since(seen.stat().mtime)
 }
 
 /// What a marker says of its holder.

@@ -108,6 +108,8 @@ pub enum Op {
     Create,
     /// Examining the lock path.
     Stat,
+    /// Opening or reading the marker to learn its holder.
+    Read,
     /// Writing the record.
     Write,
     /// Removing the marker.

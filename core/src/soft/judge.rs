@@ -14,7 +14,7 @@
 //! - I20: a lease contender refuses a holder's different duration.
 
 use super::config::{Config, Error, Kind};
-use super::marker::{read_marker, Read};
+use super::marker::{read_marker, Seen};
 use super::os::{NodeKind, Os};
 use super::standing::{describe_holder, standing_of, Standing};
 use super::takeover::take_over;
@@ -53,7 +53,7 @@ pub(super) fn under_pin<O: Os + ?Sized, T>(
     os: &mut O,
     cfg: &Config<'_>,
     idle: impl Fn() -> T,
-    judge: impl FnOnce(&mut O, &Read, &Judged, Option<&O::File>) -> Result<T, Error>,
+    judge: impl FnOnce(&mut O, &Seen, &Judged, Option<&O::File>) -> Result<T, Error>,
 ) -> Result<T, Error> {
     let pin = match os.pin(cfg.lock) {
         Ok(pin) => Some(pin),
@@ -83,7 +83,7 @@ pub(super) fn under_pin<O: Os + ?Sized, T>(
 
 /// When the marker judged was seen as read: the watch measures how long it
 /// stood unchanged up to that look, not up to the judgement (PROTOCOL 7.13).
-fn looked<O: Os + ?Sized>(os: &mut O, read: &Read) -> Instant {
+fn looked<O: Os + ?Sized>(os: &mut O, read: &Seen) -> Instant {
     match active(Mutant::WatchTimedAtJudgement) {
         true => os.now(),
         false => read.at,
@@ -95,7 +95,7 @@ fn judge_read<O: Os + ?Sized>(
     os: &mut O,
     cfg: &Config<'_>,
     contender: &mut Contender,
-    read: &Read,
+    read: &Seen,
     judged: &Judged,
     pin: Option<&O::File>,
 ) -> Result<Attempt<O::File>, Error> {

@@ -11,8 +11,9 @@ use crate::mutant::{active, Mutant};
 use crate::names::{write_name, Token};
 use crate::record::{Content, Record, MAX_RECORD_LEN, READ_LIMIT};
 
-/// The content read from a marker, in a fixed buffer.
-pub(super) struct Read {
+/// A marker as one look saw it: the content read, in a fixed buffer, and
+/// what `stat` said of it. [`look`] makes one for a report of the holder.
+pub struct Seen {
     buf: [u8; READ_LIMIT],
     len: usize,
     regular: bool,
@@ -27,44 +28,100 @@ pub(super) struct Read {
     pub(super) at: Instant,
 }
 
-impl Read {
+impl Seen {
     /// The bytes read, or [`Content::NotRegular`].
-    pub(super) fn content(&self) -> Content<'_> {
+    pub fn content(&self) -> Content<'_> {
         if self.regular {
             Content::Bytes(&self.buf[..self.len])
         } else {
             Content::NotRegular
         }
     }
+
+    /// What `fstat` said of the file read (`lstat`, of a node that was
+    /// not opened): its identity, kind and times.
+    pub fn stat(&self) -> Stat {
+        self.stat
+    }
 }
 
 /// Reads a marker as filelock does (PROTOCOL 3.1): `lstat`, a non-following
 /// open, `fstat`, at most [`READ_LIMIT`] bytes.
-pub(super) fn read_marker<O: Dir + Clock + ?Sized>(os: &mut O, name: &[u8]) -> Result<Read, Errno> {
+pub(super) fn read_marker<O: Dir + Clock + ?Sized>(os: &mut O, name: &[u8]) -> Result<Seen, Errno> {
+    let mut seen = glance(os, name)?;
+    if seen.stat.kind != NodeKind::Regular && !active(Mutant::SymlinkReadFails) {
+        return Ok(seen);
+    }
+    read_into(os, name, &mut seen).map(|()| seen)
+}
+
+/// Reads the marker at `name` for a report of its holder, as a contender
+/// reads it ([`read_marker`]: no symlink followed, no FIFO waited on),
+/// where a contender would pass over what it cannot read: `None` when
+/// there is no marker, or it is removed between the `lstat` and the
+/// open. A node swapped in meanwhile that a non-following, non-blocking
+/// open refuses (a symlink: `ELOOP`; a socket: `ENXIO`) is reported as
+/// what it is, no regular file, with the `lstat` of the file it replaced.
+/// An error is the failed call and its `errno`: [`Op::Stat`] for the
+/// `lstat`, [`Op::Read`] for the open, `fstat` or read.
+pub fn look<O: Dir + Clock + ?Sized>(os: &mut O, name: &[u8]) -> Result<Option<Seen>, Error> {
+    let mut seen = match glance(os, name) {
+        Ok(seen) => seen,
+        Err(e) if e == Errno::NOENT => return Ok(None),
+        Err(errno) => {
+            return Err(Error::Os {
+                op: Op::Stat,
+                errno,
+            })
+        }
+    };
+    if seen.stat.kind != NodeKind::Regular {
+        return Ok(Some(seen));
+    }
+    match read_into(os, name, &mut seen) {
+        Ok(()) => Ok(Some(seen)),
+        Err(e) if e == Errno::NOENT => Ok(None),
+        Err(e) if e == Errno::LOOP || e == Errno::NXIO => Ok(Some(seen)),
+        Err(errno) => Err(Error::Os {
+            op: Op::Read,
+            errno,
+        }),
+    }
+}
+
+/// The `lstat` of a marker, nothing read yet.
+fn glance<O: Dir + Clock + ?Sized>(os: &mut O, name: &[u8]) -> Result<Seen, Errno> {
     let st = os.lstat(name)?;
-    let mut read = Read {
+    Ok(Seen {
         buf: [0; READ_LIMIT],
         len: 0,
         regular: false,
         stat: st,
         at: os.now(),
-    };
-    if st.kind != NodeKind::Regular && !active(Mutant::SymlinkReadFails) {
-        return Ok(read);
-    }
+    })
+}
+
+/// Opens the marker (not following a symlink, not blocking), `fstat`s it
+/// and, if it is a regular file, reads its content into `seen`; a failed
+/// open leaves `seen` as it was.
+fn read_into<O: Dir + Clock + ?Sized>(
+    os: &mut O,
+    name: &[u8],
+    seen: &mut Seen,
+) -> Result<(), Errno> {
     let file = os.open_read(name)?;
     let result = (|| {
         let st = os.fstat(&file)?;
-        read.stat = st;
-        read.at = os.now();
+        seen.stat = st;
+        seen.at = os.now();
         if st.kind != NodeKind::Regular {
             return Ok(());
         }
-        read.regular = true;
-        while read.len < READ_LIMIT {
-            match os.read(&file, &mut read.buf[read.len..]) {
+        seen.regular = true;
+        while seen.len < READ_LIMIT {
+            match os.read(&file, &mut seen.buf[seen.len..]) {
                 Ok(0) => break,
-                Ok(n) => read.len += n,
+                Ok(n) => seen.len += n,
                 Err(e) if e == Errno::INTR => {}
                 Err(e) => return Err(e),
             }
@@ -72,7 +129,7 @@ pub(super) fn read_marker<O: Dir + Clock + ?Sized>(os: &mut O, name: &[u8]) -> R
         Ok(())
     })();
     os.close(file);
-    result.map(|()| read)
+    result
 }
 
 /// Writes all of `buf`, looping over short writes; a write of zero bytes

@@ -77,6 +77,7 @@ pub use acquire::{acquire, observe_watch, try_acquire};
 pub use config::{own_record, Config, Error, Kind, LeaseTerms, Op};
 pub use lease::{refresh, Compromise, CompromiseWatch, Refresh};
 pub(crate) use marker::unlink_if_same;
+pub use marker::{look, Seen};
 pub use os::{Clock, Dir, Entropy, Handles, NodeKind, Os, Processes, Semantics, Stat};
 pub use release::{keep_for_handover, release, remove_own_file};
 pub use standing::{describe_holder, standing, Standing};
