@@ -15,10 +15,11 @@
 //! it (never a peer's soft marker found at the path: invariant I22), and
 //! the caller continues with a soft lock.
 
-use crate::decide::{check_kernel_lock, FileId, KernelLockCheck};
+use crate::decide::{check_kernel_lock, FileId, HeldBecause, KernelLockCheck, Liveness};
 use crate::errno::Errno;
 use crate::mutant::{active, Mutant};
-use crate::soft;
+use crate::pid::Pid;
+use crate::soft::{self, Standing};
 use crate::wait::{Clock, Patience};
 use core::time::Duration;
 
@@ -347,6 +348,25 @@ pub fn fall_back<O: soft::Os + ?Sized>(
     removed
 }
 
+/// How a contender stands toward a kernel lock's holder as a lock query
+/// names it (PROTOCOL 7.16): `pid` is the PID the query reports (`F_GETLK`'s
+/// `l_pid`, or the kernel's lock table for `flock`), and `probe` asks
+/// whether a process lives (`kill(pid, 0)`, PROTOCOL 4.4). A kernel lock
+/// ends with its holder, so the holder is alive, unless the process named
+/// is provably gone: it passed the lock on (a descriptor it shared or sent)
+/// and exited, and who holds the lock now cannot be told; a probe that
+/// fails otherwise cannot tell either. A PID below 1 names no process to
+/// probe, and the lock is held by a live one: 0 is a holder in a PID
+/// namespace this one cannot see, -1 an open file description lock or an
+/// `flock` holder the kernel does not name.
+pub fn holder_standing(pid: i32, probe: impl FnOnce(Pid) -> Liveness) -> Standing {
+    let named = u32::try_from(pid).ok().and_then(Pid::new);
+    match named.map(probe) {
+        None | Some(Liveness::Alive) => Standing::Held(HeldBecause::Alive),
+        Some(Liveness::Dead | Liveness::Unknown(_)) => Standing::Held(HeldBecause::CannotTell),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -662,5 +682,28 @@ mod tests {
         assert_eq!(check_remove(&mut os, &ID), Ok(()));
         os.path = FileId { dev: 1, ino: 3 };
         assert_eq!(check_remove(&mut os, &ID), Err(Errno::NOENT));
+    }
+
+    #[test]
+    fn a_kernel_holder_is_alive_unless_the_process_named_is_gone() {
+        let alive = Standing::Held(HeldBecause::Alive);
+        let cannot_tell = Standing::Held(HeldBecause::CannotTell);
+        assert_eq!(holder_standing(42, |_| Liveness::Alive), alive);
+        assert_eq!(holder_standing(42, |_| Liveness::Dead), cannot_tell);
+        assert_eq!(
+            holder_standing(42, |_| Liveness::Unknown(Errno::INVAL)),
+            cannot_tell
+        );
+        // The probe is asked of the PID named, and of none below 1.
+        let mut asked = None;
+        let _ = holder_standing(42, |pid| {
+            asked = Some(pid.get());
+            Liveness::Dead
+        });
+        assert_eq!(asked, Some(42));
+        for unnamed in [0, -1, i32::MIN] {
+            let standing = holder_standing(unnamed, |_| panic!("probed PID {unnamed}"));
+            assert_eq!(standing, alive, "PID {unnamed}");
+        }
     }
 }

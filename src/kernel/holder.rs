@@ -16,6 +16,37 @@ pub struct KernelHolder {
     pub shared: bool,
 }
 
+impl KernelHolder {
+    /// How a contender stands toward this holder, probed now: alive
+    /// ([`HeldBecause::Alive`]), unless the process the query named is
+    /// gone, having passed the lock on (a descriptor it shared with a child
+    /// or sent) before it exited: then who holds it cannot be told
+    /// ([`HeldBecause::CannotTell`]). A kernel lock is never stale: it ends
+    /// with its last holder. The core's [`holder_standing`] decides.
+    ///
+    /// ```no_run
+    /// use swaplock::core::decide::HeldBecause;
+    /// use swaplock::core::soft::Standing;
+    /// use swaplock::FileLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// if let Some(h) = FileLock::flock("/run/lock/backup.lock").holder()? {
+    ///     match h.standing() {
+    ///         Standing::Held(HeldBecause::Alive) => println!("held by {}", h.pid),
+    ///         _ => println!("held, by a process {} passed it to", h.pid),
+    ///     }
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// [`HeldBecause::Alive`]: swaplock_core::decide::HeldBecause::Alive
+    /// [`HeldBecause::CannotTell`]: swaplock_core::decide::HeldBecause::CannotTell
+    /// [`holder_standing`]: swaplock_core::kernel::holder_standing
+    pub fn standing(&self) -> swaplock_core::soft::Standing {
+        swaplock_core::kernel::holder_standing(self.pid, crate::adapter::soft::probe)
+    }
+}
+
 impl FileLock {
     /// Whether `flock` answered `ENOSYS` here, so this lock is now a soft
     /// lock (filelock's `SoftFileLock`, protocol 1).

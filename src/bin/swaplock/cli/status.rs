@@ -84,18 +84,7 @@ pub(super) fn find_holder(opts: &Options) -> std::io::Result<Option<Found>> {
             reason: None,
             age: None,
             lease: None,
-            // A kernel lock ends with its holder; the process the
-            // lock table names may have passed it on and exited.
-            standing: match h.pid {
-                // SAFETY: signal 0 only asks whether the PID exists.
-                pid if pid > 0
-                    && unsafe { libc::kill(pid, 0) } == -1
-                    && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) =>
-                {
-                    "cannot tell"
-                }
-                _ => "alive",
-            },
+            standing: describe_holder(h.standing()),
         })),
         // flock answered ENOSYS: the lock is a soft lock here, as
         // run --kind flock takes it (filelock's SoftFileLock).
