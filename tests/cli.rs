@@ -335,3 +335,56 @@ fn status_json_keeps_an_unknown_modes_words_as_its_reason() {
     assert_eq!(held["holder"]["mode"], "unknown", "{held}");
     assert_eq!(held["holder"]["reason"], "weird (x)", "{held}");
 }
+
+/// For each way a marker keeps contenders out, a busy soft lock's error and
+/// `swaplock break` name the same remedy, the core's for how a contender
+/// stands toward its holder, and neither removes the marker.
+#[test]
+fn the_busy_error_and_break_name_the_same_remedy() {
+    use swaplock::core::soft::Remedy;
+    use swaplock::soft::Advice;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.lock");
+    let p = path.to_str().unwrap();
+    let live = format!(
+        "{}\n{}\n",
+        std::process::id(),
+        swaplock_linux::soft::host_name()
+    );
+    let cases: [(&str, &str, Remedy); 4] = [
+        ("empty", "", Remedy::ForceIfUnheld),
+        ("malformed", "not a record\n", Remedy::Grace),
+        (
+            "another host's",
+            "123\nanother-host\n",
+            Remedy::ForceOnceGone,
+        ),
+        ("a live holder's", &live, Remedy::Wait),
+    ];
+    for (what, content, remedy) in cases {
+        std::fs::write(&path, content).unwrap();
+        let advice = Advice::new(remedy, &path).to_string();
+        assert!(
+            advice.contains(&format!("swaplock break --force {p}")),
+            "{what}: {advice}"
+        );
+        let err = swaplock::SoftLock::soft(&path).try_lock().unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::WouldBlock, "{what}");
+        // A live holder's busy error names no remedy: it waits.
+        if remedy != Remedy::Wait {
+            assert!(err.to_string().contains(&advice), "{what}: {err}");
+        }
+        let out = run(&["break", "--kind", "soft", p]);
+        assert_eq!(out.status.code(), Some(1), "{what}: {out:?}");
+        assert!(
+            text(&out.stderr).contains(&advice),
+            "{what}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            content,
+            "{what}: removed"
+        );
+    }
+}

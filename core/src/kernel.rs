@@ -351,7 +351,7 @@ pub fn fall_back<O: soft::Os + ?Sized>(
 /// How a contender stands toward a kernel lock's holder as a lock query
 /// names it (PROTOCOL 7.16): `pid` is the PID the query reports (`F_GETLK`'s
 /// `l_pid`, or the kernel's lock table for `flock`), and `probe` asks
-/// whether a process lives (`kill(pid, 0)`, PROTOCOL 4.4). A kernel lock
+/// whether a process lives (`kill(pid, 0)`, PROTOCOL 4.3). A kernel lock
 /// ends with its holder, so the holder is alive, unless the process named
 /// is provably gone: it passed the lock on (a descriptor it shared or sent)
 /// and exited, and who holds the lock now cannot be told; a probe that

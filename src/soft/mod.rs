@@ -69,7 +69,7 @@ use swaplock_core::names::{Name, MAX_LOCK_NAME, NAME_MAX};
 use swaplock_core::record::{classify, Classified, Mode};
 use swaplock_core::soft::{
     self as protocol, Attempt, Clock, CompromiseWatch, Config, Contender, Held, Holder, LeaseTerms,
-    Refresh, Seen, Standing,
+    Refresh, Remedy, Seen, Standing,
 };
 pub use swaplock_core::soft::{Compromise, Kind};
 use swaplock_core::start::StartToken;
@@ -164,7 +164,7 @@ use wait::*;
 
 pub use guard::SoftLockGuard;
 use status::Busy;
-pub use status::OwnerInfo;
+pub use status::{Advice, OwnerInfo};
 pub use wait::{waiting_threads, WaitStatus};
 
 /// The default pause between attempts, as filelock's `poll_interval`.

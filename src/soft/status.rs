@@ -171,6 +171,15 @@ pub struct OwnerInfo {
 }
 
 impl OwnerInfo {
+    /// The holder in words: `pid P on HOST`, or `a MODE marker` for a
+    /// marker that names none.
+    pub fn name(&self) -> String {
+        match (self.pid, &self.host) {
+            (Some(pid), Some(host)) => format!("pid {pid} on {host}"),
+            _ => format!("a {} marker", self.mode),
+        }
+    }
+
     pub(super) fn from(c: Classified<'_>, age: Option<Duration>) -> Self {
         let mut info = OwnerInfo {
             mode: String::new(),
@@ -244,44 +253,45 @@ impl Explain for Busy {
     fn explain(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let path = self.path.display();
         write!(f, "The file lock '{path}' could not be acquired: ")?;
-        match &self.holder {
-            Holder::Recordless => {
-                return f.write_str(
-                    "it is held by an owner that recorded no PID (a filelock release before \
-                     3.22, or one still writing its record), which this host cannot probe.",
-                )
-            }
-            Holder::Foreign { pid, host } => {
+        let advice = |remedy| Advice::new(remedy, &self.path);
+        match (&self.holder, self.holder.remedy()) {
+            (Holder::Recordless, Some(remedy)) => {
                 return write!(
                     f,
-                    "it is held by pid {pid} on {host}, which this host cannot probe."
+                    "it is held by an owner that recorded no PID (a filelock release before \
+                     3.22, or one still writing its record), which this host cannot probe; {}.",
+                    advice(remedy)
                 )
             }
-            Holder::Unknown => {}
+            (Holder::Foreign { pid, host }, Some(remedy)) => {
+                return write!(
+                    f,
+                    "it is held by pid {pid} on {host}, which this host cannot probe; {}.",
+                    advice(remedy)
+                )
+            }
+            _ => {}
         }
         let Some((owner, standing)) = &self.judged else {
             return f.write_str("it is held by another process.");
         };
-        let who = match (owner.pid, &owner.host) {
-            (Some(pid), Some(host)) => format!("pid {pid} on {host}"),
-            _ => format!("a {} marker", owner.mode),
-        };
+        let who = owner.name();
+        let advice = advice(standing.remedy());
         match standing {
             Standing::Held(HeldBecause::Alive) => write!(f, "it is held by {who}, which is alive."),
             Standing::Held(HeldBecause::OtherHost) => {
-                write!(f, "it is held by {who}, which this host cannot probe.")
+                write!(
+                    f,
+                    "it is held by {who}, which this host cannot probe; {advice}."
+                )
             }
             Standing::Held(_) => write!(
                 f,
-                "it is held by {who}, which cannot be proven gone (its probe failed)."
+                "it is held by {who}, which cannot be proven gone (its probe failed); {advice}."
             ),
-            // A contender takes a stale marker over at once by exchanging
-            // names; one still in place means the exchange was refused.
             Standing::Stale { recycled } => write!(
                 f,
-                "its holder, {who}, looks gone{}, but the filesystem cannot exchange names, so \
-                 the stale marker is never moved; if its holder ({who}) is gone, run \
-                 `swaplock break --force {path}`.",
+                "its holder, {who}, looks gone{}, but {advice}.",
                 if *recycled {
                     " (its PID now runs another process)"
                 } else {
@@ -290,14 +300,71 @@ impl Explain for Busy {
             ),
             Standing::Malformed => write!(
                 f,
-                "its marker holds no record this lock reads ({}); it is removed once seen \
-                 unchanged for 2 s.",
+                "its marker holds no record this lock reads ({}); {advice}.",
                 owner.mode
             ),
+            _ => write!(f, "it is held by {who}; {advice}."),
+        }
+    }
+}
+
+/// A [`Remedy`] in words, for the marker of a lock at a path: the clause a
+/// busy lock's error and `swaplock break` end with, which names what to
+/// run.
+///
+/// ```
+/// use swaplock::core::soft::{Remedy, Standing};
+/// use swaplock::soft::Advice;
+/// use swaplock::SoftLock;
+/// # fn main() -> std::io::Result<()> {
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("jobs.lock");
+/// std::fs::write(&path, "")?; // an empty marker: contenders never remove it
+/// let lock = SoftLock::soft(&path);
+/// let (owner, standing) = lock.status()?.expect("a marker");
+/// assert_eq!(standing.remedy(), Remedy::ForceIfUnheld);
+/// let advice = Advice::new(standing.remedy(), &path).to_string();
+/// assert!(advice.ends_with(&format!("run `swaplock break --force {}`", path.display())));
+/// # Ok(())
+/// # }
+/// ```
+///
+/// [`Remedy`]: swaplock_core::soft::Remedy
+pub struct Advice<'a> {
+    remedy: Remedy,
+    path: &'a Path,
+}
+
+impl<'a> Advice<'a> {
+    /// The advice of `remedy` for the marker of the lock at `path`.
+    pub fn new(remedy: Remedy, path: &'a Path) -> Self {
+        Advice { remedy, path }
+    }
+}
+
+impl std::fmt::Display for Advice<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = self.path.display();
+        let force = format_args!("`swaplock break --force {path}`");
+        match self.remedy {
+            Remedy::Wait => write!(
+                f,
+                "wait for its release: {force} breaks it anyway, and mutual exclusion with it is \
+                 lost"
+            ),
+            Remedy::Grace => write!(
+                f,
+                "a contender removes it once seen unchanged for 2 s, or run {force}"
+            ),
+            Remedy::ForceStale => write!(
+                f,
+                "the filesystem cannot exchange names, so the stale marker is never moved; if its \
+                 holder is gone, run {force}"
+            ),
+            Remedy::ForceOnceGone => write!(f, "once it is known gone, run {force}"),
             _ => write!(
                 f,
-                "it is held by {who}, a marker that is never removed automatically; if nothing \
-                 holds it, run `swaplock break --force {path}`."
+                "its marker is never removed automatically; if nothing holds it, run {force}"
             ),
         }
     }

@@ -38,6 +38,66 @@ pub enum Standing {
     },
 }
 
+impl Standing {
+    /// What an operator can do about a marker that keeps contenders out,
+    /// for a holder that stands so.
+    pub fn remedy(self) -> Remedy {
+        match self {
+            Standing::Never => Remedy::ForceIfUnheld,
+            Standing::Malformed => Remedy::Grace,
+            Standing::Held(HeldBecause::Alive) => Remedy::Wait,
+            Standing::Held(HeldBecause::OtherHost | HeldBecause::CannotTell) => {
+                Remedy::ForceOnceGone
+            }
+            Standing::Stale { .. } => Remedy::ForceStale,
+        }
+    }
+}
+
+impl Holder {
+    /// What an operator can do about the marker of a holder an attempt
+    /// named: one that names no owner is never removed by contenders, and
+    /// another host's cannot be judged here. `None` for a holder the
+    /// attempt did not name.
+    pub fn remedy(&self) -> Option<Remedy> {
+        match self {
+            Holder::Unknown => None,
+            Holder::Recordless => Some(Standing::Never.remedy()),
+            Holder::Foreign { .. } => Some(Standing::Held(HeldBecause::OtherHost).remedy()),
+        }
+    }
+}
+
+/// What an operator can do about a marker that keeps contenders out, by
+/// how a contender stands toward its holder ([`Standing::remedy`],
+/// [`Holder::remedy`]): the one
+/// remedy a busy lock's error and `swaplock break` name.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Remedy {
+    /// The holder is alive: wait for its release. Removing its marker by
+    /// force would lose mutual exclusion with it.
+    Wait,
+    /// Contenders remove the marker once they have seen it unchanged for
+    /// the 2 s grace period (invariant I9); removing it by force does the
+    /// same at once.
+    Grace,
+    /// The holder is provably gone, yet its marker stands: contenders take
+    /// a stale marker over by exchanging names, so this filesystem cannot
+    /// exchange them, and nothing will ever move the marker (PROTOCOL 7.8).
+    /// Remove it by force once the holder is confirmed gone.
+    ForceStale,
+    /// The holder cannot be judged from this host (it is another host's,
+    /// or its probe failed): remove the marker by force once it is known
+    /// gone.
+    ForceOnceGone,
+    /// A marker contenders never remove (invariant I10: empty, the strict
+    /// sentinel, a mode this version does not know): remove it by force if
+    /// nothing holds it.
+    ForceIfUnheld,
+}
+
 /// How a contender of `cfg.kind` stands toward a marker whose content is
 /// `content` (PROTOCOL 3.5, 4.5): the one judgement contenders, `break`
 /// and `status` share.

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use swaplock::core::decide::HeldBecause;
 use swaplock::core::soft::Standing;
-use swaplock::soft::{Kind, SoftLock};
+use swaplock::soft::{Advice, Kind, SoftLock};
 use swaplock::FileLock;
 
 #[cfg(unix)]
@@ -21,6 +21,13 @@ mod windows;
 use break_lock::*;
 use status::*;
 use take::*;
+
+/// The exit status of `run` when a lease was lost while its command ran
+/// (`EX_TEMPFAIL`): the command was stopped.
+const LEASE_LOST: i32 = 75;
+/// The exit status of `run` when its command succeeded but the lock could
+/// not be released (`EX_IOERR`).
+const RELEASE_FAILED: i32 = 74;
 
 /// The help text: usage, exit statuses, and the limits of supervision.
 pub(crate) const USAGE: &str = "usage: swaplock run [OPTIONS] LOCKFILE COMMAND [ARGS...]

@@ -57,26 +57,26 @@ pub(super) fn break_lock(opts: Options) -> i32 {
             return 1;
         }
     };
-    let who = name_holder(&owner);
-    let holder = describe_holder(standing);
+    let who = owner.name();
+    let advice = Advice::new(standing.remedy(), lock.path());
     match standing {
         Standing::Stale { .. } => eprintln!(
-            "swaplock: {path}: the holder ({who}) is gone, but its marker could not be \
-             taken over: the filesystem cannot exchange names, so the stale marker is never \
-             moved; if its holder ({who}) is gone, run `swaplock break --force {path}`"
+            "swaplock: {path}: the holder ({who}) is gone, but its marker could not be taken \
+             over: {advice}"
         ),
         Standing::Malformed => eprintln!(
-            "swaplock: {path}: the marker holds no record this kind reads ({}); a contender \
-             removes it once seen unchanged for 2 s, or run `swaplock break --force {path}`",
+            "swaplock: {path}: the marker holds no record this kind reads ({}); {advice}",
             owner.mode
         ),
-        Standing::Held(HeldBecause::Alive) => eprintln!(
-            "swaplock: {path}: refusing to break a holder that is alive ({who}); \
-             --force breaks it anyway, and mutual exclusion with it is lost"
-        ),
+        Standing::Held(HeldBecause::Alive) => {
+            eprintln!(
+                "swaplock: {path}: refusing to break a holder that is alive ({who}); {advice}"
+            )
+        }
         _ => eprintln!(
             "swaplock: {path}: refusing to break a holder this host cannot judge ({who}, \
-             holder {holder}); once it is known gone, run `swaplock break --force {path}`"
+             holder {}); {advice}",
+            describe_holder(standing)
         ),
     }
     1

@@ -87,12 +87,6 @@ fn run_kernel(opts: Options) -> i32 {
     255
 }
 
-/// The exit status of `run` when a lease was lost while its command
-/// ran (`EX_TEMPFAIL`): the command was stopped.
-const LEASE_LOST: i32 = 75;
-/// The exit status of `run` when its command succeeded but the lock
-/// could not be released (`EX_IOERR`).
-const RELEASE_FAILED: i32 = 74;
 /// How long what is left of the command's process group has to end
 /// after SIGTERM before it gets SIGKILL.
 const GRACE: Duration = Duration::from_secs(2);

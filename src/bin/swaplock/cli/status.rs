@@ -305,11 +305,3 @@ pub(super) fn status_text(found: Option<Found>) {
         }
     }
 }
-
-/// Who a marker names, in a message: `pid N on HOST`, or its mode.
-pub(super) fn name_holder(owner: &swaplock::soft::OwnerInfo) -> String {
-    match (owner.pid, &owner.host) {
-        (Some(pid), Some(host)) => format!("pid {pid} on {host}"),
-        _ => format!("a {} marker", owner.mode),
-    }
-}

@@ -118,12 +118,3 @@ pub(super) fn run(opts: Options) -> i32 {
         }
     }
 }
-
-/// The exit status of `run` when a lease was lost while its command
-/// ran (`EX_TEMPFAIL`): the command was stopped.
-#[cfg(windows)]
-pub(super) const LEASE_LOST: i32 = 75;
-/// The exit status of `run` when its command succeeded but the lock
-/// could not be released (`EX_IOERR`).
-#[cfg(windows)]
-pub(super) const RELEASE_FAILED: i32 = 74;
