@@ -341,7 +341,8 @@ fn option_values(field: &[u8]) -> impl Iterator<Item = &[u8]> {
     field.split(|&b| b == b',')
 }
 
-/// The kernel lock family a refusal is about.
+/// A kernel lock's family: what a filesystem's refusal is about, and which
+/// locks of one file exclude each other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Family {
@@ -349,6 +350,18 @@ pub enum Family {
     Fcntl,
     /// `flock` locks.
     Flock,
+}
+
+impl Family {
+    /// Whether a lock of this family and one of `other` on the same file
+    /// are the same lock, so that one waits for the other: always, where
+    /// the kernel keeps the families together (`apart` false: Apple
+    /// systems, the BSDs, and Windows, where both are `LockFileEx` on byte
+    /// 0); only within a family where it keeps them apart (`apart`: Linux
+    /// and Android, where `fcntl` and `flock` locks never meet).
+    pub fn meets(self, other: Family, apart: bool) -> bool {
+        self == other || !apart
+    }
 }
 
 /// Why a lock is refused on a filesystem.
@@ -402,6 +415,20 @@ pub fn soft_lock_refusal(traits: &Traits) -> Option<Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn families_meet_within_themselves_and_across_where_the_kernel_joins_them() {
+        use Family::{Fcntl, Flock};
+        for (a, b) in [
+            (Fcntl, Fcntl),
+            (Flock, Flock),
+            (Fcntl, Flock),
+            (Flock, Fcntl),
+        ] {
+            assert!(a.meets(b, false), "{a:?} and {b:?} together");
+            assert_eq!(a.meets(b, true), a == b, "{a:?} and {b:?} apart");
+        }
+    }
 
     const SSHFS: &[u8] = b"36 25 0:33 / /mnt/a rw,nosuid,nodev,relatime shared:17 - fuse.sshfs lab:/srv rw,user_id=0,group_id=0\n";
     const NFS_NOLOCK: &[u8] =

@@ -162,9 +162,10 @@ impl FileLock {
         // This process's own holds are known without a probe, whose lock
         // calls could change them where flock is emulated with the
         // process's record locks (NFS).
-        let family = Family::of(Kind::Flock);
         for shared in [false, true] {
-            let own = |&(h, f, s): &(FileId, Family, bool)| h == id && f == family && s == shared;
+            let own = |&(h, f, s): &(FileId, Family, bool)| {
+                h == id && f.meets(Family::Flock, FAMILIES_APART) && s == shared
+            };
             if held::by_this_process(&HELD, own) {
                 let pid = std::process::id() as i32;
                 return Ok(Some(KernelHolder { pid, shared }));

@@ -86,6 +86,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use swaplock_core::decide::{with_lock_ex_mode, FileId};
+use swaplock_core::fs::Family;
 use swaplock_core::kernel as protocol;
 #[cfg(windows)]
 use swaplock_core::kernel::{Backoff, Outcome};
@@ -124,6 +125,16 @@ pub enum Kind {
     /// the same process too, and is shared with forked children. (On
     /// Windows both kinds are `LockFileEx` on byte 0, which behaves so.)
     Flock,
+}
+
+impl Kind {
+    /// The family of this kind's locks.
+    pub(crate) fn family(self) -> Family {
+        match self {
+            Kind::Fcntl => Family::Fcntl,
+            Kind::Flock => Family::Flock,
+        }
+    }
 }
 
 /// A kernel file lock on a path. Building one allocates; locking and
@@ -278,11 +289,8 @@ impl FileLock {
     /// The kernel lock family of this lock, as the filesystem judgement
     /// names it.
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    fn family(&self) -> swaplock_core::fs::Family {
-        match self.kind {
-            Kind::Flock => swaplock_core::fs::Family::Flock,
-            _ => swaplock_core::fs::Family::Fcntl,
-        }
+    fn family(&self) -> Family {
+        self.kind.family()
     }
 
     /// Refuses this lock before it is tried where the filesystem its path

@@ -115,7 +115,7 @@ struct Holding {
     /// The thread's entry among the kernel locks this process holds (for
     /// the `Deadlock` check), removed with it.
     #[allow(dead_code)]
-    registered: Registered<(FileId, kernel::Family, bool)>,
+    registered: Registered<(FileId, swaplock_core::fs::Family, bool)>,
     /// The process that took it: a forked child must not release it.
     pid: u32,
 }
@@ -210,10 +210,7 @@ impl OpenFileLock {
         }
         #[cfg(any(target_os = "linux", target_os = "android"))]
         if let Ok(fs) = swaplock_linux::fs::of_file(self.file()) {
-            let family = match self.kind {
-                Kind::Flock => swaplock_core::fs::Family::Flock,
-                _ => swaplock_core::fs::Family::Fcntl,
-            };
+            let family = self.kind.family();
             if let Some(refusal) = swaplock_core::fs::kernel_lock_refusal(&fs.traits, family) {
                 return Err(crate::netfs::refused(
                     &self.name,

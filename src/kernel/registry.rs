@@ -7,21 +7,11 @@ use super::*;
 /// Each with whether it is shared.
 pub(super) static HELD: Held<(FileId, Family, bool)> = crate::lists::ProcessMutex::new(Vec::new());
 
-/// Which locks of a file exclude each other: on Linux and Android, `fcntl`
-/// and `flock` locks never meet, so a thread holding one kind waits for
-/// the other as for any free lock; elsewhere (Apple systems, the BSDs,
-/// Windows) the two kinds are one lock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Family(u8);
-
-impl Family {
-    pub(crate) fn of(kind: Kind) -> Self {
-        match (kind, cfg!(any(target_os = "linux", target_os = "android"))) {
-            (Kind::Flock, true) => Family(1),
-            _ => Family(0),
-        }
-    }
-}
+/// Whether this kernel keeps `fcntl` and `flock` locks apart ([`Family::meets`]):
+/// on Linux and Android a thread holding one kind waits for the other as
+/// for any free lock; elsewhere (Apple systems, the BSDs, Windows) the two
+/// kinds are one lock.
+pub(crate) const FAMILIES_APART: bool = cfg!(any(target_os = "linux", target_os = "android"));
 
 /// Whether this thread holds such a lock on the file `id()` names, in a
 /// mode that excludes a lock of this one (`shared`; shared locks exclude
@@ -32,8 +22,9 @@ pub(crate) fn held_here(
     shared: bool,
     id: impl FnOnce() -> Result<FileId, Errno>,
 ) -> bool {
-    let family = Family::of(kind);
-    let excludes = |f: Family, h_shared: bool| f == family && !(h_shared && shared);
+    let family = kind.family();
+    let excludes =
+        |f: Family, h_shared: bool| f.meets(family, FAMILIES_APART) && !(h_shared && shared);
     held::by_this_thread(&HELD, |&(_, f, h_shared)| excludes(f, h_shared))
         && id().is_ok_and(|id| {
             held::by_this_thread(&HELD, |&(h, f, h_shared)| h == id && excludes(f, h_shared))
@@ -42,7 +33,7 @@ pub(crate) fn held_here(
 
 /// Enters a lock of this thread on the file `id`, until the entry drops.
 pub(crate) fn register(id: FileId, kind: Kind, shared: bool) -> Registered<(FileId, Family, bool)> {
-    Registered::new(&HELD, (id, Family::of(kind), shared))
+    Registered::new(&HELD, (id, kind.family(), shared))
 }
 
 /// The error of a wait that could never end: this thread holds the
