@@ -20,7 +20,7 @@ use crate::errno::Errno;
 use crate::mutant::{active, Mutant};
 use crate::pid::Pid;
 use crate::soft::{self, Standing};
-use crate::wait::{Clock, Patience};
+use crate::wait::{Clock, Patience, Wait};
 use core::time::Duration;
 
 /// The operations of a kernel lock on one path, each one syscall.
@@ -268,6 +268,17 @@ impl Backoff {
     /// busy.
     pub const fn forever() -> Self {
         Self::new(Duration::MAX)
+    }
+
+    /// The patience of a kernel acquire that waits as `wait` says, its
+    /// deadline given as the time left: one attempt ([`Wait::No`]: no time
+    /// at all), [`forever`](Self::forever), or until the time left.
+    pub const fn of(wait: Wait<Duration>) -> Self {
+        match wait {
+            Wait::No => Self::new(Duration::ZERO),
+            Wait::Forever => Self::forever(),
+            Wait::Until(left) => Self::new(left),
+        }
     }
 }
 
@@ -705,5 +716,22 @@ mod tests {
             let standing = holder_standing(unnamed, |_| panic!("probed PID {unnamed}"));
             assert_eq!(standing, alive, "PID {unnamed}");
         }
+    }
+
+    #[test]
+    fn the_backoff_of_a_wait_tries_once_forever_or_until_the_time_left() {
+        let ms = Duration::from_millis;
+        let mut once = Backoff::of(Wait::No);
+        assert_eq!(once.busy(&Errno::AGAIN, ms(0)), None, "one attempt");
+        let mut forever = Backoff::of(Wait::Forever);
+        assert_eq!(forever, Backoff::forever());
+        assert_eq!(
+            forever.busy(&Errno::AGAIN, ms(1 << 40)),
+            Some(Backoff::FIRST)
+        );
+        let mut until = Backoff::of(Wait::Until(ms(30)));
+        assert_eq!(until, Backoff::new(ms(30)));
+        assert_eq!(until.busy(&Errno::AGAIN, ms(29)), Some(ms(1)));
+        assert_eq!(until.busy(&Errno::AGAIN, ms(30)), None);
     }
 }

@@ -30,6 +30,50 @@ pub trait Patience<B: ?Sized> {
     fn busy(&mut self, holder: &B, elapsed: Duration) -> Option<Duration>;
 }
 
+/// How long an acquire may wait: what a lock's calls come to (`try_lock`,
+/// `lock`, `lock_timeout`), for every backend. `I` is the caller's
+/// monotonic instant, or the time left to the deadline once the wait is
+/// under way ([`Wait::left`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Wait<I> {
+    /// One attempt (`try_lock`): a lock it finds taken is reported busy.
+    No,
+    /// Until the lock is taken (`lock`).
+    Forever,
+    /// Until this deadline (`lock_timeout`): a lock still taken then is a
+    /// timeout.
+    Until(I),
+}
+
+impl<I> Wait<I> {
+    /// Whether a lock still taken when this wait gives up means that its
+    /// deadline passed (a timeout), rather than that one attempt found it
+    /// taken (busy). A wait without a deadline gives up only when the
+    /// caller cancels it.
+    pub fn timed(&self) -> bool {
+        matches!(self, Wait::Until(_))
+    }
+
+    /// Whether an attempt of this wait may block in the kernel's lock call:
+    /// only a wait with no deadline, since no lock call these locks have
+    /// can be cut short at one (a timed wait waits in the kernel on a
+    /// thread of its own, or polls).
+    pub fn blocks(&self) -> bool {
+        matches!(self, Wait::Forever)
+    }
+
+    /// This wait with its deadline given as the time `left` says is left
+    /// to it.
+    pub fn left(self, left: impl FnOnce(I) -> Duration) -> Wait<Duration> {
+        match self {
+            Wait::No => Wait::No,
+            Wait::Forever => Wait::Forever,
+            Wait::Until(deadline) => Wait::Until(left(deadline)),
+        }
+    }
+}
+
 /// The usual patience: one attempt, or attempts every `poll` until a
 /// timeout (cut to the time left), or forever.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +115,19 @@ impl<B: ?Sized> Patience<B> for Deadline {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wait_times_out_only_with_a_deadline_and_carries_it_as_time_left() {
+        let ms = Duration::from_millis;
+        assert!(Wait::Until(7u64).timed());
+        assert!(!Wait::<u64>::No.timed() && !Wait::<u64>::Forever.timed());
+        assert!(Wait::<u64>::Forever.blocks());
+        assert!(!Wait::<u64>::No.blocks() && !Wait::Until(7u64).blocks());
+        let left = |deadline: u64| ms(deadline - 5);
+        assert_eq!(Wait::Until(25u64).left(left), Wait::Until(ms(20)));
+        assert_eq!(Wait::<u64>::No.left(left), Wait::No);
+        assert_eq!(Wait::<u64>::Forever.left(left), Wait::Forever);
+    }
 
     #[test]
     fn a_deadline_cuts_the_last_pause_to_the_time_left() {

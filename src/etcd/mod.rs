@@ -109,14 +109,8 @@ impl fmt::Debug for EtcdLock {
     }
 }
 
-/// How an acquire waits.
-#[derive(Clone, Copy)]
-enum Wait {
-    /// One attempt (`try_lock`).
-    No,
-    /// Until the lock is ours, or for at most this long.
-    Up(Option<Duration>),
-}
+/// How an acquire waits: the core's request, on the monotonic clock.
+type Wait = swaplock_core::wait::Wait<Instant>;
 
 impl EtcdLock {
     /// The lock `name` in the cluster at `endpoints` (URLs such as
@@ -208,7 +202,7 @@ impl EtcdLock {
 
     /// Waits for the lock.
     pub fn lock(&self) -> io::Result<EtcdLockGuard> {
-        self.acquire(Wait::Up(None))
+        self.acquire(Wait::Forever)
     }
 
     /// One attempt; an error of kind `WouldBlock` if the lock is held (our
@@ -221,7 +215,11 @@ impl EtcdLock {
     /// held (our key is deleted and our lease revoked). The first attempt
     /// always runs, even with a zero timeout.
     pub fn lock_timeout(&self, timeout: Duration) -> io::Result<EtcdLockGuard> {
-        self.acquire(Wait::Up(Some(timeout)))
+        self.acquire(
+            Instant::now()
+                .checked_add(timeout)
+                .map_or(Wait::Forever, Wait::Until),
+        )
     }
 
     /// Who holds the lock now: the key with the lowest create revision

@@ -141,7 +141,8 @@ pub(super) async fn take(
                 ),
             ));
         }
-        Wait::Up(timeout) => timeout,
+        Wait::Forever => None,
+        Wait::Until(deadline) => Some(deadline.saturating_duration_since(Instant::now())),
     };
     let waited = async {
         wait_deletes(lock, client, &prefix, mine - 1).await?;

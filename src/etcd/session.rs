@@ -53,15 +53,7 @@ pub(super) async fn session(
     // while a new leader is elected) costs us our place in line, never the
     // wait: we held nothing, so a new lease queues us again, within the
     // same deadline.
-    let deadline = match wait {
-        Wait::Up(Some(t)) => Some(Instant::now() + t),
-        _ => None,
-    };
     let (keeper, key, taken, lost) = loop {
-        let wait = match (wait, deadline) {
-            (Wait::Up(_), Some(d)) => Wait::Up(Some(d.saturating_duration_since(Instant::now()))),
-            _ => wait,
-        };
         // The lease's deadline counts from before the grant was asked for.
         let asked = Instant::now();
         let (lease_id, granted_ttl) = match lock
@@ -112,8 +104,12 @@ pub(super) async fn session(
                 // Leave no key behind to hold up the contenders after us.
                 let _ = delete(&lock, &client, &key).await;
                 let _ = revoke(&lock, &client, lease_id).await;
-                let time_left = deadline.is_none_or(|d| Instant::now() < d);
-                if lost_first && !matches!(wait, Wait::No) && time_left {
+                let time_left = match wait {
+                    Wait::No => false,
+                    Wait::Forever => true,
+                    Wait::Until(deadline) => Instant::now() < deadline,
+                };
+                if lost_first && time_left {
                     continue;
                 }
                 let _ = reply.send(Err(e));

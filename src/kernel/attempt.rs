@@ -26,14 +26,6 @@ pub(super) enum Settled {
     FellBack,
 }
 
-/// How long an attempt may wait.
-#[derive(Clone, Copy)]
-pub(super) enum Wait {
-    No,
-    Forever,
-    Until(Instant),
-}
-
 impl FileLock {
     pub(super) fn err(&self, step: Step, errno: Errno) -> io::Error {
         LockError::errno(&self.path, step, errno)
@@ -95,7 +87,7 @@ impl FileLock {
             match wait {
                 // A timed wait waits in the kernel, on a thread of its own.
                 Wait::Until(deadline) => wait::until(&job, deadline),
-                Wait::No => job.acquire(inodes::Until::No, false, true),
+                Wait::No => job.acquire(Wait::No, false, true),
                 // A wait in the kernel that answers busy anyway (smbfs)
                 // waits on.
                 Wait::Forever => wait::forever(&job),
@@ -108,18 +100,9 @@ impl FileLock {
             // The core decides when to try again: never without a wait;
             // after a pause when a wait in the kernel answers busy all the
             // same; until the deadline with one.
-            let outcome = match wait {
-                Wait::No => {
-                    protocol::acquire(&mut kernel, false, may_fall_back, &mut Deadline::once())
-                }
-                Wait::Forever => {
-                    protocol::acquire(&mut kernel, true, may_fall_back, &mut Backoff::forever())
-                }
-                Wait::Until(deadline) => {
-                    let left = deadline.saturating_duration_since(crate::sync::now());
-                    protocol::acquire(&mut kernel, false, may_fall_back, &mut Backoff::new(left))
-                }
-            };
+            let mut backoff = Backoff::of(wait.left(time_left));
+            let outcome =
+                protocol::acquire(&mut kernel, wait.blocks(), may_fall_back, &mut backoff);
             match outcome {
                 Ok(Outcome::Held(fd, id)) => Reached::Held(fd, id),
                 Ok(Outcome::Busy(e)) => Reached::Busy(e),
@@ -148,7 +131,7 @@ impl FileLock {
             ),
             _ => {}
         }
-        match self.settle(reached, shared, matches!(wait, Wait::Until(_))) {
+        match self.settle(reached, shared, wait.timed()) {
             Settled::Done(result) => result,
             // flock is not available here: this lock is a soft lock now.
             #[cfg(unix)]
@@ -262,12 +245,23 @@ impl FileLock {
         let guard = match wait {
             Wait::No => lock.try_lock(),
             Wait::Forever => lock.lock(),
-            Wait::Until(deadline) => {
-                lock.lock_timeout(deadline.saturating_duration_since(Instant::now()))
-            }
+            Wait::Until(deadline) => lock.lock_timeout(time_left(deadline)),
         }?;
         Ok(FileLockGuard(Inner::Soft(Box::new(guard))))
     }
+}
+
+/// The wait of a timeout from now: until its deadline, or forever where
+/// that instant is past the clock's range.
+pub(super) fn within(timeout: Duration) -> Wait {
+    crate::sync::now()
+        .checked_add(timeout)
+        .map_or(Wait::Forever, Wait::Until)
+}
+
+/// The time left to `deadline`, none once it has passed.
+pub(super) fn time_left(deadline: Instant) -> Duration {
+    deadline.saturating_duration_since(crate::sync::now())
 }
 
 /// The error of a guard used in a child forked while it was held: the

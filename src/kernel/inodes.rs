@@ -22,9 +22,9 @@
 //! still releases the process's lock (see the [module docs](crate::kernel)).
 
 use crate::adapter::kernel as os;
+use crate::kernel::Wait;
 use crate::sync::{Condvar, MutexGuard};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::time::Instant;
 use swaplock_core::decide::{FileId, FileTime};
 use swaplock_core::kernel::KernelOs;
 use swaplock_core::wait::Clock;
@@ -106,21 +106,13 @@ pub(crate) fn take_kept(id: FileId) -> Option<OwnedFd> {
     files.entries[i].kept.pop()
 }
 
-/// How long a thread waits for the file to be admitted.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Until {
-    No,
-    Forever,
-    Deadline(Instant),
-}
-
 /// Waits until `id` admits a lock of this mode (no entry, or a compatible
 /// one), or `until` gives up: the registry, locked, and whether it admits.
 fn wait_admitted(
     mut files: MutexGuard<'static, Files>,
     id: FileId,
     shared: bool,
-    until: Until,
+    until: Wait,
 ) -> (MutexGuard<'static, Files>, bool) {
     loop {
         let admits = match files.find(id) {
@@ -131,9 +123,9 @@ fn wait_admitted(
             return (files, true);
         }
         files = match until {
-            Until::No => return (files, false),
-            Until::Forever => CHANGED.wait(files).unwrap_or_else(|p| p.into_inner()),
-            Until::Deadline(deadline) => {
+            Wait::No => return (files, false),
+            Wait::Forever => CHANGED.wait(files).unwrap_or_else(|p| p.into_inner()),
+            Wait::Until(deadline) => {
                 let Some(left) = deadline
                     .checked_duration_since(crate::sync::now())
                     .filter(|l| !l.is_zero())
@@ -383,7 +375,7 @@ pub(crate) struct Threads<O> {
     pub(crate) os: O,
     /// Whether the registry is used: `None` until the probe answers.
     on: Option<bool>,
-    until: Until,
+    until: Wait,
     /// The identity of the file of the last lock call, and whether that
     /// call took the lock.
     last: Option<(FileId, bool)>,
@@ -393,7 +385,7 @@ impl<O: Calls> Threads<O> {
     /// `excludes`: whether the lock must exclude this process's threads
     /// (an `fcntl` lock not owned by the process); `until`: how long an
     /// acquire that does not wait in the kernel may wait for them.
-    pub(crate) fn new(os: O, excludes: bool, until: Until) -> Self {
+    pub(crate) fn new(os: O, excludes: bool, until: Wait) -> Self {
         let on = match excludes && os.call() != os::LockCall::Flock {
             true => needs_registry(),
             false => Some(false),
@@ -501,7 +493,7 @@ impl<O: Calls> Threads<O> {
         }
         let id = self.os.fstat(file)?;
         let shared = self.os.shared();
-        let until = if wait { Until::Forever } else { self.until };
+        let until = if wait { Wait::Forever } else { self.until };
         let (mut registry, admitted) = wait_admitted(files(), id, shared, until);
         if !admitted {
             self.last = Some((id, false));

@@ -90,9 +90,11 @@ use swaplock_core::fs::Family;
 use swaplock_core::kernel as protocol;
 #[cfg(windows)]
 use swaplock_core::kernel::{Backoff, Outcome};
-#[cfg(windows)]
-use swaplock_core::wait::Deadline;
 use swaplock_core::Errno;
+
+/// How long a kernel lock's acquire may wait: the core's request, on the
+/// monotonic clock of [`crate::sync::now`].
+pub(crate) type Wait = swaplock_core::wait::Wait<Instant>;
 
 mod attempt;
 mod guard;
@@ -508,10 +510,7 @@ impl FileLock {
     /// # }
     /// ```
     pub fn lock_shared_timeout(&self, timeout: Duration) -> io::Result<FileLockGuard> {
-        match crate::sync::now().checked_add(timeout) {
-            Some(deadline) => self.acquire(Wait::Until(deadline), true),
-            None => self.acquire(Wait::Forever, true),
-        }
+        self.acquire(within(timeout), true)
     }
 
     /// Waits up to `timeout` for the lock; an error of kind
@@ -546,10 +545,7 @@ impl FileLock {
     /// # }
     /// ```
     pub fn lock_timeout(&self, timeout: Duration) -> io::Result<FileLockGuard> {
-        match crate::sync::now().checked_add(timeout) {
-            Some(deadline) => self.acquire(Wait::Until(deadline), false),
-            None => self.acquire(Wait::Forever, false),
-        }
+        self.acquire(within(timeout), false)
     }
 
     /// Waits for the lock (up to `timeout`, if given), calling `hook`
@@ -659,8 +655,7 @@ impl FileLock {
                 pause.as_secs_f64()
             );
             // The next attempt waits that long in the kernel.
-            let deadline = Instant::now().checked_add(pause);
-            wait = deadline.map_or(Wait::Forever, Wait::Until);
+            wait = within(pause);
         }
     }
 

@@ -4,17 +4,16 @@
 
 use crate::error::{LockError, Step};
 use crate::held::Registered;
-use crate::kernel::{self, Kind, Scope};
+use crate::kernel::{self, Kind, Scope, Wait};
 use crate::sync::atomic::{AtomicBool, Ordering};
 use crate::sync::{Condvar, Mutex, MutexGuard};
 use std::fs::File;
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use swaplock_core::decide::FileId;
 use swaplock_core::kernel::{self as protocol, Backoff, Outcome};
-use swaplock_core::wait::Deadline;
 use swaplock_core::Errno;
 
 #[cfg(unix)]
@@ -131,14 +130,6 @@ impl Holding {
         }
         release(self.file, self.scope).map_err(|e| LockError::errno(name, Step::Unlock, e))
     }
-}
-
-/// How long an attempt may wait.
-#[derive(Clone, Copy)]
-enum Wait {
-    No,
-    Forever,
-    Until(Instant),
 }
 
 impl OpenFileLock {
@@ -322,7 +313,7 @@ impl OpenFileLock {
     /// # }
     /// ```
     pub fn lock_timeout(&mut self, timeout: Duration) -> io::Result<OpenFileGuard<'_>> {
-        self.acquire(until(timeout), false)
+        self.acquire(kernel::within(timeout), false)
     }
 
     /// Waits for the shared lock.
@@ -355,13 +346,13 @@ impl OpenFileLock {
 
     /// Waits up to `timeout` for the shared lock.
     pub fn lock_shared_timeout(&self, timeout: Duration) -> io::Result<OpenFileGuard<'_>> {
-        self.acquire(until(timeout), true)
+        self.acquire(kernel::within(timeout), true)
     }
 
     fn busy(&self, wait: Wait, source: io::Error) -> io::Error {
-        let kind = match wait {
-            Wait::Until(_) => io::ErrorKind::TimedOut,
-            _ => io::ErrorKind::WouldBlock,
+        let kind = match wait.timed() {
+            true => io::ErrorKind::TimedOut,
+            false => io::ErrorKind::WouldBlock,
         };
         LockError::io(&self.name, Step::Lock, kind, source)
     }
@@ -411,7 +402,7 @@ impl OpenFileLock {
                 Wait::No => return Err(self.busy(wait, io::ErrorKind::WouldBlock.into())),
                 Wait::Forever => self.changed.wait(state).unwrap_or_else(|p| p.into_inner()),
                 Wait::Until(deadline) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
+                    let left = kernel::time_left(deadline);
                     if left.is_zero() {
                         return Err(self.busy(wait, io::ErrorKind::TimedOut.into()));
                     }
@@ -460,17 +451,12 @@ impl OpenFileLock {
         #[cfg(unix)]
         let mut kernel = {
             use std::os::fd::AsFd;
-            let until = match wait {
-                Wait::No => inodes::Until::No,
-                Wait::Forever => inodes::Until::Forever,
-                Wait::Until(deadline) => inodes::Until::Deadline(deadline),
-            };
             let os = os::OpenKernel {
                 file: self.file().as_fd(),
                 call: scope.call(),
                 shared: scope.shared,
             };
-            inodes::Threads::new(os, scope.excludes_own_process(), until)
+            inodes::Threads::new(os, scope.excludes_own_process(), wait)
         };
         #[cfg(windows)]
         let mut kernel = {
@@ -480,14 +466,8 @@ impl OpenFileLock {
                 shared: scope.shared,
             }
         };
-        let outcome = match wait {
-            Wait::No => protocol::acquire(&mut kernel, false, false, &mut Deadline::once()),
-            Wait::Forever => protocol::acquire(&mut kernel, true, false, &mut Backoff::forever()),
-            Wait::Until(deadline) => {
-                let mut backoff = Backoff::new(deadline.saturating_duration_since(Instant::now()));
-                protocol::acquire(&mut kernel, false, false, &mut backoff)
-            }
-        };
+        let mut backoff = Backoff::of(wait.left(kernel::time_left));
+        let outcome = protocol::acquire(&mut kernel, wait.blocks(), false, &mut backoff);
         match outcome {
             #[cfg(unix)]
             Ok(Outcome::Held(fd, id)) => (Some((kernel.guard_fd(fd), id)), Ok(true)),
@@ -498,13 +478,6 @@ impl OpenFileLock {
             Ok(Outcome::Unsupported { .. }) => (None, Err(Errno::NOSYS)),
             Err((_, e)) => (None, Err(e)),
         }
-    }
-}
-
-fn until(timeout: Duration) -> Wait {
-    match Instant::now().checked_add(timeout) {
-        Some(deadline) => Wait::Until(deadline),
-        None => Wait::Forever,
     }
 }
 

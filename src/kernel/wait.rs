@@ -37,7 +37,7 @@
 
 use super::inodes::{self, Threads};
 use crate::adapter::kernel as os;
-use crate::kernel::{kernel_os, Reached, Scope, SysPath};
+use crate::kernel::{kernel_os, time_left, Reached, Scope, SysPath, Wait};
 use crate::soft::SoftLock;
 use crate::sync::{Condvar, Mutex, MutexGuard};
 use std::os::fd::OwnedFd;
@@ -45,7 +45,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 use swaplock_core::kernel::{self as protocol, Backoff, Outcome};
-use swaplock_core::wait::Deadline;
 use swaplock_core::Errno;
 
 impl Reached {
@@ -86,12 +85,7 @@ impl Job {
 
     /// The core's acquire, on this lock's operations: in the kernel or
     /// not, once or until `until` (forever without a deadline).
-    pub(crate) fn acquire(
-        &self,
-        until: inodes::Until,
-        wait_in_kernel: bool,
-        once: bool,
-    ) -> Reached {
+    pub(crate) fn acquire(&self, until: Wait, wait_in_kernel: bool, once: bool) -> Reached {
         self.acquire_gated(until, wait_in_kernel, once, None)
     }
 
@@ -99,7 +93,7 @@ impl Job {
     /// thread's: someone still waits).
     fn acquire_gated(
         &self,
-        until: inodes::Until,
+        until: Wait,
         wait_in_kernel: bool,
         once: bool,
         gate: Option<&Slot>,
@@ -109,29 +103,16 @@ impl Job {
             gate,
         };
         let mut kernel = Threads::new(os, self.scope.excludes_own_process(), until);
-        let outcome = match (once, until) {
-            (true, _) => protocol::acquire(
-                &mut kernel,
-                wait_in_kernel,
-                self.may_fall_back,
-                &mut Deadline::once(),
-            ),
-            (false, inodes::Until::Deadline(deadline)) => {
-                let left = deadline.saturating_duration_since(crate::sync::now());
-                protocol::acquire(
-                    &mut kernel,
-                    wait_in_kernel,
-                    self.may_fall_back,
-                    &mut Backoff::new(left),
-                )
-            }
-            (false, _) => protocol::acquire(
-                &mut kernel,
-                wait_in_kernel,
-                self.may_fall_back,
-                &mut Backoff::forever(),
-            ),
-        };
+        // The registry waits as `until` says; the core tries once, or as
+        // long as `until` lets it.
+        let tries = if once { Wait::No } else { until };
+        let mut backoff = Backoff::of(tries.left(time_left));
+        let outcome = protocol::acquire(
+            &mut kernel,
+            wait_in_kernel,
+            self.may_fall_back,
+            &mut backoff,
+        );
         Reached::of(&kernel, outcome)
     }
 
@@ -327,7 +308,7 @@ pub(crate) fn waiters() -> usize {
 /// A timed acquire: one attempt, then a wait in the kernel on a waiting
 /// thread until `deadline`.
 pub(crate) fn until(job: &Job, deadline: Instant) -> Reached {
-    let until = inodes::Until::Deadline(deadline);
+    let until = Wait::Until(deadline);
     let first = job.acquire(until, false, true);
     if !matches!(first, Reached::Busy(_)) || crate::sync::now() >= deadline {
         return first;
@@ -375,11 +356,11 @@ fn in_kernel(job: &Job, deadline: Instant) -> Option<Reached> {
 /// waiting thread serves the lock (a classic lock, or none could be
 /// started), this thread blocks in the kernel itself.
 pub(crate) fn forever(job: &Job) -> Reached {
-    let in_kernel = || job.acquire(inodes::Until::Forever, true, false);
+    let in_kernel = || job.acquire(Wait::Forever, true, false);
     if inodes::owned_by_description(job.scope.call()) != Some(true) {
         return in_kernel();
     }
-    let first = job.acquire(inodes::Until::Forever, false, true);
+    let first = job.acquire(Wait::Forever, false, true);
     if !matches!(first, Reached::Busy(_)) {
         return first;
     }
@@ -445,7 +426,7 @@ fn join(job: &Job) -> Option<Arc<Slot>> {
 /// waiter, or lets it go if none is left.
 fn wait_in_kernel(job: Job, slot: Arc<Slot>) {
     let acquired = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        job.acquire_gated(inodes::Until::Forever, true, false, Some(&slot))
+        job.acquire_gated(Wait::Forever, true, false, Some(&slot))
     }));
     // A panic is reported as a failed lock call, so that no waiter waits on
     // a thread that is gone.
