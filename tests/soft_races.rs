@@ -872,3 +872,102 @@ fn owner_never_reports_the_target_of_a_symlink_swapped_in() {
     });
     assert!(looks > 0);
 }
+
+/// A holder asking whether its lease is lost between heartbeats
+/// (`soft::lost`, the guard's `lease_lost`) reports a loss only when two
+/// looks miss (I19): a peer's check that holds the marker aside, another
+/// file at the lock path, at the first look only is no loss; a marker
+/// replaced, or removed, for good is.
+#[test]
+fn a_lease_is_lost_only_when_two_looks_miss() {
+    use std::cell::Cell;
+    use swaplock::core::soft::Compromise;
+    let me = me();
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("a.lock");
+    let aside = dir.path().join("aside");
+    let other = dir.path().join("other");
+    let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+    let cfg = config(&me, Kind::Soft);
+    let mut os = LinuxOs::new(fd.as_fd());
+    let Attempt::Acquired(held) = soft::try_acquire(&mut os, &cfg, &mut Contender::new()).unwrap()
+    else {
+        panic!("a free lock")
+    };
+    assert_eq!(
+        soft::lost(&mut os, &cfg, &held),
+        None,
+        "the marker is in place"
+    );
+
+    // Held aside at the first look, back by the second.
+    let looks = Cell::new(0);
+    let mut seam = Seam::every(
+        &fd,
+        Box::new(|_, op| {
+            if op == "lstat" {
+                looks.set(looks.get() + 1);
+                match looks.get() {
+                    1 => {
+                        std::fs::rename(&lock, &aside).unwrap();
+                        std::fs::write(&lock, b"x").unwrap();
+                    }
+                    2 => {
+                        std::fs::rename(&lock, &other).unwrap();
+                        std::fs::rename(&aside, &lock).unwrap();
+                    }
+                    _ => {}
+                }
+            }
+            None
+        }),
+    );
+    assert_eq!(
+        soft::lost(&mut seam, &cfg, &held),
+        None,
+        "a check's instant aside"
+    );
+    drop(seam);
+    assert_eq!(looks.get(), 2, "a second look after the first missed");
+
+    // Replaced at the first look, for good.
+    let mut seam = Seam::new(
+        &fd,
+        0,
+        Box::new(|_, _| {
+            std::fs::rename(&lock, &aside).unwrap();
+            std::fs::rename(&other, &lock).unwrap();
+            None
+        }),
+    );
+    assert_eq!(
+        soft::lost(&mut seam, &cfg, &held),
+        Some(Compromise::OwnerChanged)
+    );
+    drop(seam);
+
+    // Gone from every name, and nothing in its place.
+    std::fs::remove_file(&aside).unwrap();
+    std::fs::remove_file(&lock).unwrap();
+    assert_eq!(
+        soft::lost(&mut os, &cfg, &held),
+        Some(Compromise::MarkerMissing)
+    );
+}
+
+/// A lease guard says its lease is lost once its marker is gone, or
+/// another file stands at the lock path, and not before.
+#[test]
+fn a_lease_guard_sees_its_marker_removed_or_replaced() {
+    use swaplock::core::soft::Compromise;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let guard = swaplock::SoftLock::lease(&path).lock().unwrap();
+    assert_eq!(guard.lease_lost(), None);
+    std::fs::rename(&path, dir.path().join("aside")).unwrap();
+    std::fs::write(&path, b"another\n").unwrap();
+    assert_eq!(guard.lease_lost(), Some(Compromise::OwnerChanged));
+    std::fs::remove_file(dir.path().join("aside")).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(guard.lease_lost(), Some(Compromise::MarkerMissing));
+}

@@ -53,8 +53,8 @@ impl SoftLock {
         }
         let lease = match self.kind {
             Kind::Lease => {
-                let interval = self.heartbeat.unwrap_or(self.lease / 3);
-                if self.lease.is_zero() || interval.is_zero() || interval >= self.lease {
+                let Some(interval) = protocol::heartbeat_interval(self.lease, self.heartbeat)
+                else {
                     let source = io::Error::new(
                         io::ErrorKind::InvalidInput,
                         "heartbeat must be within (0, lease)",
@@ -65,7 +65,7 @@ impl SoftLock {
                         io::ErrorKind::InvalidInput,
                         source,
                     ));
-                }
+                };
                 Some((
                     LeaseTerms {
                         duration: self.lease.as_secs_f64(),

@@ -206,19 +206,7 @@ impl Hold {
         }
         let (terms, held) = (self.lease?, self.held.as_ref()?);
         let cfg = self.me.config(&self.lock, Some(terms));
-        let mut sys = SoftOs::on(&self.dir);
-        let mut missed = None;
-        for look in 0..2 {
-            missed = match protocol::refresh(&mut sys, &cfg, held) {
-                Refresh::MarkerMissing => Some(Compromise::MarkerMissing),
-                Refresh::OwnerChanged => Some(Compromise::OwnerChanged),
-                Refresh::Ok | Refresh::Transient(_) => return None,
-            };
-            if look == 0 {
-                sys.sleep(Duration::from_millis(1));
-            }
-        }
-        missed
+        protocol::lost(&mut SoftOs::on(&self.dir), &cfg, held)
     }
 
     pub(super) fn release_inner(&mut self) -> io::Result<()> {

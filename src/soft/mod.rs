@@ -69,7 +69,7 @@ use swaplock_core::names::{Name, MAX_LOCK_NAME, NAME_MAX};
 use swaplock_core::record::{classify, Classified, Mode};
 use swaplock_core::soft::{
     self as protocol, Attempt, Clock, CompromiseWatch, Config, Contender, Held, Holder, LeaseTerms,
-    Refresh, Remedy, Seen, Standing,
+    Remedy, Seen, Standing,
 };
 pub use swaplock_core::soft::{Compromise, Kind};
 use swaplock_core::start::StartToken;

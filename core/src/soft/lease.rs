@@ -49,6 +49,45 @@ pub fn refresh<O: Os + ?Sized>(os: &mut O, cfg: &Config<'_>, held: &Held<O::File
     }
 }
 
+/// The heartbeat interval of a lease of `duration` (PROTOCOL 7.15):
+/// `interval` if the holder chose one, else a third of the lease; `None`
+/// when the terms cannot hold, for a zero lease or an interval not within
+/// (0, `duration`): a heartbeat that never comes, or comes only after the
+/// lease has lapsed.
+pub fn heartbeat_interval(duration: Duration, interval: Option<Duration>) -> Option<Duration> {
+    let interval = interval.unwrap_or(duration / 3);
+    (!interval.is_zero() && interval < duration).then_some(interval)
+}
+
+/// How long a holder that asks whether its lease is lost waits between its
+/// two looks ([`lost`]).
+pub const CONFIRM_PAUSE: Duration = Duration::from_millis(1);
+
+/// Whether a lease holder has lost its lease, asked between heartbeats (a
+/// guard's `lease_lost`): one refresh (7.15), and on a miss a second after
+/// [`CONFIRM_PAUSE`], reported only when both miss, by the heartbeat's own
+/// [`CompromiseWatch`] (I19: a peer's check may hold our marker aside for an
+/// instant). A refresh that succeeds, or fails for now, says nothing is
+/// lost.
+pub fn lost<O: Os + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    held: &Held<O::File>,
+) -> Option<Compromise> {
+    // Only misses count here: a transient failure ends the check first.
+    let mut watch = CompromiseWatch::new(os.now(), Duration::MAX, Duration::ZERO);
+    loop {
+        let result = refresh(os, cfg, held);
+        if matches!(result, Refresh::Ok | Refresh::Transient(_)) {
+            return None;
+        }
+        if let Some(compromise) = watch.observe(result, os.now()) {
+            return Some(compromise);
+        }
+        os.sleep(CONFIRM_PAUSE);
+    }
+}
+
 /// Why a lease holder learned it may have lost its lease.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,6 +159,29 @@ impl CompromiseWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_heartbeat_is_a_third_of_the_lease_unless_chosen_and_within_it() {
+        let s = Duration::from_secs;
+        assert_eq!(heartbeat_interval(s(30), None), Some(s(10)));
+        assert_eq!(heartbeat_interval(s(30), Some(s(29))), Some(s(29)));
+        assert_eq!(
+            heartbeat_interval(s(30), Some(s(30))),
+            None,
+            "never before the lease lapses"
+        );
+        assert_eq!(heartbeat_interval(s(30), Some(Duration::ZERO)), None);
+        assert_eq!(
+            heartbeat_interval(Duration::ZERO, None),
+            None,
+            "a zero lease"
+        );
+        assert_eq!(
+            heartbeat_interval(Duration::from_nanos(2), None),
+            None,
+            "a third of it is zero"
+        );
+    }
 
     #[test]
     fn compromise_needs_two_misses_and_transients_past_the_grace() {

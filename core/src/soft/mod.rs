@@ -75,7 +75,9 @@ mod types;
 
 pub use acquire::{acquire, observe_watch, try_acquire};
 pub use config::{own_record, Config, Error, Kind, LeaseTerms, Op};
-pub use lease::{refresh, Compromise, CompromiseWatch, Refresh};
+pub use lease::{
+    heartbeat_interval, lost, refresh, Compromise, CompromiseWatch, Refresh, CONFIRM_PAUSE,
+};
 pub(crate) use marker::unlink_if_same;
 pub use marker::{look, Seen};
 pub use os::{Clock, Dir, Entropy, Handles, NodeKind, Os, Processes, Semantics, Stat};
