@@ -35,6 +35,7 @@ pub mod claims;
 pub mod decide;
 pub mod decimal;
 pub mod errno;
+pub mod etcd;
 pub mod fs;
 pub mod host;
 pub mod kernel;

@@ -1,6 +1,7 @@
 //! The keep-alive of a held lock's lease, and the report of its loss.
 
 use super::*;
+use swaplock_core::etcd::{Answer, KeepAlive};
 
 /// Keeps the lease alive every third of its TTL, until aborted; reports a
 /// loss once etcd answers with no time left, or leaves the lease
@@ -15,31 +16,27 @@ pub(super) async fn keep_alive(
     state: Arc<State>,
     lost: watch::Sender<Option<Compromise>>,
 ) {
-    let ttl = Duration::from_secs(granted_ttl.unsigned_abs());
-    let period = ttl / 3;
+    // The core keeps the schedule, the deadline and whose turn it is, in
+    // durations since the grant was asked.
+    let mut schedule = KeepAlive::new(
+        Duration::from_secs(granted_ttl.unsigned_abs()),
+        lock.endpoints.len(),
+    );
+    let since = |t: Instant| t.saturating_duration_since(granted);
     // Where the keep-alive goes: the client of every endpoint at first;
     // after an attempt that failed, each member in turn, by a client of
     // its own, so that a member that froze (whose connection the shared
     // client may keep choosing) is left behind at the next attempt.
-    let mut turn: Option<usize> = None;
     let mut members: Vec<Option<Client>> = vec![None; lock.endpoints.len()];
-    let mut deadline = granted + ttl;
-    let mut next = granted + period;
     let mut stream: Option<(LeaseKeeper, LeaseKeepAliveStream)> = None;
     let why = loop {
-        tokio::time::sleep_until(next).await;
+        tokio::time::sleep_until(granted + schedule.next()).await;
         let sent = Instant::now();
-        // Past the deadline (we were stopped, or etcd was away): the lease
-        // may be another's by now, and the holder must hear it at once,
-        // not after one more request.
-        if sent >= deadline {
-            break Compromise::Unreachable;
-        }
-        // One answer is awaited at most half a period (or a third of the
-        // request timeout): a member answers a keep-alive in milliseconds,
-        // and one that froze leaves time for two others before the
-        // deadline; the stream is then opened anew, on another.
-        let limit = deadline.min(sent + (period / 2).min(lock.request_timeout / 3));
+        let limit = match schedule.send(since(sent), lock.request_timeout) {
+            Ok(limit) => granted + limit,
+            Err(why) => break why,
+        };
+        let turn = schedule.member();
         let answer = tokio::time::timeout_at(limit, async {
             let (keeper, answers) = match &mut stream {
                 Some(s) => s,
@@ -66,38 +63,27 @@ pub(super) async fn keep_alive(
             Ok((answers.message().await?.map(|a| a.ttl()), None))
         })
         .await;
-        let expired = match &answer {
-            Ok(Ok((Some(left), _))) => *left <= 0,
-            // Opening the stream found the lease gone.
-            Ok(Err(etcd_client::Error::LeaseKeepAliveError(m))) => m.contains("not found"),
-            _ => false,
-        };
-        if expired {
-            break Compromise::LeaseExpired;
-        }
-        match answer {
-            Err(_) if Instant::now() >= deadline => break Compromise::Unreachable,
-            Err(_) => {
-                // No answer within the limit: another stream, soon, to
-                // the next member.
-                stream = None;
-                turn = Some(turn.map_or(0, |k| (k + 1) % members.len()));
-                next = Instant::now();
-            }
+        let seen = match answer {
             Ok(Ok((Some(left), opened))) => {
                 if opened.is_some() {
                     stream = opened;
                 }
-                deadline = sent + Duration::from_secs(left.unsigned_abs());
-                next = sent + period;
+                Answer::Left(left)
             }
-            Ok(Ok((None, _)) | Err(_)) => {
-                // The stream broke (a member went away): open another
-                // soon, to the next member.
-                stream = None;
-                turn = Some(turn.map_or(0, |k| (k + 1) % members.len()));
-                next = Instant::now() + RETRY_PAUSE.min(period);
+            // Opening the stream found the lease gone.
+            Ok(Err(etcd_client::Error::LeaseKeepAliveError(m))) if m.contains("not found") => {
+                Answer::Unknown
             }
+            Err(_) => Answer::Silent,
+            // The stream broke (a member went away).
+            Ok(Ok((None, _)) | Err(_)) => Answer::Broke,
+        };
+        if matches!(seen, Answer::Silent | Answer::Broke) {
+            // Another stream, to the next member.
+            stream = None;
+        }
+        if let Some(why) = schedule.answer(since(sent), since(Instant::now()), seen, RETRY_PAUSE) {
+            break why;
         }
     };
     let _ = lost.send(Some(why));

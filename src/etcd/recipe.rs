@@ -65,11 +65,8 @@ pub(super) async fn check(
     created: i64,
 ) -> Option<Compromise> {
     let found = read(lock, client, key).await.ok()?;
-    match found.kvs().first() {
-        Some(kv) if kv.create_revision() == created => None,
-        Some(_) => Some(Compromise::OwnerChanged),
-        None => Some(Compromise::MarkerMissing),
-    }
+    let found = found.kvs().first().map(|kv| kv.create_revision());
+    swaplock_core::etcd::key_lost(created, found)
 }
 
 /// The recipe of `concurrency.Mutex`: put our key unless it exists, then
@@ -126,7 +123,7 @@ pub(super) async fn take(
         create_revision: mine,
         revision,
     };
-    if holder.is_none_or(|h| h == mine) {
+    if swaplock_core::etcd::holds(mine, holder) {
         return Ok(taken(header));
     }
     let timeout = match wait {
