@@ -571,3 +571,80 @@ fn a_timed_wait_that_gives_up_beside_an_untimed_one_leaves_no_thread() {
         crate::sync::model::timeouts(false);
     });
 }
+
+/// A timed wait that gives up leaves its waiting thread blocked in the
+/// kernel on the lock file. When the holder then removes that file, the
+/// thread, granted the lock on the removed file, finds the path changed
+/// and would open the path again, making a new lock file for nobody: it
+/// opens it only while someone still waits, so the removed file stays
+/// removed. (Round 2: a waiting thread made a removed lock file again.)
+#[cfg(unix)]
+#[test]
+fn a_waiting_thread_left_behind_never_makes_a_removed_lock_file_again() {
+    explore(300, || {
+        crate::sync::model::timeouts(true);
+        let dir = tempfile::tempdir().unwrap();
+        let path: Arc<Path> = dir.path().join("a.lock").into();
+        let first = crate::FileLock::flock(&*path).try_lock().unwrap();
+        let e = crate::FileLock::flock(&*path)
+            .lock_timeout(std::time::Duration::from_secs(3600))
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
+        first.remove().unwrap();
+        while crate::kernel::wait::waiting_threads() != 0 {
+            thread::yield_now();
+        }
+        assert!(
+            !path.exists(),
+            "a waiting thread left behind made the removed lock file again"
+        );
+        crate::sync::model::timeouts(false);
+    });
+}
+
+/// Timed waits that give up leave at most
+/// [`MOST_THREADS`](crate::kernel::wait::MOST_THREADS) waiting threads in
+/// the process, however many locks they waited for (the waits beyond poll),
+/// and once every lock is let go no thread is left and every lock is free.
+/// (Round 2: the waiting threads were unbounded.)
+#[cfg(unix)]
+#[test]
+fn waiting_threads_left_behind_are_bounded() {
+    use crate::kernel::wait::{waiting_threads, MOST_THREADS};
+    explore(20, || {
+        crate::sync::model::timeouts(true);
+        let dir = tempfile::tempdir().unwrap();
+        let paths: Vec<_> = (0..MOST_THREADS + 2)
+            .map(|i| dir.path().join(format!("{i}.lock")))
+            .collect();
+        let holds: Vec<_> = paths
+            .iter()
+            .map(|p| crate::FileLock::flock(p).try_lock().unwrap())
+            .collect();
+        for path in &paths {
+            let e = crate::FileLock::flock(path)
+                .lock_timeout(std::time::Duration::from_secs(3600))
+                .unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
+            assert!(
+                waiting_threads() <= MOST_THREADS,
+                "{} waiting threads",
+                waiting_threads()
+            );
+        }
+        for hold in holds {
+            hold.release().unwrap();
+        }
+        while waiting_threads() != 0 {
+            thread::yield_now();
+        }
+        for path in &paths {
+            crate::FileLock::flock(path)
+                .try_lock()
+                .unwrap()
+                .release()
+                .unwrap();
+        }
+        crate::sync::model::timeouts(false);
+    });
+}

@@ -348,6 +348,29 @@ pub const fn with_lock_ex_mode(umask: u32) -> u32 {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_file_time_is_so_long_since_an_earlier_one_and_never_since_a_later() {
+        let t = |sec, nsec| FileTime { sec, nsec };
+        let since = |a, b| t(a, 0).since(t(b, 0));
+        assert_eq!(since(10, 4), Some(Duration::from_secs(6)));
+        assert_eq!(since(4, 4), Some(Duration::ZERO));
+        assert_eq!(since(4, 10), None, "a time in the future");
+        assert_eq!(
+            since(3, -2),
+            Some(Duration::from_secs(5)),
+            "across the epoch"
+        );
+        assert_eq!(
+            t(7, 100).since(t(5, 999_999_900)),
+            Some(Duration::new(1, 200)),
+            "nanoseconds borrowed from the seconds"
+        );
+        assert_eq!(
+            t(1_000_000, 5).since(t(0, 0)),
+            Some(Duration::new(1_000_000, 5))
+        );
+    }
+
     fn owner(host: &'static str, start: Option<&'static str>) -> Owner<'static> {
         Owner {
             pid: Pid::new(42).unwrap(),

@@ -345,7 +345,7 @@ impl<'a> Advice<'a> {
 impl std::fmt::Display for Advice<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let path = self.path.display();
-        let force = format_args!("`swaplock break --force {path}`");
+        let force = format!("`swaplock break --force {path}`");
         match self.remedy {
             Remedy::Wait => write!(
                 f,

@@ -56,7 +56,7 @@ pub(super) fn read_marker<O: Dir + Clock + ?Sized>(os: &mut O, name: &[u8]) -> R
 }
 
 /// Reads the marker at `name` for a report of its holder, as a contender
-/// reads it ([`read_marker`]: no symlink followed, no FIFO waited on),
+/// reads it (PROTOCOL 3.1: no symlink followed, no FIFO waited on),
 /// where a contender would pass over what it cannot read: `None` when
 /// there is no marker, or it is removed between the `lstat` and the
 /// open. A node swapped in meanwhile that a non-following, non-blocking
