@@ -28,7 +28,10 @@
 //! beside one. When the
 //! kernel grants it the lock and no waiter is left, it releases the lock
 //! at once and ends; and if the lock file was replaced meanwhile, it opens
-//! (and so creates) the new one only while someone still waits.
+//! (and so creates) the new one only while someone still waits. A waiter
+//! may give up between that check and the open: a file the open made then
+//! is made for nobody, and the thread removes it again, as its holder (its
+//! lock taken without waiting, the path still naming it).
 //!
 //! Where no thread can be started (or [`MOST_THREADS`] wait already), the
 //! waiter polls for the time left, as the core's [`Backoff`] says.
@@ -196,12 +199,43 @@ impl Gated<'_> {
     }
 }
 
+impl Gated<'_> {
+    /// Removes again the lock file this thread made for nobody, as its
+    /// holder: only if its lock can be taken at once (otherwise a peer
+    /// opened it since and holds it) and the path still names it.
+    fn unmake(&mut self, file: OwnedFd) {
+        use swaplock_core::kernel::KernelOs;
+        if inodes::lock_call(&mut self.os, &file, false).is_ok()
+            && protocol::check_remove(self, &file).is_ok()
+        {
+            let _ = os::unlink(self.os.path);
+        }
+        self.close(file);
+    }
+}
+
 impl swaplock_core::kernel::KernelOs for Gated<'_> {
     type File = OwnedFd;
 
+    /// A waiting thread's open learns whether it makes the file: a waiter
+    /// may give up between the check that someone waits and the open, and
+    /// a file made then is made for nobody, which must not stay (a holder
+    /// that removed the lock file would find it back).
     fn open(&mut self, exclusive: bool) -> Result<OwnedFd, Errno> {
         self.allowed()?;
-        self.os.open(exclusive)
+        let Some(slot) = self.gate else {
+            return self.os.open(exclusive);
+        };
+        let (file, made) = match self.os.open(true) {
+            Ok(file) => (file, true),
+            Err(e) if e == Errno::EXIST && !exclusive => (self.os.open(false)?, false),
+            Err(e) => return Err(e),
+        };
+        if made && !still_awaited(slot) {
+            self.unmake(file);
+            return Err(Errno::INTR);
+        }
+        Ok(file)
     }
 
     fn open_existing(&mut self) -> Result<OwnedFd, Errno> {
