@@ -126,3 +126,15 @@ pub mod etcd;
 #[cfg(feature = "etcd")]
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub use etcd::{EtcdLock, EtcdLockGuard};
+
+/// The process control of the commands that run a program under a lock
+/// (`swaplock run`'s supervisor and its warden, `with-lock-ex`'s exec):
+/// the OS adapter's forwards to pipes, process groups, signals and the
+/// terminal, which the commands use instead of calling the system
+/// themselves.
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple")))
+)]
+pub use adapter::supervise;
