@@ -39,26 +39,29 @@ pub fn set_child_subreaper() -> Result<(), Errno> {
 /// refuses, the portable way of [`swaplock_unix::supervise::close_all_but`]
 /// (`close` one by one up to the limit). Async-signal-safe.
 ///
-/// # A duty of the caller
-/// The descriptors closed may belong to other code of this process (an
-/// `OwnedFd`, a `File`), which would then use or close a number that is
-/// no longer its own. Call this only in a process that will use no
-/// descriptor but `keep` again: a forked child that ends by [`exit_now`]
-/// or exec.
+/// # Safety
+/// As for [`swaplock_unix::supervise::close_all_but`]: the caller must
+/// ensure that no descriptor but `keep` is used or closed again by
+/// anything in this process (no owner of one dropped or used after the
+/// call, no signal handler that uses one able to run, no other thread),
+/// as in a forked child that ends by [`exit_now`] or exec, with the
+/// handlers of [`catch`] reset or their signals blocked.
 ///
 /// # References
 /// - [`close_range(2)`](https://man7.org/linux/man-pages/man2/close_range.2.html)
-pub fn close_all_but(keep: BorrowedFd<'_>) {
+pub unsafe fn close_all_but(keep: BorrowedFd<'_>) {
     // The arguments are unsigned ints.
     let fd = keep.as_raw_fd() as libc::c_uint;
     let range = |first: libc::c_uint, last: libc::c_uint| {
-        // SAFETY: close_range(2) takes plain numbers; that nothing else
-        // uses a descriptor it closes is this function's documented duty.
+        // SAFETY: close_range(2) takes plain numbers; that nothing uses a
+        // descriptor it closes afterwards is the caller's guarantee
+        // (`# Safety`).
         unsafe { libc::syscall(libc::SYS_close_range, first, last, 0 as libc::c_uint) == 0 }
     };
     let below = fd == 0 || range(0, fd - 1);
     if below && range(fd + 1, libc::c_uint::MAX) {
         return;
     }
-    swaplock_unix::supervise::close_all_but(keep);
+    // SAFETY: the same guarantee, which the caller gave for this call.
+    unsafe { swaplock_unix::supervise::close_all_but(keep) };
 }

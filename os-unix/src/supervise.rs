@@ -18,11 +18,14 @@
 //! system call and nothing else (no allocation, no lock, no panic; an
 //! error is an [`Errno`] value).
 //!
-//! Three functions give that duty to their caller, and say so: [`fork`]
-//! and [`before_exec`] run the caller's code in such a child, and
-//! [`close_all_but`] closes descriptors that other code may own. They are
-//! safe to call in Rust's sense only as long as the caller keeps the
-//! duty, which Rust cannot check.
+//! Three functions are `unsafe`, for a rule Rust cannot check that their
+//! caller must keep, each stated in its `# Safety`: [`fork`] and
+//! [`before_exec`] run the caller's code in such a child, which must call
+//! only async-signal-safe functions, and [`close_all_but`] closes
+//! descriptors that other code may own, which must never be used again.
+//! The others are safe whatever their caller does: [`catch`]'s handler
+//! writes only to the descriptor [`wake_to`] took and never closes, and
+//! the rest take or borrow their descriptors as Rust's I/O safety has it.
 
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd};
 use rustix::process::{Pid, Signal};
@@ -180,17 +183,21 @@ pub fn stdin() -> BorrowedFd<'static> {
 /// The Linux adapter's `close_all_but` tries `close_range` first, and
 /// this where the kernel has none.
 ///
-/// # A duty of the caller
+/// # Safety
 /// The descriptors closed may belong to other code of this process (an
-/// `OwnedFd`, a `File`), which would then use or close a number that is
-/// no longer its own. Call this only in a process that will use no
-/// descriptor but `keep` again: a forked child that ends by [`exit_now`]
-/// or exec.
+/// `OwnedFd`, a `File`, the pipe of [`wake_to`]), which would then read,
+/// write or close a number that is no longer its own, and may by then
+/// name another file. The caller must ensure that no descriptor but
+/// `keep` is used or closed again by anything in this process: no owner
+/// of one is dropped or used after the call, no signal handler that
+/// uses one can run, and no other thread runs. In practice: a forked
+/// child that ends by [`exit_now`] or exec, with the handlers of
+/// [`catch`] reset or their signals blocked.
 ///
 /// # References
 /// - [`getrlimit(2)`](https://man7.org/linux/man-pages/man2/getrlimit.2.html)
 /// - [`close(2)`](https://man7.org/linux/man-pages/man2/close.2.html)
-pub fn close_all_but(keep: BorrowedFd<'_>) {
+pub unsafe fn close_all_but(keep: BorrowedFd<'_>) {
     let keep = keep.as_raw_fd();
     // libc's getrlimit rather than rustix's, which takes the call to be
     // infallible (and, failing, would panic in a debug build).
@@ -208,8 +215,8 @@ pub fn close_all_but(keep: BorrowedFd<'_>) {
         }
     };
     for fd in (0..top).filter(|&fd| fd != keep) {
-        // SAFETY: closing a plain number, open or not; that nothing else
-        // uses it afterwards is this function's documented duty.
+        // SAFETY: closing a plain number, open or not; that nothing uses
+        // it afterwards is the caller's guarantee (`# Safety`).
         unsafe { libc::close(fd) };
     }
 }
@@ -316,18 +323,23 @@ pub fn try_wait(pid: i32) -> Result<Option<WaitStatus>, Errno> {
 /// child. The handlers registered with `pthread_atfork` run, as at any
 /// `fork(3)`.
 ///
-/// # A duty of the caller
+/// # Safety
 /// The child has only the thread that forked; a lock another thread held
-/// stays held in it for good. Until it execs or calls [`exit_now`], the
-/// child must call only async-signal-safe functions: no allocation, no
-/// lock, no panic, no return into code that would run on as the parent.
+/// (the allocator's, stdio's, any `Mutex`'s) stays held in it for good.
+/// The caller must ensure that, in the child (a return of `Ok(0)`), until
+/// it execs or calls [`exit_now`], this process calls only
+/// async-signal-safe functions (those of this module marked so, and
+/// those of `signal-safety(7)`): it allocates and frees nothing, takes
+/// no lock, does not panic or unwind, and does not return into code that
+/// would go on as the parent would (dropping the parent's values, or
+/// running its other work).
 ///
 /// # References
 /// - [`fork(2)`](https://man7.org/linux/man-pages/man2/fork.2.html)
 /// - [`signal-safety(7)`](https://man7.org/linux/man-pages/man7/signal-safety.7.html)
-pub fn fork() -> Result<i32, Errno> {
-    // SAFETY: fork itself is sound; what the child may do after it is the
-    // caller's duty, documented above.
+pub unsafe fn fork() -> Result<i32, Errno> {
+    // SAFETY: fork itself takes no argument; what the child does after it
+    // is the caller's guarantee (`# Safety`).
     match unsafe { libc::fork() } {
         -1 => Err(last_errno()),
         pid => Ok(pid),
@@ -360,19 +372,24 @@ pub fn sleep(duration: Duration) {
 /// `CommandExt::pre_exec(f)` — has `command`'s child run `f` after `fork`
 /// and before `exec`; an error from `f` fails the spawn with it.
 ///
-/// # A duty of the caller
-/// `f` runs in the child of a `fork` of a process that may have threads:
-/// it may call only async-signal-safe functions (those of this module
-/// marked so), allocate nothing and not panic, as [`fork`] says.
+/// # Safety
+/// `f` runs in the child of a `fork` of a process that may have threads,
+/// with the child's copy of what it captured. The caller must ensure that
+/// `f` calls only async-signal-safe functions (those of this module
+/// marked so, and those of `signal-safety(7)`), allocates and frees
+/// nothing, takes no lock and does not panic, as [`fork`] says; and that
+/// the descriptors it uses are open in the child (held by what `f`
+/// captured, say).
 ///
 /// # References
 /// - [`CommandExt::pre_exec`](https://doc.rust-lang.org/std/os/unix/process/trait.CommandExt.html#tymethod.pre_exec)
-pub fn before_exec(
+pub unsafe fn before_exec(
     command: &mut Command,
     mut f: impl FnMut() -> Result<(), Errno> + Send + Sync + 'static,
 ) {
-    // SAFETY: what `f` may do between fork and exec is the caller's duty,
-    // documented above; the error made of its errno allocates nothing.
+    // SAFETY: what `f` does between fork and exec is the caller's
+    // guarantee (`# Safety`); the error made of its errno allocates
+    // nothing.
     unsafe {
         command.pre_exec(move || f().map_err(|e| std::io::Error::from_raw_os_error(e.raw())));
     }
@@ -560,7 +577,9 @@ pub fn wake(event: u8) {
     if fd < 0 {
         return;
     }
-    // SAFETY: a descriptor stored by `wake_to`, which is never closed.
+    // SAFETY: a descriptor `wake_to` took from its owner and never
+    // closes: no safe code can close it (I/O safety), and the caller of
+    // `close_all_but`, which can, guarantees no handler uses it after.
     let fd = unsafe { BorrowedFd::borrow_raw(fd) };
     // SAFETY: errno is thread-local, and its location valid for the
     // calling thread.

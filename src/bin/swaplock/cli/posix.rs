@@ -362,11 +362,9 @@ fn supervise(opts: &Options, events: &Events, path: &str, held: impl Held) -> i3
         .args(&opts.rest[2..])
         .envs(held.env())
         .process_group(0);
-    // The closure runs between fork and exec, so it calls only
-    // async-signal-safe functions (getpgrp, getpid, write, prctl,
-    // getppid, signal, pthread_sigmask, tcsetpgrp) and allocates
-    // nothing: the duty `before_exec` leaves to its caller.
-    sys::before_exec(&mut command, move || {
+    // What the command's child does between fork and exec, with
+    // async-signal-safe calls only (see the SAFETY comment below).
+    let in_child = move || -> Result<(), Errno> {
         // The warden learns the group before the command runs.
         warden::announce(&announce_to)?;
         #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -399,7 +397,18 @@ fn supervise(opts: &Options, events: &Events, path: &str, held: impl Held) -> i3
             Terminal::give(tty.as_fd(), sys::getpid());
         }
         Ok(())
-    });
+    };
+    // SAFETY: `in_child` runs between fork and exec. It calls only
+    // async-signal-safe functions, through forwards the adapter marks so
+    // (system calls and nothing else: no allocation, no lock): getpgrp,
+    // getpid and write (`warden::announce`); prctl (not on POSIX's list,
+    // but a bare system call) and getppid, on Linux and Android; signal;
+    // pthread_sigmask and tcsetpgrp (`Terminal::give`). Otherwise it only
+    // reads what it captured (numbers, arrays of flags, two `Arc`s it
+    // never clones or drops) and returns an `Errno`: it allocates nothing
+    // and cannot panic. The two descriptors it uses, the warden's pipe
+    // and the terminal, are held open by the `Arc`s it owns.
+    unsafe { sys::before_exec(&mut command, in_child) };
     let spawned = command.spawn();
     // The closure holds the warden's pipe and the terminal: they go with
     // it, so that from here the supervisor alone holds them.

@@ -72,10 +72,18 @@ impl Warden {
         // The job signals stay blocked across the fork, so that none can
         // end the warden before it ignores them.
         let old = sys::block(&IGNORED);
-        let forked = sys::fork();
+        // SAFETY: the child runs only `watch`, which never returns: it ends
+        // by `_exit`, so no value of this process is dropped or used in it
+        // but the two ends of the pipe it is given. `watch` and `fill` call
+        // only async-signal-safe functions, through forwards the adapter
+        // marks so (system calls and nothing else: no allocation, no
+        // lock): close, by dropping an `OwnedFd`; dup2; getrlimit and
+        // close, or close_range; signal; setpgid; pthread_sigmask; read;
+        // kill; nanosleep; _exit (getrlimit, close_range and nanosleep are
+        // not on POSIX's list, but are bare system calls). They neither
+        // allocate nor panic (their slices are indexed within bounds).
+        let forked = unsafe { sys::fork() };
         if forked == Ok(0) {
-            // The child runs only `watch`, which calls async-signal-safe
-            // functions, and never returns.
             watch(read, write)
         }
         // This thread's mask back; setpgid on our child, which does the
@@ -141,9 +149,9 @@ pub(super) fn announce(fd: impl AsFd) -> Result<(), Errno> {
 
 /// The warden's life: see the module's documentation.
 fn watch(read: OwnedFd, write: OwnedFd) -> ! {
-    // Async-signal-safe calls only (close, dup2, close_range, setpgid,
-    // signal, pthread_sigmask, read, kill, nanosleep, _exit) on this
-    // process's own descriptors and group.
+    // Async-signal-safe calls only (close, dup2, getrlimit, close_range,
+    // signal, setpgid, pthread_sigmask, read, kill, nanosleep, _exit) on
+    // this process's own descriptors and group.
     drop(write);
     // Only the pipe is kept, as descriptor 0: the warden holds no one's
     // output pipe, terminal, socket or lock file open.
@@ -155,9 +163,20 @@ fn watch(read: OwnedFd, write: OwnedFd) -> ! {
         drop(read);
         sys::stdin()
     };
-    // Nothing but `read` is used from here, and the warden ends by
-    // `_exit`: no descriptor closed here is used or closed again.
-    sys::close_all_but(read);
+    // The handler `run` put on SIGCHLD writes to the supervisor's event
+    // pipe, closed below: the default (ignore) instead, which is all a
+    // process without children needs.
+    sys::set_default(sys::SIGCHLD);
+    // SAFETY: no descriptor but `read` is used or closed again in this
+    // process. It has one thread, this one; it ends by `_exit` below and
+    // never returns, so no owner of a descriptor (the supervisor's event
+    // pipe, the lock's file) is ever dropped in it, and none but
+    // `read` is used from here. The only handlers of this process's own
+    // that use a descriptor are those of `catch`, which write to the
+    // event pipe: SIGCHLD's is reset above, and those of the forwarded
+    // and stop signals (all in `IGNORED`) stay blocked, since the fork,
+    // until they are ignored below.
+    unsafe { sys::close_all_but(read) };
     // A group of its own: a signal to the supervisor's group (a shell's
     // job, `timeout`) does not reach it.
     let _ = sys::setpgid(0, 0);
