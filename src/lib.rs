@@ -132,9 +132,12 @@ pub use etcd::{EtcdLock, EtcdLockGuard};
 /// the OS adapter's forwards to pipes, process groups, signals and the
 /// terminal, which the commands use instead of calling the system
 /// themselves.
+///
+/// It exists for this crate's own commands, `swaplock` and
+/// `with-lock-ex`, and is public only because they are other crates of
+/// the same package. It is not part of the library's API: it is hidden
+/// from the documentation, and may change or go in any release, with no
+/// stability promise.
 #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
-#[cfg_attr(
-    docsrs,
-    doc(cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple")))
-)]
+#[doc(hidden)]
 pub use adapter::supervise;
