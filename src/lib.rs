@@ -126,3 +126,18 @@ pub mod etcd;
 #[cfg(feature = "etcd")]
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub use etcd::{EtcdLock, EtcdLockGuard};
+
+/// The process control of the commands that run a program under a lock
+/// (`swaplock run`'s supervisor and its warden, `with-lock-ex`'s exec):
+/// the OS adapter's forwards to pipes, process groups, signals and the
+/// terminal, which the commands use instead of calling the system
+/// themselves.
+///
+/// It exists for this crate's own commands, `swaplock` and
+/// `with-lock-ex`, and is public only because they are other crates of
+/// the same package. It is not part of the library's API: it is hidden
+/// from the documentation, and may change or go in any release, with no
+/// stability promise.
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+#[doc(hidden)]
+pub use adapter::supervise;

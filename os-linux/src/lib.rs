@@ -4,8 +4,9 @@
 //! macOS adapter; this crate adds what only Linux has: `O_PATH` pins, start
 //! tokens and the PID-namespace scan from `/proc`, `getrandom`, reading
 //! the umask without changing it, and the inotify watch that wakes a
-//! soft-lock waiter when its lock path changes. No protocol decision is made here:
-//! decisions are the core's.
+//! soft-lock waiter when its lock path changes; and, for the commands, the
+//! parent-death signal, the child subreaper and `close_range`. No protocol
+//! decision is made here: decisions are the core's.
 //!
 //! On other targets this crate is empty.
 // docs.rs labels each platform's and feature's items with what they need.
@@ -18,5 +19,7 @@ pub mod fs;
 pub mod kernel;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod soft;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub mod supervise;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod watch;

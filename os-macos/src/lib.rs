@@ -17,3 +17,5 @@
 pub mod kernel;
 #[cfg(target_vendor = "apple")]
 pub mod soft;
+#[cfg(target_vendor = "apple")]
+pub mod supervise;

@@ -36,6 +36,7 @@ mod cli {
     use std::time::Duration;
     use swaplock::core::decide::with_lock_ex_mode;
     use swaplock::kernel::current_umask;
+    use swaplock::supervise;
     use swaplock::{FileLock, LockError, Step};
 
     const USAGE: &str = "usage: with-lock-ex -w|-q|-f [-t <secs>] <lockfile> <command> <args>...\n       with-lock-ex -l       <lockfile>\n       with-lock-ex          <lockfile> <command> <args>...\n";
@@ -304,18 +305,10 @@ mod cli {
             .iter()
             .map(|a| CString::new(a.clone().into_vec()).unwrap_or_default())
             .collect();
-        let mut ptrs: Vec<*const libc::c_char> = c_args.iter().map(|a| a.as_ptr()).collect();
-        ptrs.push(std::ptr::null());
-        // SAFETY: restoring the default disposition of SIGPIPE, which the Rust
-        // runtime ignores at start-up, so the command gets the usual one.
-        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-        // SAFETY: `ptrs` is a null-terminated array of pointers into
-        // `c_args`, which outlive the call; execvp returns only on failure.
-        unsafe { libc::execvp(ptrs[0], ptrs.as_ptr()) };
-        fail(
-            cmd,
-            b"unable to execute command",
-            io::Error::last_os_error().raw_os_error().unwrap_or(0),
-        );
+        // The default disposition of SIGPIPE, which the Rust runtime
+        // ignores at start-up, so the command gets the usual one.
+        supervise::set_default(supervise::SIGPIPE);
+        let errno = supervise::execvp(&c_args);
+        fail(cmd, b"unable to execute command", errno.raw());
     }
 }

@@ -1,8 +1,10 @@
 use super::*;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+use swaplock::core::Errno;
 use swaplock::soft::{Compromise, SoftLockGuard};
+use swaplock::supervise as sys;
 use swaplock::FileLockGuard;
 use warden::Warden;
 
@@ -21,7 +23,7 @@ pub(super) fn run_etcd(opts: Options, lock: fn(&Options) -> swaplock::etcd::Etcd
             return 255;
         }
     };
-    let lock = lock(&opts).on_compromise(|_| wake(LEASE_EVENT));
+    let lock = lock(&opts).on_compromise(|_| sys::wake(LEASE_EVENT));
     let guard = match take(&opts, &lock) {
         Ok(g) => g,
         Err(code) => return code,
@@ -91,57 +93,18 @@ fn run_kernel(opts: Options) -> i32 {
 /// after SIGTERM before it gets SIGKILL.
 const GRACE: Duration = Duration::from_secs(2);
 /// The signals the supervisor passes on to the command's group.
-const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+const FORWARDED: [i32; 3] = [sys::SIGINT, sys::SIGTERM, sys::SIGHUP];
 /// Stop signals the supervisor takes (those not inherited as ignored):
 /// stopped alone, it would leave its command running while a lease
 /// expires, so the command's group is stopped with it.
-const STOPS: [libc::c_int; 3] = [libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU];
+const STOPS: [i32; 3] = [sys::SIGTSTP, sys::SIGTTIN, sys::SIGTTOU];
 /// The event the lease heartbeat sends when the lease is lost (no
 /// signal has number 0).
 const LEASE_EVENT: u8 = 0;
 
-/// The write end of the supervisor's event pipe, for the signal
-/// handlers and the lease heartbeat; -1 before it exists.
-static WAKE: AtomicI32 = AtomicI32::new(-1);
-
-/// Sends `event` to the supervisor's loop. Async-signal-safe: one
-/// `write(2)` to a non-blocking pipe, with `errno` kept for the code
-/// the signal interrupted.
-fn wake(event: u8) {
-    let fd = WAKE.load(Ordering::SeqCst);
-    if fd < 0 {
-        return;
-    }
-    // SAFETY: errno is thread-local; writing one byte from a valid
-    // buffer to a descriptor that stays open for the process's life.
-    unsafe {
-        let errno = errno_location();
-        let saved = *errno;
-        libc::write(fd, (&event as *const u8).cast(), 1);
-        *errno = saved;
-    }
-}
-
-#[cfg(target_os = "linux")]
-unsafe fn errno_location() -> *mut libc::c_int {
-    // SAFETY: always valid for the calling thread.
-    unsafe { libc::__errno_location() }
-}
-
-#[cfg(target_os = "android")]
-unsafe fn errno_location() -> *mut libc::c_int {
-    // SAFETY: always valid for the calling thread.
-    unsafe { libc::__errno() }
-}
-
-#[cfg(target_vendor = "apple")]
-unsafe fn errno_location() -> *mut libc::c_int {
-    // SAFETY: always valid for the calling thread.
-    unsafe { libc::__error() }
-}
-
-extern "C" fn on_signal(signal: libc::c_int) {
-    wake(signal as u8);
+/// An errno from the adapter as an I/O error, as the messages print it.
+fn os_error(e: Errno) -> std::io::Error {
+    std::io::Error::from_raw_os_error(e.raw())
 }
 
 /// The supervisor's event pipe: forwarded signals, SIGCHLD and a lost
@@ -149,152 +112,101 @@ extern "C" fn on_signal(signal: libc::c_int) {
 /// and no event can slip in between a check and the wait.
 struct Events {
     read: OwnedFd,
-    _write: OwnedFd,
 }
 
 impl Events {
     fn new() -> std::io::Result<Self> {
-        let mut fds = [0; 2];
-        // SAFETY: pipe(2) fills both descriptors on success.
-        if unsafe { libc::pipe(fds.as_mut_ptr()) } == -1 {
-            return Err(std::io::Error::last_os_error());
+        let (read, write) = sys::pipe().map_err(os_error)?;
+        for fd in [read.as_fd(), write.as_fd()] {
+            // Close on exec keeps them out of the command; non-blocking
+            // keeps a full pipe from blocking a signal handler.
+            let _ = sys::set_cloexec(fd);
+            let _ = sys::set_nonblocking(fd);
         }
-        // SAFETY: both are fresh descriptors this process owns.
-        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        for fd in [fds[0], fds[1]] {
-            // SAFETY: setting flags on descriptors we own. Close on
-            // exec keeps them out of the command; non-blocking keeps
-            // a full pipe from blocking a signal handler.
-            unsafe {
-                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-                let flags = libc::fcntl(fd, libc::F_GETFL);
-                libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
-            }
-        }
-        WAKE.store(fds[1], Ordering::SeqCst);
-        Ok(Events {
-            read,
-            _write: write,
-        })
+        // The signal handlers and the lease heartbeat write to it, for
+        // the rest of the process's life.
+        sys::wake_to(write);
+        Ok(Events { read })
     }
 
     /// Waits up to `timeout` (for ever if `None`) for events, and
     /// returns those that came.
     fn wait(&self, timeout: Option<Duration>) -> Vec<u8> {
-        let mut poll = libc::pollfd {
-            fd: self.read.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = timeout.map_or(-1, |t| t.as_millis().clamp(1, 60_000) as libc::c_int);
-        // SAFETY: one valid pollfd. EINTR (a signal) just returns.
-        unsafe { libc::poll(&mut poll, 1, ms) };
+        let timeout = timeout.map(|t| Duration::from_millis(t.as_millis().clamp(1, 60_000) as u64));
+        // EINTR (a signal) just returns.
+        let _ = sys::poll_readable(&self.read, timeout);
         let mut events = Vec::new();
         let mut buf = [0u8; 64];
-        loop {
-            // SAFETY: reading into a buffer of the given length.
-            let n = unsafe { libc::read(poll.fd, buf.as_mut_ptr().cast(), buf.len()) };
-            if n <= 0 {
-                break;
-            }
-            events.extend_from_slice(&buf[..n as usize]);
+        while let Ok(n @ 1..) = sys::read(&self.read, &mut buf) {
+            events.extend_from_slice(&buf[..n]);
         }
         events
     }
 }
 
-/// Installs `handler` for `signal`, without `SA_RESTART`; returns
-/// whether the signal was inherited as ignored, in which case it is
-/// left ignored (a `nohup`ed run keeps ignoring SIGHUP, as the
-/// command does under a kernel lock).
-fn catch(signal: libc::c_int, keep_ignored: bool) -> bool {
-    // SAFETY: querying and setting a disposition with valid structs;
-    // the handler only writes to a pipe, which is async-signal-safe.
-    unsafe {
-        let mut old: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(signal, std::ptr::null(), &mut old);
-        let ignored = old.sa_sigaction == libc::SIG_IGN;
-        if ignored && keep_ignored {
-            return true;
-        }
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_signal as *const () as usize;
-        libc::sigaction(signal, &action, std::ptr::null_mut());
-        ignored
+/// Takes `signal` with the handler that wakes the supervisor's loop
+/// with the signal's number (without `SA_RESTART`); returns whether
+/// the signal was inherited as ignored, in which case, with
+/// `keep_ignored`, it is left ignored (a `nohup`ed run keeps ignoring
+/// SIGHUP, as the command does under a kernel lock).
+fn catch(signal: i32, keep_ignored: bool) -> bool {
+    let ignored = sys::is_ignored(signal);
+    if ignored && keep_ignored {
+        return true;
     }
+    let _ = sys::catch(signal);
+    ignored
 }
 
 /// The controlling terminal, when this process's group has it in the
 /// foreground: the command's group gets it while the command runs, so
 /// that it can read the terminal and gets the terminal's signals.
-struct Terminal(OwnedFd);
+struct Terminal(Arc<OwnedFd>);
 
 impl Terminal {
     fn foreground() -> Option<Self> {
-        // SAFETY: opening a fixed path; the descriptor is owned below.
-        let fd = unsafe {
-            libc::open(
-                c"/dev/tty".as_ptr(),
-                libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return None;
-        }
-        // SAFETY: a fresh descriptor this process owns.
-        let tty = Terminal(unsafe { OwnedFd::from_raw_fd(fd) });
-        // SAFETY: plain queries.
-        let ours = unsafe { libc::tcgetpgrp(fd) == libc::getpgrp() };
-        ours.then_some(tty)
+        let tty = sys::open_tty().ok()?;
+        let ours = sys::foreground_group(&tty) == Some(sys::getpgrp());
+        ours.then(|| Terminal(Arc::new(tty)))
+    }
+
+    /// The terminal's descriptor.
+    fn fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
     }
 
     /// Gives the terminal to `pgid`. SIGTTOU is blocked meanwhile, since
     /// a caller in a background group would otherwise be stopped.
     /// Async-signal-safe: the command's child calls it before exec.
-    fn give(fd: libc::c_int, pgid: libc::pid_t) {
-        // SAFETY: signal-mask calls with valid sets, and tcsetpgrp.
-        unsafe {
-            let mut block: libc::sigset_t = std::mem::zeroed();
-            let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut block);
-            libc::sigaddset(&mut block, libc::SIGTTOU);
-            libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut old);
-            libc::tcsetpgrp(fd, pgid);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        }
+    fn give(tty: BorrowedFd<'_>, pgid: i32) {
+        let old = sys::block(&[sys::SIGTTOU]);
+        let _ = sys::set_foreground_group(tty, pgid);
+        sys::set_mask(&old);
     }
 
     /// Takes the terminal back from a command that failed to start,
     /// whose group may have taken it before its exec failed.
     fn reclaim(&self) {
-        // SAFETY: a plain query.
-        let own = unsafe { libc::getpgrp() };
-        Terminal::give(self.0.as_raw_fd(), own);
+        Terminal::give(self.fd(), sys::getpgrp());
     }
 
     /// Takes the terminal back from the command's group `pgid`, if it
     /// still has it.
-    fn take_back(&self, pgid: libc::pid_t) {
-        let fd = self.0.as_raw_fd();
-        // SAFETY: plain queries.
-        if unsafe { libc::tcgetpgrp(fd) } == pgid {
-            // SAFETY: a plain query.
-            let own = unsafe { libc::getpgrp() };
-            Terminal::give(fd, own);
+    fn take_back(&self, pgid: i32) {
+        if sys::foreground_group(self.fd()) == Some(pgid) {
+            Terminal::give(self.fd(), sys::getpgrp());
         }
     }
 }
 
 /// Whether any process of group `pgid` is left.
-fn group_alive(pgid: libc::pid_t) -> bool {
-    // SAFETY: signal 0 only checks for existence.
-    unsafe { libc::kill(-pgid, 0) == 0 }
+fn group_alive(pgid: i32) -> bool {
+    sys::group_exists(pgid)
 }
 
 /// Signals every process of group `pgid`.
-fn signal_group(pgid: libc::pid_t, signal: libc::c_int) {
-    // SAFETY: the group is the command's, made for it at spawn.
-    unsafe { libc::kill(-pgid, signal) };
+fn signal_group(pgid: i32, signal: i32) {
+    let _ = sys::kill_group(pgid, signal);
 }
 
 /// How the lease was lost, in words.
@@ -319,7 +231,7 @@ fn run_soft(opts: Options, kind: Kind) -> i32 {
             return 255;
         }
     };
-    let lock = soft_lock(&opts, kind).on_compromise(|_| wake(LEASE_EVENT));
+    let lock = soft_lock(&opts, kind).on_compromise(|_| sys::wake(LEASE_EVENT));
     let guard = match take(&opts, &lock) {
         Ok(g) => g,
         Err(code) => return code,
@@ -392,7 +304,7 @@ impl Held for FileLockGuard {
 /// What the supervisor learned by the time the command's group is gone.
 struct Outcome {
     /// The command's wait status; `None` if it could not be waited for.
-    status: Option<libc::c_int>,
+    status: Option<i32>,
     /// Why the lease was lost, if the loss stopped the command.
     lost: Option<Compromise>,
 }
@@ -423,12 +335,9 @@ fn supervise(opts: &Options, events: &Events, path: &str, held: impl Held) -> i3
     // An inherited SIG_IGN would have the kernel reap the command, and
     // waitpid fail with ECHILD: take SIGCHLD, and give the command
     // back the disposition it would have inherited.
-    let chld_ignored = catch(libc::SIGCHLD, false);
+    let chld_ignored = catch(sys::SIGCHLD, false);
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    // SAFETY: a plain prctl on this process.
-    unsafe {
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
-    }
+    let _ = sys::set_child_subreaper();
     // Forked before the command, so that nothing of the command's
     // group ever runs without it.
     let warden = match Warden::start() {
@@ -446,57 +355,65 @@ fn supervise(opts: &Options, events: &Events, path: &str, held: impl Held) -> i3
     };
     let announce_to = warden.fd();
     let terminal = Terminal::foreground();
-    let tty = terminal.as_ref().map(|t| t.0.as_raw_fd());
-    // SAFETY: a plain query.
-    let supervisor = unsafe { libc::getpid() };
+    let tty = terminal.as_ref().map(|t| Arc::clone(&t.0));
+    let supervisor = sys::getpid();
     let mut command = std::process::Command::new(&opts.rest[1]);
     command
         .args(&opts.rest[2..])
         .envs(held.env())
         .process_group(0);
-    // SAFETY: the closure calls only async-signal-safe functions
-    // (getpgrp, write, prctl, getppid, signal, sigprocmask, tcsetpgrp)
-    // and allocates nothing.
-    unsafe {
-        command.pre_exec(move || {
-            // The warden learns the group before the command runs.
-            warden::announce(announce_to)?;
-            #[cfg(any(target_os = "linux", target_os = "android"))]
-            {
-                // The command must not outlive its lock holder.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // A holder that died before the line above sends no
-                // signal: do not start the command orphaned.
-                if libc::getppid() != supervisor {
-                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-                }
+    // What the command's child does between fork and exec, with
+    // async-signal-safe calls only (see the SAFETY comment below).
+    let in_child = move || -> Result<(), Errno> {
+        // The warden learns the group before the command runs.
+        warden::announce(&announce_to)?;
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            // The command must not outlive its lock holder.
+            sys::set_parent_death_signal(sys::SIGKILL)?;
+            // A holder that died before the line above sends no
+            // signal: do not start the command orphaned.
+            if sys::getppid() != supervisor {
+                return Err(Errno::SRCH);
             }
-            #[cfg(not(any(target_os = "linux", target_os = "android")))]
-            let _ = supervisor;
-            for (&signal, &ignored) in FORWARDED
-                .iter()
-                .zip(&ignored)
-                .chain(STOPS.iter().zip(&stops_ignored))
-            {
-                if !ignored {
-                    libc::signal(signal, libc::SIG_DFL);
-                }
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        let _ = supervisor;
+        for (&signal, &ignored) in FORWARDED
+            .iter()
+            .zip(&ignored)
+            .chain(STOPS.iter().zip(&stops_ignored))
+        {
+            if !ignored {
+                sys::set_default(signal);
             }
-            let chld = if chld_ignored {
-                libc::SIG_IGN
-            } else {
-                libc::SIG_DFL
-            };
-            libc::signal(libc::SIGCHLD, chld);
-            if let Some(fd) = tty {
-                Terminal::give(fd, libc::getpid());
-            }
-            Ok(())
-        });
-    }
-    let child = match command.spawn() {
+        }
+        if chld_ignored {
+            sys::ignore(sys::SIGCHLD);
+        } else {
+            sys::set_default(sys::SIGCHLD);
+        }
+        if let Some(tty) = &tty {
+            Terminal::give(tty.as_fd(), sys::getpid());
+        }
+        Ok(())
+    };
+    // SAFETY: `in_child` runs between fork and exec. It calls only
+    // async-signal-safe functions, through forwards the adapter marks so
+    // (system calls and nothing else: no allocation, no lock): getpgrp,
+    // getpid and write (`warden::announce`); prctl (not on POSIX's list,
+    // but a bare system call) and getppid, on Linux and Android; signal;
+    // pthread_sigmask and tcsetpgrp (`Terminal::give`). Otherwise it only
+    // reads what it captured (numbers, arrays of flags, two `Arc`s it
+    // never clones or drops) and returns an `Errno`: it allocates nothing
+    // and cannot panic. The two descriptors it uses, the warden's pipe
+    // and the terminal, are held open by the `Arc`s it owns.
+    unsafe { sys::before_exec(&mut command, in_child) };
+    let spawned = command.spawn();
+    // The closure holds the warden's pipe and the terminal: they go with
+    // it, so that from here the supervisor alone holds them.
+    drop(command);
+    let child = match spawned {
         Ok(c) => c,
         Err(e) => {
             if let Some(t) = &terminal {
@@ -514,7 +431,7 @@ fn supervise(opts: &Options, events: &Events, path: &str, held: impl Held) -> i3
         }
     };
     // The child leads its own group: its PID is the group's ID.
-    let pgid = child.id() as libc::pid_t;
+    let pgid = child.id() as i32;
     let outcome = watch(events, pgid, terminal.as_ref(), &compromise);
     warden.stand_down(|t| drop(events.wait(Some(t))));
     // A supervisor stopped longer than its lease (SIGSTOP cannot be
@@ -560,7 +477,7 @@ fn supervise(opts: &Options, events: &Events, path: &str, held: impl Held) -> i3
 /// forwarding signals, and until nothing of its group is left.
 fn watch(
     events: &Events,
-    pgid: libc::pid_t,
+    pgid: i32,
     terminal: Option<&Terminal>,
     compromise: &dyn Fn() -> Option<Compromise>,
 ) -> Outcome {
@@ -570,67 +487,56 @@ fn watch(
     };
     // With the terminal given to the command, a stop (^Z) of the
     // command stops this process too, as a shell expects of its job.
-    let flags = if terminal.is_some() {
-        libc::WNOHANG | libc::WUNTRACED
-    } else {
-        libc::WNOHANG
-    };
+    let stopped_too = terminal.is_some();
     'running: loop {
         // Reap every child: the command, and orphans of its tree
         // adopted as their subreaper.
         loop {
-            let mut status = 0;
-            // SAFETY: waiting for our own children with a valid pointer.
-            let r = unsafe { libc::waitpid(-1, &mut status, flags) };
-            if r == pgid {
-                if libc::WIFSTOPPED(status) {
-                    if let Some(t) = terminal {
-                        t.take_back(pgid);
-                        // SAFETY: stopping this process; it resumes on SIGCONT.
-                        unsafe { libc::kill(libc::getpid(), libc::SIGSTOP) };
-                        // SAFETY: plain queries.
-                        if unsafe { libc::tcgetpgrp(t.0.as_raw_fd()) == libc::getpgrp() } {
-                            Terminal::give(t.0.as_raw_fd(), pgid);
+            match sys::try_wait_any(stopped_too) {
+                Ok(Some((pid, status))) if pid == pgid => {
+                    if status.stopped() {
+                        if let Some(t) = terminal {
+                            t.take_back(pgid);
+                            // Stops this process; it resumes on SIGCONT.
+                            let _ = sys::kill(sys::getpid(), sys::SIGSTOP);
+                            if sys::foreground_group(t.fd()) == Some(sys::getpgrp()) {
+                                Terminal::give(t.fd(), pgid);
+                            }
                         }
+                        signal_group(pgid, sys::SIGCONT);
+                        continue;
                     }
-                    signal_group(pgid, libc::SIGCONT);
-                    continue;
+                    outcome.status = Some(status.as_raw());
+                    break 'running;
                 }
-                outcome.status = Some(status);
-                break 'running;
-            }
-            if r > 0 {
-                continue;
-            }
-            if r == -1 {
-                let e = std::io::Error::last_os_error();
-                if e.kind() == ErrorKind::Interrupted {
-                    continue;
+                Ok(Some(_)) => continue,
+                Ok(None) => break,
+                Err(e) if e == Errno::INTR => continue,
+                Err(e) => {
+                    // Never spin: the command's status is lost, but its
+                    // group is still ended below before the release.
+                    eprintln!("swaplock: cannot wait for the command: {}", os_error(e));
+                    break 'running;
                 }
-                // Never spin: the command's status is lost, but its
-                // group is still ended below before the release.
-                eprintln!("swaplock: cannot wait for the command: {e}");
-                break 'running;
             }
-            break;
         }
         for event in events.wait(None) {
-            match event as libc::c_int {
-                e if e == LEASE_EVENT as libc::c_int => {
+            match i32::from(event) {
+                e if e == i32::from(LEASE_EVENT) => {
                     outcome.lost = compromise();
                     if outcome.lost.is_some() {
                         break 'running;
                     }
                 }
-                libc::SIGCHLD => {}
-                libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU => {
+                sys::SIGCHLD => {}
+                sys::SIGTSTP | sys::SIGTTIN | sys::SIGTTOU => {
                     // Stopped alone, this process would leave its
                     // command running while the lease expires: the
                     // command's group stops first, and goes on with it.
-                    signal_group(pgid, libc::SIGSTOP);
-                    // SAFETY: stopping this process; it resumes on SIGCONT.
-                    unsafe { libc::kill(libc::getpid(), libc::SIGSTOP) };
-                    signal_group(pgid, libc::SIGCONT);
+                    signal_group(pgid, sys::SIGSTOP);
+                    // Stops this process; it resumes on SIGCONT.
+                    let _ = sys::kill(sys::getpid(), sys::SIGSTOP);
+                    signal_group(pgid, sys::SIGCONT);
                 }
                 signal => signal_group(pgid, signal),
             }
@@ -648,7 +554,7 @@ fn watch(
 /// past another grace period after SIGKILL, with a warning: what is
 /// left then can no longer run). Reaps the command if it was still
 /// running, and every orphan it adopted.
-fn end_group(events: &Events, pgid: libc::pid_t, outcome: &mut Outcome) {
+fn end_group(events: &Events, pgid: i32, outcome: &mut Outcome) {
     if !group_alive(pgid) {
         return;
     }
@@ -656,21 +562,15 @@ fn end_group(events: &Events, pgid: libc::pid_t, outcome: &mut Outcome) {
     // could outlast the lease itself (a short lease expires within a
     // third of its duration of the loss being reported).
     let mut killed = outcome.lost.is_some();
-    let first = if killed { libc::SIGKILL } else { libc::SIGTERM };
+    let first = if killed { sys::SIGKILL } else { sys::SIGTERM };
     signal_group(pgid, first);
     // SIGCONT too: a stopped process acts on SIGTERM only once continued.
-    signal_group(pgid, libc::SIGCONT);
+    signal_group(pgid, sys::SIGCONT);
     let start = std::time::Instant::now();
     loop {
-        loop {
-            let mut status = 0;
-            // SAFETY: waiting for our own children with a valid pointer.
-            let r = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-            if r <= 0 {
-                break;
-            }
-            if r == pgid && outcome.status.is_none() && outcome.lost.is_none() {
-                outcome.status = Some(status);
+        while let Ok(Some((pid, status))) = sys::try_wait_any(false) {
+            if pid == pgid && outcome.status.is_none() && outcome.lost.is_none() {
+                outcome.status = Some(status.as_raw());
             }
         }
         if !group_alive(pgid) {
@@ -678,7 +578,7 @@ fn end_group(events: &Events, pgid: libc::pid_t, outcome: &mut Outcome) {
         }
         let elapsed = start.elapsed();
         if !killed && elapsed >= GRACE {
-            signal_group(pgid, libc::SIGKILL);
+            signal_group(pgid, sys::SIGKILL);
             killed = true;
         } else if killed && elapsed >= 2 * GRACE {
             eprintln!(
@@ -690,8 +590,8 @@ fn end_group(events: &Events, pgid: libc::pid_t, outcome: &mut Outcome) {
         // Processes of the group that are not this process's children
         // send no SIGCHLD here: look again at short intervals.
         for event in events.wait(Some(Duration::from_millis(50))) {
-            match event as libc::c_int {
-                e if e == LEASE_EVENT as libc::c_int || e == libc::SIGCHLD => {}
+            match i32::from(event) {
+                e if e == i32::from(LEASE_EVENT) || e == sys::SIGCHLD => {}
                 signal => signal_group(pgid, signal),
             }
         }

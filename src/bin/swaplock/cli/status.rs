@@ -122,7 +122,7 @@ pub(super) fn soft_holder(lock: SoftLock) -> std::io::Result<Option<Found>> {
 #[cfg(unix)]
 pub(super) fn is_enosys(e: &std::io::Error) -> bool {
     let raw = swaplock::LockError::of(e).and_then(|l| l.os_error().raw_os_error());
-    raw == Some(libc::ENOSYS)
+    raw == Some(swaplock::core::Errno::NOSYS.raw())
 }
 
 /// Windows has no query for `LockFileEx` locks: whether the lock is
