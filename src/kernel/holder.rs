@@ -28,6 +28,9 @@ impl KernelHolder {
     /// use swaplock::core::decide::HeldBecause;
     /// use swaplock::core::soft::Standing;
     /// use swaplock::FileLock;
+    /// # #[cfg(not(unix))]
+    /// # fn main() {}
+    /// # #[cfg(unix)]
     /// # fn main() -> std::io::Result<()> {
     /// if let Some(h) = FileLock::flock("/run/lock/backup.lock").holder()? {
     ///     match h.standing() {

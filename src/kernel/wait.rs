@@ -31,7 +31,10 @@
 //! (and so creates) the new one only while someone still waits. A waiter
 //! may give up between that check and the open: a file the open made then
 //! is made for nobody, and the thread removes it again, as its holder (its
-//! lock taken without waiting, the path still naming it).
+//! exclusive lock taken without waiting, the path still naming it). A
+//! waiter that gives up after the open, before the kernel grants the
+//! thread the lock, still leaves the file made: empty and unlocked, which
+//! no kernel lock minds.
 //!
 //! Where no thread can be started (or [`MOST_THREADS`] wait already), the
 //! waiter polls for the time left, as the core's [`Backoff`] says.
@@ -201,11 +204,17 @@ impl Gated<'_> {
 
 impl Gated<'_> {
     /// Removes again the lock file this thread made for nobody, as its
-    /// holder: only if its lock can be taken at once (otherwise a peer
-    /// opened it since and holds it) and the path still names it.
+    /// holder: only if its exclusive lock can be taken at once, whatever
+    /// the mode of the wait (a peer that opened it since may hold it, a
+    /// reader too, and only an exclusive holder may remove the file), and
+    /// the path still names it.
     fn unmake(&mut self, file: OwnedFd) {
         use swaplock_core::kernel::KernelOs;
-        if inodes::lock_call(&mut self.os, &file, false).is_ok()
+        let mut exclusive = os::UnixKernel {
+            shared: false,
+            ..self.os
+        };
+        if inodes::lock_call(&mut exclusive, &file, false).is_ok()
             && protocol::check_remove(self, &file).is_ok()
         {
             let _ = os::unlink(self.os.path);
