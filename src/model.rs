@@ -468,6 +468,20 @@ fn timed_kernel_waits_take_turns_and_leave_no_waiting_thread() {
     });
 }
 
+/// With the model's timed waits timing out: takes the `flock` lock of
+/// `path`, and lets a timed wait for it give up, which leaves its waiting
+/// thread behind; the hold.
+#[cfg(unix)]
+fn left_behind(path: &Path) -> crate::FileLockGuard {
+    crate::sync::model::timeouts(true);
+    let first = crate::FileLock::flock(path).try_lock().unwrap();
+    let e = crate::FileLock::flock(path)
+        .lock_timeout(std::time::Duration::from_secs(3600))
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
+    first
+}
+
 /// A timed wait that gives up leaves its waiting thread blocked in the
 /// kernel. A later untimed wait of the process for the same lock is handed
 /// the lock by that thread rather than blocking beside it: once it lets
@@ -480,14 +494,9 @@ fn timed_kernel_waits_take_turns_and_leave_no_waiting_thread() {
 #[test]
 fn an_untimed_wait_is_handed_the_lock_by_a_waiting_thread_left_behind() {
     explore(300, || {
-        crate::sync::model::timeouts(true);
         let dir = tempfile::tempdir().unwrap();
         let path: Arc<Path> = dir.path().join("a.lock").into();
-        let first = crate::FileLock::flock(&*path).try_lock().unwrap();
-        let e = crate::FileLock::flock(&*path)
-            .lock_timeout(std::time::Duration::from_secs(3600))
-            .unwrap_err();
-        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+        let first = left_behind(&path);
         // Its waiting thread waits on in the kernel (unless the wait gave
         // up before the thread's first open, and it left).
         while crate::kernel::wait::waiting_threads() == 1 && crate::sync::model::blocked() == 0 {
@@ -582,14 +591,9 @@ fn a_timed_wait_that_gives_up_beside_an_untimed_one_leaves_no_thread() {
 #[test]
 fn a_waiting_thread_left_behind_never_makes_a_removed_lock_file_again() {
     explore(300, || {
-        crate::sync::model::timeouts(true);
         let dir = tempfile::tempdir().unwrap();
         let path: Arc<Path> = dir.path().join("a.lock").into();
-        let first = crate::FileLock::flock(&*path).try_lock().unwrap();
-        let e = crate::FileLock::flock(&*path)
-            .lock_timeout(std::time::Duration::from_secs(3600))
-            .unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
+        let first = left_behind(&path);
         first.remove().unwrap();
         while crate::kernel::wait::waiting_threads() != 0 {
             thread::yield_now();
