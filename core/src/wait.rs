@@ -63,6 +63,12 @@ impl<I> Wait<I> {
         matches!(self, Wait::Forever)
     }
 
+    /// Whether the wait may try more than once (it may then be handed a
+    /// lock that another thread of the process releases, say).
+    pub fn waits(&self) -> bool {
+        !matches!(self, Wait::No)
+    }
+
     /// This wait with its deadline given as the time `left` says is left
     /// to it.
     pub fn left(self, left: impl FnOnce(I) -> Duration) -> Wait<Duration> {
@@ -74,16 +80,15 @@ impl<I> Wait<I> {
     }
 }
 
-/// The usual patience: one attempt, or attempts every `poll` until a
-/// timeout (cut to the time left), or forever.
+/// The usual patience: a [`Wait`] given as the time left when the acquire
+/// begins, with attempts every `poll` until it gives up (the last pause cut
+/// to the time left).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Deadline {
-    /// Whether to try again at all.
-    pub blocking: bool,
-    /// How long to keep trying (`None`: forever). The first attempt always
-    /// runs, even with a zero timeout.
-    pub timeout: Option<Duration>,
+    /// How long to keep trying, counted from the acquire's start. The first
+    /// attempt always runs, even with no time left.
+    pub wait: Wait<Duration>,
     /// The pause between attempts.
     pub poll: Duration,
 }
@@ -92,8 +97,7 @@ impl Deadline {
     /// One attempt only.
     pub const fn once() -> Self {
         Deadline {
-            blocking: false,
-            timeout: None,
+            wait: Wait::No,
             poll: Duration::ZERO,
         }
     }
@@ -101,13 +105,13 @@ impl Deadline {
 
 impl<B: ?Sized> Patience<B> for Deadline {
     fn busy(&mut self, _holder: &B, elapsed: Duration) -> Option<Duration> {
-        if !self.blocking {
-            return None;
-        }
-        match self.timeout.map(|t| t.saturating_sub(elapsed)) {
-            Some(Duration::ZERO) => None,
-            Some(left) => Some(left.min(self.poll)),
-            None => Some(self.poll),
+        match self.wait {
+            Wait::No => None,
+            Wait::Forever => Some(self.poll),
+            Wait::Until(timeout) => match timeout.saturating_sub(elapsed) {
+                Duration::ZERO => None,
+                left => Some(left.min(self.poll)),
+            },
         }
     }
 }
@@ -123,6 +127,8 @@ mod tests {
         assert!(!Wait::<u64>::No.timed() && !Wait::<u64>::Forever.timed());
         assert!(Wait::<u64>::Forever.blocks());
         assert!(!Wait::<u64>::No.blocks() && !Wait::Until(7u64).blocks());
+        assert!(Wait::<u64>::Forever.waits() && Wait::Until(7u64).waits());
+        assert!(!Wait::<u64>::No.waits());
         let left = |deadline: u64| ms(deadline - 5);
         assert_eq!(Wait::Until(25u64).left(left), Wait::Until(ms(20)));
         assert_eq!(Wait::<u64>::No.left(left), Wait::No);
@@ -132,8 +138,7 @@ mod tests {
     #[test]
     fn a_deadline_cuts_the_last_pause_to_the_time_left() {
         let mut d = Deadline {
-            blocking: true,
-            timeout: Some(Duration::from_millis(120)),
+            wait: Wait::Until(Duration::from_millis(120)),
             poll: Duration::from_millis(50),
         };
         let ms = Duration::from_millis;
@@ -141,11 +146,15 @@ mod tests {
         assert_eq!(Patience::<()>::busy(&mut d, &(), ms(100)), Some(ms(20)));
         assert_eq!(Patience::<()>::busy(&mut d, &(), ms(120)), None);
         assert_eq!(Patience::<()>::busy(&mut d, &(), ms(500)), None);
+        let mut none_left = Deadline {
+            wait: Wait::Until(Duration::ZERO),
+            poll: ms(50),
+        };
+        assert_eq!(Patience::<()>::busy(&mut none_left, &(), ms(0)), None);
         let mut once = Deadline::once();
         assert_eq!(Patience::<()>::busy(&mut once, &(), ms(0)), None);
         let mut forever = Deadline {
-            blocking: true,
-            timeout: None,
+            wait: Wait::Forever,
             poll: ms(50),
         };
         assert_eq!(

@@ -4,23 +4,18 @@
 use super::*;
 
 impl SoftLock {
-    pub(super) fn acquire(
-        &self,
-        timeout: Option<Duration>,
-        blocking: bool,
-    ) -> io::Result<SoftLockGuard> {
-        self.acquire_with(timeout, blocking, None)
+    pub(super) fn acquire(&self, wait: Wait) -> io::Result<SoftLockGuard> {
+        self.acquire_with(wait, None)
     }
 
     /// One acquire: [`prepare`](Self::prepare), [`wait`](Self::wait) for
     /// the lock, [`settle`](Self::settle) what the wait came to.
     pub(super) fn acquire_with<'h>(
         &'h self,
-        timeout: Option<Duration>,
-        blocking: bool,
+        wait: Wait,
         hook: Option<&'h mut WaitHook<'h>>,
     ) -> io::Result<SoftLockGuard> {
-        let prepared = match self.prepare(timeout, blocking)? {
+        let prepared = match self.prepare(wait)? {
             Prepared::Reentered(hold) => {
                 return Ok(SoftLockGuard {
                     hold: Some(HoldRef::Shared(hold)),
@@ -29,18 +24,14 @@ impl SoftLock {
             Prepared::Attempt(prepared) => prepared,
         };
         let me = Identity::now();
-        let (outcome, cancelled) = self.wait(&prepared, &me, timeout, blocking, hook);
-        self.settle(outcome, cancelled, blocking, prepared, me)
+        let (outcome, cancelled) = self.wait(&prepared, &me, wait, hook);
+        self.settle(outcome, cancelled, wait, prepared, me)
     }
 
     /// What comes before the first attempt: the name and lease checked,
     /// the directory opened, a reentrant hold of this thread's shared, a
     /// wait that could never end refused.
-    pub(super) fn prepare(
-        &self,
-        timeout: Option<Duration>,
-        blocking: bool,
-    ) -> io::Result<Prepared> {
+    pub(super) fn prepare(&self, wait: Wait) -> io::Result<Prepared> {
         if self
             .path
             .file_name()
@@ -86,7 +77,7 @@ impl SoftLock {
                 return Ok(Prepared::Reentered(hold));
             }
         }
-        if blocking && timeout.is_none() {
+        if wait.blocks() {
             if let Some(key) = key.as_ref().filter(|k| held_by_this_thread(k)) {
                 return Err(self.deadlock(key));
             }
@@ -101,8 +92,7 @@ impl SoftLock {
         &'h self,
         prepared: &Attempting,
         me: &Identity,
-        timeout: Option<Duration>,
-        blocking: bool,
+        wait: Wait,
         hook: Option<&'h mut WaitHook<'h>>,
     ) -> (Result<Attempt<File>, protocol::Error>, bool) {
         let Attempting { lease, dir, key } = prepared;
@@ -116,14 +106,13 @@ impl SoftLock {
         // A thread that waits may be handed the hold of a thread of this
         // process that releases (of its kind; never a lease's, whose token
         // and heartbeat are its holder's).
-        let waiting = match (&key, blocking) {
-            (Some(key), true) => Some(Waiting::new(Arc::clone(key), self.kind, dir)),
+        let waiting = match &key {
+            Some(key) if wait.waits() => Some(Waiting::new(Arc::clone(key), self.kind, dir)),
             _ => None,
         };
         let mut patience = WakeOnRelease::new(
             Deadline {
-                blocking,
-                timeout,
+                wait,
                 poll: self.poll_interval,
             },
             waiting,
@@ -146,8 +135,7 @@ impl SoftLock {
                     // the wait goes on without them, polling, for the
                     // time left.
                     patience.watcher.give_up();
-                    patience.deadline.timeout =
-                        timeout.map(|t| t.saturating_sub(started.elapsed()));
+                    patience.deadline.wait = wait.left(|t| t.saturating_sub(started.elapsed()));
                     outcome = protocol::acquire(&mut sys, &cfg, &mut contender, &mut patience);
                 }
             }
@@ -197,7 +185,7 @@ impl SoftLock {
         &self,
         outcome: Result<Attempt<File>, protocol::Error>,
         cancelled: bool,
-        blocking: bool,
+        wait: Wait,
         prepared: Attempting,
         me: Identity,
     ) -> io::Result<SoftLockGuard> {
@@ -212,7 +200,7 @@ impl SoftLock {
                 self.log_id(),
                 self.path.display()
             ),
-            Ok(Attempt::Busy(_)) if blocking => debug!(
+            Ok(Attempt::Busy(_)) if wait.timed() => debug!(
                 "Timeout on acquiring lock {} on {}",
                 self.log_id(),
                 self.path.display()
@@ -244,7 +232,7 @@ impl SoftLock {
                 Err(LockError::io(&self.path, Step::Lock, kind, source))
             }
             Ok(Attempt::Busy(holder)) => {
-                let kind = if blocking {
+                let kind = if wait.timed() {
                     io::ErrorKind::TimedOut
                 } else {
                     io::ErrorKind::WouldBlock

@@ -74,6 +74,9 @@ use swaplock_core::soft::{
 pub use swaplock_core::soft::{Compromise, Kind};
 use swaplock_core::start::StartToken;
 use swaplock_core::wait::{Deadline, Patience};
+
+/// How long a soft lock's acquire may wait: the time left when it begins.
+type Wait = swaplock_core::wait::Wait<Duration>;
 use swaplock_core::{Errno, Pid};
 
 #[cfg(unix)]
@@ -496,7 +499,7 @@ impl SoftLock {
     /// # }
     /// ```
     pub fn lock(&self) -> io::Result<SoftLockGuard> {
-        self.acquire(None, true)
+        self.acquire(Wait::Forever)
     }
 
     /// One attempt; an error of kind `WouldBlock` if the lock is held.
@@ -514,7 +517,7 @@ impl SoftLock {
     /// # }
     /// ```
     pub fn try_lock(&self) -> io::Result<SoftLockGuard> {
-        self.acquire(None, false)
+        self.acquire(Wait::No)
     }
 
     /// Waits up to `timeout`; an error of kind `TimedOut` if the lock stays
@@ -535,7 +538,7 @@ impl SoftLock {
     /// # }
     /// ```
     pub fn lock_timeout(&self, timeout: Duration) -> io::Result<SoftLockGuard> {
-        self.acquire(Some(timeout), true)
+        self.acquire(Wait::Until(timeout))
     }
 
     /// Waits for the lock (up to `timeout`, if given), calling `hook` after
@@ -571,7 +574,7 @@ impl SoftLock {
         timeout: Option<Duration>,
         mut hook: impl FnMut(&WaitStatus<'_>) -> ControlFlow<()>,
     ) -> io::Result<SoftLockGuard> {
-        self.acquire_with(timeout, true, Some(&mut hook))
+        self.acquire_with(timeout.map_or(Wait::Forever, Wait::Until), Some(&mut hook))
     }
 
     /// Waits for the lock without blocking the thread, in a tokio runtime
@@ -632,7 +635,7 @@ impl SoftLock {
             watcher.before_attempt(&dir);
             // A release of this process after this shows in the count.
             let seen = *RELEASES.0.lock();
-            match self.acquire(None, false) {
+            match self.acquire(Wait::No) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) if watcher.watching() && short_of_descriptors(&e) => {
                     // The watch's own descriptors may be what ran short:
