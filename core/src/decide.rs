@@ -325,14 +325,15 @@ pub enum KernelLockCheck {
 }
 
 /// The with-lock-ex check: `fstat` of the locked descriptor against `stat`
-/// of the path. The same `(dev, ino)` means held; another file or `ENOENT`
-/// means a holder deleted or replaced the lock file after we opened it, so
-/// our lock is on an orphan; any other error fails.
+/// of the path. The same `(dev, ino)` means held; another file, `ENOENT`,
+/// or `ESTALE` (a network filesystem's name for a file its server no
+/// longer has) means a holder deleted or replaced the lock file after we
+/// opened it, so our lock is on an orphan; any other error fails.
 pub fn check_kernel_lock(locked: FileId, path: Result<FileId, Errno>) -> KernelLockCheck {
     match path {
         Ok(id) if id == locked => KernelLockCheck::Held,
         Ok(_) => KernelLockCheck::Retry,
-        Err(e) if e == Errno::NOENT => KernelLockCheck::Retry,
+        Err(e) if e == Errno::NOENT || e == Errno::STALE => KernelLockCheck::Retry,
         Err(e) => KernelLockCheck::Fail(e),
     }
 }
@@ -580,6 +581,10 @@ mod tests {
         );
         assert_eq!(
             check_kernel_lock(a, Err(Errno::NOENT)),
+            KernelLockCheck::Retry
+        );
+        assert_eq!(
+            check_kernel_lock(a, Err(Errno::STALE)),
             KernelLockCheck::Retry
         );
         assert_eq!(

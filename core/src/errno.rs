@@ -80,6 +80,10 @@ errnos! {
     LOOP = linux 40, apple 62, windows 114;
     /// `EOPNOTSUPP`: operation not supported (on Linux the same number as `ENOTSUP`).
     OPNOTSUPP = linux 95, apple 102, windows 130;
+    /// `ESTALE`: a file handle of a network filesystem that names a file
+    /// the server no longer has (Windows has no such error; Winsock's
+    /// number is used, which no file call gives).
+    STALE = linux 116, apple 70, windows 10070;
     /// `ENOTSUP`: not supported.
     NOTSUP = linux 95, apple 45, windows 129;
 }

@@ -81,6 +81,14 @@ pub enum Outcome<F> {
 /// would (a dangling symlink it follows stays so for ever).
 const VANISHED_AT_MOST: u32 = 8;
 
+/// How many times in a row one attempt starts again after an `ESTALE`: a
+/// network filesystem's answer for a file handle whose file its server no
+/// longer has (a holder on another host removed the lock file). The file
+/// went away, as a holder's delete-on-release removes it; the attempt opens
+/// the path anew rather than fail. A handle that stays stale (the lock's
+/// directory itself removed on the server) is reported after that many.
+const STALE_AT_MOST: u32 = 8;
+
 /// One attempt: open (creating if needed), lock, and keep the lock only if
 /// the path still names the locked file. `may_fall_back`: the caller
 /// switches to a soft lock where the lock call answers `ENOSYS` (`flock`,
@@ -95,7 +103,15 @@ pub fn attempt<O: KernelOs>(
     wait: bool,
     may_fall_back: bool,
 ) -> Result<Outcome<O::File>, (Step, Errno)> {
-    loop {
+    let mut stale = 0;
+    // A stale handle (`ESTALE`) at the open, the lock or the `fstat`: the
+    // file went away, so the attempt starts again, a few times in a row.
+    let mut went_away = |e: Errno| {
+        let again = e == Errno::STALE && stale < STALE_AT_MOST;
+        stale += u32::from(again);
+        again
+    };
+    'attempt: loop {
         let opened = match may_fall_back {
             // Whether this attempt created the file must be known for
             // sure: the file a plain open found may be a peer's marker,
@@ -134,11 +150,16 @@ pub fn attempt<O: KernelOs>(
             // for now (on Windows: a peer deleting the file, or holding it
             // open without sharing): contention, as for the lock itself.
             Err(e) if e == Errno::AGAIN => return Ok(Outcome::Busy(e)),
+            Err(e) if went_away(e) => continue,
             Err(e) => return Err((Step::Open, e)),
         };
         loop {
             match os.lock(&file, wait) {
                 Ok(()) => break,
+                Err(e) if went_away(e) => {
+                    os.close(file);
+                    continue 'attempt;
+                }
                 Err(e) if e == Errno::INTR && !active(Mutant::KernelInterruptFails) => continue,
                 Err(e) if e == Errno::AGAIN || e == Errno::ACCES => {
                     os.close(file);
@@ -157,13 +178,23 @@ pub fn attempt<O: KernelOs>(
             Ok(id) => id,
             Err(e) => {
                 os.close(file);
+                if went_away(e) {
+                    continue;
+                }
                 return Err((Step::Fstat, e));
             }
         };
         if active(Mutant::KernelLockUnchecked) {
             return Ok(Outcome::Held(file, locked));
         }
-        let check = check_kernel_lock(locked, os.stat());
+        let named = os.stat();
+        if let Err(e) = named {
+            if e == Errno::STALE && !went_away(e) {
+                os.close(file);
+                return Err((Step::Stat, e));
+            }
+        }
+        let check = check_kernel_lock(locked, named);
         if active(Mutant::KernelLockNoRetry) {
             if let KernelLockCheck::Retry = check {
                 os.close(file);
@@ -416,6 +447,9 @@ mod tests {
         /// answer.
         replaced: u32,
         stat_error: Option<Errno>,
+        /// Which step answers `ESTALE` first, and how many times.
+        stale: Option<(Step, u32)>,
+        closes: u32,
     }
 
     impl Fake {
@@ -437,6 +471,8 @@ mod tests {
                 path: ID,
                 replaced: 0,
                 stat_error: None,
+                stale: None,
+                closes: 0,
             }
         }
     }
@@ -447,6 +483,17 @@ mod tests {
         fn call(&mut self) {
             self.calls += 1;
             assert!(self.calls < 1000, "the attempt never ends");
+        }
+
+        /// Whether `step` answers `ESTALE` this time.
+        fn stale(&mut self, step: Step) -> Result<(), Errno> {
+            match &mut self.stale {
+                Some((at, n)) if *at == step && *n > 0 => {
+                    *n -= 1;
+                    Err(Errno::STALE)
+                }
+                _ => Ok(()),
+            }
         }
     }
 
@@ -459,6 +506,7 @@ mod tests {
                 self.refused_opens.0 -= 1;
                 return Err(self.refused_opens.1);
             }
+            self.stale(Step::Open)?;
             match exclusive {
                 true => self.exclusive_open.map(|()| ID),
                 false => Ok(ID),
@@ -485,22 +533,27 @@ mod tests {
                 self.interrupts -= 1;
                 return Err(Errno::INTR);
             }
+            self.stale(Step::Lock)?;
             match self.now < self.busy_for {
                 true => Err(Errno::AGAIN),
                 false => self.free,
             }
         }
         fn fstat(&mut self, file: &FileId) -> Result<FileId, Errno> {
+            self.stale(Step::Fstat)?;
             Ok(*file)
         }
         fn stat(&mut self) -> Result<FileId, Errno> {
+            self.stale(Step::Stat)?;
             if self.replaced > 0 {
                 self.replaced -= 1;
                 return Ok(FileId { dev: 1, ino: 3 });
             }
             self.stat_error.map_or(Ok(self.path), Err)
         }
-        fn close(&mut self, _file: FileId) {}
+        fn close(&mut self, _file: FileId) {
+            self.closes += 1;
+        }
     }
 
     impl Clock for Fake {
@@ -530,6 +583,36 @@ mod tests {
         let expected = [1, 2, 4, 8, 16, 25, 25, 19].map(ms);
         assert_eq!(&os.pauses[..os.slept], &expected);
         assert_eq!(os.attempts, 9, "one attempt after the last pause");
+    }
+
+    #[test]
+    fn a_stale_handle_is_a_file_gone_away_and_the_attempt_opens_it_anew() {
+        for step in [Step::Open, Step::Lock, Step::Fstat, Step::Stat] {
+            // A holder on another host removed the file: each step may be
+            // the first to learn it, and the attempt starts again.
+            let mut os = Fake::new(Duration::ZERO);
+            os.stale = Some((step, 2));
+            let out = acquire(&mut os, true, false, &mut Backoff::forever());
+            assert!(
+                matches!(out, Ok(Outcome::Held(id, _)) if id == ID),
+                "{step:?}"
+            );
+            assert_eq!(os.attempts, 3, "{step:?}: opened anew after each");
+            let closed = if step == Step::Open { 0 } else { 2 };
+            assert_eq!(os.closes, closed, "{step:?}: every stale file closed");
+            // A handle that stays stale (the directory removed on the
+            // server) is an error after a few, not a spin.
+            let mut os = Fake::new(Duration::ZERO);
+            os.stale = Some((step, u32::MAX));
+            let out = acquire(&mut os, true, false, &mut Backoff::forever());
+            assert!(
+                matches!(out, Err((s, e)) if s == step && e == Errno::STALE),
+                "{step:?}: {out:?}"
+            );
+            assert_eq!(os.attempts, STALE_AT_MOST + 1, "{step:?}");
+            let closed = if step == Step::Open { 0 } else { os.attempts };
+            assert_eq!(os.closes, closed, "{step:?}: nothing left open");
+        }
     }
 
     #[test]
