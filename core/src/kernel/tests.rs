@@ -1,0 +1,408 @@
+//! The kernel-lock driver's tests, over a fake lock file and clock.
+
+use super::*;
+use crate::decide::{FileTime, Instant};
+use crate::wait::Deadline;
+
+/// A lock file held by someone else for `busy_for`, on a clock that
+/// moves only when the driver sleeps.
+struct Fake {
+    now: Duration,
+    busy_for: Duration,
+    /// What the lock call answers once the lock is free.
+    free: Result<(), Errno>,
+    /// What an exclusive open answers (`EEXIST`: the file is there).
+    exclusive_open: Result<(), Errno>,
+    /// What an open of the existing file answers.
+    existing_open: Result<(), Errno>,
+    /// How many opens of the existing file find it removed since.
+    vanished: u32,
+    /// Every open of the existing file finds it missing, and every
+    /// exclusive open finds it there: a dangling symlink.
+    dangling: bool,
+    /// How many lock calls answer `EINTR` first.
+    interrupts: u32,
+    /// How many opens answer first, and with what (`EAGAIN`: a peer
+    /// deleting the file, on Windows).
+    refused_opens: (u32, Errno),
+    /// Calls so far; an attempt that never ends fails the test.
+    calls: u32,
+    pauses: [Duration; 16],
+    slept: usize,
+    attempts: u32,
+    path: FileId,
+    /// How many `stat`s of the path find another file there first (a
+    /// holder replaced the file we locked), and then what the rest
+    /// answer.
+    replaced: u32,
+    stat_error: Option<Errno>,
+    /// Which step answers `ESTALE` first, and how many times.
+    stale: Option<(Step, u32)>,
+    closes: u32,
+}
+
+impl Fake {
+    fn new(busy_for: Duration) -> Self {
+        Fake {
+            now: Duration::ZERO,
+            busy_for,
+            free: Ok(()),
+            exclusive_open: Ok(()),
+            existing_open: Ok(()),
+            vanished: 0,
+            dangling: false,
+            interrupts: 0,
+            refused_opens: (0, Errno::AGAIN),
+            calls: 0,
+            pauses: [Duration::ZERO; 16],
+            slept: 0,
+            attempts: 0,
+            path: ID,
+            replaced: 0,
+            stat_error: None,
+            stale: None,
+            closes: 0,
+        }
+    }
+}
+
+const ID: FileId = FileId { dev: 1, ino: 2 };
+
+impl Fake {
+    fn call(&mut self) {
+        self.calls += 1;
+        assert!(self.calls < 1000, "the attempt never ends");
+    }
+
+    /// Whether `step` answers `ESTALE` this time.
+    fn stale(&mut self, step: Step) -> Result<(), Errno> {
+        match &mut self.stale {
+            Some((at, n)) if *at == step && *n > 0 => {
+                *n -= 1;
+                Err(Errno::STALE)
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl KernelOs for Fake {
+    type File = FileId;
+    fn open(&mut self, exclusive: bool) -> Result<FileId, Errno> {
+        self.call();
+        self.attempts += 1;
+        if self.refused_opens.0 > 0 {
+            self.refused_opens.0 -= 1;
+            return Err(self.refused_opens.1);
+        }
+        self.stale(Step::Open)?;
+        match exclusive {
+            true => self.exclusive_open.map(|()| ID),
+            false => Ok(ID),
+        }
+    }
+    fn open_existing(&mut self) -> Result<FileId, Errno> {
+        self.call();
+        self.attempts += 1;
+        if self.dangling {
+            return Err(Errno::NOENT);
+        }
+        if self.vanished > 0 {
+            // A peer removed the file since the exclusive open failed,
+            // and the next one succeeds.
+            self.vanished -= 1;
+            self.exclusive_open = Ok(());
+            return Err(Errno::NOENT);
+        }
+        self.existing_open.map(|()| ID)
+    }
+    fn lock(&mut self, _file: &FileId, _wait: bool) -> Result<(), Errno> {
+        self.call();
+        if self.interrupts > 0 {
+            self.interrupts -= 1;
+            return Err(Errno::INTR);
+        }
+        self.stale(Step::Lock)?;
+        match self.now < self.busy_for {
+            true => Err(Errno::AGAIN),
+            false => self.free,
+        }
+    }
+    fn fstat(&mut self, file: &FileId) -> Result<FileId, Errno> {
+        self.stale(Step::Fstat)?;
+        Ok(*file)
+    }
+    fn stat(&mut self) -> Result<FileId, Errno> {
+        self.stale(Step::Stat)?;
+        if self.replaced > 0 {
+            self.replaced -= 1;
+            return Ok(FileId { dev: 1, ino: 3 });
+        }
+        self.stat_error.map_or(Ok(self.path), Err)
+    }
+    fn close(&mut self, _file: FileId) {
+        self.closes += 1;
+    }
+}
+
+impl Clock for Fake {
+    fn now(&mut self) -> Instant {
+        Instant(self.now.as_nanos() as u64)
+    }
+    fn wall(&mut self) -> FileTime {
+        FileTime::default()
+    }
+    fn sleep(&mut self, duration: Duration) {
+        self.pauses[self.slept] = duration;
+        self.slept += 1;
+        self.now += duration;
+    }
+}
+
+const fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+#[test]
+fn a_timed_wait_backs_off_from_1_to_25_ms_and_gives_up_at_the_deadline() {
+    let mut os = Fake::new(ms(1000));
+    let out = acquire(&mut os, false, false, &mut Backoff::new(ms(100)));
+    assert!(matches!(out, Ok(Outcome::Busy(e)) if e == Errno::AGAIN));
+    // 1+2+4+8+16+25+25 = 81, then the 19 ms left.
+    let expected = [1, 2, 4, 8, 16, 25, 25, 19].map(ms);
+    assert_eq!(&os.pauses[..os.slept], &expected);
+    assert_eq!(os.attempts, 9, "one attempt after the last pause");
+}
+
+#[test]
+fn a_stale_handle_is_a_file_gone_away_and_the_attempt_opens_it_anew() {
+    for step in [Step::Open, Step::Lock, Step::Fstat, Step::Stat] {
+        // A holder on another host removed the file: each step may be
+        // the first to learn it, and the attempt starts again.
+        let mut os = Fake::new(Duration::ZERO);
+        os.stale = Some((step, 2));
+        let out = acquire(&mut os, true, false, &mut Backoff::forever());
+        assert!(
+            matches!(out, Ok(Outcome::Held(id, _)) if id == ID),
+            "{step:?}"
+        );
+        assert_eq!(os.attempts, 3, "{step:?}: opened anew after each");
+        let closed = if step == Step::Open { 0 } else { 2 };
+        assert_eq!(os.closes, closed, "{step:?}: every stale file closed");
+        // A handle that stays stale (the directory removed on the
+        // server) is an error after a few, not a spin.
+        let mut os = Fake::new(Duration::ZERO);
+        os.stale = Some((step, u32::MAX));
+        let out = acquire(&mut os, true, false, &mut Backoff::forever());
+        assert!(
+            matches!(out, Err((s, e)) if s == step && e == Errno::STALE),
+            "{step:?}: {out:?}"
+        );
+        assert_eq!(os.attempts, STALE_AT_MOST + 1, "{step:?}");
+        let closed = if step == Step::Open { 0 } else { os.attempts };
+        assert_eq!(os.closes, closed, "{step:?}: nothing left open");
+    }
+}
+
+#[test]
+fn a_timed_wait_takes_the_lock_once_it_is_free() {
+    let mut os = Fake::new(ms(10));
+    let out = acquire(&mut os, false, false, &mut Backoff::new(ms(100)));
+    assert!(matches!(out, Ok(Outcome::Held(id, _)) if id == ID));
+    assert_eq!(&os.pauses[..os.slept], &[1, 2, 4, 8].map(ms));
+}
+
+#[test]
+fn one_attempt_only_never_pauses_even_with_a_zero_deadline() {
+    let mut os = Fake::new(ms(10));
+    let out = acquire(&mut os, false, false, &mut Deadline::once());
+    assert!(matches!(out, Ok(Outcome::Busy(_))));
+    let out = acquire(&mut os, false, false, &mut Backoff::new(Duration::ZERO));
+    assert!(matches!(out, Ok(Outcome::Busy(_))));
+    assert_eq!((os.attempts, os.slept), (2, 0));
+}
+
+#[test]
+fn a_wait_in_the_kernel_answered_busy_keeps_waiting() {
+    let mut os = Fake::new(ms(100));
+    let out = acquire(&mut os, true, false, &mut Backoff::forever());
+    assert!(matches!(out, Ok(Outcome::Held(id, _)) if id == ID));
+    assert!(os.now >= ms(100), "it waited until the holder let go");
+}
+
+#[test]
+fn enosys_is_a_fallback_only_for_a_caller_that_falls_back() {
+    let mut os = Fake::new(Duration::ZERO);
+    os.free = Err(Errno::NOSYS);
+    let out = acquire(&mut os, false, true, &mut Deadline::once());
+    assert!(matches!(
+        out,
+        Ok(Outcome::Unsupported { created: true, .. })
+    ));
+    // fcntl, the with-lock-ex protocol: an error, never a soft lock
+    // beside an empty file nobody knows who created.
+    let out = acquire(&mut os, false, false, &mut Deadline::once());
+    assert!(matches!(out, Err((Step::Lock, e)) if e == Errno::NOSYS));
+}
+
+#[test]
+fn a_fallback_attempt_opens_a_file_already_there_as_not_created() {
+    let mut os = Fake::new(Duration::ZERO);
+    os.free = Err(Errno::NOSYS);
+    os.exclusive_open = Err(Errno::EXIST);
+    let out = attempt(&mut os, false, true);
+    assert!(matches!(
+        out,
+        Ok(Outcome::Unsupported { created: false, .. })
+    ));
+}
+
+#[test]
+fn a_fallback_attempt_that_finds_the_file_gone_creates_it_and_says_so() {
+    let mut os = Fake::new(Duration::ZERO);
+    os.free = Err(Errno::NOSYS);
+    os.exclusive_open = Err(Errno::EXIST);
+    os.vanished = 1;
+    let out = attempt(&mut os, false, true);
+    assert!(matches!(
+        out,
+        Ok(Outcome::Unsupported { created: true, .. })
+    ));
+    assert_eq!(os.attempts, 3, "exclusive, existing, exclusive again");
+}
+
+#[test]
+fn a_fallback_attempt_on_a_dangling_symlink_ends() {
+    let mut os = Fake::new(Duration::ZERO);
+    os.free = Err(Errno::NOSYS);
+    os.exclusive_open = Err(Errno::EXIST);
+    os.dangling = true;
+    let out = attempt(&mut os, false, true);
+    // The target created by a plain open is not known to be ours.
+    assert!(matches!(
+        out,
+        Ok(Outcome::Unsupported { created: false, .. })
+    ));
+    assert_eq!(os.attempts, 2 * (VANISHED_AT_MOST + 1) + 1);
+}
+
+#[test]
+fn a_fallback_attempt_reports_any_other_error_of_its_second_open() {
+    let mut os = Fake::new(Duration::ZERO);
+    os.exclusive_open = Err(Errno::EXIST);
+    os.existing_open = Err(Errno::ACCES);
+    let out = attempt(&mut os, false, true);
+    assert!(matches!(out, Err((Step::Open, e)) if e == Errno::ACCES));
+    assert_eq!(os.attempts, 2);
+}
+
+#[test]
+fn a_fallback_attempt_reports_any_other_error_of_its_exclusive_open() {
+    let mut os = Fake::new(Duration::ZERO);
+    os.exclusive_open = Err(Errno::ACCES);
+    let out = attempt(&mut os, false, true);
+    assert!(matches!(out, Err((Step::Open, e)) if e == Errno::ACCES));
+    assert_eq!(os.attempts, 1, "no second open");
+}
+
+#[test]
+fn an_open_refused_for_now_is_contention_and_waited_out() {
+    let mut os = Fake::new(Duration::ZERO);
+    os.refused_opens = (3, Errno::AGAIN);
+    let out = acquire(&mut os, false, false, &mut Deadline::once());
+    assert!(matches!(out, Ok(Outcome::Busy(e)) if e == Errno::AGAIN));
+    let out = acquire(&mut os, false, false, &mut Backoff::new(ms(100)));
+    assert!(matches!(out, Ok(Outcome::Held(id, _)) if id == ID));
+    assert_eq!(os.attempts, 4, "two refused, then held");
+}
+
+#[test]
+fn any_other_open_error_is_reported() {
+    let mut os = Fake::new(Duration::ZERO);
+    os.refused_opens = (1, Errno::ACCES);
+    let out = acquire(&mut os, false, false, &mut Backoff::new(ms(100)));
+    assert!(matches!(out, Err((Step::Open, e)) if e == Errno::ACCES));
+    assert_eq!(os.attempts, 1, "not tried again");
+}
+
+#[test]
+fn an_interrupted_lock_call_is_made_again() {
+    let mut os = Fake::new(Duration::ZERO);
+    os.interrupts = 2;
+    let out = attempt(&mut os, true, false);
+    assert!(matches!(out, Ok(Outcome::Held(id, _)) if id == ID));
+    assert_eq!(
+        (os.interrupts, os.attempts),
+        (0, 1),
+        "on the same open file"
+    );
+}
+
+#[test]
+fn a_lock_on_a_file_a_holder_replaced_is_taken_again_on_the_new_one() {
+    let mut os = Fake::new(Duration::ZERO);
+    os.replaced = 2;
+    assert!(matches!(
+        attempt(&mut os, true, false),
+        Ok(Outcome::Held(ID, ID))
+    ));
+    assert_eq!(os.attempts, 3, "two orphans, then the file at the path");
+}
+
+#[test]
+fn a_failed_stat_of_the_path_is_reported_never_held() {
+    let mut os = Fake::new(Duration::ZERO);
+    os.stat_error = Some(Errno::IO);
+    assert!(matches!(
+        attempt(&mut os, true, false),
+        Err((Step::Stat, e)) if e == Errno::IO
+    ));
+}
+
+#[test]
+fn removal_needs_the_path_to_name_the_locked_file() {
+    let mut os = Fake::new(Duration::ZERO);
+    assert_eq!(check_remove(&mut os, &ID), Ok(()));
+    os.path = FileId { dev: 1, ino: 3 };
+    assert_eq!(check_remove(&mut os, &ID), Err(Errno::NOENT));
+}
+
+#[test]
+fn a_kernel_holder_is_alive_unless_the_process_named_is_gone() {
+    let alive = Standing::Held(HeldBecause::Alive);
+    let cannot_tell = Standing::Held(HeldBecause::CannotTell);
+    assert_eq!(holder_standing(42, |_| Liveness::Alive), alive);
+    assert_eq!(holder_standing(42, |_| Liveness::Dead), cannot_tell);
+    assert_eq!(
+        holder_standing(42, |_| Liveness::Unknown(Errno::INVAL)),
+        cannot_tell
+    );
+    // The probe is asked of the PID named, and of none below 1.
+    let mut asked = None;
+    let _ = holder_standing(42, |pid| {
+        asked = Some(pid.get());
+        Liveness::Dead
+    });
+    assert_eq!(asked, Some(42));
+    for unnamed in [0, -1, i32::MIN] {
+        let standing = holder_standing(unnamed, |_| panic!("probed PID {unnamed}"));
+        assert_eq!(standing, alive, "PID {unnamed}");
+    }
+}
+
+#[test]
+fn the_backoff_of_a_wait_tries_once_forever_or_until_the_time_left() {
+    let ms = Duration::from_millis;
+    let mut once = Backoff::of(Wait::No);
+    assert_eq!(once.busy(&Errno::AGAIN, ms(0)), None, "one attempt");
+    let mut forever = Backoff::of(Wait::Forever);
+    assert_eq!(forever, Backoff::forever());
+    assert_eq!(
+        forever.busy(&Errno::AGAIN, ms(1 << 40)),
+        Some(Backoff::FIRST)
+    );
+    let mut until = Backoff::of(Wait::Until(ms(30)));
+    assert_eq!(until, Backoff::new(ms(30)));
+    assert_eq!(until.busy(&Errno::AGAIN, ms(29)), Some(ms(1)));
+    assert_eq!(until.busy(&Errno::AGAIN, ms(30)), None);
+}
