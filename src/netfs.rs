@@ -106,31 +106,42 @@ pub(crate) fn refused(
 /// its locks per client, before the lock is tried: a wait there would be
 /// for nothing. Where `path` does not exist yet, its nearest ancestor's
 /// filesystem is read. A filesystem that cannot be read is not refused
-/// here: [`check_kernel_file`] judges the file the lock opened.
-pub(crate) fn check_kernel(path: &Arc<Path>, family: Family) -> io::Result<()> {
+/// here: [`check_kernel_file`] judges the file the lock opened. `Ok`
+/// says whether a client may answer the lock file's name from a cache
+/// ([`names_cached`]).
+pub(crate) fn check_kernel(path: &Arc<Path>, family: Family) -> io::Result<bool> {
     let Ok(fs) = swaplock_linux::fs::of_path(path) else {
-        return Ok(());
+        return Ok(true);
     };
     match swaplock_core::fs::kernel_lock_refusal(&fs.traits, family) {
-        None => Ok(()),
+        None => Ok(names_cached(&fs.traits)),
         Some(refusal) => Err(refused(path, &fs.fstype, refusal, Some(family))),
     }
+}
+
+/// Whether a client of a filesystem with `traits` may answer a lookup of a
+/// name from a cache that still names a file its server removed: any
+/// filesystem not known to be local.
+fn names_cached(traits: &Traits) -> bool {
+    traits.remote != Support::No
 }
 
 /// Refuses a kernel lock of `family` taken on the open file `fd` (of
 /// device `dev`) where its filesystem keeps locks per client: the file
 /// the lock opened is judged, wherever a symlink or a mount namespace led.
 /// A filesystem that cannot be read (`fstatfs` failed) is refused too.
+/// `Ok` says whether a client may answer the lock file's name from a
+/// cache.
 pub(crate) fn check_kernel_file(
     path: &Arc<Path>,
     fd: std::os::fd::BorrowedFd<'_>,
     dev: u64,
     family: Family,
-) -> io::Result<()> {
+) -> io::Result<bool> {
     let fs = swaplock_linux::fs::of_file_on(fd, dev)
         .map_err(|e| LockError::io(path, Step::Filesystem, e.kind(), e))?;
     match swaplock_core::fs::kernel_lock_refusal(&fs.traits, family) {
-        None => Ok(()),
+        None => Ok(names_cached(&fs.traits)),
         Some(refusal) => Err(refused(path, &fs.fstype, refusal, Some(family))),
     }
 }

@@ -43,6 +43,33 @@ pub trait KernelOs {
     fn stat(&mut self) -> Result<FileId, Errno>;
     /// `close(file)`.
     fn close(&mut self, file: Self::File);
+    /// Whether the client may answer a lookup of the path from a cache of
+    /// names that still names a file its server removed (an NFS client:
+    /// its `stat` can name the file a holder on another host deleted): the
+    /// identity check then makes the client ask the server ([`named`]).
+    fn names_cached(&self) -> bool {
+        false
+    }
+}
+
+/// The file the path names now, for the identity check (`stat`, or
+/// `lstat`). Where the client caches names ([`KernelOs::names_cached`]),
+/// an exclusive create comes first: a client must ask the server whether
+/// a name it creates exclusively is there (`EEXIST` where it is, which
+/// leaves the client's entry for it as the server has it, for the `stat`
+/// after it); a cached entry cannot answer it. Where the server has no
+/// such name, the create makes the file, as a waiter's open would, and
+/// that new file is what the path names. Any other answer of the create
+/// (a directory this process may not write to) leaves the `stat` to say.
+pub fn named<O: KernelOs>(os: &mut O) -> Result<FileId, Errno> {
+    if os.names_cached() {
+        if let Ok(made) = os.open(true) {
+            let id = os.fstat(&made);
+            os.close(made);
+            return id;
+        }
+    }
+    os.stat()
 }
 
 /// The step that failed.
@@ -187,7 +214,7 @@ pub fn attempt<O: KernelOs>(
         if active(Mutant::KernelLockUnchecked) {
             return Ok(Outcome::Held(file, locked));
         }
-        let named = os.stat();
+        let named = named(os);
         if let Err(e) = named {
             if e == Errno::STALE && !went_away(e) {
                 os.close(file);
@@ -334,7 +361,7 @@ impl Patience<Errno> for Backoff {
 /// `fstat` or `stat` is reported as is.
 pub fn check_remove<O: KernelOs>(os: &mut O, file: &O::File) -> Result<(), Errno> {
     let locked = os.fstat(file)?;
-    let named = os.stat()?;
+    let named = named(os)?;
     if named == locked {
         Ok(())
     } else {

@@ -413,6 +413,10 @@ pub struct UnixKernel<'p> {
     pub call: LockCall,
     /// Whether it is the shared (read) lock rather than the exclusive one.
     pub shared: bool,
+    /// Whether the client may answer a lookup of the path from a cache
+    /// of names (a network filesystem): the identity check then asks the
+    /// server ([`swaplock_core::kernel::named`]).
+    pub names_cached: bool,
 }
 
 impl UnixKernel<'_> {
@@ -455,6 +459,10 @@ impl swaplock_core::kernel::KernelOs for UnixKernel<'_> {
 
     fn close(&mut self, file: OwnedFd) {
         drop(file);
+    }
+
+    fn names_cached(&self) -> bool {
+        self.names_cached
     }
 }
 

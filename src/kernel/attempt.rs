@@ -96,7 +96,13 @@ impl FileLock {
         #[cfg(windows)]
         let reached = {
             let may_fall_back = false;
-            let mut kernel = kernel_os(&self.sys_path, self.follow_symlinks, self.mode, scope);
+            let mut kernel = kernel_os(
+                &self.sys_path,
+                self.follow_symlinks,
+                self.mode,
+                scope,
+                self.names_cached(),
+            );
             // The core decides when to try again: never without a wait;
             // after a pause when a wait in the kernel answers busy all the
             // same; until the deadline with one.
@@ -163,6 +169,8 @@ impl FileLock {
                 path: Arc::clone(&self.path),
                 sys_path: Arc::clone(&self.sys_path),
                 follow_symlinks: self.follow_symlinks,
+                mode: self.mode,
+                names_cached: self.names_cached(),
             })),
             // A deadline passed while the lock stayed held.
             Reached::Busy(_) if timed => {
@@ -236,6 +244,7 @@ impl FileLock {
             // one too, which then reports ENOSYS: a soft lock has no
             // shared form).
             may_fall_back: self.kind == Kind::Flock,
+            names_cached: self.names_cached(),
         }
     }
 

@@ -22,6 +22,11 @@ pub(super) enum Inner {
         path: Arc<Path>,
         sys_path: Arc<SysPath>,
         follow_symlinks: bool,
+        /// The mode a file the removal's check makes gets (where the
+        /// server has no file by the name, the check makes one, as a
+        /// waiter's open would: [`swaplock_core::kernel::named`]).
+        mode: u32,
+        names_cached: bool,
     },
     // Boxed: only the ENOSYS fallback takes this path.
     #[cfg(unix)]
@@ -134,6 +139,8 @@ impl FileLockGuard {
                 sys_path,
                 follow_symlinks,
                 pid,
+                mode,
+                names_cached,
                 ..
             } => {
                 #[cfg(unix)]
@@ -160,9 +167,7 @@ impl FileLockGuard {
                     ));
                 }
                 let err = |e| LockError::errno(&path, Step::Remove, e);
-                // The mode only matters to an open, which the check makes
-                // none of.
-                let mut kernel = kernel_os(&sys_path, follow_symlinks, 0, scope);
+                let mut kernel = kernel_os(&sys_path, follow_symlinks, mode, scope, names_cached);
                 #[cfg(unix)]
                 protocol::check_remove(&mut kernel, fd.file()).map_err(err)?;
                 #[cfg(windows)]

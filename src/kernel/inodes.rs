@@ -445,6 +445,10 @@ impl<O: Calls> KernelOs for Threads<O> {
     fn close(&mut self, file: OwnedFd) {
         self.close_by(file)
     }
+
+    fn names_cached(&self) -> bool {
+        self.os.names_cached()
+    }
 }
 
 impl<O: Calls> Threads<O> {

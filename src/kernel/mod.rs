@@ -177,6 +177,12 @@ pub struct FileLock {
     /// them per client); [`NOT_JUDGED`] before.
     #[cfg(any(target_os = "linux", target_os = "android"))]
     fs_judged: Arc<crate::sync::atomic::AtomicU64>,
+    /// Whether the filesystem of the lock file may answer a lookup of its
+    /// name from a client's cache (a network filesystem, or one not told):
+    /// the identity check then asks the server (PROTOCOL 7.16). Until a
+    /// filesystem was read, it may.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    names_cached: Arc<AtomicBool>,
 }
 
 /// [`FileLock::fs_judged`] before any file was judged.
@@ -263,6 +269,8 @@ impl FileLock {
             client_local: false,
             #[cfg(any(target_os = "linux", target_os = "android"))]
             fs_judged: Arc::new(crate::sync::atomic::AtomicU64::new(NOT_JUDGED)),
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            names_cached: Arc::new(AtomicBool::new(true)),
         }
     }
 
@@ -303,9 +311,20 @@ impl FileLock {
     fn check_filesystem(&self) -> io::Result<()> {
         #[cfg(any(target_os = "linux", target_os = "android"))]
         if !self.client_local && self.fs_judged.load(Ordering::Relaxed) == NOT_JUDGED {
-            crate::netfs::check_kernel(&self.path, self.family())?;
+            let cached = crate::netfs::check_kernel(&self.path, self.family())?;
+            self.names_cached.store(cached, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// Whether the lock file's name may be answered from a client's cache
+    /// ([`FileLock::names_cached`]); elsewhere than Linux and Android,
+    /// where the filesystem is not read, it is not.
+    fn names_cached(&self) -> bool {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        return self.names_cached.load(Ordering::Relaxed);
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        false
     }
 
     /// Judges the file a lock was just taken on (of device `dev`): where
@@ -318,7 +337,8 @@ impl FileLock {
         if self.client_local || self.fs_judged.load(Ordering::Relaxed) == dev {
             return Ok(());
         }
-        crate::netfs::check_kernel_file(&self.path, fd, dev, self.family())?;
+        let cached = crate::netfs::check_kernel_file(&self.path, fd, dev, self.family())?;
+        self.names_cached.store(cached, Ordering::Relaxed);
         self.fs_judged.store(dev, Ordering::Relaxed);
         Ok(())
     }

@@ -39,6 +39,7 @@ pub(crate) fn kernel_os(
     follow: bool,
     mode: u32,
     scope: Scope,
+    names_cached: bool,
 ) -> os::UnixKernel<'_> {
     os::UnixKernel {
         path,
@@ -46,6 +47,7 @@ pub(crate) fn kernel_os(
         mode,
         call: scope.call(),
         shared: scope.shared,
+        names_cached,
     }
 }
 
@@ -117,6 +119,7 @@ pub(super) fn kernel_os(
     follow: bool,
     mode: u32,
     scope: Scope,
+    _names_cached: bool,
 ) -> os::WindowsKernel<'_> {
     os::WindowsKernel {
         path,

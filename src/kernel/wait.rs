@@ -77,6 +77,8 @@ pub(crate) struct Job {
     pub(crate) mode: u32,
     pub(crate) scope: Scope,
     pub(crate) may_fall_back: bool,
+    /// [`os::UnixKernel::names_cached`].
+    pub(crate) names_cached: bool,
 }
 
 impl Job {
@@ -87,6 +89,7 @@ impl Job {
             && self.mode == other.mode
             && self.scope == other.scope
             && self.may_fall_back == other.may_fall_back
+            && self.names_cached == other.names_cached
     }
 
     /// The core's acquire, on this lock's operations: in the kernel or
@@ -105,7 +108,13 @@ impl Job {
         gate: Option<&Slot>,
     ) -> Reached {
         let os = Gated {
-            os: kernel_os(&self.sys_path, self.follow, self.mode, self.scope),
+            os: kernel_os(
+                &self.sys_path,
+                self.follow,
+                self.mode,
+                self.scope,
+                self.names_cached,
+            ),
             gate,
         };
         let mut kernel = Threads::new(os, self.scope.excludes_own_process(), until);
@@ -266,6 +275,10 @@ impl swaplock_core::kernel::KernelOs for Gated<'_> {
 
     fn close(&mut self, file: OwnedFd) {
         self.os.close(file)
+    }
+
+    fn names_cached(&self) -> bool {
+        self.os.names_cached()
     }
 }
 

@@ -38,6 +38,10 @@ struct Fake {
     stat_error: Option<Errno>,
     /// Which step answers `ESTALE` first, and how many times.
     stale: Option<(Step, u32)>,
+    /// A client that caches names (NFS): what its server names at the
+    /// path (`None`: nothing), while `path` is the client's cached answer,
+    /// made current by an exclusive create.
+    server: Option<Option<FileId>>,
     closes: u32,
 }
 
@@ -61,6 +65,7 @@ impl Fake {
             replaced: 0,
             stat_error: None,
             stale: None,
+            server: None,
             closes: 0,
         }
     }
@@ -96,6 +101,23 @@ impl KernelOs for Fake {
             return Err(self.refused_opens.1);
         }
         self.stale(Step::Open)?;
+        if let Some(server) = &mut self.server {
+            // An exclusive create asks the server; a plain open takes the
+            // cached name.
+            return match (exclusive, *server) {
+                (false, _) => Ok(self.path),
+                (true, Some(there)) => {
+                    self.path = there;
+                    Err(Errno::EXIST)
+                }
+                (true, None) => {
+                    let made = FileId { dev: 1, ino: 9 };
+                    *server = Some(made);
+                    self.path = made;
+                    Ok(made)
+                }
+            };
+        }
         match exclusive {
             true => self.exclusive_open.map(|()| ID),
             false => Ok(ID),
@@ -142,6 +164,9 @@ impl KernelOs for Fake {
     }
     fn close(&mut self, _file: FileId) {
         self.closes += 1;
+    }
+    fn names_cached(&self) -> bool {
+        self.server.is_some()
     }
 }
 
@@ -202,6 +227,48 @@ fn a_stale_handle_is_a_file_gone_away_and_the_attempt_opens_it_anew() {
         let closed = if step == Step::Open { 0 } else { os.attempts };
         assert_eq!(os.closes, closed, "{step:?}: nothing left open");
     }
+}
+
+#[test]
+fn where_names_are_cached_the_check_asks_the_server_and_takes_its_file() {
+    // The client's cache still names the file we opened and locked; a
+    // holder on another host removed it and a peer made a new one.
+    let replaced = FileId { dev: 1, ino: 5 };
+    let mut os = Fake::new(Duration::ZERO);
+    os.server = Some(Some(replaced));
+    let out = acquire(&mut os, true, false, &mut Backoff::forever());
+    assert!(
+        matches!(out, Ok(Outcome::Held(id, _)) if id == replaced),
+        "the server's file: {out:?}"
+    );
+    assert_eq!(os.closes, 1, "the orphan closed");
+    // The same cache answered by `stat` alone: the orphan is held (what
+    // the check asks the server for).
+    let mut os = Fake::new(Duration::ZERO);
+    let out = acquire(&mut os, true, false, &mut Backoff::forever());
+    assert!(matches!(out, Ok(Outcome::Held(id, _)) if id == ID));
+}
+
+#[test]
+fn where_the_server_has_no_such_name_the_check_makes_the_file_a_waiter_makes() {
+    let mut os = Fake::new(Duration::ZERO);
+    os.server = Some(None);
+    let out = acquire(&mut os, true, false, &mut Backoff::forever());
+    let made = FileId { dev: 1, ino: 9 };
+    assert!(
+        matches!(out, Ok(Outcome::Held(id, _)) if id == made),
+        "{out:?}"
+    );
+    assert_eq!(os.closes, 2, "the orphan and the check's own descriptor");
+}
+
+#[test]
+fn a_holder_whose_cache_names_its_removed_file_does_not_remove_the_new_one() {
+    let mut os = Fake::new(Duration::ZERO);
+    os.server = Some(Some(FileId { dev: 1, ino: 5 }));
+    assert_eq!(check_remove(&mut os, &ID), Err(Errno::NOENT));
+    os.server = Some(Some(ID));
+    assert_eq!(check_remove(&mut os, &ID), Ok(()));
 }
 
 #[test]
