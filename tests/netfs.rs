@@ -17,7 +17,7 @@
 
 mod common;
 
-use common::netfs::{self, monotonic_ns, Caches, Host, Session, Sftp, Smb};
+use common::netfs::{self, measure, monotonic_ns, Caches, Facts, Host, Sftp, Smb};
 use common::stress::Rng;
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -65,158 +65,12 @@ fn exe() -> PathBuf {
     std::env::current_exe().unwrap()
 }
 
-fn errno_name(answer: &str) -> String {
-    match answer
-        .strip_prefix("err ")
-        .map(|n| n.parse::<i32>().unwrap())
-    {
-        None => answer.to_owned(),
-        Some(libc::EPERM) => "EPERM".into(),
-        Some(libc::EEXIST) => "EEXIST".into(),
-        Some(libc::EINVAL) => "EINVAL".into(),
-        Some(libc::EACCES) => "EACCES".into(),
-        Some(libc::EIO) => "EIO".into(),
-        Some(libc::ENOSYS) => "ENOSYS".into(),
-        Some(libc::EBUSY) => "EBUSY".into(),
-        Some(libc::EAGAIN) => "EAGAIN".into(),
-        Some(n) => format!("errno {n}"),
-    }
-}
-
-/// What one filesystem showed between two client mounts.
-#[derive(Debug, Default)]
-struct Facts {
-    /// Races both creates won.
-    doubles: usize,
-    /// Races one create won, by the loser's answer.
-    losers: HashMap<String, usize>,
-    /// Races nobody won (should not happen).
-    neither: usize,
-    exchange: String,
-    flock_both: bool,
-    fcntl_both: bool,
-    /// Files (of 4) whose inode number differs between the two mounts.
-    ino_differs: usize,
-    /// The nanoseconds of an mtime set to `.123456789` s, read back.
-    mtime_nsec: i64,
-    /// Whether the other mount's stat shows that new mtime at once.
-    other_sees_mtime: bool,
-}
-
-impl Facts {
-    /// The mtime granularity the read-back nanoseconds show.
-    fn granularity(&self) -> &'static str {
-        let n = self.mtime_nsec;
-        match n {
-            0 => "1 s",
-            _ if n % 1_000_000 == 0 => "1 ms",
-            _ if n % 1_000 == 0 => "1 us",
-            _ if n % 100 == 0 => "100 ns",
-            _ => "1 ns",
-        }
-    }
-
-    fn print(&self, fs: &str) {
-        let fact = |what: &str, value: String| eprintln!("netfs fact | {fs} | {what} | {value}");
-        fact(
-            "O_EXCL race: both created",
-            format!("{} of {RACES}", self.doubles),
-        );
-        let mut losers: Vec<_> = self.losers.iter().collect();
-        losers.sort();
-        fact(
-            "O_EXCL race: loser's error",
-            losers
-                .iter()
-                .map(|(e, n)| format!("{e} {n}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-        );
-        fact("renameat2(RENAME_EXCHANGE)", self.exchange.clone());
-        fact("flock: both mounts hold it", self.flock_both.to_string());
-        fact("fcntl: both mounts hold it", self.fcntl_both.to_string());
-        fact(
-            "st_ino differs between mounts",
-            format!("{} of 4 files", self.ino_differs),
-        );
-        fact("mtime granularity", self.granularity().into());
-        fact(
-            "the other mount's stat shows a new mtime at once",
-            self.other_sees_mtime.to_string(),
-        );
-    }
-}
-
-/// Measures the facts between host sessions `a` and `b` over `export`.
-fn measure(export: &Path, a: &mut Session, b: &mut Session) -> Facts {
-    let mut facts = Facts::default();
-    std::fs::create_dir(export.join("race")).unwrap();
-    for round in 0..RACES {
-        // Both start the create at one instant of the machine's monotonic
-        // clock, a moment after both have the request.
-        let at = monotonic_ns() + 3_000_000;
-        let request = format!("create race/{round} {at}");
-        a.send(&request);
-        b.send(&request);
-        let (x, y) = (a.answer(), b.answer());
-        match (x == "ok", y == "ok") {
-            (true, true) => facts.doubles += 1,
-            (true, false) => *facts.losers.entry(errno_name(&y)).or_default() += 1,
-            (false, true) => *facts.losers.entry(errno_name(&x)).or_default() += 1,
-            (false, false) => facts.neither += 1,
-        }
-    }
-    std::fs::write(export.join("x1"), "1").unwrap();
-    std::fs::write(export.join("x2"), "2").unwrap();
-    facts.exchange = errno_name(&a.ask("exchange x1 x2"));
-
-    for (how, both) in [
-        ("flock", &mut facts.flock_both),
-        ("fcntl", &mut facts.fcntl_both),
-    ] {
-        let name = format!("{how}.lock");
-        std::fs::write(export.join(&name), "").unwrap();
-        assert_eq!(a.ask(&format!("{how} {name}")), "ok", "{how} on one mount");
-        *both = b.ask(&format!("{how} {name}")) == "ok";
-        a.ask("unlock");
-        b.ask("unlock");
-    }
-
-    // The two mounts look the files up in opposite orders.
-    let names: Vec<String> = (0..4).map(|i| format!("ino{i}")).collect();
-    for name in &names {
-        std::fs::write(export.join(name), name).unwrap();
-    }
-    let ino = |s: &mut Session, name: &str| -> u64 {
-        let answer = s.ask(&format!("stat {name}"));
-        answer.split(' ').next().unwrap().parse().unwrap()
-    };
-    let on_a: Vec<u64> = names.iter().map(|n| ino(a, n)).collect();
-    let on_b: Vec<u64> = names.iter().rev().map(|n| ino(b, n)).collect();
-    facts.ino_differs = on_a
-        .iter()
-        .zip(on_b.iter().rev())
-        .filter(|(x, y)| x != y)
-        .count();
-
-    // The other mount looks the file up first, so that a cache of its
-    // own would hold the old mtime.
-    b.ask("stat ino0");
-    assert_eq!(a.ask("touch ino0 1700000000 123456789"), "ok");
-    let answer = a.ask("stat ino0");
-    let fields: Vec<&str> = answer.split(' ').collect();
-    assert_eq!(fields[1], "1700000000", "the mtime set");
-    facts.mtime_nsec = fields[2].parse().unwrap();
-    facts.other_sees_mtime = b.ask("stat ino0").split(' ').nth(1) == Some("1700000000");
-    facts
-}
-
 fn sshfs_facts(caches: Caches) -> Facts {
     let server = Sftp::start();
     let (a, b) = (server.host("host-a", caches), server.host("host-b", caches));
     let mut sa = a.session(&exe(), WORKER);
     let mut sb = b.session(&exe(), WORKER);
-    measure(server.export(), &mut sa, &mut sb)
+    measure(server.export(), &mut sa, &mut sb, RACES)
 }
 
 /// sshfs with its caches off: `O_EXCL` is atomic across mounts, but the
@@ -270,7 +124,7 @@ fn smbnetfs_facts_between_two_hosts() {
     let (a, b) = (server.host("host-a"), server.host("host-b"));
     let mut sa = a.session(&exe(), WORKER);
     let mut sb = b.session(&exe(), WORKER);
-    let facts = measure(server.export(), &mut sa, &mut sb);
+    let facts = measure(server.export(), &mut sa, &mut sb, RACES);
     facts.print("smbnetfs");
     assert!(facts.doubles > 0, "{facts:?}");
     assert_eq!(facts.exchange, "EINVAL");

@@ -10,6 +10,7 @@
 
 use super::worker::WORKER_ARGS;
 use super::{free_port, open_rw};
+use std::collections::HashMap;
 use std::ffi::CString;
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader, Write};
@@ -443,7 +444,9 @@ pub struct Session {
 }
 
 impl Session {
-    fn start(mut cmd: Command) -> Session {
+    /// Starts `cmd` (a test executable run as its `worker`, which calls
+    /// [`serve`]) and waits for its greeting.
+    pub fn start(mut cmd: Command) -> Session {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -632,4 +635,157 @@ pub fn serve(root: &Path) {
         writeln!(out, "netfs: {answer}").unwrap();
         out.flush().unwrap();
     }
+}
+
+pub fn errno_name(answer: &str) -> String {
+    match answer
+        .strip_prefix("err ")
+        .map(|n| n.parse::<i32>().unwrap())
+    {
+        None => answer.to_owned(),
+        Some(libc::EPERM) => "EPERM".into(),
+        Some(libc::EEXIST) => "EEXIST".into(),
+        Some(libc::EINVAL) => "EINVAL".into(),
+        Some(libc::EACCES) => "EACCES".into(),
+        Some(libc::EIO) => "EIO".into(),
+        Some(libc::ENOSYS) => "ENOSYS".into(),
+        Some(libc::EBUSY) => "EBUSY".into(),
+        Some(libc::EAGAIN) => "EAGAIN".into(),
+        Some(n) => format!("errno {n}"),
+    }
+}
+
+/// What one filesystem showed between two client mounts.
+#[derive(Debug, Default)]
+pub struct Facts {
+    /// `O_EXCL` create races run.
+    pub races: usize,
+    /// Races both creates won.
+    pub doubles: usize,
+    /// Races one create won, by the loser's answer.
+    pub losers: HashMap<String, usize>,
+    /// Races nobody won (should not happen).
+    pub neither: usize,
+    pub exchange: String,
+    pub flock_both: bool,
+    pub fcntl_both: bool,
+    /// Files (of 4) whose inode number differs between the two mounts.
+    pub ino_differs: usize,
+    /// The nanoseconds of an mtime set to `.123456789` s, read back.
+    pub mtime_nsec: i64,
+    /// Whether the other mount's stat shows that new mtime at once.
+    pub other_sees_mtime: bool,
+}
+
+impl Facts {
+    /// The mtime granularity the read-back nanoseconds show.
+    pub fn granularity(&self) -> &'static str {
+        let n = self.mtime_nsec;
+        match n {
+            0 => "1 s",
+            _ if n % 1_000_000 == 0 => "1 ms",
+            _ if n % 1_000 == 0 => "1 us",
+            _ if n % 100 == 0 => "100 ns",
+            _ => "1 ns",
+        }
+    }
+
+    pub fn print(&self, fs: &str) {
+        let fact = |what: &str, value: String| eprintln!("netfs fact | {fs} | {what} | {value}");
+        fact(
+            "O_EXCL race: both created",
+            format!("{} of {}", self.doubles, self.races),
+        );
+        let mut losers: Vec<_> = self.losers.iter().collect();
+        losers.sort();
+        fact(
+            "O_EXCL race: loser's error",
+            losers
+                .iter()
+                .map(|(e, n)| format!("{e} {n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        fact("renameat2(RENAME_EXCHANGE)", self.exchange.clone());
+        fact("flock: both mounts hold it", self.flock_both.to_string());
+        fact("fcntl: both mounts hold it", self.fcntl_both.to_string());
+        fact(
+            "st_ino differs between mounts",
+            format!("{} of 4 files", self.ino_differs),
+        );
+        fact("mtime granularity", self.granularity().into());
+        fact(
+            "the other mount's stat shows a new mtime at once",
+            self.other_sees_mtime.to_string(),
+        );
+    }
+}
+
+/// Measures the facts between host sessions `a` and `b` over `export`
+/// (a path to the export's directory on the server), with `races` `O_EXCL`
+/// create races.
+pub fn measure(export: &Path, a: &mut Session, b: &mut Session, races: usize) -> Facts {
+    let mut facts = Facts {
+        races,
+        ..Facts::default()
+    };
+    std::fs::create_dir(export.join("race")).unwrap();
+    for round in 0..races {
+        // Both start the create at one instant of the machine's monotonic
+        // clock, a moment after both have the request.
+        let at = monotonic_ns() + 3_000_000;
+        let request = format!("create race/{round} {at}");
+        a.send(&request);
+        b.send(&request);
+        let (x, y) = (a.answer(), b.answer());
+        match (x == "ok", y == "ok") {
+            (true, true) => facts.doubles += 1,
+            (true, false) => *facts.losers.entry(errno_name(&y)).or_default() += 1,
+            (false, true) => *facts.losers.entry(errno_name(&x)).or_default() += 1,
+            (false, false) => facts.neither += 1,
+        }
+    }
+    std::fs::write(export.join("x1"), "1").unwrap();
+    std::fs::write(export.join("x2"), "2").unwrap();
+    facts.exchange = errno_name(&a.ask("exchange x1 x2"));
+
+    for (how, both) in [
+        ("flock", &mut facts.flock_both),
+        ("fcntl", &mut facts.fcntl_both),
+    ] {
+        let name = format!("{how}.lock");
+        std::fs::write(export.join(&name), "").unwrap();
+        assert_eq!(a.ask(&format!("{how} {name}")), "ok", "{how} on one mount");
+        *both = b.ask(&format!("{how} {name}")) == "ok";
+        a.ask("unlock");
+        b.ask("unlock");
+    }
+
+    // The two mounts look the files up in opposite orders.
+    let names: Vec<String> = (0..4).map(|i| format!("ino{i}")).collect();
+    for name in &names {
+        std::fs::write(export.join(name), name).unwrap();
+    }
+    let ino = |s: &mut Session, name: &str| -> u64 {
+        let answer = s.ask(&format!("stat {name}"));
+        answer.split(' ').next().unwrap().parse().unwrap()
+    };
+    let on_a: Vec<u64> = names.iter().map(|n| ino(a, n)).collect();
+    let on_b: Vec<u64> = names.iter().rev().map(|n| ino(b, n)).collect();
+    facts.ino_differs = on_a
+        .iter()
+        .zip(on_b.iter().rev())
+        .filter(|(x, y)| x != y)
+        .count();
+
+    // The other mount looks the file up first, so that a cache of its
+    // own would hold the old mtime.
+    b.ask("stat ino0");
+    assert_eq!(a.ask("touch ino0 1700000000 123456789"), "ok");
+    let answer = a.ask("stat ino0");
+    let fields: Vec<&str> = answer.split(' ').collect();
+    assert_eq!(fields[1], "1700000000", "the mtime set");
+    facts.mtime_nsec = fields[2].parse().unwrap();
+    facts.other_sees_mtime = b.ask("stat ino0").split(' ').nth(1) == Some("1700000000");
+    facts
 }
