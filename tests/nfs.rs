@@ -1,0 +1,605 @@
+//! Locks on a real kernel NFS client: a User-Mode Linux guest (booted once
+//! per run by `nfs_between_two_clients`) serves an export with the kernel's
+//! own NFS server and mounts it on two client hosts with the kernel's own
+//! NFS client, NFSv3 (with NLM locks), v4.0 and v4.2, with the default
+//! attribute caches and with `actimeo=0` (tests/nfs/guest builds it). The
+//! test executable itself runs in the guest as the conductor (`guest`),
+//! and on the client hosts as the workers the conductor starts (`worker`);
+//! the conductor writes one line per result to a file the host reads:
+//! `nfs fact | MOUNT | FACT | VALUE`, `ok NAME`, `fail NAME: WHY`, `end`.
+//!
+//! Needs root, `linux.uml` (Debian's user-mode-linux), `nfs-kernel-server`,
+//! `kmod`, `e2fsprogs` and a C compiler (scripts/setup installs them); one
+//! run at a time: `cargo test --test nfs`.
+
+#![cfg(all(target_os = "linux", target_arch = "x86_64"))]
+
+mod common;
+
+use common::netfs::{measure, Session};
+use common::worker::WORKER_ARGS;
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, ErrorKind, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use swaplock::FileLock;
+
+/// The variable that makes this test executable a worker on a client host.
+const WORKER: &str = "SWAPLOCK_NFS_WORKER";
+/// The variable that makes it the conductor in the guest: the directory the
+/// results go to.
+const GUEST: &str = "SWAPLOCK_NFS_GUEST";
+/// The client hosts, as the guest's init gives them: `NAME:PID ...`.
+const CLIENTS: &str = "SWAPLOCK_NFS_CLIENTS";
+
+/// The whole run's limit, boot included: the guest is killed after it.
+const RUN_LIMIT: Duration = Duration::from_secs(480);
+/// A group of workers that has not ended after this is wedged.
+const WORKERS_LIMIT: Duration = Duration::from_secs(240);
+
+/// `O_EXCL` create races per mount.
+const RACES: usize = 60;
+/// Critical sections per worker in the delete-on-release runs (two
+/// workers on each of the two client hosts).
+const ROUNDS: usize = 15;
+
+/// The host's side: boots the guest, waits for it within [`RUN_LIMIT`],
+/// and fails on any result but `ok`, or on a run that did not end.
+#[test]
+fn nfs_between_two_clients() {
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    fs::create_dir_all(&tmp).unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("nfs-")
+        .tempdir_in(&tmp)
+        .unwrap();
+    let out = dir.path().join("out");
+    fs::create_dir(&out).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    for path in [&out, &exe] {
+        // The kernel's command line carries them, split at white space.
+        let text = path.to_str().expect("a path the guest can be told");
+        assert!(!text.contains(char::is_whitespace), "{text:?}");
+    }
+    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/nfs");
+    let shim = dir.path().join("xstate.so");
+    run(Command::new("cc")
+        .args(["-O2", "-shared", "-fPIC", "-o"])
+        .arg(&shim)
+        .arg(sources.join("xstate.c"))
+        .arg("-ldl"));
+    // A fresh disk per run: the guest's root is the host's, read-only,
+    // but UML wants a block device, and a reused one repeats PIDs.
+    let image = dir.path().join("disk.img");
+    File::create(&image).unwrap().set_len(256 << 20).unwrap();
+    run(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&image));
+
+    let started = Instant::now();
+    let mut uml = Command::new("linux.uml");
+    uml.arg("mem=1024M")
+        .arg(format!("ubd0={}", image.display()))
+        .args(["rootfstype=hostfs", "rootflags=/", "ro"])
+        .arg(format!("init={}", sources.join("guest").display()))
+        .arg(format!("swaplock_out={}", out.display()))
+        .arg(format!("swaplock_exe={}", exe.display()))
+        .args(["con=null", "con0=null,fd:1"])
+        .env("TMPDIR", "/dev/shm")
+        .env("LD_PRELOAD", &shim)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0);
+    let mut child = uml
+        .spawn()
+        .expect("linux.uml is missing: run scripts/setup");
+    let group = child.id() as i32;
+    let console = BufReader::new(child.stdout.take().unwrap());
+    let console = std::thread::spawn(move || -> Vec<String> {
+        console.lines().map_while(Result::ok).collect()
+    });
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let ended = rx.recv_timeout(RUN_LIMIT).is_ok();
+    // The guest's processes are processes of this host in the group of
+    // linux.uml: none may outlive the run.
+    // SAFETY: kill has no memory effects; the group is the guest's own.
+    unsafe { libc::kill(-group, libc::SIGKILL) };
+    let console = console.join().unwrap();
+    let results = fs::read_to_string(out.join("results")).unwrap_or_default();
+    eprintln!("the guest ran for {:.1} s", started.elapsed().as_secs_f64());
+    for line in results.lines() {
+        eprintln!("{line}");
+    }
+    let failed: Vec<&str> = results.lines().filter(|l| l.starts_with("fail")).collect();
+    let finished = results.lines().any(|l| l == "end");
+    if !ended || !finished || !failed.is_empty() {
+        eprintln!("the guest's console:");
+        for line in &console {
+            eprintln!("  {line}");
+        }
+    }
+    assert!(ended, "the guest did not end within {RUN_LIMIT:?}");
+    assert!(finished, "the conductor did not finish");
+    assert!(failed.is_empty(), "{failed:#?}");
+}
+
+/// Runs `cmd`, failing on its failure.
+fn run(cmd: &mut Command) {
+    let status = cmd
+        .status()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}: run scripts/setup"));
+    assert!(status.success(), "{cmd:?}: {status}");
+}
+
+/// A client host of the guest.
+struct Client {
+    /// A process in its namespaces.
+    pid: String,
+}
+
+impl Client {
+    /// Every client host the guest's init made.
+    fn all() -> Vec<Client> {
+        let clients = std::env::var(CLIENTS).unwrap();
+        clients
+            .split(' ')
+            .map(|c| {
+                let (_name, pid) = c.split_once(':').unwrap();
+                Client { pid: pid.into() }
+            })
+            .collect()
+    }
+
+    /// `program` run on this host.
+    fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut cmd = Command::new("nsenter");
+        cmd.args(["-t", &self.pid, "-m", "-n", "-u", "--"])
+            .arg(program);
+        cmd
+    }
+
+    /// This test executable run on this host as a worker given `spec`.
+    fn worker(&self, spec: &[&str]) -> Command {
+        let mut cmd = self.command(std::env::current_exe().unwrap());
+        cmd.args(WORKER_ARGS).env(WORKER, spec.join("\u{1f}"));
+        cmd
+    }
+
+    /// A session worker on this host over `root`.
+    fn session(&self, root: &Path) -> Session {
+        Session::start(self.worker(&["session", root.to_str().unwrap()]))
+    }
+}
+
+/// The conductor's results file.
+struct Report(File);
+
+impl Report {
+    fn line(&mut self, line: &str) {
+        eprintln!("{line}");
+        writeln!(self.0, "{line}").unwrap();
+        self.0.sync_all().unwrap();
+    }
+
+    fn fact(&mut self, mount: &str, what: &str, value: impl std::fmt::Display) {
+        self.line(&format!("nfs fact | {mount} | {what} | {value}"));
+    }
+}
+
+/// A mount every client host has: its directory name under `/mnt` and
+/// what the facts call it.
+struct Mount {
+    dir: &'static str,
+    label: &'static str,
+    /// Mounted `actimeo=0`: every look asks the server.
+    no_cache: bool,
+}
+
+const MOUNTS: &[Mount] = &[
+    Mount {
+        dir: "v3",
+        label: "NFSv3",
+        no_cache: false,
+    },
+    Mount {
+        dir: "v40",
+        label: "NFSv4.0",
+        no_cache: false,
+    },
+    Mount {
+        dir: "v42",
+        label: "NFSv4.2",
+        no_cache: false,
+    },
+    Mount {
+        dir: "v3a",
+        label: "NFSv3 actimeo=0",
+        no_cache: true,
+    },
+    Mount {
+        dir: "v42a",
+        label: "NFSv4.2 actimeo=0",
+        no_cache: true,
+    },
+    Mount {
+        dir: "v3n",
+        label: "NFSv3 lookupcache=none",
+        no_cache: false,
+    },
+];
+
+/// The export on the server, where the conductor makes each run's
+/// directory.
+const EXPORT: &str = "/srv/export";
+
+/// A directory of its own on the export for `name` and `mount` (v3 and v4
+/// mounts see the same files, whose locks conflict): its path on the
+/// server and on the client hosts.
+fn fresh(name: &str, mount: &Mount) -> (PathBuf, PathBuf) {
+    let sub = format!("{name}-{}", mount.dir);
+    let on_server = Path::new(EXPORT).join(&sub);
+    fs::create_dir(&on_server).unwrap();
+    (on_server, Path::new("/mnt").join(mount.dir).join(sub))
+}
+
+/// A scenario the conductor runs.
+type Scenario = fn(&[Client], &mut Report);
+
+/// The guest's side: runs each scenario, reporting its end.
+#[test]
+#[ignore = "the conductor inside the NFS guest"]
+fn guest() {
+    let Ok(out) = std::env::var(GUEST) else {
+        return;
+    };
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(Path::new(&out).join("results"))
+        .unwrap();
+    let mut report = Report(file);
+    let clients = Client::all();
+    let scenarios: [(&str, Scenario); 2] = [
+        ("facts_between_two_clients", facts),
+        (
+            "the_delete_on_release_pattern_never_makes_two_holders",
+            delete_on_release,
+        ),
+    ];
+    for (name, scenario) in scenarios {
+        let started = Instant::now();
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            scenario(&clients, &mut report)
+        }));
+        let took = started.elapsed().as_secs_f64();
+        match ran {
+            Ok(()) => report.line(&format!("ok {name} ({took:.1} s)")),
+            Err(panic) => {
+                let why = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("a panic");
+                report.line(&format!("fail {name} ({took:.1} s): {why}"));
+            }
+        }
+    }
+    report.line("end");
+}
+
+/// What the kernel's NFS client shows between two client hosts on every
+/// mount: `O_EXCL` is atomic (the loser gets `EEXIST`), `RENAME_EXCHANGE`
+/// is refused, `flock` and `fcntl` locks exclude across the hosts (v3
+/// through NLM, v4 natively), and both see one inode number; an attribute
+/// change shows on the other host at once only with `actimeo=0`.
+fn facts(clients: &[Client], report: &mut Report) {
+    let [c1, c2] = clients else {
+        panic!("two client hosts")
+    };
+    for mount in MOUNTS {
+        let (on_server, on_client) = fresh("facts", mount);
+        let mut a = c1.session(&on_client);
+        let mut b = c2.session(&on_client);
+        let facts = measure(&on_server, &mut a, &mut b, RACES);
+        let fact =
+            |report: &mut Report, what: &str, value: String| report.fact(mount.label, what, value);
+        fact(
+            report,
+            "O_EXCL race: both created",
+            format!("{} of {RACES}", facts.doubles),
+        );
+        let mut losers: Vec<_> = facts.losers.iter().collect();
+        losers.sort();
+        fact(report, "O_EXCL race: loser's error", format!("{losers:?}"));
+        fact(report, "renameat2(RENAME_EXCHANGE)", facts.exchange.clone());
+        fact(
+            report,
+            "flock: both hosts hold it",
+            facts.flock_both.to_string(),
+        );
+        fact(
+            report,
+            "fcntl: both hosts hold it",
+            facts.fcntl_both.to_string(),
+        );
+        fact(
+            report,
+            "st_ino differs between hosts",
+            format!("{} of 4", facts.ino_differs),
+        );
+        fact(report, "mtime granularity", facts.granularity().into());
+        fact(
+            report,
+            "the other host's stat shows a new mtime at once",
+            facts.other_sees_mtime.to_string(),
+        );
+        let m = mount.label;
+        assert_eq!((facts.doubles, facts.neither), (0, 0), "{m}: {facts:?}");
+        assert!(facts.losers.keys().all(|e| e == "EEXIST"), "{m}: {facts:?}");
+        assert_eq!(facts.exchange, "EINVAL", "{m}");
+        assert!(!facts.flock_both && !facts.fcntl_both, "{m}: {facts:?}");
+        assert_eq!(facts.ino_differs, 0, "{m}: {facts:?}");
+        if mount.no_cache {
+            assert!(facts.other_sees_mtime, "{m}: {facts:?}");
+        }
+    }
+}
+
+/// Who entered a critical section, counted on the guest's own tmpfs (which
+/// every host of the guest shares), not on the filesystem under test.
+struct Witness(PathBuf);
+
+impl Witness {
+    fn new(name: &str) -> Witness {
+        let dir = Path::new("/tmp").join(name);
+        fs::create_dir(&dir).unwrap();
+        for file in ["entries", "overlaps", "orphans", "errors"] {
+            File::create(dir.join(file)).unwrap();
+        }
+        Witness(dir)
+    }
+
+    fn lines(&self, file: &str) -> Vec<String> {
+        fs::read_to_string(self.0.join(file))
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// Appends `line` to the witness's `file` (one write, so lines of
+/// several processes never mix).
+fn note(dir: &Path, file: &str, line: &str) {
+    let mut f = OpenOptions::new()
+        .append(true)
+        .open(dir.join(file))
+        .unwrap();
+    f.write_all(format!("{line}\n").as_bytes()).unwrap();
+}
+
+/// One critical section: enter (an overlap if someone is inside), touch
+/// the lock's directory on the filesystem under test, leave.
+fn critical_section(witness: &Path, lock: &Path, who: &str) {
+    note(witness, "entries", who);
+    let inside = witness.join("inside");
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&inside)
+    {
+        Ok(_) => {
+            let _ = fs::metadata(lock);
+            fs::write(lock.with_extension("work"), who).unwrap();
+            fs::remove_file(&inside).unwrap();
+        }
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => note(witness, "overlaps", who),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Waits for every worker, within [`WORKERS_LIMIT`]: one still running
+/// then is wedged, and killed.
+fn finish(workers: Vec<Child>, what: &str) {
+    let deadline = Instant::now() + WORKERS_LIMIT;
+    let pids: Vec<i32> = workers.iter().map(|w| w.id() as i32).collect();
+    let (tx, rx) = mpsc::channel();
+    for (i, mut worker) in workers.into_iter().enumerate() {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send((i, worker.wait().unwrap()));
+        });
+    }
+    drop(tx);
+    let mut ended = vec![false; pids.len()];
+    while ended.contains(&false) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok((i, status)) = rx.recv_timeout(left) else {
+            break;
+        };
+        ended[i] = true;
+        assert!(status.success(), "{what}: a worker failed: {status}");
+    }
+    let wedged: Vec<i32> = (0..pids.len())
+        .filter(|&i| !ended[i])
+        .map(|i| pids[i])
+        .collect();
+    for &pid in &wedged {
+        // SAFETY: kill has no memory effects; the process is not reaped
+        // yet (its waiting thread has not reported it).
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(
+        wedged.is_empty(),
+        "{what}: {} workers still waiting after {WORKERS_LIMIT:?}",
+        wedged.len()
+    );
+}
+
+/// Who takes the lock in a delete-on-release run, each with its own
+/// way of removing the file while it holds it.
+const PEERS: &[(&str, &str)] = &[
+    ("fcntl", "FileLock::new"),
+    ("flock", "FileLock::flock"),
+    ("cli", "with-lock-ex (ours)"),
+    ("chiark", "with-lock-ex (chiark-utils)"),
+];
+
+/// The with-lock-ex protocol's documented clean-up, on two client hosts
+/// at once (and, on NFSv4.2, a second mount of one of them): each holder
+/// removes the lock file before it lets go, and the waiters must notice
+/// and lock the next file. The kernel's NFS client can answer a `stat` of
+/// the path from its cache of names, which still names the removed file;
+/// our locks make the client ask the server, and so never hold a removed
+/// file, never make two holders, and never fail a waiter. Debian's
+/// with-lock-ex, which makes the with-lock-ex check with `stat`, is
+/// measured beside them.
+fn delete_on_release(clients: &[Client], report: &mut Report) {
+    for mount in MOUNTS {
+        for &(peer, label) in PEERS {
+            let name = format!("delete-{peer}");
+            let (on_server, on_client) = fresh(&name, mount);
+            let witness = Witness::new(&format!("{name}-{}", mount.dir));
+            let truth = on_server.join("lock");
+            let workers: Vec<Child> = clients
+                .iter()
+                .flat_map(|c| [c, c])
+                .enumerate()
+                .map(|(i, c)| {
+                    // c1's second worker uses c1's second mount.
+                    let lock = match (i, mount.dir) {
+                        (1, "v42") => Path::new("/mnt/v42b")
+                            .join(on_client.file_name().unwrap())
+                            .join("lock"),
+                        _ => on_client.join("lock"),
+                    };
+                    let spec = [
+                        peer,
+                        lock.to_str().unwrap(),
+                        truth.to_str().unwrap(),
+                        witness.0.to_str().unwrap(),
+                        &ROUNDS.to_string(),
+                    ];
+                    c.worker(&spec).spawn().unwrap()
+                })
+                .collect();
+            finish(workers, &format!("{label} on {}", mount.label));
+            let entries = witness.lines("entries").len();
+            let overlaps = witness.lines("overlaps").len();
+            let orphans = witness.lines("orphans").len();
+            let errors = witness.lines("errors");
+            let fact = |report: &mut Report, what: &str, value: String| {
+                report.fact(
+                    mount.label,
+                    &format!("{label}, delete on release: {what}"),
+                    value,
+                )
+            };
+            fact(report, "overlaps", format!("{overlaps} of {entries}"));
+            if peer != "chiark" {
+                fact(
+                    report,
+                    "removed files held",
+                    format!("{orphans} of {entries}"),
+                );
+            }
+            fact(
+                report,
+                "failed waits",
+                format!("{} {errors:?}", errors.len()),
+            );
+            if peer != "chiark" {
+                let what = format!("{label} on {}", mount.label);
+                assert_eq!(entries, 4 * ROUNDS, "{what}: {errors:?}");
+                assert_eq!((overlaps, orphans), (0, 0), "two holders: {what}");
+                assert!(errors.is_empty(), "{what}: {errors:?}");
+            }
+        }
+    }
+}
+
+/// The body of the workers: not a test of its own.
+#[test]
+#[ignore = "entry point of the NFS tests' workers"]
+fn worker() {
+    let Ok(spec) = std::env::var(WORKER) else {
+        return;
+    };
+    let parts: Vec<&str> = spec.split('\u{1f}').collect();
+    let host = fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let who = format!("{} {}", host.trim(), std::process::id());
+    match parts[..] {
+        ["session", root] => common::netfs::serve(Path::new(root)),
+        [peer @ ("fcntl" | "flock"), lock, truth, witness, rounds] => {
+            let (lock, truth, witness) = (Path::new(lock), Path::new(truth), Path::new(witness));
+            let lock = match peer {
+                "fcntl" => FileLock::new(lock),
+                _ => FileLock::flock(lock),
+            };
+            for _ in 0..rounds.parse::<usize>().unwrap() {
+                let guard = match lock.lock() {
+                    Ok(guard) => guard,
+                    Err(e) => {
+                        note(witness, "errors", &format!("{who}: lock: {e}"));
+                        continue;
+                    }
+                };
+                if !names(&guard, truth) {
+                    note(witness, "orphans", &who);
+                }
+                critical_section(witness, lock.path(), &who);
+                if let Err(e) = guard.remove() {
+                    note(witness, "errors", &format!("{who}: remove: {e}"));
+                }
+            }
+        }
+        [program @ ("cli" | "chiark"), lock, _truth, witness, rounds] => {
+            let program = match program {
+                "cli" => env!("CARGO_BIN_EXE_with-lock-ex"),
+                _ => "with-lock-ex",
+            };
+            // The critical section in sh, as a with-lock-ex user writes it.
+            let script = r#"echo "$3" >>"$2/entries"
+if (set -C; : >"$2/inside") 2>/dev/null; then
+  cat "$1" >/dev/null; echo "$3" >"$1.work"; rm -f "$2/inside"
+else
+  echo "$3" >>"$2/overlaps"
+fi
+rm -f "$1""#;
+            for _ in 0..rounds.parse::<usize>().unwrap() {
+                let out = Command::new(program)
+                    .args(["-w", lock, "sh", "-c", script, "sh", lock, witness, &who])
+                    .output()
+                    .unwrap();
+                if !out.status.success() {
+                    let why = String::from_utf8_lossy(&out.stderr);
+                    note(
+                        Path::new(witness),
+                        "errors",
+                        &format!("{who}: {}", why.trim()),
+                    );
+                }
+            }
+        }
+        _ => panic!("bad worker spec {spec:?}"),
+    }
+}
+
+/// Whether the file `guard` holds is the one the server's own file system
+/// names at `truth` (the export's directory, which every host of the
+/// guest sees): a holder of a removed file holds nothing.
+fn names(guard: &swaplock::FileLockGuard, truth: &Path) -> bool {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    // A file the server no longer has answers ESTALE.
+    let held = File::from(guard.as_fd().try_clone_to_owned().unwrap())
+        .metadata()
+        .map(|m| m.ino());
+    let named = fs::metadata(truth).map(|m| m.ino());
+    matches!((held, named), (Ok(a), Ok(b)) if a == b)
+}
