@@ -1,6 +1,8 @@
 //! The kernel lock on Windows (run under Wine in CI): `LockFileEx` on byte
-//! 0 excludes other handles and other processes, a held lock file cannot be
-//! deleted or renamed by anyone else, and `remove` deletes it once free.
+//! 0 excludes other processes, a held lock file cannot be deleted or
+//! renamed by anyone else, and `remove` deletes it once free. Other
+//! handles of this process are excluded as on every platform, in
+//! `kernel_in_process.rs`.
 //! Worker processes are this test executable, started again with
 //! `SWAPLOCK_WINDOWS_WORKER` set.
 
@@ -38,21 +40,6 @@ fn worker() {
         }
         _ => panic!("bad worker spec {spec:?}"),
     }
-}
-
-#[test]
-fn a_second_handle_in_this_process_is_excluded() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("a.lock");
-    let first = FileLock::new(&path).try_lock().unwrap();
-    let e = FileLock::new(&path).try_lock().unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
-    let e = FileLock::new(&path)
-        .lock_timeout(Duration::from_millis(50))
-        .unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
-    first.release().unwrap();
-    FileLock::new(&path).try_lock().unwrap();
 }
 
 #[test]
