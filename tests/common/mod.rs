@@ -13,10 +13,9 @@ pub mod worker;
 
 // Each test uses some of them.
 #[allow(unused_imports)]
-pub use portable::{free_port, others, swaplock};
+pub use portable::{command, free_port, others, swaplock, REFERENCE};
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
 
@@ -41,9 +40,6 @@ pub fn poll_within(limit: std::time::Duration, mut done: impl FnMut() -> bool) -
     true
 }
 
-/// Debian chiark-utils-bin's with-lock-ex, the reference.
-pub const REFERENCE: &str = "/usr/bin/with-lock-ex";
-
 /// This package's with-lock-ex: `$SWAPLOCK_WITH_LOCK_EX` when set (another
 /// build of it, such as `scripts/build-small`'s), else cargo's.
 pub fn ours() -> PathBuf {
@@ -59,26 +55,6 @@ pub fn reference() -> PathBuf {
         "{REFERENCE} is missing: run scripts/setup (it installs chiark-utils-bin)"
     );
     path
-}
-
-/// A command that runs `binary` with `argv[0]` set to `arg0`. One of this
-/// package's own binaries runs through `SWAPLOCK_TEST_RUNNER` when that is
-/// set: an emulator such as `qemu-aarch64-static` when the tests are built
-/// for another architecture, since the kernel cannot exec them itself.
-/// Host programs (the reference, Python, the shell) run directly.
-pub fn command(binary: &Path, arg0: &str) -> Command {
-    match std::env::var_os("SWAPLOCK_TEST_RUNNER") {
-        Some(runner) if binary != Path::new(REFERENCE) => {
-            let mut cmd = Command::new(runner);
-            cmd.arg("-0").arg(arg0).arg(binary);
-            cmd
-        }
-        _ => {
-            let mut cmd = Command::new(binary);
-            cmd.arg0(arg0);
-            cmd
-        }
-    }
 }
 
 /// How a shell script runs one of this package's binaries: its path, after

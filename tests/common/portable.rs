@@ -6,6 +6,11 @@
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+/// Debian chiark-utils-bin's with-lock-ex, the reference.
+pub const REFERENCE: &str = "/usr/bin/with-lock-ex";
 
 /// The swaplock command this package built.
 pub fn swaplock() -> PathBuf {
@@ -29,4 +34,43 @@ pub fn free_port() -> u16 {
         .local_addr()
         .expect("its address")
         .port()
+}
+
+/// A command that runs `binary` with `argv[0]` set to `arg0` (on Unix;
+/// Windows has no `argv[0]` of its own to set). One of this package's own
+/// binaries runs through `SWAPLOCK_TEST_RUNNER` when that is set: an
+/// emulator such as `qemu-aarch64-static` when the tests are built for
+/// another architecture, since the kernel cannot exec them itself. Host
+/// programs (the reference, Python, the shell) run directly.
+pub fn command(binary: &Path, arg0: &str) -> Command {
+    match std::env::var_os("SWAPLOCK_TEST_RUNNER") {
+        Some(runner) if binary != Path::new(REFERENCE) => {
+            let mut cmd = Command::new(runner);
+            cmd.arg("-0").arg(arg0).arg(binary);
+            cmd
+        }
+        _ => {
+            #[cfg_attr(not(unix), allow(unused_mut))]
+            let mut cmd = Command::new(binary);
+            #[cfg(unix)]
+            std::os::unix::process::CommandExt::arg0(&mut cmd, arg0);
+            cmd
+        }
+    }
+}
+
+/// Wine 8.0's CreateProcess fails now and then with ERROR_INTERNAL_ERROR
+/// (1359, "Internal error.") when the tests' threads start processes at
+/// once (one run in 40 here): [`run_swaplock`] runs each command to its
+/// end in its turn.
+static TURN: Mutex<()> = Mutex::new(());
+
+/// Runs `swaplock ARGS...` to its end, one command of this test process
+/// at a time, and answers what it did.
+pub fn run_swaplock(args: &[&str]) -> Output {
+    let _turn = TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    command(&swaplock(), "swaplock")
+        .args(args)
+        .output()
+        .unwrap()
 }
