@@ -1,12 +1,14 @@
 //! Locks on a file the caller opened ([`OpenFileLock`]): they exclude other
 //! processes (the reference `with-lock-ex` for `fcntl`, util-linux
-//! `flock(1)` for `flock`) and the other locks of this process, threads
-//! included, and shared guards of one object share one kernel lock until
-//! the last of them goes.
+//! `flock(1)` for `flock`; on Windows, where both kinds are one
+//! `LockFileEx` lock, this package's `swaplock status`) and the other
+//! locks of this process, threads included, and shared guards of one
+//! object share one kernel lock until the last of them goes.
 
-#![cfg(any(target_os = "linux", target_os = "android"))]
+#![cfg(any(target_os = "linux", target_os = "android", windows))]
 
-mod common;
+#[path = "common/portable.rs"]
+mod portable;
 
 use std::fs::File;
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
@@ -15,29 +17,12 @@ use std::time::Duration;
 use swaplock::{FileLock, OpenFileLock};
 
 fn open(path: &Path) -> File {
-    common::open_rw(path)
+    portable::open_rw(path)
 }
 
-/// Whether another process finds the lock held: the reference
-/// with-lock-ex for `fcntl`, `flock -n` for `flock`.
+/// Whether another process finds the lock held.
 fn held_elsewhere(flock: bool, path: &Path) -> bool {
-    let dir = path.parent().unwrap();
-    let name = path.file_name().unwrap().to_str().unwrap();
-    if !flock {
-        return common::held_for_the_reference(dir, name);
-    }
-    let code = std::process::Command::new("flock")
-        .args(["-n", "-E", "255"])
-        .arg(path)
-        .arg("true")
-        .status()
-        .unwrap()
-        .code();
-    match code {
-        Some(0) => false,
-        Some(255) => true,
-        other => panic!("{other:?}"),
-    }
+    portable::held_elsewhere(if flock { "flock" } else { "fcntl" }, path)
 }
 
 #[test]

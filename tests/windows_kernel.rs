@@ -2,7 +2,8 @@
 //! 0 excludes other processes, a held lock file cannot be deleted or
 //! renamed by anyone else, and `remove` deletes it once free. Other
 //! handles of this process are excluded as on every platform, in
-//! `kernel_in_process.rs`.
+//! `kernel_in_process.rs`, and locks on a file the caller opened in
+//! `open_file.rs`.
 //! Worker processes are this test executable, started again with
 //! `SWAPLOCK_WINDOWS_WORKER` set.
 
@@ -137,36 +138,4 @@ fn an_open_refused_while_a_peer_works_is_waited_out() {
     }
     drop(pending);
     FileLock::new(&path).lock().unwrap().release().unwrap();
-}
-
-/// A lock on a file the caller opened excludes the path's locks of this
-/// process, and its shared guards share one lock until the last goes.
-#[test]
-fn an_open_file_locks_against_the_path_and_shares() {
-    use swaplock::OpenFileLock;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("a.lock");
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .unwrap();
-    let mut lock = OpenFileLock::new(file);
-    let guard = lock.try_lock().unwrap();
-    let e = FileLock::new(&path).try_lock().unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
-    guard.release().unwrap();
-    let by_path = FileLock::new(&path).try_lock().unwrap();
-    let e = lock.try_lock().unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
-    drop(by_path);
-    let first = lock.try_lock_shared().unwrap();
-    let second = lock.try_lock_shared().unwrap();
-    drop(first);
-    let e = FileLock::new(&path).try_lock().unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
-    drop(second);
-    FileLock::new(&path).try_lock().unwrap().release().unwrap();
 }

@@ -13,11 +13,14 @@ pub mod worker;
 
 // Each test uses some of them.
 #[allow(unused_imports)]
-pub use portable::{command, free_port, others, swaplock, REFERENCE};
+pub use portable::{
+    command, free_port, held_for_the_reference, open_rw, others, reference, run, swaplock,
+    REFERENCE,
+};
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 /// Waits until `done` holds, looking again every few milliseconds, and
 /// fails the test naming `what` after `limit`: for conditions outside the
@@ -48,15 +51,6 @@ pub fn ours() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_with-lock-ex")))
 }
 
-pub fn reference() -> PathBuf {
-    let path = PathBuf::from(REFERENCE);
-    assert!(
-        path.exists(),
-        "{REFERENCE} is missing: run scripts/setup (it installs chiark-utils-bin)"
-    );
-    path
-}
-
 /// How a shell script runs one of this package's binaries: its path, after
 /// `SWAPLOCK_TEST_RUNNER` when that is set (see [`command`]).
 pub fn invocation(binary: &Path) -> String {
@@ -64,40 +58,6 @@ pub fn invocation(binary: &Path) -> String {
         Ok(runner) if binary != Path::new(REFERENCE) => format!("{runner} {}", binary.display()),
         _ => binary.display().to_string(),
     }
-}
-
-/// Runs `binary` as `with-lock-ex` (the name its messages print) in `dir`.
-pub fn run(binary: &Path, dir: &Path, args: &[&str]) -> Output {
-    command(binary, "with-lock-ex")
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .expect("spawn with-lock-ex")
-}
-
-/// Whether the reference with-lock-ex, another process, finds the `fcntl`
-/// lock on `dir/name` held (`-f`: exit 255) rather than free (it runs
-/// `true`: exit 0).
-pub fn held_for_the_reference(dir: &Path, name: &str) -> bool {
-    let out = run(&reference(), dir, &["-f", name, "true"]);
-    match out.status.code() {
-        Some(0) => false,
-        Some(255) => true,
-        _ => panic!("{out:?}"),
-    }
-}
-
-/// `path` opened for reading and writing, created if missing, never
-/// truncated: a lock file as a caller opens it.
-pub fn open_rw(path: &Path) -> std::fs::File {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .unwrap()
 }
 
 /// `threads` threads each take a lock `rounds` times (`take(thread,

@@ -6,7 +6,7 @@
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 
 /// Debian chiark-utils-bin's with-lock-ex, the reference.
@@ -73,4 +73,85 @@ pub fn run_swaplock(args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap()
+}
+
+pub fn reference() -> PathBuf {
+    let path = PathBuf::from(REFERENCE);
+    assert!(
+        path.exists(),
+        "{REFERENCE} is missing: run scripts/setup (it installs chiark-utils-bin)"
+    );
+    path
+}
+
+/// Runs `binary` as `with-lock-ex` (the name its messages print) in `dir`.
+pub fn run(binary: &Path, dir: &Path, args: &[&str]) -> Output {
+    command(binary, "with-lock-ex")
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("spawn with-lock-ex")
+}
+
+/// Whether the reference with-lock-ex, another process, finds the `fcntl`
+/// lock on `dir/name` held (`-f`: exit 255) rather than free (it runs
+/// `true`: exit 0).
+pub fn held_for_the_reference(dir: &Path, name: &str) -> bool {
+    let out = run(&reference(), dir, &["-f", name, "true"]);
+    match out.status.code() {
+        Some(0) => false,
+        Some(255) => true,
+        _ => panic!("{out:?}"),
+    }
+}
+
+/// `path` opened for reading and writing, created if missing, never
+/// truncated: a lock file as a caller opens it.
+pub fn open_rw(path: &Path) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .unwrap()
+}
+
+/// Whether another process finds the kernel lock on `path` held, of
+/// `kind` `fcntl` or `flock`. On Linux and Android the real peers: the
+/// reference with-lock-ex for `fcntl` (see [`held_for_the_reference`]),
+/// util-linux `flock -n` for `flock`. On Windows, where both kinds are one
+/// `LockFileEx` lock and no such peer runs, this package's `swaplock
+/// status` (exit 1 when held).
+pub fn held_elsewhere(kind: &str, path: &Path) -> bool {
+    #[cfg(windows)]
+    {
+        let out = run_swaplock(&["status", "--kind", kind, path.to_str().unwrap()]);
+        match out.status.code() {
+            Some(0) => false,
+            Some(1) => true,
+            _ => panic!("{out:?}"),
+        }
+    }
+    #[cfg(not(windows))]
+    {
+        let dir = path.parent().unwrap();
+        let name = path.file_name().unwrap().to_str().unwrap();
+        if kind == "fcntl" {
+            return held_for_the_reference(dir, name);
+        }
+        let out = Command::new("flock")
+            .args(["-n", "-E", "255"])
+            .arg(path)
+            .arg("true")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        match out.status.code() {
+            Some(0) => false,
+            Some(255) => true,
+            _ => panic!("{out:?}"),
+        }
+    }
 }
