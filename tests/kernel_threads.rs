@@ -19,15 +19,6 @@ use std::io::ErrorKind;
 use std::time::Duration;
 use swaplock::FileLock;
 
-/// Whether `FileLock::new` takes open file description locks here (every
-/// kernel the tests run on has them, from Linux 3.15).
-fn ofd() -> bool {
-    cfg!(all(
-        any(target_os = "linux", target_os = "android"),
-        target_pointer_width = "64"
-    )) && std::env::var_os("SWAPLOCK_FCNTL_OFD").is_none_or(|v| v != "0")
-}
-
 /// Whether the reference with-lock-ex, another process, finds the lock
 /// free.
 fn free_to_another_process(dir: &std::path::Path) -> bool {
@@ -121,7 +112,7 @@ fn closing_another_descriptor_of_the_file() {
     let guard = FileLock::new(&path).lock().unwrap();
     std::fs::read(&path).unwrap();
     drop(std::fs::File::open(&path).unwrap());
-    assert_eq!(free_to_another_process(dir.path()), !ofd());
+    assert_eq!(free_to_another_process(dir.path()), !common::ofd());
     guard.release().unwrap();
     assert!(free_to_another_process(dir.path()));
 }
@@ -133,7 +124,7 @@ fn a_process_owned_lock_is_the_classic_one() {
     let classic = FileLock::new(&path).owned_by_process().try_lock().unwrap();
     // Classic locks of one process do not exclude each other...
     let again = FileLock::new(&path).owned_by_process().try_lock().unwrap();
-    if ofd() {
+    if common::ofd() {
         // ...but an open file description lock conflicts with them.
         let e = FileLock::new(&path).try_lock().unwrap_err();
         assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");

@@ -2,6 +2,9 @@
 //! the holder, and can cancel the wait (an `Interrupted` error that holds
 //! nothing); a wait it lets go on takes the lock once released.
 
+#[path = "common/portable.rs"]
+mod portable;
+
 use std::io::ErrorKind;
 use std::ops::ControlFlow;
 use std::sync::mpsc;
@@ -9,15 +12,6 @@ use std::time::Duration;
 use swaplock::{FileLock, SoftLock};
 
 const SOFT: [&str; 3] = ["soft", "marker", "lease"];
-
-/// Whether `FileLock::new` takes open file description locks here.
-#[cfg(unix)]
-fn ofd() -> bool {
-    cfg!(all(
-        any(target_os = "linux", target_os = "android"),
-        target_pointer_width = "64"
-    )) && std::env::var_os("SWAPLOCK_FCNTL_OFD").is_none_or(|v| v != "0")
-}
 
 /// A kernel kind's name, and how a lock object of it is made.
 type Make = (&'static str, fn(&std::path::Path) -> FileLock);
@@ -116,7 +110,7 @@ fn a_kernel_wait_hook_names_the_holder_and_cancels() {
                 // query (the registry stands in where the kernel has no
                 // open file description locks).
                 #[cfg(unix)]
-                if kind == "flock" || ofd() {
+                if kind == "flock" || portable::ofd() {
                     assert!(wait.holder().unwrap().is_some(), "{kind}: a holder");
                 }
                 let _ = wait;

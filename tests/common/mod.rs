@@ -14,7 +14,7 @@ pub mod worker;
 // Each test uses some of them.
 #[allow(unused_imports)]
 pub use portable::{
-    command, free_port, held_for_the_reference, open_rw, others, reference, run, swaplock,
+    command, free_port, held_for_the_reference, ofd, open_rw, others, reference, run, swaplock,
     REFERENCE,
 };
 

@@ -36,6 +36,17 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// Whether `FileLock::new` takes open file description locks here: on
+/// 64-bit Linux and Android (every kernel the tests run on has them, from
+/// Linux 3.15), unless `SWAPLOCK_FCNTL_OFD=0` turns them off, as on a
+/// kernel before 3.15.
+pub fn ofd() -> bool {
+    cfg!(all(
+        any(target_os = "linux", target_os = "android"),
+        target_pointer_width = "64"
+    )) && std::env::var_os("SWAPLOCK_FCNTL_OFD").is_none_or(|v| v != "0")
+}
+
 /// A command that runs `binary` with `argv[0]` set to `arg0` (on Unix;
 /// Windows has no `argv[0]` of its own to set). One of this package's own
 /// binaries runs through `SWAPLOCK_TEST_RUNNER` when that is set: an
