@@ -17,13 +17,16 @@ pub fn swaplock() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_swaplock"))
 }
 
-/// The names in `dir` other than those in `keep`: what a lock left behind.
+/// The names in `dir` other than those in `keep`, sorted: what a lock
+/// left behind.
 pub fn others(dir: &Path, keep: &[&str]) -> Vec<String> {
-    std::fs::read_dir(dir)
+    let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| !keep.contains(&n.as_str()))
-        .collect()
+        .collect();
+    names.sort();
+    names
 }
 
 /// A loopback port nobody listens on now (free when asked; the server that
