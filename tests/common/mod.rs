@@ -14,8 +14,8 @@ pub mod worker;
 // Each test uses some of them.
 #[allow(unused_imports)]
 pub use portable::{
-    command, free_port, held_for_the_reference, ofd, open_rw, others, reference, run, swaplock,
-    REFERENCE,
+    command, free_port, held_by_a_thread, held_for_the_reference, ofd, open_rw, others, reference,
+    run, swaplock, REFERENCE,
 };
 
 use std::io::{BufRead, BufReader, Write};

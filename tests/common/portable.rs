@@ -7,7 +7,7 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::Mutex;
+use std::sync::{mpsc, Mutex};
 
 /// Debian chiark-utils-bin's with-lock-ex, the reference.
 pub const REFERENCE: &str = "/usr/bin/with-lock-ex";
@@ -48,6 +48,25 @@ pub fn ofd() -> bool {
         any(target_os = "linux", target_os = "android"),
         target_pointer_width = "64"
     )) && std::env::var_os("SWAPLOCK_FCNTL_OFD").is_none_or(|v| v != "0")
+}
+
+/// A thread that takes a lock (`take`) and holds it until told, then lets
+/// go (`release`); answers once the lock is held: the go-ahead, and the
+/// thread.
+pub fn held_by_a_thread<G>(
+    take: impl FnOnce() -> G + Send + 'static,
+    release: impl FnOnce(G) + Send + 'static,
+) -> (mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    let (held_tx, held_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let guard = take();
+        held_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+        release(guard);
+    });
+    held_rx.recv().expect("the holding thread took the lock");
+    (go_tx, thread)
 }
 
 /// A command that runs `binary` with `argv[0]` set to `arg0` (on Unix;
