@@ -43,6 +43,10 @@ fn worker() {
     }
 }
 
+/// Another process's lock keeps this one out until it lets go, and nobody
+/// can delete or rename the held file. Apart from the Unix tests of
+/// another process's lock (`with_lock_ex.rs`, against the reference):
+/// there any process may unlink or rename a held lock file.
 #[test]
 fn another_process_holds_it_until_it_lets_go() {
     let dir = tempfile::tempdir().unwrap();
@@ -80,6 +84,9 @@ fn remove_leaves_the_file_to_a_process_that_opened_it() {
     assert_eq!(count, "1");
 }
 
+/// Processes take turns without losing an increment. The Unix tests of
+/// the same (`kernel_stress.rs`) also kill holders with SIGKILL while they
+/// hold, which Windows has no counterpart of.
 #[test]
 fn processes_take_turns() {
     let dir = tempfile::tempdir().unwrap();
