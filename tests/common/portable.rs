@@ -1,6 +1,7 @@
 //! Helpers of the integration tests that every platform builds: the Unix
-//! tests reach them through `common`, the Windows ones with
-//! `#[path = "common/portable.rs"] mod portable;`.
+//! tests reach them through `common`, the tests Windows runs (its own and
+//! those of every platform) with `#[path = "common/portable.rs"] mod
+//! portable;`. What differs between platforms stays inside a helper here.
 
 #![allow(dead_code, unreachable_pub)]
 
