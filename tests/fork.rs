@@ -146,18 +146,13 @@ fn a_forked_child_takes_the_lock_its_parent_released() {
     let path = dir.path().join("a.lock");
     let other = dir.path().join("b.lock");
     let guard = FileLock::new(&path).lock().unwrap();
-    let (held_tx, held_rx) = std::sync::mpsc::channel();
-    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-    let thread = {
+    let (go_tx, thread) = {
         let other = other.clone();
-        std::thread::spawn(move || {
-            let g = FileLock::new(&other).lock().unwrap();
-            held_tx.send(()).unwrap();
-            go_rx.recv().unwrap();
-            g.release().unwrap();
-        })
+        common::held_by_a_thread(
+            move || FileLock::new(&other).lock().unwrap(),
+            |g| g.release().unwrap(),
+        )
     };
-    held_rx.recv().unwrap();
     let (rx, tx) = pipe();
     // SAFETY: the child only calls into the library and leaves by _exit.
     let pid = unsafe { libc::fork() };

@@ -16,20 +16,17 @@ use swaplock::SoftLock;
 fn a_release_during_the_hook_is_not_lost() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("h.lock");
-    let (held_tx, held_rx) = mpsc::channel();
-    let (go_tx, go_rx) = mpsc::channel::<()>();
     let (gone_tx, gone_rx) = mpsc::channel::<()>();
-    let holder = {
+    let (go_tx, holder) = {
         let path = path.clone();
-        std::thread::spawn(move || {
-            let g = SoftLock::soft(&path).lock().unwrap();
-            held_tx.send(()).unwrap();
-            go_rx.recv().unwrap();
-            g.release().unwrap();
-            gone_tx.send(()).unwrap();
-        })
+        common::held_by_a_thread(
+            move || SoftLock::soft(&path).lock().unwrap(),
+            move |g| {
+                g.release().unwrap();
+                gone_tx.send(()).unwrap();
+            },
+        )
     };
-    held_rx.recv().unwrap();
     let waiter = std::thread::spawn(move || {
         // This thread only: its wait gets no inotify instance.
         common::seccomp::deny(libc::SYS_inotify_init1, libc::ENOSYS).unwrap();

@@ -2,7 +2,8 @@
 //! its process as it excludes other processes. On 64-bit Linux and Android
 //! it is an open file description lock, so a second lock object of the same
 //! file, in another thread or the same one, is excluded as another process
-//! is, and closing some other descriptor of the file keeps the lock.
+//! is (tested on every platform in `kernel_in_process.rs`), and closing
+//! some other descriptor of the file keeps the lock.
 //! Elsewhere (and with `SWAPLOCK_FCNTL_OFD=0`, as on a kernel before 3.15)
 //! it is a classic lock with the process's own registry between its
 //! threads: the lock's own failed attempts and queries keep it, though a
@@ -18,40 +19,10 @@ use std::io::ErrorKind;
 use std::time::Duration;
 use swaplock::FileLock;
 
-/// Whether `FileLock::new` takes open file description locks here (every
-/// kernel the tests run on has them, from Linux 3.15).
-fn ofd() -> bool {
-    cfg!(all(
-        any(target_os = "linux", target_os = "android"),
-        target_pointer_width = "64"
-    )) && std::env::var_os("SWAPLOCK_FCNTL_OFD").is_none_or(|v| v != "0")
-}
-
 /// Whether the reference with-lock-ex, another process, finds the lock
 /// free.
 fn free_to_another_process(dir: &std::path::Path) -> bool {
     !common::held_for_the_reference(dir, "a.lock")
-}
-
-#[test]
-fn a_second_lock_of_the_file_in_this_process_is_excluded() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("a.lock");
-    let first = FileLock::new(&path).try_lock().unwrap();
-    let e = FileLock::new(&path).try_lock().unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
-    let e = FileLock::new(&path)
-        .lock_timeout(Duration::from_millis(20))
-        .unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
-    // Another thread waits for it, and gets it once the first lets go.
-    let waiter = {
-        let path = path.clone();
-        std::thread::spawn(move || FileLock::new(&path).lock().and_then(|g| g.release()))
-    };
-    first.release().unwrap();
-    waiter.join().unwrap().unwrap();
-    FileLock::new(&path).try_lock().unwrap();
 }
 
 /// This process's own failed attempts and queries open and close the lock
@@ -141,7 +112,7 @@ fn closing_another_descriptor_of_the_file() {
     let guard = FileLock::new(&path).lock().unwrap();
     std::fs::read(&path).unwrap();
     drop(std::fs::File::open(&path).unwrap());
-    assert_eq!(free_to_another_process(dir.path()), !ofd());
+    assert_eq!(free_to_another_process(dir.path()), !common::ofd());
     guard.release().unwrap();
     assert!(free_to_another_process(dir.path()));
 }
@@ -153,7 +124,7 @@ fn a_process_owned_lock_is_the_classic_one() {
     let classic = FileLock::new(&path).owned_by_process().try_lock().unwrap();
     // Classic locks of one process do not exclude each other...
     let again = FileLock::new(&path).owned_by_process().try_lock().unwrap();
-    if ofd() {
+    if common::ofd() {
         // ...but an open file description lock conflicts with them.
         let e = FileLock::new(&path).try_lock().unwrap_err();
         assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");

@@ -83,8 +83,7 @@ fn waiting_threads_stay_few_and_harmless() {
 
     // An open file description lock's does leave one (where the kernel
     // has them, and unless they are turned off), which ends once granted.
-    let ofd = std::env::var_os("SWAPLOCK_FCNTL_OFD").is_none_or(|v| v != "0")
-        && cfg!(target_pointer_width = "64");
+    let ofd = common::ofd();
     for (name, make) in [
         (
             "fcntl.lock",

@@ -8,6 +8,8 @@
 
 mod common;
 
+use common::others;
+
 use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -15,15 +17,6 @@ use std::process::{Command, Stdio};
 
 use swaplock::core::names::MAX_LOCK_NAME;
 use swaplock::SoftLock;
-
-fn entries(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
 
 /// A name of `len` bytes whose derived names would pass `NAME_MAX` is
 /// refused before anything is created, with an error that says why; the
@@ -46,17 +39,17 @@ fn a_lock_name_too_long_for_its_derived_names_is_refused_before_anything_is_crea
                 "{kind:?} {len}: {text}"
             );
             assert!(
-                entries(dir.path()).is_empty(),
+                others(dir.path(), &[]).is_empty(),
                 "{kind:?} {len}: created {:?}",
-                entries(dir.path())
+                others(dir.path(), &[])
             );
         }
         let lock = SoftLock::new(kind, dir.path().join("n".repeat(MAX_LOCK_NAME)));
         lock.try_lock().unwrap().release().unwrap();
         assert!(
-            entries(dir.path()).is_empty(),
+            others(dir.path(), &[]).is_empty(),
             "{kind:?}: left {:?}",
-            entries(dir.path())
+            others(dir.path(), &[])
         );
     }
 }
@@ -169,7 +162,7 @@ fn a_breaker_killed_before_its_exchange_leaves_nothing_for_good() {
     let Some(dir) = breaker_killed_at("renameat2", 1) else {
         return;
     };
-    let left = entries(dir.path());
+    let left = others(dir.path(), &[]);
     assert_eq!(left.len(), 2, "the killed breaker's file: {left:?}");
     assert!(left[1].starts_with("a.lock.break."), "{left:?}");
     taken_and_left_clean(dir.path());
@@ -207,7 +200,7 @@ fn taken_and_left_clean(dir: &Path) {
         .unwrap()
         .release()
         .unwrap();
-    assert!(entries(dir).is_empty(), "left {:?}", entries(dir));
+    assert!(others(dir, &[]).is_empty(), "left {:?}", others(dir, &[]));
 }
 
 /// A contender killed between creating its marker and writing its record
@@ -238,9 +231,9 @@ fn a_contender_killed_at_its_record_write_leaves_no_marker() {
         );
         assert_eq!(status.signal(), Some(libc::SIGKILL), "{kind}: {status}");
         assert!(
-            entries(dir.path()).is_empty(),
+            others(dir.path(), &[]).is_empty(),
             "{kind}: left {:?}",
-            entries(dir.path())
+            others(dir.path(), &[])
         );
         let out = common::command(&common::swaplock(), "swaplock")
             .args(["run", "--kind", kind, "--fail"])
@@ -265,7 +258,7 @@ fn a_breaker_killed_at_its_record_write_leaves_no_empty_break_file() {
         return;
     };
     assert_eq!(
-        entries(dir.path()),
+        others(dir.path(), &[]),
         ["a.lock"],
         "the killed breaker left a file"
     );

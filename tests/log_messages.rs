@@ -228,18 +228,13 @@ fn a_panicking_logger_leaves_no_waiter_behind() {
     let _alone = capture();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.lock");
-    let (held_tx, held_rx) = std::sync::mpsc::channel();
-    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-    let holder = {
+    let (go_tx, holder) = {
         let path = path.clone();
-        std::thread::spawn(move || {
-            let g = SoftLock::soft(&path).lock().unwrap();
-            held_tx.send(()).unwrap();
-            go_rx.recv().unwrap();
-            g.release().unwrap();
-        })
+        common::held_by_a_thread(
+            move || SoftLock::soft(&path).lock().unwrap(),
+            |g| g.release().unwrap(),
+        )
     };
-    held_rx.recv().unwrap();
     let waiter = {
         let path = path.clone();
         std::thread::spawn(move || {

@@ -1,12 +1,14 @@
 //! Locks on a file the caller opened ([`OpenFileLock`]): they exclude other
 //! processes (the reference `with-lock-ex` for `fcntl`, util-linux
-//! `flock(1)` for `flock`) and the other locks of this process, threads
-//! included, and shared guards of one object share one kernel lock until
-//! the last of them goes.
+//! `flock(1)` for `flock`; on Windows, where both kinds are one
+//! `LockFileEx` lock, this package's `swaplock status`) and the other
+//! locks of this process, threads included, and shared guards of one
+//! object share one kernel lock until the last of them goes.
 
-#![cfg(any(target_os = "linux", target_os = "android"))]
+#![cfg(any(target_os = "linux", target_os = "android", windows))]
 
-mod common;
+#[path = "common/portable.rs"]
+mod portable;
 
 use std::fs::File;
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
@@ -15,28 +17,29 @@ use std::time::Duration;
 use swaplock::{FileLock, OpenFileLock};
 
 fn open(path: &Path) -> File {
-    common::open_rw(path)
+    portable::open_rw(path)
 }
 
-/// Whether another process finds the lock held: the reference
-/// with-lock-ex for `fcntl`, `flock -n` for `flock`.
+/// Whether another process finds the lock held.
 fn held_elsewhere(flock: bool, path: &Path) -> bool {
-    let dir = path.parent().unwrap();
-    let name = path.file_name().unwrap().to_str().unwrap();
-    if !flock {
-        return common::held_for_the_reference(dir, name);
+    portable::held_elsewhere(if flock { "flock" } else { "fcntl" }, path)
+}
+
+/// A lock object on the path, `flock` or `fcntl`.
+fn by_path(flock: bool, path: &Path) -> FileLock {
+    if flock {
+        FileLock::flock(path)
+    } else {
+        FileLock::new(path)
     }
-    let code = std::process::Command::new("flock")
-        .args(["-n", "-E", "255"])
-        .arg(path)
-        .arg("true")
-        .status()
-        .unwrap()
-        .code();
-    match code {
-        Some(0) => false,
-        Some(255) => true,
-        other => panic!("{other:?}"),
+}
+
+/// A lock object on the open file, `flock` or `fcntl`.
+fn on_file(flock: bool, file: File) -> OpenFileLock {
+    if flock {
+        OpenFileLock::flock(file)
+    } else {
+        OpenFileLock::new(file)
     }
 }
 
@@ -45,32 +48,18 @@ fn an_open_file_locks_against_processes_and_this_process() {
     for flock in [false, true] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.lock");
-        let by_path = |p: &Path| {
-            if flock {
-                FileLock::flock(p)
-            } else {
-                FileLock::new(p)
-            }
-        };
-        let new = |f: File| {
-            if flock {
-                OpenFileLock::flock(f)
-            } else {
-                OpenFileLock::new(f)
-            }
-        };
-        let mut lock = new(open(&path));
+        let mut lock = on_file(flock, open(&path));
         {
             let guard = lock.try_lock().unwrap();
             let mut file = guard.file();
             file.write_all(b"record\n").unwrap();
             assert!(held_elsewhere(flock, &path));
-            let e = by_path(&path).try_lock().unwrap_err();
+            let e = by_path(flock, &path).try_lock().unwrap_err();
             assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
             // Another open of the file, in another thread.
             let other = std::thread::scope(|s| {
                 s.spawn(|| {
-                    let mut other = new(open(&path));
+                    let mut other = on_file(flock, open(&path));
                     let e = other.try_lock().unwrap_err();
                     let t = other.lock_timeout(Duration::from_millis(5)).unwrap_err();
                     (e.kind(), t.kind())
@@ -85,7 +74,7 @@ fn an_open_file_locks_against_processes_and_this_process() {
             );
         }
         assert!(!held_elsewhere(flock, &path));
-        let path_guard = by_path(&path).try_lock().unwrap();
+        let path_guard = by_path(flock, &path).try_lock().unwrap();
         let e = lock.try_lock().unwrap_err();
         assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
         drop(path_guard);
@@ -104,24 +93,17 @@ fn shared_guards_of_one_object_share_one_lock() {
     for flock in [false, true] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.lock");
-        let by_path = |p: &Path| {
-            if flock {
-                FileLock::flock(p)
-            } else {
-                FileLock::new(p)
-            }
-        };
-        let lock = if flock {
-            OpenFileLock::flock(open(&path))
-        } else {
-            OpenFileLock::new(open(&path))
-        };
+        let lock = on_file(flock, open(&path));
         let first = lock.try_lock_shared().unwrap();
         let second = lock.lock_shared().unwrap();
         let third = lock.lock_shared_timeout(Duration::from_millis(5)).unwrap();
         // Other readers share it; writers wait.
-        by_path(&path).try_lock_shared().unwrap().release().unwrap();
-        let e = by_path(&path).try_lock().unwrap_err();
+        by_path(flock, &path)
+            .try_lock_shared()
+            .unwrap()
+            .release()
+            .unwrap();
+        let e = by_path(flock, &path).try_lock().unwrap_err();
         assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
         first.release().unwrap();
         drop(third);
@@ -131,6 +113,6 @@ fn shared_guards_of_one_object_share_one_lock() {
         );
         drop(second);
         assert!(!held_elsewhere(flock, &path));
-        by_path(&path).try_lock().unwrap().release().unwrap();
+        by_path(flock, &path).try_lock().unwrap().release().unwrap();
     }
 }

@@ -9,7 +9,6 @@
 mod common;
 
 use std::os::unix::process::CommandExt;
-use std::process::Command;
 
 /// Every takeover, release and lease needs a random token. Without
 /// `getrandom` it comes from `/dev/urandom`, as bionic's `getentropy` does,
@@ -18,12 +17,7 @@ use std::process::Command;
 fn without_getrandom_tokens_come_from_dev_urandom() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lock");
-    let dead = {
-        let mut child = Command::new("true").spawn().unwrap();
-        let pid = child.id();
-        child.wait().unwrap();
-        pid
-    };
+    let dead = common::dead_pid();
     let host = swaplock_linux::soft::host_name();
     for errno in [libc::ENOSYS, libc::EPERM] {
         // A dead holder's marker: `break` takes it over (a break name with a
@@ -56,6 +50,7 @@ fn without_getrandom_tokens_come_from_dev_urandom() {
 #[cfg(target_env = "musl")]
 fn no_lock_kind_calls_statx() {
     use std::os::unix::process::ExitStatusExt;
+    use std::process::Command;
     let dir = tempfile::tempdir().unwrap();
     let trapped = |mut cmd: Command| {
         // SAFETY: the filter only calls prctl, which is async-signal-safe.

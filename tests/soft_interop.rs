@@ -56,7 +56,7 @@ fn kill(holder: Holder) {
     holder.child.wait().unwrap();
 }
 
-/// A process that is surely dead: spawned, exited and reaped.
+/// This host's name as filelock writes it in a record.
 fn host() -> String {
     peer(&["identity", "1"])["host"]
         .as_str()
@@ -217,11 +217,7 @@ fn a_killed_holder_is_broken_in_the_first_attempt() {
 /// Names in the lock's directory other than the lock itself.
 fn entries_beside(path: &Path) -> Vec<String> {
     let base = path.file_name().unwrap().to_str().unwrap();
-    std::fs::read_dir(path.parent().unwrap())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n != base)
-        .collect()
+    common::others(path.parent().unwrap(), &[base])
 }
 
 fn write_marker(path: &Path, content: &[u8]) {

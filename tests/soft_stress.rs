@@ -40,11 +40,7 @@ fn all_kinds(dir: &Path, place: &str) {
         let sub = dir.join(kind);
         std::fs::create_dir(&sub).unwrap();
         stress::report(kind, &sub, place);
-        let left: Vec<_> = std::fs::read_dir(&sub)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .filter(|n| n != "stress.log" && n != "stress.lock")
-            .collect();
+        let left = common::others(&sub, &["stress.log", "stress.lock"]);
         assert!(left.is_empty(), "{kind}: left {left:?}");
     }
 }

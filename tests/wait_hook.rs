@@ -2,6 +2,9 @@
 //! the holder, and can cancel the wait (an `Interrupted` error that holds
 //! nothing); a wait it lets go on takes the lock once released.
 
+#[path = "common/portable.rs"]
+mod portable;
+
 use std::io::ErrorKind;
 use std::ops::ControlFlow;
 use std::sync::mpsc;
@@ -9,15 +12,6 @@ use std::time::Duration;
 use swaplock::{FileLock, SoftLock};
 
 const SOFT: [&str; 3] = ["soft", "marker", "lease"];
-
-/// Whether `FileLock::new` takes open file description locks here.
-#[cfg(unix)]
-fn ofd() -> bool {
-    cfg!(all(
-        any(target_os = "linux", target_os = "android"),
-        target_pointer_width = "64"
-    )) && std::env::var_os("SWAPLOCK_FCNTL_OFD").is_none_or(|v| v != "0")
-}
 
 /// A kernel kind's name, and how a lock object of it is made.
 type Make = (&'static str, fn(&std::path::Path) -> FileLock);
@@ -96,18 +90,13 @@ fn a_kernel_wait_hook_names_the_holder_and_cancels() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("k.lock");
         // Held by another thread: this one would deadlock on itself.
-        let (held_tx, held_rx) = mpsc::channel();
-        let (go_tx, go_rx) = mpsc::channel::<()>();
-        let holder = {
+        let (go_tx, holder) = {
             let path = path.clone();
-            std::thread::spawn(move || {
-                let g = make(&path).lock().unwrap();
-                held_tx.send(()).unwrap();
-                go_rx.recv().unwrap();
-                g.release().unwrap();
-            })
+            portable::held_by_a_thread(
+                move || make(&path).lock().unwrap(),
+                |g| g.release().unwrap(),
+            )
         };
-        held_rx.recv().unwrap();
         let mut calls = 0;
         let err = make(&path)
             .lock_with(None, |wait| {
@@ -116,7 +105,7 @@ fn a_kernel_wait_hook_names_the_holder_and_cancels() {
                 // query (the registry stands in where the kernel has no
                 // open file description locks).
                 #[cfg(unix)]
-                if kind == "flock" || ofd() {
+                if kind == "flock" || portable::ofd() {
                     assert!(wait.holder().unwrap().is_some(), "{kind}: a holder");
                 }
                 let _ = wait;
@@ -158,24 +147,16 @@ fn a_kernel_wait_for_a_lock_this_thread_holds_is_a_deadlock_error() {
 }
 
 /// Holds a soft lock of `kind` in a thread of its own until told: the
-/// path, the go-ahead, and the thread.
+/// go-ahead, and the thread.
 fn held_elsewhere(
     kind: &'static str,
     path: &std::path::Path,
 ) -> (mpsc::Sender<()>, std::thread::JoinHandle<()>) {
-    let (held_tx, held_rx) = mpsc::channel();
-    let (go_tx, go_rx) = mpsc::channel::<()>();
-    let holder = {
-        let path = path.to_path_buf();
-        std::thread::spawn(move || {
-            let g = soft(kind, &path).lock().unwrap();
-            held_tx.send(()).unwrap();
-            go_rx.recv().unwrap();
-            g.release().unwrap();
-        })
-    };
-    held_rx.recv().unwrap();
-    (go_tx, holder)
+    let path = path.to_path_buf();
+    portable::held_by_a_thread(
+        move || soft(kind, &path).lock().unwrap(),
+        |g| g.release().unwrap(),
+    )
 }
 
 /// A hook that panics leaves the wait for good: no release hands its hold

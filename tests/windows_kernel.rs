@@ -1,6 +1,9 @@
 //! The kernel lock on Windows (run under Wine in CI): `LockFileEx` on byte
-//! 0 excludes other handles and other processes, a held lock file cannot be
-//! deleted or renamed by anyone else, and `remove` deletes it once free.
+//! 0 excludes other processes, a held lock file cannot be deleted or
+//! renamed by anyone else, and `remove` deletes it once free. Other
+//! handles of this process are excluded as on every platform, in
+//! `kernel_in_process.rs`, and locks on a file the caller opened in
+//! `open_file.rs`.
 //! Worker processes are this test executable, started again with
 //! `SWAPLOCK_WINDOWS_WORKER` set.
 
@@ -40,21 +43,10 @@ fn worker() {
     }
 }
 
-#[test]
-fn a_second_handle_in_this_process_is_excluded() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("a.lock");
-    let first = FileLock::new(&path).try_lock().unwrap();
-    let e = FileLock::new(&path).try_lock().unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
-    let e = FileLock::new(&path)
-        .lock_timeout(Duration::from_millis(50))
-        .unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
-    first.release().unwrap();
-    FileLock::new(&path).try_lock().unwrap();
-}
-
+/// Another process's lock keeps this one out until it lets go, and nobody
+/// can delete or rename the held file. Apart from the Unix tests of
+/// another process's lock (`with_lock_ex.rs`, against the reference):
+/// there any process may unlink or rename a held lock file.
 #[test]
 fn another_process_holds_it_until_it_lets_go() {
     let dir = tempfile::tempdir().unwrap();
@@ -92,6 +84,9 @@ fn remove_leaves_the_file_to_a_process_that_opened_it() {
     assert_eq!(count, "1");
 }
 
+/// Processes take turns without losing an increment. The Unix tests of
+/// the same (`kernel_stress.rs`) also kill holders with SIGKILL while they
+/// hold, which Windows has no counterpart of.
 #[test]
 fn processes_take_turns() {
     let dir = tempfile::tempdir().unwrap();
@@ -150,36 +145,4 @@ fn an_open_refused_while_a_peer_works_is_waited_out() {
     }
     drop(pending);
     FileLock::new(&path).lock().unwrap().release().unwrap();
-}
-
-/// A lock on a file the caller opened excludes the path's locks of this
-/// process, and its shared guards share one lock until the last goes.
-#[test]
-fn an_open_file_locks_against_the_path_and_shares() {
-    use swaplock::OpenFileLock;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("a.lock");
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .unwrap();
-    let mut lock = OpenFileLock::new(file);
-    let guard = lock.try_lock().unwrap();
-    let e = FileLock::new(&path).try_lock().unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
-    guard.release().unwrap();
-    let by_path = FileLock::new(&path).try_lock().unwrap();
-    let e = lock.try_lock().unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
-    drop(by_path);
-    let first = lock.try_lock_shared().unwrap();
-    let second = lock.try_lock_shared().unwrap();
-    drop(first);
-    let e = FileLock::new(&path).try_lock().unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
-    drop(second);
-    FileLock::new(&path).try_lock().unwrap().release().unwrap();
 }

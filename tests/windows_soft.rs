@@ -75,6 +75,10 @@ fn holder(kind: &str, path: &Path) -> Child {
     workers::holder(&format!("hold|{kind}|{}", path.display()))
 }
 
+/// A live holder's marker keeps everyone else out, and nobody can delete
+/// or move it while its holder has it open. Apart from the Unix tests of
+/// live holders (`soft_interop.rs`, against filelock's processes): there
+/// any process may unlink or rename a marker.
 #[test]
 fn a_held_marker_excludes_others_and_cannot_be_moved() {
     for k in ["soft", "marker", "lease"] {
@@ -102,6 +106,11 @@ fn a_held_marker_excludes_others_and_cannot_be_moved() {
     }
 }
 
+/// A holder that exits without releasing leaves a marker the next taker
+/// breaks, leaving nothing aside. Apart from the Unix test of killed
+/// holders (`soft_interop.rs`): that one runs against filelock's
+/// processes, which no Wine test may start (`layering.rs`), and the break
+/// there is an exchange of names, here a rename through a handle.
 #[test]
 fn a_dead_holders_marker_is_broken() {
     for k in ["soft", "marker", "lease"] {
@@ -146,6 +155,9 @@ fn a_live_lease_is_never_broken_here() {
         .unwrap();
 }
 
+/// Processes take turns without losing an increment. The Unix tests of
+/// the same (`soft_stress.rs`) also kill holders with SIGKILL while they
+/// hold, which Windows has no counterpart of.
 #[test]
 fn processes_take_turns() {
     for k in ["soft", "marker"] {
@@ -235,6 +247,10 @@ fn a_marker_deleted_while_someone_reads_it_is_contention() {
     assert!(!path.exists());
 }
 
+/// On Unix `force_break` removes the marker whoever holds it
+/// (`soft_interop.rs` uses it where no exchange can break a dead
+/// holder's); here a live holder's handle, open without delete sharing,
+/// refuses it.
 #[test]
 fn force_break_cannot_remove_a_live_marker() {
     let dir = tempfile::tempdir().unwrap();

@@ -13,12 +13,14 @@ pub mod worker;
 
 // Each test uses some of them.
 #[allow(unused_imports)]
-pub use portable::{free_port, others, swaplock};
+pub use portable::{
+    command, free_port, held_by_a_thread, held_for_the_reference, ofd, open_rw, others, reference,
+    run, swaplock, REFERENCE,
+};
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 /// Waits until `done` holds, looking again every few milliseconds, and
 /// fails the test naming `what` after `limit`: for conditions outside the
@@ -41,44 +43,12 @@ pub fn poll_within(limit: std::time::Duration, mut done: impl FnMut() -> bool) -
     true
 }
 
-/// Debian chiark-utils-bin's with-lock-ex, the reference.
-pub const REFERENCE: &str = "/usr/bin/with-lock-ex";
-
 /// This package's with-lock-ex: `$SWAPLOCK_WITH_LOCK_EX` when set (another
 /// build of it, such as `scripts/build-small`'s), else cargo's.
 pub fn ours() -> PathBuf {
     std::env::var_os("SWAPLOCK_WITH_LOCK_EX")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_with-lock-ex")))
-}
-
-pub fn reference() -> PathBuf {
-    let path = PathBuf::from(REFERENCE);
-    assert!(
-        path.exists(),
-        "{REFERENCE} is missing: run scripts/setup (it installs chiark-utils-bin)"
-    );
-    path
-}
-
-/// A command that runs `binary` with `argv[0]` set to `arg0`. One of this
-/// package's own binaries runs through `SWAPLOCK_TEST_RUNNER` when that is
-/// set: an emulator such as `qemu-aarch64-static` when the tests are built
-/// for another architecture, since the kernel cannot exec them itself.
-/// Host programs (the reference, Python, the shell) run directly.
-pub fn command(binary: &Path, arg0: &str) -> Command {
-    match std::env::var_os("SWAPLOCK_TEST_RUNNER") {
-        Some(runner) if binary != Path::new(REFERENCE) => {
-            let mut cmd = Command::new(runner);
-            cmd.arg("-0").arg(arg0).arg(binary);
-            cmd
-        }
-        _ => {
-            let mut cmd = Command::new(binary);
-            cmd.arg0(arg0);
-            cmd
-        }
-    }
 }
 
 /// How a shell script runs one of this package's binaries: its path, after
@@ -88,40 +58,6 @@ pub fn invocation(binary: &Path) -> String {
         Ok(runner) if binary != Path::new(REFERENCE) => format!("{runner} {}", binary.display()),
         _ => binary.display().to_string(),
     }
-}
-
-/// Runs `binary` as `with-lock-ex` (the name its messages print) in `dir`.
-pub fn run(binary: &Path, dir: &Path, args: &[&str]) -> Output {
-    command(binary, "with-lock-ex")
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .expect("spawn with-lock-ex")
-}
-
-/// Whether the reference with-lock-ex, another process, finds the `fcntl`
-/// lock on `dir/name` held (`-f`: exit 255) rather than free (it runs
-/// `true`: exit 0).
-pub fn held_for_the_reference(dir: &Path, name: &str) -> bool {
-    let out = run(&reference(), dir, &["-f", name, "true"]);
-    match out.status.code() {
-        Some(0) => false,
-        Some(255) => true,
-        _ => panic!("{out:?}"),
-    }
-}
-
-/// `path` opened for reading and writing, created if missing, never
-/// truncated: a lock file as a caller opens it.
-pub fn open_rw(path: &Path) -> std::fs::File {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .unwrap()
 }
 
 /// `threads` threads each take a lock `rounds` times (`take(thread,
