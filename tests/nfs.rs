@@ -264,8 +264,13 @@ fn guest() {
         .unwrap();
     let mut report = Report(file);
     let clients = Client::all();
-    let scenarios: [(&str, Scenario); 2] = [
+    let scenarios: [(&str, Scenario); 4] = [
         ("facts_between_two_clients", facts),
+        (
+            "mount_options_that_keep_locks_on_the_client_are_refused",
+            options,
+        ),
+        ("a_holder_killed_or_stopped_on_another_host", holder_fate),
         (
             "the_delete_on_release_pattern_never_makes_two_holders",
             delete_on_release,
@@ -441,6 +446,137 @@ fn finish(workers: Vec<Child>, what: &str) {
     );
 }
 
+/// What a kernel lock of `kind` on `path` comes to on a client host: `ok`,
+/// or the error's text.
+fn judged(client: &Client, kind: &str, path: &Path) -> String {
+    let out = client
+        .worker(&["judge", kind, path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().find_map(|l| l.strip_prefix("judged: "));
+    line.unwrap_or_else(|| panic!("{out:?}")).to_owned()
+}
+
+/// The mount options that keep NFS locks on the client (nfs(5): `nolock`,
+/// `local_lock=`) are read from the mount table, and a kernel lock there
+/// is refused with an error that names the filesystem and why; Linux
+/// drops `local_lock=` for v4, and a lock there excludes the other host.
+fn options(clients: &[Client], report: &mut Report) {
+    let [c1, c2] = clients else {
+        panic!("two client hosts")
+    };
+    let dir = |mount: &str| {
+        let on_server = Path::new(EXPORT).join(format!("options-{mount}"));
+        fs::create_dir(&on_server).unwrap();
+        Path::new("/mnt")
+            .join(mount)
+            .join(format!("options-{mount}/lock"))
+    };
+    for (mount, label, fcntl, flock) in [
+        ("v3nolock", "NFSv3 nolock", false, false),
+        ("v3local", "NFSv3 local_lock=flock", true, false),
+        ("v42local", "NFSv4.2 local_lock=all", true, true),
+    ] {
+        let path = dir(mount);
+        for (kind, allowed) in [("fcntl", fcntl), ("flock", flock)] {
+            let answer = judged(c1, kind, &path);
+            report.fact(label, &format!("{kind} lock"), &answer);
+            if allowed {
+                assert_eq!(answer, "ok", "{label}: {kind}");
+            } else {
+                assert!(
+                    answer.contains("nfs keeps") && answer.contains("this client mount only"),
+                    "{label}: {kind}: {answer}"
+                );
+            }
+        }
+    }
+    // local_lock=all on v4.2, dropped: the other host's lock excludes it.
+    let on_c2 = dir_of("v42", "options-v42local");
+    let mut holder = c2
+        .worker(&["hold", "fcntl", on_c2.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(holder.stdout.take().unwrap()).lines();
+    assert!(lines.any(|l| l.unwrap() == "held"), "the holder on c2");
+    let answer = judged(c1, "fcntl-try", &dir_of("v42local", "options-v42local"));
+    report.fact(
+        "NFSv4.2 local_lock=all",
+        "fcntl lock while the other host holds it",
+        &answer,
+    );
+    drop(holder.stdin.take());
+    assert!(holder.wait().unwrap().success());
+    assert_eq!(answer, "busy", "local_lock=all dropped for v4.2");
+}
+
+/// The lock path under `/mnt/MOUNT/SUB`.
+fn dir_of(mount: &str, sub: &str) -> PathBuf {
+    Path::new("/mnt").join(mount).join(sub).join("lock")
+}
+
+/// A kernel lock's holder on one host killed (`SIGKILL`), or stopped
+/// (`SIGSTOP`), while a waiter on the other host waits: the server hands
+/// the lock over when the holder dies, and holds it for a stopped one.
+fn holder_fate(clients: &[Client], report: &mut Report) {
+    let [c1, c2] = clients else {
+        panic!("two client hosts")
+    };
+    for mount in MOUNTS.iter().filter(|m| matches!(m.dir, "v3" | "v42")) {
+        let (_, on_client) = fresh("fate", mount);
+        let lock = on_client.join("lock");
+        let lock = lock.to_str().unwrap();
+        for signal in [libc::SIGKILL, libc::SIGSTOP] {
+            let mut holder = c1
+                .worker(&["hold", "fcntl", lock])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut held = BufReader::new(holder.stdout.take().unwrap()).lines();
+            assert!(held.any(|l| l.unwrap() == "held"), "the holder");
+            let mut waiter = c2
+                .worker(&["take", "fcntl", lock, "3000"])
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut said = BufReader::new(waiter.stdout.take().unwrap()).lines();
+            assert!(said.any(|l| l.unwrap() == "waiting"), "the waiter");
+            let at = common::netfs::monotonic_ns();
+            // SAFETY: kill has no memory effects; the holder is ours.
+            unsafe { libc::kill(holder.id() as i32, signal) };
+            let answer = said
+                .find_map(|l| l.unwrap().strip_prefix("took: ").map(str::to_owned))
+                .unwrap();
+            assert!(waiter.wait().unwrap().success());
+            let what = match signal {
+                libc::SIGKILL => "holder killed: the other host gets the lock",
+                _ => "holder stopped: the other host gets the lock",
+            };
+            let value = match answer.parse::<u64>() {
+                Ok(ns) => format!("after {:.1} ms", ns.saturating_sub(at) as f64 / 1e6),
+                Err(_) => answer.clone(),
+            };
+            report.fact(mount.label, what, &value);
+            if signal == libc::SIGSTOP {
+                assert_eq!(
+                    answer, "timed out",
+                    "{}: a stopped holder holds on",
+                    mount.label
+                );
+                // SAFETY: as above.
+                unsafe { libc::kill(holder.id() as i32, libc::SIGKILL) };
+            } else {
+                assert!(answer.parse::<u64>().is_ok(), "{}: {answer}", mount.label);
+            }
+            let _ = holder.wait();
+        }
+    }
+}
+
 /// Who takes the lock in a delete-on-release run, each with its own
 /// way of removing the file while it holds it.
 const PEERS: &[(&str, &str)] = &[
@@ -535,6 +671,36 @@ fn worker() {
     let who = format!("{} {}", host.trim(), std::process::id());
     match parts[..] {
         ["session", root] => common::netfs::serve(Path::new(root)),
+        ["judge", kind, path] => {
+            let lock = match kind {
+                "flock" => FileLock::flock(path),
+                _ => FileLock::new(path),
+            };
+            let answer = match kind {
+                "fcntl-try" => lock.try_lock(),
+                _ => lock.lock(),
+            };
+            match answer {
+                Ok(_) => println!("judged: ok"),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => println!("judged: busy"),
+                Err(e) => println!("judged: {e}"),
+            }
+        }
+        ["hold", "fcntl", path] => {
+            let _guard = FileLock::new(path).lock().unwrap();
+            println!("held");
+            // Held until the conductor closes this worker's input.
+            let _ = std::io::stdin().lines().count();
+        }
+        ["take", "fcntl", path, ms] => {
+            println!("waiting");
+            let limit = Duration::from_millis(ms.parse().unwrap());
+            match FileLock::new(path).lock_timeout(limit) {
+                Ok(_) => println!("took: {}", common::netfs::monotonic_ns()),
+                Err(e) if e.kind() == ErrorKind::TimedOut => println!("took: timed out"),
+                Err(e) => println!("took: {e}"),
+            }
+        }
         [peer @ ("fcntl" | "flock"), lock, truth, witness, rounds] => {
             let (lock, truth, witness) = (Path::new(lock), Path::new(truth), Path::new(witness));
             let lock = match peer {
