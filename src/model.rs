@@ -13,6 +13,9 @@
 //! caught (seven of round 2; two of one of round 3, in its two orders): with
 //! that fix undone, the test fails.
 
+#[cfg(feature = "tokio")]
+mod asynchronous;
+
 use crate::SoftLock;
 use shuttle::scheduler::{PctScheduler, RandomScheduler};
 use shuttle::sync::atomic::{AtomicUsize, Ordering};

@@ -71,6 +71,72 @@ pub(crate) fn wait_timeout<'a, T>(
         .0
 }
 
+/// The async waits' timer and runtime (feature `tokio`), beside the
+/// threads' primitives: tokio's, re-exported unchanged; under the model,
+/// the model's, since its tasks run on shuttle's executor, with no tokio
+/// runtime. There a [`sleep`](time::sleep) never ends, as the model's
+/// pauses never time out (a wake-up that never comes is a deadlock it
+/// reports), unless the test asks for timeouts (`model::timeouts`): then it
+/// lets another task run and ends, the clock ([`now`]) moved on by its
+/// length. (The inotify watch's async wait, never built under the model,
+/// takes tokio's timer and reactor directly.)
+#[cfg(feature = "tokio")]
+pub(crate) mod time {
+    #[cfg(not(swaplock_model))]
+    pub(crate) use tokio::time::{sleep, Sleep};
+
+    /// Whether the caller runs in a tokio runtime.
+    #[cfg(not(swaplock_model))]
+    pub(crate) fn in_runtime() -> bool {
+        tokio::runtime::Handle::try_current().is_ok()
+    }
+
+    /// Under the model: in a task of shuttle's executor, always.
+    #[cfg(swaplock_model)]
+    pub(crate) fn in_runtime() -> bool {
+        true
+    }
+
+    /// A pause of the model; see [`time`](self).
+    #[cfg(swaplock_model)]
+    pub(crate) struct Sleep {
+        pause: std::time::Duration,
+        yielded: bool,
+    }
+
+    #[cfg(swaplock_model)]
+    pub(crate) fn sleep(pause: std::time::Duration) -> Sleep {
+        Sleep {
+            pause,
+            yielded: false,
+        }
+    }
+
+    #[cfg(swaplock_model)]
+    impl std::future::Future for Sleep {
+        type Output = ();
+
+        fn poll(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<()> {
+            use std::task::Poll;
+            if !super::model::TIMEOUTS.with(std::cell::Cell::get) {
+                return Poll::Pending;
+            }
+            if !self.yielded {
+                // Another task may run first.
+                self.yielded = true;
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            let pause = self.pause;
+            super::model::AHEAD.with(|ahead| ahead.set(ahead.get() + pause));
+            Poll::Ready(())
+        }
+    }
+}
+
 /// What a test of the model sets and sees: its clock, whether its timed
 /// waits time out, how many of its threads block in a kernel lock call.
 /// Shuttle runs the threads of one test on the test's own thread, so a

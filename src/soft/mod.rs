@@ -647,7 +647,7 @@ impl SoftLock {
             }
             match watcher.start(&dir, &self.dir_path, &self.base) {
                 wake::Next::Now => continue,
-                wake::Next::After(pause) => tokio::time::sleep(pause).await,
+                wake::Next::After(pause) => crate::sync::time::sleep(pause).await,
                 wake::Next::Wait if watcher.watching() => {
                     watcher.wait_async(&dir, self.poll_interval).await
                 }

@@ -297,7 +297,7 @@ mod imp {
         /// The pause, without blocking the thread.
         #[cfg(feature = "tokio")]
         pub(crate) async fn wait_async(&mut self, _: &super::super::Dir, pause: Duration) {
-            tokio::time::sleep(pause).await
+            crate::sync::time::sleep(pause).await
         }
     }
 }
