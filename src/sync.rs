@@ -44,7 +44,7 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) fn now() -> std::time::Instant {
     let now = std::time::Instant::now();
     #[cfg(swaplock_model)]
-    let now = now + model::AHEAD.with(std::cell::Cell::get);
+    let now = now + ahead();
     now
 }
 
@@ -69,6 +69,41 @@ pub(crate) fn wait_timeout<'a, T>(
         .wait_timeout(guard, timeout)
         .unwrap_or_else(PoisonError::into_inner)
         .0
+}
+
+/// Waits on `changed` while `condition` holds, until `timeout` passes,
+/// whatever a panicking holder of the mutex left: a soft wait's pause.
+/// Under the model, once a test asks for timeouts (`model::timeouts`), a
+/// wait whose condition holds lets another thread run and then ends, as
+/// [`wait_timeout`] does, the clock ([`ahead`]) moved on by `timeout`.
+pub(crate) fn wait_timeout_while<'a, T>(
+    changed: &Condvar,
+    guard: MutexGuard<'a, T>,
+    timeout: std::time::Duration,
+    mut condition: impl FnMut(&mut T) -> bool,
+) -> MutexGuard<'a, T> {
+    #[cfg(swaplock_model)]
+    if model::TIMEOUTS.with(std::cell::Cell::get) {
+        let mut guard = guard;
+        if condition(&mut guard) {
+            thread::yield_now();
+            model::AHEAD.with(|ahead| ahead.set(ahead.get() + timeout));
+        }
+        return guard;
+    }
+    changed
+        .wait_timeout_while(guard, timeout, condition)
+        .unwrap_or_else(PoisonError::into_inner)
+        .0
+}
+
+/// How far the model's clock has run ahead of the system's, by the time
+/// its timed waits let pass: a wait that reads the adapter's clock (a
+/// soft lock's, through the core) adds what it ran ahead since the wait
+/// began.
+#[cfg(swaplock_model)]
+pub(crate) fn ahead() -> std::time::Duration {
+    model::AHEAD.with(std::cell::Cell::get)
 }
 
 /// The async waits' timer and runtime (feature `tokio`), beside the
