@@ -7,11 +7,13 @@
 //! and PCT schedules, from fixed seeds, so that a rerun of the test
 //! reproduces a failure). The files are real, in a directory of each run's
 //! own. The model's pauses never time out: a wake-up that never comes is a
-//! deadlock it reports.
+//! deadlock it reports. With the `tokio` feature, the async waits'
+//! tasks run on shuttle's executor beside the threads
+//! ([`asynchronous`]), their timer the model's too.
 //!
-//! Each test states a promise; nine name the defect they would have
-//! caught (seven of round 2; two of one of round 3, in its two orders): with
-//! that fix undone, the test fails.
+//! Each test states a promise; eleven name the defect they would have
+//! caught (nine of round 2, two of them in the async waits; two of one of
+//! round 3, in its two orders): with that fix undone, the test fails.
 
 #[cfg(feature = "tokio")]
 mod asynchronous;

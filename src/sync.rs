@@ -5,8 +5,11 @@
 //! `src/model.rs` explores the interleavings of the facade's threads (as
 //! tokio keeps loom behind one module); otherwise they are `std`'s,
 //! re-exported unchanged. (`Arc`, `Weak`, `Once` and `OnceLock` are `std`'s
-//! either way: they never block a thread of the model.) This module uses
-//! nothing else of the crate.
+//! either way: they never block a thread of the model.) So are the clock
+//! and the pauses of the facade's timed waits ([`now`], `wait_timeout`,
+//! [`wait_timeout_while`]), and, with the `tokio` feature, the async
+//! waits' timer and runtime check (`time`). This module uses nothing
+//! else of the crate.
 
 #[cfg(not(swaplock_model))]
 pub(crate) use std::{
@@ -40,7 +43,7 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// The monotonic clock of the kernel locks' deadline waits. Under the
 /// model it runs ahead by the time the model's timed waits let pass
-/// ([`wait_timeout`]).
+/// (`wait_timeout`, [`wait_timeout_while`], `time::sleep`).
 pub(crate) fn now() -> std::time::Instant {
     let now = std::time::Instant::now();
     #[cfg(swaplock_model)]
@@ -75,16 +78,16 @@ pub(crate) fn wait_timeout<'a, T>(
 /// whatever a panicking holder of the mutex left: a soft wait's pause.
 /// Under the model, once a test asks for timeouts (`model::timeouts`), a
 /// wait whose condition holds lets another thread run and then ends, as
-/// [`wait_timeout`] does, the clock ([`ahead`]) moved on by `timeout`.
+/// `wait_timeout` does, the clock ([`now`]) moved on by `timeout`.
 pub(crate) fn wait_timeout_while<'a, T>(
     changed: &Condvar,
     guard: MutexGuard<'a, T>,
     timeout: std::time::Duration,
-    mut condition: impl FnMut(&mut T) -> bool,
+    condition: impl FnMut(&mut T) -> bool,
 ) -> MutexGuard<'a, T> {
     #[cfg(swaplock_model)]
     if model::TIMEOUTS.with(std::cell::Cell::get) {
-        let mut guard = guard;
+        let (mut guard, mut condition) = (guard, condition);
         if condition(&mut guard) {
             thread::yield_now();
             model::AHEAD.with(|ahead| ahead.set(ahead.get() + timeout));

@@ -278,7 +278,12 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
             }
         } else {
             // A hand-over counts as a release, so none is missed here.
-            let _ = crate::sync::wait_timeout_while(released, guard, pause, |now| *now == seen);
+            drop(crate::sync::wait_timeout_while(
+                released,
+                guard,
+                pause,
+                |now| *now == seen,
+            ));
         }
         if self.handed() {
             return None;
