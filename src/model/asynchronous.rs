@@ -136,9 +136,50 @@ fn a_cancelled_async_soft_wait_holds_nothing_and_leaves_no_waker() {
             Ok(guard) => guard.unwrap().release().unwrap(),
             Err(JoinError::Cancelled) => {}
         }
-        holder.join().unwrap();
         assert_eq!(given.kept(), 0, "a cancelled wait's waker was kept");
+        holder.join().unwrap();
         assert!(!path.exists(), "the marker was left");
+        SoftLock::marker(&*path)
+            .try_lock()
+            .unwrap()
+            .release()
+            .unwrap();
+    });
+}
+
+/// A soft-lock task dropped while it waits for a lock that stays held
+/// leaves the list of tasks a release wakes at once: no waker of it is
+/// kept (nor the task's memory with it) until some later release of the
+/// process, whether or not a release elsewhere woke it to look again
+/// meanwhile.
+#[test]
+fn a_dropped_async_soft_wait_leaves_no_waker() {
+    explore(300, || {
+        let dir = tempfile::tempdir().unwrap();
+        let path: Arc<Path> = dir.path().join("a.lock").into();
+        let first = SoftLock::marker(&*path).try_lock().unwrap();
+        let given = Given::default();
+        let task = {
+            let (path, given) = (Arc::clone(&path), given.clone());
+            future::spawn(async move {
+                let lock = SoftLock::marker(&*path);
+                given.through(lock.lock_async()).await
+            })
+        };
+        let waker = super::release_another(dir.path());
+        // The task waits for a release.
+        while given.kept() == 0 {
+            thread::yield_now();
+        }
+        thread::yield_now();
+        task.abort();
+        assert!(
+            matches!(future::block_on(task), Err(JoinError::Cancelled)),
+            "the lock is held: the wait cannot have ended"
+        );
+        assert_eq!(given.kept(), 0, "a dropped wait's waker was kept");
+        waker.join().unwrap();
+        first.release().unwrap();
         SoftLock::marker(&*path)
             .try_lock()
             .unwrap()
