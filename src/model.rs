@@ -17,6 +17,8 @@
 
 #[cfg(feature = "tokio")]
 mod asynchronous;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod watch;
 
 use crate::SoftLock;
 use shuttle::scheduler::{PctScheduler, RandomScheduler};
@@ -84,24 +86,27 @@ fn take_turns(path: &Arc<Path>, turn: impl Fn(usize, &Path, &Inside) + Send + Sy
 /// holders, every thread gets the lock, and no waiter or file is left.
 #[test]
 fn soft_lock_threads_take_turns_and_leave_nothing() {
-    explore(300, || {
-        let dir = tempfile::tempdir().unwrap();
-        let path: Arc<Path> = dir.path().join("a.lock").into();
-        take_turns(&path, |_, path, inside| {
-            let guard = SoftLock::marker(path).lock().unwrap();
-            inside.enter();
-            inside.leave();
-            guard.release().unwrap();
-        });
-        assert!(!path.exists(), "the marker was left");
-        assert_eq!(crate::soft::waiting_threads(&path), 0, "a waiter was left");
-        // Nothing of theirs holds it: free to take at once.
-        SoftLock::marker(&*path)
-            .try_lock()
-            .unwrap()
-            .release()
-            .unwrap();
+    explore(300, threads_take_turns_and_leave_nothing);
+}
+
+/// The body of [`soft_lock_threads_take_turns_and_leave_nothing`], one run.
+fn threads_take_turns_and_leave_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path: Arc<Path> = dir.path().join("a.lock").into();
+    take_turns(&path, |_, path, inside| {
+        let guard = SoftLock::marker(path).lock().unwrap();
+        inside.enter();
+        inside.leave();
+        guard.release().unwrap();
     });
+    assert!(!path.exists(), "the marker was left");
+    assert_eq!(crate::soft::waiting_threads(&path), 0, "a waiter was left");
+    // Nothing of theirs holds it: free to take at once.
+    SoftLock::marker(&*path)
+        .try_lock()
+        .unwrap()
+        .release()
+        .unwrap();
 }
 
 /// Timed and untimed waits for one soft lock take turns: a timed wait
@@ -252,20 +257,23 @@ fn held_elsewhere_then(
 /// pauses never time out, so a lost wake-up is a deadlock it reports).
 #[test]
 fn a_release_while_the_hook_runs_is_not_lost() {
-    explore(300, || {
-        let dir = tempfile::tempdir().unwrap();
-        let path: Arc<Path> = dir.path().join("a.lock").into();
-        let holder = held_elsewhere(&path, 1);
-        let guard = SoftLock::marker(&*path)
-            .lock_with(None, |_| {
-                thread::yield_now();
-                std::ops::ControlFlow::Continue(())
-            })
-            .unwrap();
-        guard.release().unwrap();
-        holder.join().unwrap();
-        assert!(!path.exists());
-    });
+    explore(300, release_while_the_hook_runs);
+}
+
+/// The body of [`a_release_while_the_hook_runs_is_not_lost`], one run.
+fn release_while_the_hook_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path: Arc<Path> = dir.path().join("a.lock").into();
+    let holder = held_elsewhere(&path, 1);
+    let guard = SoftLock::marker(&*path)
+        .lock_with(None, |_| {
+            thread::yield_now();
+            std::ops::ControlFlow::Continue(())
+        })
+        .unwrap();
+    guard.release().unwrap();
+    holder.join().unwrap();
+    assert!(!path.exists());
 }
 
 /// A thread that takes and lets go another soft lock: a release of this
@@ -349,27 +357,30 @@ fn a_hook_that_panics_leaves_no_waiter_and_no_hold() {
 /// (Round 2: the hook's own release woke its wait at once, which spun.)
 #[test]
 fn a_hooks_own_release_does_not_wake_its_wait() {
-    explore(300, || {
-        let dir = tempfile::tempdir().unwrap();
-        let path: Arc<Path> = dir.path().join("a.lock").into();
-        let other = dir.path().join("other.lock");
-        // Lets the waiter run its hook as often as it would.
-        let holder = held_elsewhere(&path, 4);
-        let calls = AtomicUsize::new(0);
-        let guard = SoftLock::marker(&*path)
-            .lock_with(None, |_| {
-                calls.fetch_add(1, Ordering::SeqCst);
-                SoftLock::marker(&other).lock().unwrap().release().unwrap();
-                std::ops::ControlFlow::Continue(())
-            })
-            .unwrap();
-        // The first busy attempt's call, and at most one more: after the
-        // holder's release, when it came as the hook ran.
-        let calls = calls.load(Ordering::SeqCst);
-        assert!(calls <= 2, "the hook ran {calls} times for one release");
-        guard.release().unwrap();
-        holder.join().unwrap();
-    });
+    explore(300, hooks_own_release);
+}
+
+/// The body of [`a_hooks_own_release_does_not_wake_its_wait`], one run.
+fn hooks_own_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let path: Arc<Path> = dir.path().join("a.lock").into();
+    let other = dir.path().join("other.lock");
+    // Lets the waiter run its hook as often as it would.
+    let holder = held_elsewhere(&path, 4);
+    let calls = AtomicUsize::new(0);
+    let guard = SoftLock::marker(&*path)
+        .lock_with(None, |_| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            SoftLock::marker(&other).lock().unwrap().release().unwrap();
+            std::ops::ControlFlow::Continue(())
+        })
+        .unwrap();
+    // The first busy attempt's call, and at most one more: after the
+    // holder's release, when it came as the hook ran.
+    let calls = calls.load(Ordering::SeqCst);
+    assert!(calls <= 2, "the hook ran {calls} times for one release");
+    guard.release().unwrap();
+    holder.join().unwrap();
 }
 
 /// Kernel locks' thread registry: where the kernel has no open file

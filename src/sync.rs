@@ -109,6 +109,25 @@ pub(crate) fn ahead() -> std::time::Duration {
     model::AHEAD.with(std::cell::Cell::get)
 }
 
+/// A wait in the kernel's `poll` for what an inotify watch or its bell
+/// reports, as the model makes it: the blocking call would stop the
+/// model's single thread, so the wait is a loop of looks that never block
+/// (`ready`: whether an event came, consumed), another thread run between
+/// them, which ends, as the call does, once one came. A wake-up that never
+/// comes fails the run at the model's step limit. Once the test asks for
+/// timeouts (`model::timeouts`), the pause ends after one other thread
+/// ran, the clock moved on by `pause`.
+#[cfg(all(swaplock_model, any(target_os = "linux", target_os = "android")))]
+pub(crate) fn poll_until(mut ready: impl FnMut() -> bool, pause: std::time::Duration) {
+    while !ready() {
+        thread::yield_now();
+        if model::TIMEOUTS.with(std::cell::Cell::get) {
+            model::AHEAD.with(|ahead| ahead.set(ahead.get() + pause));
+            return;
+        }
+    }
+}
+
 /// The async waits' timer and runtime (feature `tokio`), beside the
 /// threads' primitives: tokio's, re-exported unchanged; under the model,
 /// the model's, since its tasks run on shuttle's executor, with no tokio
@@ -135,19 +154,33 @@ pub(crate) mod time {
         true
     }
 
+    /// [`poll_until`](super::poll_until), for a task: the looks are its
+    /// polls, other tasks and threads run between them.
+    #[cfg(all(swaplock_model, any(target_os = "linux", target_os = "android")))]
+    pub(crate) async fn poll_until(mut ready: impl FnMut() -> bool, pause: std::time::Duration) {
+        while !ready() {
+            shuttle::future::yield_now().await;
+            if super::model::TIMEOUTS.with(std::cell::Cell::get) {
+                super::model::AHEAD.with(|ahead| ahead.set(ahead.get() + pause));
+                return;
+            }
+        }
+    }
+
     /// A pause of the model; see [`time`](self).
     #[cfg(swaplock_model)]
-    pub(crate) struct Sleep {
-        pause: std::time::Duration,
-        yielded: bool,
-    }
+    pub(crate) struct Sleep(std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>);
 
     #[cfg(swaplock_model)]
     pub(crate) fn sleep(pause: std::time::Duration) -> Sleep {
-        Sleep {
-            pause,
-            yielded: false,
-        }
+        Sleep(Box::pin(async move {
+            if !super::model::TIMEOUTS.with(std::cell::Cell::get) {
+                return std::future::pending().await;
+            }
+            // Another task may run first.
+            shuttle::future::yield_now().await;
+            super::model::AHEAD.with(|ahead| ahead.set(ahead.get() + pause));
+        }))
     }
 
     #[cfg(swaplock_model)]
@@ -158,19 +191,7 @@ pub(crate) mod time {
             mut self: std::pin::Pin<&mut Self>,
             cx: &mut std::task::Context<'_>,
         ) -> std::task::Poll<()> {
-            use std::task::Poll;
-            if !super::model::TIMEOUTS.with(std::cell::Cell::get) {
-                return Poll::Pending;
-            }
-            if !self.yielded {
-                // Another task may run first.
-                self.yielded = true;
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
-            }
-            let pause = self.pause;
-            super::model::AHEAD.with(|ahead| ahead.set(ahead.get() + pause));
-            Poll::Ready(())
+            self.0.as_mut().poll(cx)
         }
     }
 }
@@ -189,6 +210,19 @@ pub(crate) mod model {
         pub(super) static AHEAD: Cell<Duration> = const { Cell::new(Duration::ZERO) };
         pub(super) static TIMEOUTS: Cell<bool> = const { Cell::new(false) };
         static BLOCKED: Cell<usize> = const { Cell::new(0) };
+        static WATCHES: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Whether this test's soft waits watch their lock path with inotify
+    /// (`src/soft/wake.rs`) rather than wait on the release condition
+    /// variable, the way they take on Linux outside the model.
+    pub(crate) fn watches(on: bool) {
+        WATCHES.with(|w| w.set(on));
+    }
+
+    /// See [`watches`].
+    pub(crate) fn watching() -> bool {
+        WATCHES.with(Cell::get)
     }
 
     /// How many threads are in a waiting lock call and have found the lock

@@ -169,6 +169,8 @@ pub use guard::SoftLockGuard;
 use status::Busy;
 pub use status::{Advice, OwnerInfo};
 pub use wait::{waiting_threads, WaitStatus};
+#[cfg(all(test, swaplock_model, any(target_os = "linux", target_os = "android")))]
+pub(crate) use wake::bells;
 
 /// The default pause between attempts, as filelock's `poll_interval`.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(50);

@@ -8,10 +8,13 @@
 //! A wake-up is only a reason to look again: the protocol decides.
 //!
 //! Under the model checker (`--cfg swaplock_model`) the waiter takes the
-//! condition variable's way on every system: the watch's `poll` would block
-//! the checker's one thread.
+//! condition variable's way on every system, unless its test turns watches
+//! on (`sync::model::watches`): then it watches as on Linux, and its wait
+//! is a loop of looks at the watch that never block
+//! ([`crate::sync::poll_until`]), since the watch's `poll` would block the
+//! checker's one thread.
 
-#[cfg(all(any(target_os = "linux", target_os = "android"), not(swaplock_model)))]
+#[cfg(any(target_os = "linux", target_os = "android"))]
 mod imp {
     use crate::adapter::watch::{self, Armed, Bell, Watch};
     use std::os::fd::AsFd;
@@ -26,6 +29,13 @@ mod imp {
 
     /// The adapter's spare watches' mutex, for the fork handlers.
     static SPARES: crate::lists::ForkHook = crate::lists::ForkHook::new(watch::lock_for_fork);
+
+    /// How many waiters of this process have a bell (for the model's
+    /// tests).
+    #[cfg(all(test, swaplock_model))]
+    pub(crate) fn bells() -> usize {
+        BELLS.lock().len()
+    }
 
     /// Wakes every waiter of this process that watches its lock path.
     pub(crate) fn ring_all() {
@@ -83,6 +93,11 @@ mod imp {
             name: &[u8],
         ) -> Next {
             let new = matches!(self, Watcher::Idle);
+            #[cfg(swaplock_model)]
+            if new && !crate::sync::model::watching() {
+                *self = Watcher::Refused;
+                return Next::Wait;
+            }
             if new {
                 SPARES.install();
                 match Watch::new(dir_path, name) {
@@ -135,6 +150,9 @@ mod imp {
         /// Waits up to `pause` for the lock path to change or the bell.
         pub(crate) fn wait(&mut self, dir: &super::super::Dir, pause: Duration) {
             if let Watcher::Watching(watch, _) = self {
+                #[cfg(swaplock_model)]
+                return crate::sync::poll_until(|| watch.wait(dir.as_fd(), Duration::ZERO), pause);
+                #[cfg(not(swaplock_model))]
                 watch.wait(dir.as_fd(), pause);
             }
         }
@@ -144,6 +162,12 @@ mod imp {
         /// the tokio runtime's reactor. (Without a watch: the pause.)
         #[cfg(feature = "tokio")]
         pub(crate) async fn wait_async(&mut self, dir: &super::super::Dir, pause: Duration) {
+            // The model's tasks have no reactor: they look at the watch.
+            #[cfg(swaplock_model)]
+            if let Watcher::Watching(watch, _) = self {
+                let ready = || watch.drain(dir.as_fd());
+                return crate::sync::time::poll_until(ready, pause).await;
+            }
             use std::future::Future;
             use std::os::fd::AsRawFd;
             use std::task::Poll;
@@ -247,7 +271,7 @@ mod imp {
     }
 }
 
-#[cfg(not(all(any(target_os = "linux", target_os = "android"), not(swaplock_model))))]
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
 mod imp {
     use std::path::Path;
     use std::time::Duration;
