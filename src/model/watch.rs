@@ -7,7 +7,7 @@
 //! `poll`. The events are the kernel's, of the real files. A wake-up that
 //! never comes fails the run at the model's step limit.
 
-use super::{explore, Inside};
+use super::explore;
 use crate::SoftLock;
 use shuttle::thread;
 use std::path::Path;
@@ -49,6 +49,49 @@ fn a_hooks_own_release_does_not_wake_its_watched_wait() {
     explore(300, || watched(super::hooks_own_release));
 }
 
+/// Another program's release, which rings no bell and counts no release
+/// of this process, wakes a watching wait, a thread's or a task's: the
+/// kernel's event of its marker (an empty file, which contenders never
+/// remove, unlinked outside the library). Without the watch, the model
+/// would report the wake-up that never comes.
+fn another_programs_release_wakes_a_watched_wait(task: bool) {
+    explore(300, move || {
+        watched(|| {
+            let dir = tempfile::tempdir().unwrap();
+            let path: Arc<Path> = dir.path().join("a.lock").into();
+            std::fs::write(&*path, b"").unwrap();
+            let other = {
+                let path = Arc::clone(&path);
+                thread::spawn(move || {
+                    thread::yield_now();
+                    std::fs::remove_file(&*path).unwrap();
+                })
+            };
+            let lock = SoftLock::marker(&*path);
+            let guard = match task {
+                #[cfg(feature = "tokio")]
+                true => shuttle::future::block_on(lock.lock_async()),
+                _ => lock.lock(),
+            };
+            guard.unwrap().release().unwrap();
+            other.join().unwrap();
+            assert!(!path.exists(), "the marker was left");
+        });
+        assert_eq!(crate::soft::bells(), 0, "a bell was left");
+    });
+}
+
+#[test]
+fn another_programs_release_wakes_a_watched_thread() {
+    another_programs_release_wakes_a_watched_wait(false);
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+fn another_programs_release_wakes_a_watched_task() {
+    another_programs_release_wakes_a_watched_wait(true);
+}
+
 /// Two tasks and a thread take turns at one soft lock, all watching: the
 /// tasks look at their watch between polls (the model's tasks have no
 /// reactor). Never two holders, each gets the lock, and no bell, waiter
@@ -60,7 +103,7 @@ fn watched_async_and_blocking_soft_waits_take_turns() {
         watched(|| {
             let dir = tempfile::tempdir().unwrap();
             let path: Arc<Path> = dir.path().join("a.lock").into();
-            let inside = Arc::new(Inside::default());
+            let inside = Arc::new(super::Inside::default());
             let tasks: Vec<_> = (0..2)
                 .map(|_| {
                     let (path, inside) = (Arc::clone(&path), Arc::clone(&inside));
