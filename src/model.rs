@@ -9,7 +9,9 @@
 //! own. The model's pauses never time out: a wake-up that never comes is a
 //! deadlock it reports. With the `tokio` feature, the async waits'
 //! tasks run on shuttle's executor beside the threads
-//! ([`asynchronous`]), their timer the model's too.
+//! ([`asynchronous`]), their timer the model's too. Soft waits take the
+//! release condition variable's way unless a test turns Linux's inotify
+//! watch on (`watch`).
 //!
 //! Each test states a promise; eleven name the defect they would have
 //! caught (nine of round 2, two of them in the async waits; two of one of
