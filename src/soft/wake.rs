@@ -160,14 +160,8 @@ mod imp {
         /// Waits up to `pause` for the lock path to change or the bell,
         /// without blocking the thread: the watch's descriptors polled by
         /// the tokio runtime's reactor. (Without a watch: the pause.)
-        #[cfg(feature = "tokio")]
+        #[cfg(all(feature = "tokio", not(swaplock_model)))]
         pub(crate) async fn wait_async(&mut self, dir: &super::super::Dir, pause: Duration) {
-            // The model's tasks have no reactor: they look at the watch.
-            #[cfg(swaplock_model)]
-            if let Watcher::Watching(watch, _) = self {
-                let ready = || watch.drain(dir.as_fd());
-                return crate::sync::time::poll_until(ready, pause).await;
-            }
             use std::future::Future;
             use std::os::fd::AsRawFd;
             use std::task::Poll;
@@ -245,6 +239,20 @@ mod imp {
                 if !woken {
                     return;
                 }
+            }
+        }
+
+        /// Under the model, whose tasks have no reactor: looks at the watch
+        /// between polls ([`crate::sync::time::poll_until`]); without one,
+        /// the model's pause.
+        #[cfg(all(feature = "tokio", swaplock_model))]
+        pub(crate) async fn wait_async(&mut self, dir: &super::super::Dir, pause: Duration) {
+            match self {
+                Watcher::Watching(watch, _) => {
+                    let ready = || watch.drain(dir.as_fd());
+                    crate::sync::time::poll_until(ready, pause).await
+                }
+                _ => crate::sync::time::sleep(pause).await,
             }
         }
 
