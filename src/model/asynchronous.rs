@@ -32,25 +32,30 @@ impl Wake for Relay {
 }
 
 /// The wakers an async wait was given, a new one at each poll: one that
-/// is still alive once the wait ended or was dropped is kept by the
-/// library (in a list of waiting tasks), and with it the task.
+/// is still alive after its poll returned is kept by the library (in a
+/// list of waiting tasks), and with it the task.
 #[derive(Clone, Default)]
 struct Given(Arc<std::sync::Mutex<Vec<Weak<Relay>>>>);
 
 impl Given {
-    /// Awaits `wait`, giving it a waker of its own at each poll.
+    /// Awaits `wait`, giving it a waker of its own at each poll. (A poll
+    /// may be cut short at any of the model's points, the waker still on
+    /// its stack: the waker is counted once the poll returned.)
     async fn through<F: Future>(self, wait: F) -> F::Output {
         let mut wait = std::pin::pin!(wait);
         std::future::poll_fn(|cx| {
             let relay = Arc::new(Relay(cx.waker().clone()));
-            self.0.lock().unwrap().push(Arc::downgrade(&relay));
-            wait.as_mut()
-                .poll(&mut Context::from_waker(&Waker::from(relay)))
+            let given = Arc::downgrade(&relay);
+            let polled = wait
+                .as_mut()
+                .poll(&mut Context::from_waker(&Waker::from(relay)));
+            self.0.lock().unwrap().push(given);
+            polled
         })
         .await
     }
 
-    /// How many of the wakers given are still kept.
+    /// How many of the wakers given are kept after their poll.
     fn kept(&self) -> usize {
         let given = self.0.lock().unwrap();
         given.iter().filter(|w| w.strong_count() > 0).count()
@@ -167,7 +172,7 @@ fn a_dropped_async_soft_wait_leaves_no_waker() {
             })
         };
         let waker = super::release_another(dir.path());
-        // The task waits for a release.
+        // The task waits for a release, its waker kept for it.
         while given.kept() == 0 {
             thread::yield_now();
         }
