@@ -135,8 +135,8 @@ pub(crate) fn poll_until(mut ready: impl FnMut() -> bool, pause: std::time::Dura
 /// pauses never time out (a wake-up that never comes is a deadlock it
 /// reports), unless the test asks for timeouts (`model::timeouts`): then it
 /// lets another task run and ends, the clock ([`now`]) moved on by its
-/// length. (The inotify watch's async wait, never built under the model,
-/// takes tokio's timer and reactor directly.)
+/// length. (The inotify watch's async wait takes tokio's timer and reactor
+/// directly outside the model, and has a version of its own inside it.)
 #[cfg(feature = "tokio")]
 pub(crate) mod time {
     #[cfg(not(swaplock_model))]
@@ -197,7 +197,8 @@ pub(crate) mod time {
 }
 
 /// What a test of the model sets and sees: its clock, whether its timed
-/// waits time out, how many of its threads block in a kernel lock call.
+/// waits time out, whether its soft waits watch their lock path, how many
+/// of its threads block in a kernel lock call.
 /// Shuttle runs the threads of one test on the test's own thread, so a
 /// `std` thread-local is one value for all of them and none of another
 /// test's.
