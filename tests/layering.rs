@@ -96,11 +96,11 @@ fn the_windows_tests_start_only_themselves() {
 
 /// The library's thread primitives come from one module, `src/sync.rs`,
 /// which the model checker's build swaps for shuttle's (`src/model.rs`
-/// and `src/model/`, the model's own tests, take shuttle's directly): a `std` or `core`
-/// mutex, condition variable, atomic, channel, thread or thread-local
-/// taken anywhere else in the library would be out of the model's sight,
-/// its interleavings unexplored (and a blocking one would stop the
-/// model's single thread). `Arc`, `Weak`, `Once`, `OnceLock` and
+/// and `src/model/`, the model's own tests, take shuttle's directly): a
+/// `std` or `core` mutex, condition variable, atomic, channel, thread or
+/// thread-local taken anywhere else in the library would be out of the
+/// model's sight, its interleavings unexplored (and a blocking one would
+/// stop the model's single thread). `Arc`, `Weak`, `Once`, `OnceLock` and
 /// `PoisonError` never block a thread of the model, and stay `std`'s.
 #[test]
 fn the_librarys_threads_synchronise_through_its_one_seam() {
