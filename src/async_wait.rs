@@ -9,7 +9,7 @@ use std::sync::Arc;
 /// wait needs (tokio panics without them): an error naming the remedy
 /// otherwise.
 pub(crate) fn in_runtime(path: &Arc<Path>) -> io::Result<()> {
-    if tokio::runtime::Handle::try_current().is_ok() {
+    if crate::sync::time::in_runtime() {
         return Ok(());
     }
     let kind = io::ErrorKind::Unsupported;

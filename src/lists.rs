@@ -51,13 +51,13 @@ impl<T: Send + 'static> crate::atfork::ForkLock for ProcessMutex<T> {
 /// A lock the fork handlers take that is not a [`ProcessMutex`] (an
 /// adapter's own list), entered with them by [`install`](Self::install)
 /// before its first use.
-#[cfg(all(any(target_os = "linux", target_os = "android"), not(swaplock_model)))]
+#[cfg(any(target_os = "linux", target_os = "android"))]
 pub(crate) struct ForkHook {
     lock: fn() -> Box<dyn std::any::Any>,
     registered: AtomicBool,
 }
 
-#[cfg(all(any(target_os = "linux", target_os = "android"), not(swaplock_model)))]
+#[cfg(any(target_os = "linux", target_os = "android"))]
 impl ForkHook {
     /// The hook that takes a lock by `lock`, returning its guard.
     pub(crate) const fn new(lock: fn() -> Box<dyn std::any::Any>) -> Self {
@@ -76,7 +76,7 @@ impl ForkHook {
     }
 }
 
-#[cfg(all(any(target_os = "linux", target_os = "android"), not(swaplock_model)))]
+#[cfg(any(target_os = "linux", target_os = "android"))]
 impl crate::atfork::ForkLock for ForkHook {
     fn lock_for_fork(&'static self) -> Box<dyn std::any::Any> {
         (self.lock)()

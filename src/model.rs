@@ -7,11 +7,20 @@
 //! and PCT schedules, from fixed seeds, so that a rerun of the test
 //! reproduces a failure). The files are real, in a directory of each run's
 //! own. The model's pauses never time out: a wake-up that never comes is a
-//! deadlock it reports.
+//! deadlock it reports. With the `tokio` feature, the async waits'
+//! tasks run on shuttle's executor beside the threads
+//! ([`asynchronous`]), their timer the model's too. Soft waits take the
+//! release condition variable's way unless a test turns Linux's inotify
+//! watch on (`watch`).
 //!
-//! Each test states a promise; nine name the defect they would have
-//! caught (seven of round 2; two of one of round 3, in its two orders): with
-//! that fix undone, the test fails.
+//! Each test states a promise; eleven name the defect they would have
+//! caught (nine of round 2, two of them in the async waits; two of one of
+//! round 3, in its two orders): with that fix undone, the test fails.
+
+#[cfg(feature = "tokio")]
+mod asynchronous;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod watch;
 
 use crate::SoftLock;
 use shuttle::scheduler::{PctScheduler, RandomScheduler};
@@ -20,6 +29,7 @@ use shuttle::{thread, Config, Runner};
 use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Runs `test` under `schedules` random schedules and as many PCT ones
 /// (depth 3), from fixed seeds. One test at a time in the process: the
@@ -78,24 +88,114 @@ fn take_turns(path: &Arc<Path>, turn: impl Fn(usize, &Path, &Inside) + Send + Sy
 /// holders, every thread gets the lock, and no waiter or file is left.
 #[test]
 fn soft_lock_threads_take_turns_and_leave_nothing() {
+    explore(300, threads_take_turns_and_leave_nothing);
+}
+
+/// The body of [`soft_lock_threads_take_turns_and_leave_nothing`], one run.
+fn threads_take_turns_and_leave_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path: Arc<Path> = dir.path().join("a.lock").into();
+    take_turns(&path, |_, path, inside| {
+        let guard = SoftLock::marker(path).lock().unwrap();
+        inside.enter();
+        inside.leave();
+        guard.release().unwrap();
+    });
+    assert!(!path.exists(), "the marker was left");
+    assert_eq!(crate::soft::waiting_threads(&path), 0, "a waiter was left");
+    // Nothing of theirs holds it: free to take at once.
+    SoftLock::marker(&*path)
+        .try_lock()
+        .unwrap()
+        .release()
+        .unwrap();
+}
+
+/// Timed and untimed waits for one soft lock take turns: a timed wait
+/// pauses on the model's clock (its pauses never end here, as the
+/// untimed wait's do not), is handed holds as an untimed wait is, and
+/// never two hold at once. Every thread gets the lock, and no waiter or
+/// marker is left.
+#[test]
+fn timed_and_untimed_soft_waits_take_turns() {
     explore(300, || {
         let dir = tempfile::tempdir().unwrap();
         let path: Arc<Path> = dir.path().join("a.lock").into();
-        take_turns(&path, |_, path, inside| {
-            let guard = SoftLock::marker(path).lock().unwrap();
+        take_turns(&path, |i, path, inside| {
+            let lock = SoftLock::marker(path);
+            let guard = match i {
+                0 => lock.lock().unwrap(),
+                _ => lock.lock_timeout(Duration::from_secs(3600)).unwrap(),
+            };
             inside.enter();
             inside.leave();
             guard.release().unwrap();
         });
         assert!(!path.exists(), "the marker was left");
         assert_eq!(crate::soft::waiting_threads(&path), 0, "a waiter was left");
-        // Nothing of theirs holds it: free to take at once.
+    });
+}
+
+/// With the model's timed waits timing out, a timed soft wait gives up
+/// beside an untimed one, after as many pauses as its timeout holds polls
+/// (its clock the model's, [`crate::sync::ahead`]), whatever the holder and
+/// the untimed wait do meanwhile: it fails with `TimedOut` and holds
+/// nothing, or was handed the hold as it gave up and returns it; the
+/// untimed wait gets the lock; no two hold at once; and no waiter or
+/// marker is left.
+#[test]
+fn a_timed_soft_wait_that_gives_up_leaves_no_waiter_and_holds_nothing() {
+    // How many runs the timed wait gave up in: some must.
+    static GAVE_UP: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    explore(300, || {
+        crate::sync::model::timeouts(true);
+        let dir = tempfile::tempdir().unwrap();
+        let path: Arc<Path> = dir.path().join("a.lock").into();
+        let inside = Arc::new(Inside::default());
+        let holder = {
+            let inside = Arc::clone(&inside);
+            held_elsewhere_then(&path, 2, move || {
+                inside.enter();
+                inside.leave();
+            })
+        };
+        let untimed = {
+            let (path, inside) = (Arc::clone(&path), Arc::clone(&inside));
+            thread::spawn(move || {
+                let guard = SoftLock::marker(&*path).lock().unwrap();
+                inside.enter();
+                inside.leave();
+                guard.release().unwrap();
+            })
+        };
+        // An hour, polled every twenty minutes: only the model's clock
+        // comes that far.
+        let timed = SoftLock::marker(&*path).poll_interval(Duration::from_secs(1200));
+        match timed.lock_timeout(Duration::from_secs(3600)) {
+            Ok(guard) => {
+                inside.enter();
+                inside.leave();
+                guard.release().unwrap();
+            }
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
+                GAVE_UP.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        holder.join().unwrap();
+        untimed.join().unwrap();
+        assert_eq!(crate::soft::waiting_threads(&path), 0, "a waiter was left");
+        assert!(!path.exists(), "the marker was left");
+        // Nothing of the timed wait holds it: free to take at once.
         SoftLock::marker(&*path)
             .try_lock()
             .unwrap()
             .release()
             .unwrap();
+        crate::sync::model::timeouts(false);
     });
+    let gave_up = GAVE_UP.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(gave_up > 0, "no timed wait gave up");
 }
 
 /// A thread that holds a soft lock and waits for it again, with no
@@ -125,12 +225,22 @@ fn a_soft_lock_held_by_this_thread_is_a_deadlock_error() {
 /// A thread that takes the soft lock of `path`, and lets it go after
 /// `yields` points where others may run; returned once it holds.
 fn held_elsewhere(path: &Arc<Path>, yields: usize) -> thread::JoinHandle<()> {
+    held_elsewhere_then(path, yields, || {})
+}
+
+/// [`held_elsewhere`], the thread running `holding` first as it holds.
+fn held_elsewhere_then(
+    path: &Arc<Path>,
+    yields: usize,
+    holding: impl FnOnce() + Send + 'static,
+) -> thread::JoinHandle<()> {
     let held = Arc::new(AtomicUsize::new(0));
     let holder = {
         let (path, held) = (Arc::clone(path), Arc::clone(&held));
         thread::spawn(move || {
             let guard = SoftLock::marker(&*path).lock().unwrap();
             held.store(1, Ordering::SeqCst);
+            holding();
             for _ in 0..yields {
                 thread::yield_now();
             }
@@ -149,20 +259,23 @@ fn held_elsewhere(path: &Arc<Path>, yields: usize) -> thread::JoinHandle<()> {
 /// pauses never time out, so a lost wake-up is a deadlock it reports).
 #[test]
 fn a_release_while_the_hook_runs_is_not_lost() {
-    explore(300, || {
-        let dir = tempfile::tempdir().unwrap();
-        let path: Arc<Path> = dir.path().join("a.lock").into();
-        let holder = held_elsewhere(&path, 1);
-        let guard = SoftLock::marker(&*path)
-            .lock_with(None, |_| {
-                thread::yield_now();
-                std::ops::ControlFlow::Continue(())
-            })
-            .unwrap();
-        guard.release().unwrap();
-        holder.join().unwrap();
-        assert!(!path.exists());
-    });
+    explore(300, release_while_the_hook_runs);
+}
+
+/// The body of [`a_release_while_the_hook_runs_is_not_lost`], one run.
+fn release_while_the_hook_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path: Arc<Path> = dir.path().join("a.lock").into();
+    let holder = held_elsewhere(&path, 1);
+    let guard = SoftLock::marker(&*path)
+        .lock_with(None, |_| {
+            thread::yield_now();
+            std::ops::ControlFlow::Continue(())
+        })
+        .unwrap();
+    guard.release().unwrap();
+    holder.join().unwrap();
+    assert!(!path.exists());
 }
 
 /// A thread that takes and lets go another soft lock: a release of this
@@ -246,27 +359,30 @@ fn a_hook_that_panics_leaves_no_waiter_and_no_hold() {
 /// (Round 2: the hook's own release woke its wait at once, which spun.)
 #[test]
 fn a_hooks_own_release_does_not_wake_its_wait() {
-    explore(300, || {
-        let dir = tempfile::tempdir().unwrap();
-        let path: Arc<Path> = dir.path().join("a.lock").into();
-        let other = dir.path().join("other.lock");
-        // Lets the waiter run its hook as often as it would.
-        let holder = held_elsewhere(&path, 4);
-        let calls = AtomicUsize::new(0);
-        let guard = SoftLock::marker(&*path)
-            .lock_with(None, |_| {
-                calls.fetch_add(1, Ordering::SeqCst);
-                SoftLock::marker(&other).lock().unwrap().release().unwrap();
-                std::ops::ControlFlow::Continue(())
-            })
-            .unwrap();
-        // The first busy attempt's call, and at most one more: after the
-        // holder's release, when it came as the hook ran.
-        let calls = calls.load(Ordering::SeqCst);
-        assert!(calls <= 2, "the hook ran {calls} times for one release");
-        guard.release().unwrap();
-        holder.join().unwrap();
-    });
+    explore(300, hooks_own_release);
+}
+
+/// The body of [`a_hooks_own_release_does_not_wake_its_wait`], one run.
+fn hooks_own_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let path: Arc<Path> = dir.path().join("a.lock").into();
+    let other = dir.path().join("other.lock");
+    // Lets the waiter run its hook as often as it would.
+    let holder = held_elsewhere(&path, 4);
+    let calls = AtomicUsize::new(0);
+    let guard = SoftLock::marker(&*path)
+        .lock_with(None, |_| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            SoftLock::marker(&other).lock().unwrap().release().unwrap();
+            std::ops::ControlFlow::Continue(())
+        })
+        .unwrap();
+    // The first busy attempt's call, and at most one more: after the
+    // holder's release, when it came as the hook ran.
+    let calls = calls.load(Ordering::SeqCst);
+    assert!(calls <= 2, "the hook ran {calls} times for one release");
+    guard.release().unwrap();
+    holder.join().unwrap();
 }
 
 /// Kernel locks' thread registry: where the kernel has no open file
@@ -447,9 +563,7 @@ fn timed_kernel_waits_take_turns_and_leave_no_waiting_thread() {
             let lock = crate::FileLock::flock(path);
             let guard = match i {
                 0 => lock.lock().unwrap(),
-                _ => lock
-                    .lock_timeout(std::time::Duration::from_secs(3600))
-                    .unwrap(),
+                _ => lock.lock_timeout(Duration::from_secs(3600)).unwrap(),
             };
             inside.enter();
             inside.leave();
@@ -476,7 +590,7 @@ fn left_behind(path: &Path) -> crate::FileLockGuard {
     crate::sync::model::timeouts(true);
     let first = crate::FileLock::flock(path).try_lock().unwrap();
     let e = crate::FileLock::flock(path)
-        .lock_timeout(std::time::Duration::from_secs(3600))
+        .lock_timeout(Duration::from_secs(3600))
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
     first
@@ -566,7 +680,7 @@ fn a_timed_wait_that_gives_up_beside_an_untimed_one_leaves_no_thread() {
             thread::yield_now();
         }
         let e = crate::FileLock::flock(&*path)
-            .lock_timeout(std::time::Duration::from_secs(3600))
+            .lock_timeout(Duration::from_secs(3600))
             .unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
         first.release().unwrap();

@@ -5,8 +5,11 @@
 //! `src/model.rs` explores the interleavings of the facade's threads (as
 //! tokio keeps loom behind one module); otherwise they are `std`'s,
 //! re-exported unchanged. (`Arc`, `Weak`, `Once` and `OnceLock` are `std`'s
-//! either way: they never block a thread of the model.) This module uses
-//! nothing else of the crate.
+//! either way: they never block a thread of the model.) So are the clock
+//! and the pauses of the facade's timed waits ([`now`], `wait_timeout`,
+//! [`wait_timeout_while`]), and, with the `tokio` feature, the async
+//! waits' timer and runtime check (`time`). This module uses nothing
+//! else of the crate.
 
 #[cfg(not(swaplock_model))]
 pub(crate) use std::{
@@ -40,11 +43,11 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// The monotonic clock of the kernel locks' deadline waits. Under the
 /// model it runs ahead by the time the model's timed waits let pass
-/// ([`wait_timeout`]).
+/// (`wait_timeout`, [`wait_timeout_while`], `time::sleep`).
 pub(crate) fn now() -> std::time::Instant {
     let now = std::time::Instant::now();
     #[cfg(swaplock_model)]
-    let now = now + model::AHEAD.with(std::cell::Cell::get);
+    let now = now + ahead();
     now
 }
 
@@ -71,8 +74,131 @@ pub(crate) fn wait_timeout<'a, T>(
         .0
 }
 
+/// Waits on `changed` while `condition` holds, until `timeout` passes,
+/// whatever a panicking holder of the mutex left: a soft wait's pause.
+/// Under the model, once a test asks for timeouts (`model::timeouts`), a
+/// wait whose condition holds lets another thread run and then ends, as
+/// `wait_timeout` does, the clock ([`now`]) moved on by `timeout`.
+pub(crate) fn wait_timeout_while<'a, T>(
+    changed: &Condvar,
+    guard: MutexGuard<'a, T>,
+    timeout: std::time::Duration,
+    condition: impl FnMut(&mut T) -> bool,
+) -> MutexGuard<'a, T> {
+    #[cfg(swaplock_model)]
+    if model::TIMEOUTS.with(std::cell::Cell::get) {
+        let (mut guard, mut condition) = (guard, condition);
+        if condition(&mut guard) {
+            thread::yield_now();
+            model::AHEAD.with(|ahead| ahead.set(ahead.get() + timeout));
+        }
+        return guard;
+    }
+    changed
+        .wait_timeout_while(guard, timeout, condition)
+        .unwrap_or_else(PoisonError::into_inner)
+        .0
+}
+
+/// How far the model's clock has run ahead of the system's, by the time
+/// its timed waits let pass: a wait that reads the adapter's clock (a
+/// soft lock's, through the core) adds what it ran ahead since the wait
+/// began.
+#[cfg(swaplock_model)]
+pub(crate) fn ahead() -> std::time::Duration {
+    model::AHEAD.with(std::cell::Cell::get)
+}
+
+/// A wait in the kernel's `poll` for what an inotify watch or its bell
+/// reports, as the model makes it: the blocking call would stop the
+/// model's single thread, so the wait is a loop of looks that never block
+/// (`ready`: whether an event came, consumed), another thread run between
+/// them, which ends, as the call does, once one came. A wake-up that never
+/// comes fails the run at the model's step limit. Once the test asks for
+/// timeouts (`model::timeouts`), the pause ends after one other thread
+/// ran, the clock moved on by `pause`.
+#[cfg(all(swaplock_model, any(target_os = "linux", target_os = "android")))]
+pub(crate) fn poll_until(mut ready: impl FnMut() -> bool, pause: std::time::Duration) {
+    while !ready() {
+        thread::yield_now();
+        if model::TIMEOUTS.with(std::cell::Cell::get) {
+            model::AHEAD.with(|ahead| ahead.set(ahead.get() + pause));
+            return;
+        }
+    }
+}
+
+/// The async waits' timer and runtime (feature `tokio`), beside the
+/// threads' primitives: tokio's, re-exported unchanged; under the model,
+/// the model's, since its tasks run on shuttle's executor, with no tokio
+/// runtime. There a [`sleep`](time::sleep) never ends, as the model's
+/// pauses never time out (a wake-up that never comes is a deadlock it
+/// reports), unless the test asks for timeouts (`model::timeouts`): then it
+/// lets another task run and ends, the clock ([`now`]) moved on by its
+/// length. (The inotify watch's async wait takes tokio's timer and reactor
+/// directly outside the model, and has a version of its own inside it.)
+#[cfg(feature = "tokio")]
+pub(crate) mod time {
+    #[cfg(not(swaplock_model))]
+    pub(crate) use tokio::time::{sleep, Sleep};
+
+    /// Whether the caller runs in a tokio runtime.
+    #[cfg(not(swaplock_model))]
+    pub(crate) fn in_runtime() -> bool {
+        tokio::runtime::Handle::try_current().is_ok()
+    }
+
+    /// Under the model: in a task of shuttle's executor, always.
+    #[cfg(swaplock_model)]
+    pub(crate) fn in_runtime() -> bool {
+        true
+    }
+
+    /// [`poll_until`](super::poll_until), for a task: the looks are its
+    /// polls, other tasks and threads run between them.
+    #[cfg(all(swaplock_model, any(target_os = "linux", target_os = "android")))]
+    pub(crate) async fn poll_until(mut ready: impl FnMut() -> bool, pause: std::time::Duration) {
+        while !ready() {
+            shuttle::future::yield_now().await;
+            if super::model::TIMEOUTS.with(std::cell::Cell::get) {
+                super::model::AHEAD.with(|ahead| ahead.set(ahead.get() + pause));
+                return;
+            }
+        }
+    }
+
+    /// A pause of the model; see [`time`](self).
+    #[cfg(swaplock_model)]
+    pub(crate) struct Sleep(std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>);
+
+    #[cfg(swaplock_model)]
+    pub(crate) fn sleep(pause: std::time::Duration) -> Sleep {
+        Sleep(Box::pin(async move {
+            if !super::model::TIMEOUTS.with(std::cell::Cell::get) {
+                return std::future::pending().await;
+            }
+            // Another task may run first.
+            shuttle::future::yield_now().await;
+            super::model::AHEAD.with(|ahead| ahead.set(ahead.get() + pause));
+        }))
+    }
+
+    #[cfg(swaplock_model)]
+    impl std::future::Future for Sleep {
+        type Output = ();
+
+        fn poll(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<()> {
+            self.0.as_mut().poll(cx)
+        }
+    }
+}
+
 /// What a test of the model sets and sees: its clock, whether its timed
-/// waits time out, how many of its threads block in a kernel lock call.
+/// waits time out, whether its soft waits watch their lock path, how many
+/// of its threads block in a kernel lock call.
 /// Shuttle runs the threads of one test on the test's own thread, so a
 /// `std` thread-local is one value for all of them and none of another
 /// test's.
@@ -85,6 +211,19 @@ pub(crate) mod model {
         pub(super) static AHEAD: Cell<Duration> = const { Cell::new(Duration::ZERO) };
         pub(super) static TIMEOUTS: Cell<bool> = const { Cell::new(false) };
         static BLOCKED: Cell<usize> = const { Cell::new(0) };
+        static WATCHES: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Whether this test's soft waits watch their lock path with inotify
+    /// (`src/soft/wake.rs`) rather than wait on the release condition
+    /// variable, the way they take on Linux outside the model.
+    pub(crate) fn watches(on: bool) {
+        WATCHES.with(|w| w.set(on));
+    }
+
+    /// See [`watches`].
+    pub(crate) fn watching() -> bool {
+        WATCHES.with(Cell::get)
     }
 
     /// How many threads are in a waiting lock call and have found the lock

@@ -762,7 +762,7 @@ impl FileLock {
             let pause = pauses
                 .busy(&Errno::AGAIN, Duration::ZERO)
                 .unwrap_or(swaplock_core::kernel::Backoff::LONGEST);
-            tokio::time::sleep(pause).await;
+            crate::sync::time::sleep(pause).await;
         }
     }
 }

@@ -169,6 +169,8 @@ pub use guard::SoftLockGuard;
 use status::Busy;
 pub use status::{Advice, OwnerInfo};
 pub use wait::{waiting_threads, WaitStatus};
+#[cfg(all(test, swaplock_model, any(target_os = "linux", target_os = "android")))]
+pub(crate) use wake::bells;
 
 /// The default pause between attempts, as filelock's `poll_interval`.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(50);
@@ -647,7 +649,7 @@ impl SoftLock {
             }
             match watcher.start(&dir, &self.dir_path, &self.base) {
                 wake::Next::Now => continue,
-                wake::Next::After(pause) => tokio::time::sleep(pause).await,
+                wake::Next::After(pause) => crate::sync::time::sleep(pause).await,
                 wake::Next::Wait if watcher.watching() => {
                     watcher.wait_async(&dir, self.poll_interval).await
                 }

@@ -85,7 +85,7 @@ pub(super) fn release_wakers() -> crate::sync::MutexGuard<'static, crate::async_
 pub(super) struct Released {
     pub(super) seen: u64,
     pub(super) id: u64,
-    pub(super) until: std::pin::Pin<Box<tokio::time::Sleep>>,
+    pub(super) until: std::pin::Pin<Box<crate::sync::time::Sleep>>,
 }
 
 #[cfg(feature = "tokio")]
@@ -94,7 +94,7 @@ impl Released {
         Released {
             seen,
             id: crate::async_wait::next_id(),
-            until: Box::pin(tokio::time::sleep(pause)),
+            until: Box::pin(crate::sync::time::sleep(pause)),
         }
     }
 

@@ -28,6 +28,11 @@ pub(super) struct WakeOnRelease<'d, 'h> {
     /// The lock, for log messages.
     #[cfg(feature = "log")]
     pub(super) soft: Option<&'h SoftLock>,
+    /// Under the model, how far its clock ran ahead as the wait began
+    /// ([`crate::sync::ahead`]): the time the core counts, read from the
+    /// adapter's clock, misses what the model's timed pauses let pass.
+    #[cfg(swaplock_model)]
+    pub(super) ahead: Duration,
 }
 
 /// A [`SoftLock::lock_with`] hook.
@@ -74,6 +79,8 @@ impl<'d> WakeOnRelease<'d, '_> {
             panicked: None,
             #[cfg(feature = "log")]
             soft: None,
+            #[cfg(swaplock_model)]
+            ahead: crate::sync::ahead(),
         }
     }
 
@@ -212,6 +219,8 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
     }
 
     fn busy(&mut self, holder: &Holder, elapsed: Duration) -> Option<Duration> {
+        #[cfg(swaplock_model)]
+        let elapsed = elapsed + crate::sync::ahead().saturating_sub(self.ahead);
         let pause = self.deadline.busy(holder, elapsed)?;
         // The caller's code (the hook, a logger) runs caught: its panic
         // must not leave this wait among the waiters a release hands its
@@ -269,9 +278,12 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
             }
         } else {
             // A hand-over counts as a release, so none is missed here.
-            let _ = released
-                .wait_timeout_while(guard, pause, |now| *now == seen)
-                .unwrap_or_else(|p| p.into_inner());
+            drop(crate::sync::wait_timeout_while(
+                released,
+                guard,
+                pause,
+                |now| *now == seen,
+            ));
         }
         if self.handed() {
             return None;

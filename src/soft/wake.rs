@@ -8,10 +8,13 @@
 //! A wake-up is only a reason to look again: the protocol decides.
 //!
 //! Under the model checker (`--cfg swaplock_model`) the waiter takes the
-//! condition variable's way on every system: the watch's `poll` would block
-//! the checker's one thread.
+//! condition variable's way on every system, unless its test turns watches
+//! on (`sync::model::watches`): then it watches as on Linux, and its wait
+//! is a loop of looks at the watch that never block
+//! ([`crate::sync::poll_until`]), since the watch's `poll` would block the
+//! checker's one thread.
 
-#[cfg(all(any(target_os = "linux", target_os = "android"), not(swaplock_model)))]
+#[cfg(any(target_os = "linux", target_os = "android"))]
 mod imp {
     use crate::adapter::watch::{self, Armed, Bell, Watch};
     use std::os::fd::AsFd;
@@ -26,6 +29,13 @@ mod imp {
 
     /// The adapter's spare watches' mutex, for the fork handlers.
     static SPARES: crate::lists::ForkHook = crate::lists::ForkHook::new(watch::lock_for_fork);
+
+    /// How many waiters of this process have a bell (for the model's
+    /// tests).
+    #[cfg(all(test, swaplock_model))]
+    pub(crate) fn bells() -> usize {
+        BELLS.lock().len()
+    }
 
     /// Wakes every waiter of this process that watches its lock path.
     pub(crate) fn ring_all() {
@@ -83,6 +93,11 @@ mod imp {
             name: &[u8],
         ) -> Next {
             let new = matches!(self, Watcher::Idle);
+            #[cfg(swaplock_model)]
+            if new && !crate::sync::model::watching() {
+                *self = Watcher::Refused;
+                return Next::Wait;
+            }
             if new {
                 SPARES.install();
                 match Watch::new(dir_path, name) {
@@ -135,6 +150,9 @@ mod imp {
         /// Waits up to `pause` for the lock path to change or the bell.
         pub(crate) fn wait(&mut self, dir: &super::super::Dir, pause: Duration) {
             if let Watcher::Watching(watch, _) = self {
+                #[cfg(swaplock_model)]
+                return crate::sync::poll_until(|| watch.wait(dir.as_fd(), Duration::ZERO), pause);
+                #[cfg(not(swaplock_model))]
                 watch.wait(dir.as_fd(), pause);
             }
         }
@@ -142,7 +160,7 @@ mod imp {
         /// Waits up to `pause` for the lock path to change or the bell,
         /// without blocking the thread: the watch's descriptors polled by
         /// the tokio runtime's reactor. (Without a watch: the pause.)
-        #[cfg(feature = "tokio")]
+        #[cfg(all(feature = "tokio", not(swaplock_model)))]
         pub(crate) async fn wait_async(&mut self, dir: &super::super::Dir, pause: Duration) {
             use std::future::Future;
             use std::os::fd::AsRawFd;
@@ -224,6 +242,20 @@ mod imp {
             }
         }
 
+        /// Under the model, whose tasks have no reactor: looks at the watch
+        /// between polls ([`crate::sync::time::poll_until`]); without one,
+        /// the model's pause.
+        #[cfg(all(feature = "tokio", swaplock_model))]
+        pub(crate) async fn wait_async(&mut self, dir: &super::super::Dir, pause: Duration) {
+            match self {
+                Watcher::Watching(watch, _) => {
+                    let ready = || watch.drain(dir.as_fd());
+                    crate::sync::time::poll_until(ready, pause).await
+                }
+                _ => crate::sync::time::sleep(pause).await,
+            }
+        }
+
         /// Gives the watch and the process's spare ones up, when
         /// descriptors run short: the waiter polls from then on.
         pub(crate) fn give_up(&mut self) {
@@ -247,7 +279,7 @@ mod imp {
     }
 }
 
-#[cfg(not(all(any(target_os = "linux", target_os = "android"), not(swaplock_model))))]
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
 mod imp {
     use std::path::Path;
     use std::time::Duration;
@@ -297,7 +329,7 @@ mod imp {
         /// The pause, without blocking the thread.
         #[cfg(feature = "tokio")]
         pub(crate) async fn wait_async(&mut self, _: &super::super::Dir, pause: Duration) {
-            tokio::time::sleep(pause).await
+            crate::sync::time::sleep(pause).await
         }
     }
 }
