@@ -581,6 +581,7 @@ fn holder_fate(clients: &[Client], report: &mut Report) {
 /// way of removing the file while it holds it.
 const PEERS: &[(&str, &str)] = &[
     ("fcntl", "FileLock::new"),
+    ("classic", "FileLock::new, classic fcntl"),
     ("flock", "FileLock::flock"),
     ("cli", "with-lock-ex (ours)"),
     ("chiark", "with-lock-ex (chiark-utils)"),
@@ -621,7 +622,14 @@ fn delete_on_release(clients: &[Client], report: &mut Report) {
                         witness.0.to_str().unwrap(),
                         &ROUNDS.to_string(),
                     ];
-                    c.worker(&spec).spawn().unwrap()
+                    let mut worker = c.worker(&spec);
+                    if peer == "classic" {
+                        // The classic lock, with the process's registry
+                        // between its threads, as where the kernel has no
+                        // open file description locks.
+                        worker.env("SWAPLOCK_FCNTL_OFD", "0");
+                    }
+                    worker.spawn().unwrap()
                 })
                 .collect();
             finish(workers, &format!("{label} on {}", mount.label));
@@ -701,11 +709,11 @@ fn worker() {
                 Err(e) => println!("took: {e}"),
             }
         }
-        [peer @ ("fcntl" | "flock"), lock, truth, witness, rounds] => {
+        [peer @ ("fcntl" | "classic" | "flock"), lock, truth, witness, rounds] => {
             let (lock, truth, witness) = (Path::new(lock), Path::new(truth), Path::new(witness));
             let lock = match peer {
-                "fcntl" => FileLock::new(lock),
-                _ => FileLock::flock(lock),
+                "flock" => FileLock::flock(lock),
+                _ => FileLock::new(lock),
             };
             for _ in 0..rounds.parse::<usize>().unwrap() {
                 let guard = match lock.lock() {
@@ -760,12 +768,15 @@ rm -f "$1""#;
 /// names at `truth` (the export's directory, which every host of the
 /// guest sees): a holder of a removed file holds nothing.
 fn names(guard: &swaplock::FileLockGuard, truth: &Path) -> bool {
-    use std::os::fd::AsFd;
+    use std::os::fd::{AsFd, AsRawFd};
     use std::os::unix::fs::MetadataExt;
-    // A file the server no longer has answers ESTALE.
-    let held = File::from(guard.as_fd().try_clone_to_owned().unwrap())
-        .metadata()
-        .map(|m| m.ino());
+    // fstat of the guard's own descriptor: closing another one of the file
+    // would release a classic lock. A file the server no longer has
+    // answers ESTALE.
+    // SAFETY: an all-zero stat is a valid value for the call to fill.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a descriptor the guard keeps open, and a stat to fill.
+    let held = unsafe { libc::fstat(guard.as_fd().as_raw_fd(), &mut st) } == 0;
     let named = fs::metadata(truth).map(|m| m.ino());
-    matches!((held, named), (Ok(a), Ok(b)) if a == b)
+    held && matches!(named, Ok(ino) if ino == st.st_ino)
 }

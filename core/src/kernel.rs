@@ -50,6 +50,17 @@ pub trait KernelOs {
     fn names_cached(&self) -> bool {
         false
     }
+    /// `open(path, O_RDWR|O_CREAT|O_EXCL)`, then `fstat` and `close` of the
+    /// file it made: what [`named`] asks the server with. A wrapper whose
+    /// [`open`](Self::open) keeps books on the files it opens (a registry
+    /// of the process's locks) makes this call on the file system alone:
+    /// the file made is none it locks.
+    fn made_anew(&mut self) -> Result<FileId, Errno> {
+        let made = self.open(true)?;
+        let id = self.fstat(&made);
+        self.close(made);
+        id
+    }
 }
 
 /// The file the path names now, for the identity check (`stat`, or
@@ -63,10 +74,8 @@ pub trait KernelOs {
 /// (a directory this process may not write to) leaves the `stat` to say.
 pub fn named<O: KernelOs>(os: &mut O) -> Result<FileId, Errno> {
     if os.names_cached() {
-        if let Ok(made) = os.open(true) {
-            let id = os.fstat(&made);
-            os.close(made);
-            return id;
+        if let Ok(made) = os.made_anew() {
+            return Ok(made);
         }
     }
     os.stat()

@@ -449,6 +449,13 @@ impl<O: Calls> KernelOs for Threads<O> {
     fn names_cached(&self) -> bool {
         self.os.names_cached()
     }
+
+    /// On the file system alone: the file made is none this process locks,
+    /// and its descriptor is closed at once, which releases no lock of
+    /// another file (the registry's books are by file).
+    fn made_anew(&mut self) -> Result<FileId, Errno> {
+        self.os.made_anew()
+    }
 }
 
 impl<O: Calls> Threads<O> {

@@ -280,6 +280,19 @@ impl swaplock_core::kernel::KernelOs for Gated<'_> {
     fn names_cached(&self) -> bool {
         self.os.names_cached()
     }
+
+    /// Gated as an open is: a file made once nobody waits is removed again.
+    fn made_anew(&mut self) -> Result<swaplock_core::decide::FileId, Errno> {
+        self.allowed()?;
+        let made = self.os.open(true)?;
+        if self.gate.is_some_and(|slot| !still_awaited(slot)) {
+            self.unmake(made);
+            return Err(Errno::INTR);
+        }
+        let id = self.os.fstat(&made);
+        self.os.close(made);
+        id
+    }
 }
 
 impl swaplock_core::wait::Clock for Gated<'_> {
