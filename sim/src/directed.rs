@@ -54,10 +54,20 @@ pub const ALL: &[Directed] = &[
         mutant: Mutant::RecoveryDeletesRecordless,
         steer: recordless_marker_stranded,
     },
+    Directed {
+        name: "a lease taken over between a release's look and its touch",
+        mutant: Mutant::NoLookAfterTouch,
+        steer: crate::directed_planned::takeover_before_the_touch,
+    },
+    Directed {
+        name: "a lease taken over after a release's touch failed",
+        mutant: Mutant::UnlinkDespiteTouchFailure,
+        steer: crate::directed_planned::takeover_after_a_failed_touch,
+    },
 ];
 
 /// The index of the scenario named `name` in the catalogue.
-fn scenario(name: &str) -> Result<usize, Lost> {
+pub(crate) fn scenario(name: &str) -> Result<usize, Lost> {
     scenarios(Policy::Ours)
         .iter()
         .position(|(n, ..)| *n == name)

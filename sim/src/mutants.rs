@@ -49,10 +49,6 @@ pub const EQUIVALENT: &[Mutant] = &[];
 /// (PROTOCOL 13.4). The kept-schedule test reports them and fails once
 /// one is killed, so that this list stays true.
 pub const OPEN: &[Mutant] = &[
-    // A release whose mark failed, of a lease that lapsed, taken over
-    // between its first look and its touch.
-    Mutant::NoLookAfterTouch,
-    Mutant::UnlinkDespiteTouchFailure,
     // Two recoveries of one killed breaker's names at once.
     Mutant::LiveRecovererIgnored,
     // A listing that fails while a live marker is stranded.

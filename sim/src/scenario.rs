@@ -616,6 +616,7 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         sc,
         0,
     ));
+    crate::planned::push(&mut all, policy);
     all
 }
 
