@@ -64,6 +64,11 @@ pub const ALL: &[Directed] = &[
         mutant: Mutant::UnlinkDespiteTouchFailure,
         steer: crate::directed_planned::takeover_after_a_failed_touch,
     },
+    Directed {
+        name: "a recovery whose listing fails while a live marker is stranded",
+        mutant: Mutant::RecoveryListErrorClear,
+        steer: crate::directed_planned::listing_fails_while_stranded,
+    },
 ];
 
 /// The index of the scenario named `name` in the catalogue.

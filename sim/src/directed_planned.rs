@@ -44,3 +44,27 @@ pub(crate) fn takeover_after_a_failed_touch() -> Result<Script, Lost> {
     s.until_violation(0, 50)?;
     Ok(s)
 }
+
+/// The race of `recordless_marker_stranded` in [`crate::directed`]: a
+/// breaker's exchange takes a recordless holder's marker aside and the
+/// breaker is killed. The next contender's recovery of its names cannot
+/// list the directory: only counting the lock as held then keeps it from
+/// taking the killed breaker's record over while the recordless marker
+/// waits under its name, its holder holding.
+pub(crate) fn listing_fails_while_stranded() -> Result<Script, Lost> {
+    let mut s = Script::new(scenario(
+        "soft: a recordless holder beside breakers of a dead marker, a listing fails",
+    )?);
+    // With three runnable processes, the kill byte kills the first.
+    let (b, taker, next, recordless) = (0, 1, 2, 3);
+    s.until(b, "rename a.lock.write", 400)?;
+    s.until(b, "lstat a.lock", 5)?;
+    s.until(taker, "ENTERS", 400)?;
+    s.until(taker, "): released", 200)?;
+    s.until(recordless, "ENTERS", 50)?;
+    s.until(b, "exchange a.lock.break.101", 5)?;
+    s.kill(b)?;
+    s.until(next, "list", 3_000)?;
+    s.until_violation(next, 3_000)?;
+    Ok(s)
+}

@@ -51,8 +51,6 @@ pub const EQUIVALENT: &[Mutant] = &[];
 pub const OPEN: &[Mutant] = &[
     // Two recoveries of one killed breaker's names at once.
     Mutant::LiveRecovererIgnored,
-    // A listing that fails while a live marker is stranded.
-    Mutant::RecoveryListErrorClear,
     // A hand-back whose rename failed, then a recovery by the same process.
     Mutant::NoAdoptOwnClaim,
     // A restore whose lock path changed between its judgement and the
