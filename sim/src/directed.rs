@@ -70,6 +70,11 @@ pub const ALL: &[Directed] = &[
         steer: crate::directed_planned::listing_fails_while_stranded,
     },
     Directed {
+        name: "a release's placeholder taken aside by a breaker taken over in turn",
+        mutant: Mutant::PlaceholderUnlinkBlind,
+        steer: placeholder_taken_aside,
+    },
+    Directed {
         name: "a lock path replaced between a restore's look and its exchange",
         mutant: Mutant::RestoreNoSwapBack,
         steer: lock_path_replaced_before_the_restore,
@@ -302,6 +307,32 @@ fn claimed_between_listing_and_look() -> Result<Script, Lost> {
     s.until(second, "rename a.lock.break.104", 3_000)?;
     s.until_violation(first, 300)?;
     s.until_violation(second, 300)?;
+    Ok(s)
+}
+
+/// Coarse mtimes, and a lease holder stopped past its lease that
+/// releases: its mark changes only the change time. A peer that judged
+/// the lapsed marker before the mark passes its last look and stops
+/// there; the holder exchanges its placeholder in and stops before its
+/// last unlink; the peer's exchange takes the placeholder aside and the
+/// peer stops before its check. The third contender sees the peer's file
+/// at the lock path unchanged for the lease, takes it over and enters.
+/// Only the look that the lock path still shows our placeholder keeps
+/// the releaser from unlinking the new holder's marker. (No pause here
+/// reaches 2 s, the bound the timing assumption puts on each.)
+fn placeholder_taken_aside() -> Result<Script, Lost> {
+    let mut s = Script::new(scenario(
+        "lease: 2 s mtimes, 10 ms change times, a holder stopped past its lease",
+    )?);
+    s.until(0, "ENTERS", 200)?;
+    s.until(0, "leaves the critical section", 200)?;
+    let p = s.turns_until(&[1, 2], "rename a.lock.write", 5_000)?;
+    let q = 3 - p;
+    s.until(p, "lstat a.lock", 5)?;
+    s.until(0, "exchange a.lock.break.101", 50)?;
+    s.until(p, "exchange", 5)?;
+    s.until(q, "ENTERS", 5_000)?;
+    s.until_violation(0, 50)?;
     Ok(s)
 }
 

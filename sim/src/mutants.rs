@@ -60,10 +60,6 @@ pub const OPEN: &[Mutant] = &[
     // reaches the lock path (12.1 S3, S4).
     Mutant::FeedingExchangeBack,
     Mutant::ExchangeBackUnlinksAside,
-    // A breaker's check exchange that takes a release's placeholder aside
-    // just before the release unlinks it (possibly equivalent: the file
-    // then at the lock path is one nobody holds).
-    Mutant::PlaceholderUnlinkBlind,
 ];
 
 /// Everything the mutation run mutates: every single mutant not argued
