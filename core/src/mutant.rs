@@ -164,6 +164,8 @@ pub enum Mutant {
     KernelStatErrorHeld,
     /// On the switch to a soft lock after `flock` answered `ENOSYS`, close the file the attempt created and then unlink the path by name if it shows the same inode number (7.17).
     FallbackUnlinksAfterClose,
+    /// Skip a recovery candidate gone between the listing and its `lstat`, instead of counting the lock as held: a peer's recovery may have claimed it under a restore name the listing missed (7.11, 12.1 S7).
+    VanishedCandidateSkipped,
 }
 
 impl Mutant {
@@ -229,6 +231,7 @@ impl Mutant {
         Mutant::NoAdoptOwnClaim,
         Mutant::KernelStatErrorHeld,
         Mutant::FallbackUnlinksAfterClose,
+        Mutant::VanishedCandidateSkipped,
     ];
 
     /// The mutant's name, as kept findings and reports spell it.
@@ -294,6 +297,7 @@ impl Mutant {
             Mutant::NoAdoptOwnClaim => "no-adopt-own-claim",
             Mutant::KernelStatErrorHeld => "kernel-stat-error-held",
             Mutant::FallbackUnlinksAfterClose => "fallback-unlinks-after-close",
+            Mutant::VanishedCandidateSkipped => "vanished-candidate-skipped",
         }
     }
 

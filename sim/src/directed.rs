@@ -54,10 +54,45 @@ pub const ALL: &[Directed] = &[
         mutant: Mutant::RecoveryDeletesRecordless,
         steer: recordless_marker_stranded,
     },
+    Directed {
+        name: "a lease taken over between a release's look and its touch",
+        mutant: Mutant::NoLookAfterTouch,
+        steer: crate::directed_planned::takeover_before_the_touch,
+    },
+    Directed {
+        name: "a lease taken over after a release's touch failed",
+        mutant: Mutant::UnlinkDespiteTouchFailure,
+        steer: crate::directed_planned::takeover_after_a_failed_touch,
+    },
+    Directed {
+        name: "a recovery whose listing fails while a live marker is stranded",
+        mutant: Mutant::RecoveryListErrorClear,
+        steer: crate::directed_planned::listing_fails_while_stranded,
+    },
+    Directed {
+        name: "a release's placeholder taken aside by a breaker taken over in turn",
+        mutant: Mutant::PlaceholderUnlinkBlind,
+        steer: placeholder_taken_aside,
+    },
+    Directed {
+        name: "a lock path replaced between a restore's look and its exchange",
+        mutant: Mutant::RestoreNoSwapBack,
+        steer: lock_path_replaced_before_the_restore,
+    },
+    Directed {
+        name: "an abandoned takeover's record restored over its process's marker",
+        mutant: Mutant::AbandonLeavesRecord,
+        steer: abandoned_record_restored,
+    },
+    Directed {
+        name: "a stranded marker claimed between a peer's listing and its look",
+        mutant: Mutant::VanishedCandidateSkipped,
+        steer: claimed_between_listing_and_look,
+    },
 ];
 
 /// The index of the scenario named `name` in the catalogue.
-fn scenario(name: &str) -> Result<usize, Lost> {
+pub(crate) fn scenario(name: &str) -> Result<usize, Lost> {
     scenarios(Policy::Ours)
         .iter()
         .position(|(n, ..)| *n == name)
@@ -242,5 +277,131 @@ fn recordless_marker_stranded() -> Result<Script, Lost> {
     s.until(b, "exchange a.lock.break.101", 5)?;
     s.kill(b)?;
     s.until_violation(next, 3_000)?;
+    Ok(s)
+}
+
+/// As in [`recordless_marker_stranded`], a breaker's exchange takes a
+/// recordless holder's marker aside and the breaker is killed. Two
+/// contenders judge its dead record and recover its names at once: the
+/// first lists the directory; the second lists it too and claims the
+/// stranded marker by a rename to its restore name; the first then looks
+/// at the name it listed and finds it gone. It must count the lock as
+/// held: skipping the name, its recovery finds nothing, its takeover of
+/// the dead record goes on and it enters, while the second, finding the
+/// lock path changed, hands the marker back and the recordless holder
+/// still holds.
+fn claimed_between_listing_and_look() -> Result<Script, Lost> {
+    let mut s = Script::new(scenario(
+        "soft: a recordless holder beside breakers of a dead marker, two recoverers",
+    )?);
+    // With four runnable processes, the kill byte kills the last.
+    let (taker, first, second, recordless, b) = (0, 1, 2, 3, 4);
+    s.until(b, "rename a.lock.write", 400)?;
+    s.until(b, "lstat a.lock", 5)?;
+    s.until(taker, "ENTERS", 400)?;
+    s.until(taker, "): released", 200)?;
+    s.until(recordless, "ENTERS", 50)?;
+    s.until(b, "exchange a.lock.break.104", 5)?;
+    s.kill(b)?;
+    s.until(first, "list", 3_000)?;
+    s.until(second, "rename a.lock.break.104", 3_000)?;
+    s.until_violation(first, 300)?;
+    s.until_violation(second, 300)?;
+    Ok(s)
+}
+
+/// Coarse mtimes, and a lease holder stopped past its lease that
+/// releases: its mark changes only the change time. A peer that judged
+/// the lapsed marker before the mark passes its last look and stops
+/// there; the holder exchanges its placeholder in and stops before its
+/// last unlink; the peer's exchange takes the placeholder aside and the
+/// peer stops before its check. The third contender sees the peer's file
+/// at the lock path unchanged for the lease, takes it over and enters.
+/// Only the look that the lock path still shows our placeholder keeps
+/// the releaser from unlinking the new holder's marker. (No pause here
+/// reaches 2 s, the bound the timing assumption puts on each.)
+fn placeholder_taken_aside() -> Result<Script, Lost> {
+    let mut s = Script::new(scenario(
+        "lease: 2 s mtimes, 10 ms change times, a holder stopped past its lease",
+    )?);
+    s.until(0, "ENTERS", 200)?;
+    s.until(0, "leaves the critical section", 200)?;
+    let p = s.turns_until(&[1, 2], "rename a.lock.write", 5_000)?;
+    let q = 3 - p;
+    s.until(p, "lstat a.lock", 5)?;
+    s.until(0, "exchange a.lock.break.101", 50)?;
+    s.until(p, "exchange", 5)?;
+    s.until(q, "ENTERS", 5_000)?;
+    s.until_violation(0, 50)?;
+    Ok(s)
+}
+
+/// As in [`claimed_between_listing_and_look`], a killed breaker left a
+/// recordless holder's marker under its break name. A contender claims it
+/// and sees the killed breaker's record still at the lock path, ready to
+/// put the marker back; meanwhile the recordless holder's hold ends, and
+/// it unlinks the lock path by name (the killed breaker's record), and
+/// another contender creates its marker at the empty path and enters. The
+/// recoverer's exchange then takes that new marker aside: only its check
+/// that the exchange took the judged record makes it swap straight back,
+/// instead of unlinking the new holder's marker as the dead record.
+fn lock_path_replaced_before_the_restore() -> Result<Script, Lost> {
+    let mut s = Script::new(scenario(
+        "soft: a recordless holder beside breakers of a dead marker, two recoverers",
+    )?);
+    // With four runnable processes, the kill byte kills the last.
+    let (taker, recoverer, newcomer, recordless, b) = (0, 1, 2, 3, 4);
+    s.until(b, "rename a.lock.write", 400)?;
+    s.until(b, "lstat a.lock", 5)?;
+    s.until(taker, "ENTERS", 400)?;
+    s.until(taker, "): released", 200)?;
+    s.until(recordless, "ENTERS", 50)?;
+    s.until(b, "exchange a.lock.break.104", 5)?;
+    s.kill(b)?;
+    s.until(recoverer, "rename a.lock.break.104", 3_000)?;
+    s.until(recoverer, "lstat a.lock ->", 20)?;
+    s.until(recordless, "unlink a.lock ->", 200)?;
+    s.until(newcomer, "ENTERS", 300)?;
+    s.until_violation(recoverer, 300)?;
+    Ok(s)
+}
+
+/// A takeover T reaches its last look before the exchange, as does a
+/// breaker B; a peer takes the dead marker over, holds and releases; a
+/// recordless holder creates its empty marker at the empty path. T's
+/// exchange takes that marker aside, B's exchange takes T's file aside,
+/// and B is killed. T's exchange-back gives up after 2 s with its file
+/// under B's break name, which it must mark with its placeholder: left
+/// as T's complete record, it names live T. A recoverer of B's names
+/// claims it as live and sees B's record still at the lock path; the
+/// recordless holder's hold ends and it unlinks the lock path by name; T
+/// creates its marker at the empty path and enters. The recoverer's
+/// exchange takes T's marker aside and its exchange back fails
+/// (planned), so T's old file stays at the lock path and T's marker is
+/// handed back under a break name of B. T's release then finds its marker
+/// aside and reports done, while the lock path shows a record naming T;
+/// a placeholder there names T as a breaker only, and ages out.
+fn abandoned_record_restored() -> Result<Script, Lost> {
+    let mut s = Script::new(scenario(
+        "soft: a recordless holder beside breakers of a dead marker, two recoverers, a swap-back fails",
+    )?);
+    let (taker, t, r, recordless, b) = (0, 1, 2, 3, 4);
+    s.until(b, "rename a.lock.write", 400)?;
+    s.until(b, "lstat a.lock", 5)?;
+    s.until(t, "rename a.lock.write", 400)?;
+    s.until(t, "lstat a.lock", 5)?;
+    s.until(taker, "ENTERS", 400)?;
+    s.until(taker, "): released", 200)?;
+    s.until(recordless, "ENTERS", 50)?;
+    s.until(t, "exchange a.lock.break.102", 5)?;
+    s.until(b, "exchange a.lock.break.104", 5)?;
+    s.kill(b)?;
+    s.until(t, "sleeps 50ms", 40_000)?;
+    s.until(r, "rename a.lock.break.104", 3_000)?;
+    s.until(r, "lstat a.lock ->", 20)?;
+    s.until(recordless, "unlink a.lock ->", 400)?;
+    s.until(t, "ENTERS", 300)?;
+    s.until(r, "rename a.lock.restore", 50)?;
+    s.until_violation(t, 300)?;
     Ok(s)
 }

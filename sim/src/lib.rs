@@ -39,11 +39,14 @@
 //! with unnamed files, and any syscall but `close` failing, one in
 //! `Faults::syscall_one_in`, with `ENOSPC`, `EMFILE`, `ENFILE`,
 //! `ENAMETOOLONG`, `EIO`, `EINTR` or `EACCES`, drawn by the world's
-//! random source ([`model::SYSCALL_FAULTS`]).
+//! random source ([`model::SYSCALL_FAULTS`]); or, in the scenarios of
+//! `planned`, one given call of one process failing, where a directed race
+//! needs that failure at that place ([`model::Planned`]).
 //!
 //! | module | what it holds |
 //! |---|---|
 //! | `scenario` | starting states, the processes, the catalogue |
+//! | `planned` | the scenarios whose syscall faults are planned, not drawn |
 //! | `world` | the shared state: filesystem, processes, time, tokens, trace |
 //! | `os` | [`SimOs`], the seam: each syscall applied and recorded |
 //! | `event` | the records the oracle reads |
@@ -52,19 +55,21 @@
 //! | `runtime` | coroutines and their stacks, [`Sim`], the progress check's fresh contenders |
 //! | `schedule` | the choosers and the loops that run them |
 //! | [`script`] | directed schedules, steered step by step and kept as bytes |
-//! | [`directed`] | the directed races that kill the protocol mutants no search reaches |
+//! | [`directed`], `directed_planned` | the directed races that kill the protocol mutants no search reaches |
 //! | [`model`] | the model filesystem |
 //! | [`naive`] | the deliberately broken pre-fix policy |
 //! | [`mutants`] | the protocol-mutation run: each guard of the shipped protocol undone, and the searches that must notice |
 
 mod actors;
 pub mod directed;
+mod directed_planned;
 mod event;
 pub mod model;
 pub mod mutants;
 pub mod naive;
 mod oracle;
 mod os;
+mod planned;
 mod runtime;
 mod scenario;
 mod schedule;

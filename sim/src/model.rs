@@ -116,9 +116,35 @@ pub struct Faults {
     /// signal handled while the call waited. Not a failure: the lock call
     /// is made again.
     pub interrupted_locks: u64,
+    /// Syscall faults the scenario plans rather than draws: each fails
+    /// one given call of one process, whatever the random source says.
+    pub planned: &'static [Planned],
+}
+
+/// A syscall fault a scenario plans: the `nth` call (counted from 1) of
+/// process `who` whose trace line begins with `call` (`"pwrite"`,
+/// `"futimens"`, `"list"`, `"rename a.lock.restore"`) fails with `errno`
+/// before it is applied. For a race that needs one failure at one place,
+/// which one in [`Faults::syscall_one_in`] would draw too rarely.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Planned {
+    /// The process, by its index in the scenario.
+    pub who: usize,
+    /// How the call's trace line begins.
+    pub call: &'static str,
+    /// Which of those calls fails, from 1.
+    pub nth: u32,
+    /// The error it answers.
+    pub errno: Errno,
 }
 
 impl Faults {
+    /// Whether any syscall may fail by injection, drawn or planned: the
+    /// oracle excuses a failing release only then.
+    pub fn injects_syscall_failures(&self) -> bool {
+        self.syscall_one_in > 0 || !self.planned.is_empty()
+    }
+
     /// These faults with every injected failure switched off (failing
     /// writes and syscalls); what the filesystem is (no exchange, unnamed
     /// files, coarse times, short writes, fresh inodes) stays.
@@ -127,6 +153,7 @@ impl Faults {
             eio_one_in: 0,
             syscall_one_in: 0,
             full_after: None,
+            planned: &[],
             ..self
         }
     }

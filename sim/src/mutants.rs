@@ -39,37 +39,52 @@ pub const PAIRS: &[&[Mutant]] = &[
     &[Mutant::ReleaseByUnlink, Mutant::ReleaseWithoutMark],
 ];
 
-/// Single mutants argued equivalent in PROTOCOL 13.4 (covered by the
-/// other guard of a pair in [`PAIRS`]); none at present.
-/// `release-by-unlink`, once argued so, is killed alone where mtimes are
-/// coarser than change times, and its pair stays.
-pub const EQUIVALENT: &[Mutant] = &[];
+/// Single mutants argued equivalent in PROTOCOL 13.4: no run the oracle
+/// judges can tell them from the shipped protocol (or, within a pair of
+/// [`PAIRS`], the other guard covers them). `release-by-unlink`, once
+/// argued so, is killed alone where mtimes are coarser than change times,
+/// and its pair stays.
+pub const EQUIVALENT: &[Mutant] = &[
+    // Our own restore name taken for a live recoverer's answers "held",
+    // the fail-closed answer: nothing is moved or removed, and once we
+    // exit the name is a dead recoverer's that any recovery claims. Only
+    // our own progress while we live differs, which no oracle judges.
+    Mutant::NoAdoptOwnClaim,
+];
 
 /// Mutants no search has killed yet, each with what its race needs
 /// (PROTOCOL 13.4). The kept-schedule test reports them and fails once
 /// one is killed, so that this list stays true.
 pub const OPEN: &[Mutant] = &[
-    // A release whose mark failed, of a lease that lapsed, taken over
-    // between its first look and its touch.
-    Mutant::NoLookAfterTouch,
-    Mutant::UnlinkDespiteTouchFailure,
-    // Two recoveries of one killed breaker's names at once.
+    // Two recoveries at once, the second reaching the first's restore
+    // name while the first lives. When both recover one breaker's names,
+    // a steal acts as the first would have (one rename wins, the loser's
+    // later calls find its name gone and answer held); only recoveries of
+    // different breakers' names judge one claim differently (a placeholder
+    // naming the thief's breaker), which needs the lock path to change
+    // between their judgements. No directed race reaches that yet.
     Mutant::LiveRecovererIgnored,
-    // A listing that fails while a live marker is stranded.
-    Mutant::RecoveryListErrorClear,
-    // A hand-back whose rename failed, then a recovery by the same process.
-    Mutant::NoAdoptOwnClaim,
-    // A restore whose lock path changed between its judgement and the
-    // exchange that puts a stranded record back.
+    // The lock path replaced before a recovery's look (the race that
+    // kills restore-no-swap-back, with the look moved after the new
+    // holder's create): the mutant exchanges over the new holder's marker
+    // and the swap-back check undoes it at once. Where that swap-back
+    // fails too (planned), the new holder's marker waits under a break
+    // name while the stranded recordless marker, which nobody evicts,
+    // stays at the path: nobody else enters. A kill needs a stranded file
+    // that ages out at the path there (a live breaker's placeholder, 12.1
+    // S6) beside a holder that unlinks the path by name.
     Mutant::RestoreOverAnything,
     // Nested breakers stuck in exchange-back while a new holder's marker
-    // reaches the lock path (12.1 S3, S4).
+    // reaches the lock path (12.1 S3, S4). A feeding exchange with only
+    // the ring's files about swaps the holder's marker back to the path
+    // and out again until the ring unwinds; S3 needs a new holder's
+    // marker at the path during the ring, and S4 the path missing while a
+    // holder's marker sits under the break name. Every process of ours
+    // removes the path only while it shows its own file, and a holder
+    // that unlinks it by name (recordless, by name) does so only after it
+    // stopped holding, so its marker held aside is no longer live.
     Mutant::FeedingExchangeBack,
     Mutant::ExchangeBackUnlinksAside,
-    // A breaker's check exchange that takes a release's placeholder aside
-    // just before the release unlinks it (possibly equivalent: the file
-    // then at the lock path is one nobody holds).
-    Mutant::PlaceholderUnlinkBlind,
 ];
 
 /// Everything the mutation run mutates: every single mutant not argued

@@ -9,6 +9,8 @@
 //! Nothing here judges: the oracle reads the events.
 
 use crate::event::{Call, Event, Name, Target, What};
+#[cfg(doc)]
+use crate::model::Faults;
 use crate::model::{Node, SYSCALL_FAULTS};
 use crate::scenario::LOCK;
 use crate::world::{name, World};
@@ -124,7 +126,10 @@ impl<'y> SimOs<'y> {
         w.fs.clock += i128::from(STEP);
         let at = w.time;
         let looks = std::mem::take(&mut self.looks);
-        let injected = fail.and_then(|fail| w.syscall_fault().map(|e| (fail(e), e)));
+        let injected = fail.and_then(|fail| {
+            let e = w.planned_fault(me, what).or_else(|| w.syscall_fault())?;
+            Some((fail(e), e))
+        });
         let (result, call) = match injected {
             Some((result, e)) => {
                 w.note(
@@ -280,6 +285,30 @@ impl World {
         let pick = ((draw / one_in) % SYSCALL_FAULTS.len() as u64) as usize;
         draw.is_multiple_of(one_in)
             .then_some(SYSCALL_FAULTS[pick].0)
+    }
+
+    /// Whether the syscall `what` that process `who` is about to make is
+    /// one the scenario plans to fail ([`Faults::planned`]), and with
+    /// which error; counts it among the calls each plan watches.
+    fn planned_fault(&mut self, who: usize, what: std::fmt::Arguments<'_>) -> Option<Errno> {
+        let planned = self.fs.faults.planned;
+        if planned.is_empty() {
+            return None;
+        }
+        if self.planned_calls.len() < planned.len() {
+            self.planned_calls.resize(planned.len(), 0);
+        }
+        let line = std::fmt::format(what);
+        let mut fault = None;
+        for (i, plan) in planned.iter().enumerate() {
+            if plan.who == who && line.starts_with(plan.call) {
+                self.planned_calls[i] += 1;
+                if self.planned_calls[i] == plan.nth {
+                    fault = fault.or(Some(plan.errno));
+                }
+            }
+        }
+        fault
     }
 
     /// The file `n` links, as an operation on it would find it.

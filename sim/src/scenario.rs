@@ -616,6 +616,43 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         sc,
         0,
     ));
+    crate::planned::push(&mut all, policy);
+    // The recordless holder beside breakers of a dead marker, with two
+    // contenders left to recover a killed breaker's names at once. The
+    // breaker comes last, so that a kill byte reaches it.
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 12);
+    sc.processes.push(Process {
+        host: 0,
+        pid: 100,
+        attempts: 200,
+        hold_steps: 0,
+        policy: Policy::Recordless,
+        enosys_fallback: false,
+        poll: crate::POLL,
+        hold_pause: Duration::ZERO,
+        beat: Duration::ZERO,
+    });
+    contenders(&mut sc, policy, &[(0, 104)], 12);
+    all.push((
+        "soft: a recordless holder beside breakers of a dead marker, two recoverers",
+        sc.clone(),
+        25,
+    ));
+    // The same, where the second recoverer's exchange that undoes a
+    // restore over another file fails (planned).
+    sc.faults.planned = &[crate::model::Planned {
+        who: 2,
+        call: "exchange a.lock.restore",
+        nth: 2,
+        errno: swaplock_core::Errno::NOSPC,
+    }];
+    all.push((
+        "soft: a recordless holder beside breakers of a dead marker, two recoverers, a swap-back fails",
+        sc,
+        25,
+    ));
     all
 }
 

@@ -46,6 +46,9 @@ pub(crate) struct World {
     pub(crate) steps: u64,
     /// How many times a process entered its critical section.
     pub(crate) acquisitions: u64,
+    /// Per planned fault of the scenario, how many of the calls it
+    /// watches were made so far.
+    pub(crate) planned_calls: Vec<u32>,
 }
 
 impl World {
@@ -84,6 +87,7 @@ impl World {
             log: Log::default(),
             steps: 0,
             acquisitions: 0,
+            planned_calls: Vec::new(),
         };
         for p in &scenario.processes {
             world.spawn(Pid::new(p.pid).expect("scenario PIDs are in range"), p.host);

@@ -167,7 +167,7 @@ fn random_runs(pick: impl Fn(&Scenario) -> bool + Sync, per: u64) {
 
 #[test]
 fn random_schedules_find_no_violation() {
-    let plain = |sc: &Scenario| sc.faults.syscall_one_in == 0;
+    let plain = |sc: &Scenario| !sc.faults.injects_syscall_failures();
     let count = scenarios(Policy::Ours)
         .iter()
         .filter(|s| plain(&s.1))
@@ -186,7 +186,7 @@ fn fault_schedules() -> u64 {
 /// marker says so, and never a wedge.
 #[test]
 fn random_schedules_with_failing_syscalls_never_wedge() {
-    let faults = |sc: &Scenario| sc.faults.syscall_one_in > 0;
+    let faults = |sc: &Scenario| sc.faults.injects_syscall_failures();
     let count = scenarios(Policy::Ours)
         .iter()
         .filter(|s| faults(&s.1))

@@ -70,19 +70,35 @@ fn the_kept_schedules_pass_without_a_mutant() {
     assert!(replay_kept(&kept_dirs()).is_none());
 }
 
-/// Every mutant is either in the catalogue alone or argued equivalent
-/// and part of a pair.
+/// Every mutant is either in the catalogue alone or argued equivalent,
+/// never both, and never both argued equivalent and open; the argument
+/// for each equivalent one is in PROTOCOL 13.4.
 #[test]
 fn the_catalogue_covers_every_mutant() {
     let entries = catalogue();
+    let protocol = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/PROTOCOL.md"),
+    )
+    .unwrap();
+    let from = protocol.find("### 13.4").unwrap();
+    let to = from + protocol[from..].find("### 13.5").unwrap();
+    let section = &protocol[from..to];
     for m in Mutant::ALL {
         let alone = entries.iter().any(|e| e.mutants == [*m]);
-        let paired = entries
-            .iter()
-            .any(|e| e.mutants.len() > 1 && e.mutants.contains(m));
+        let equivalent = EQUIVALENT.contains(m);
         assert!(
-            alone || (EQUIVALENT.contains(m) && paired),
-            "{} is neither mutated alone nor argued equivalent within a pair",
+            alone != equivalent,
+            "{} must be either mutated alone or argued equivalent",
+            m.name()
+        );
+        assert!(
+            !(equivalent && OPEN.contains(m)),
+            "{} is both open and argued equivalent",
+            m.name()
+        );
+        assert!(
+            !equivalent || section.contains(&format!("`{}`", m.name())),
+            "{} is argued equivalent, but PROTOCOL 13.4 does not name it",
             m.name()
         );
     }

@@ -140,10 +140,18 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
             // held, as for a failed listing (the schedule fuzzer found a
             // takeover that went on past an `lstat` failing with `EACCES`
             // while the marker of a holder sat under that name).
+            //
+            // A name gone since the listing may have been claimed by a
+            // peer's recovery, by a rename to a restore name this listing
+            // did not see, while that peer still has a live holder's marker
+            // in hand (or hands it back under a new break name): the lock
+            // counts as held, and the next attempt lists again. Skipped, it
+            // let the simulator's second recoverer find nothing and take
+            // the lock over while the first held the stranded marker.
             match self.os.lstat(&name) {
                 Ok(st) if st.kind == NodeKind::Regular => {}
                 Ok(_) => continue,
-                Err(e) if e == Errno::NOENT => continue,
+                Err(e) if e == Errno::NOENT && active(Mutant::VanishedCandidateSkipped) => continue,
                 Err(_) if active(Mutant::RecoveryLstatErrorSkipped) => continue,
                 Err(_) => return None,
             }

@@ -167,7 +167,7 @@ impl Oracle {
             killed_unwritten: BTreeSet::new(),
             created_by: BTreeMap::new(),
             killed: vec![false; n],
-            syscall_faults: scenario.faults.syscall_one_in > 0,
+            syscall_faults: scenario.faults.injects_syscall_failures(),
             bounds: BTreeMap::new(),
             last_step: vec![world.time; n],
             last_look: vec![world.time; n],

@@ -14,7 +14,7 @@ impl Oracle {
     /// contention, which an attempt reports as busy: an acquire that
     /// reports it as an error has taken a held lock for a broken one.
     pub(super) fn contention_is_no_error(&mut self, w: &World, me: usize, e: soft::Error) {
-        let injected = w.fs.faults.syscall_one_in > 0
+        let injected = w.fs.faults.injects_syscall_failures()
             || w.fs.faults.eio_one_in > 0
             || w.fs.faults.full_after.is_some();
         if w.fs.faults.exists_as_eperm && !injected {
@@ -126,7 +126,7 @@ impl Oracle {
         if at_path != ours && !peer_busy && self.lifetime.is_none() && !self.compromised[me] {
             // A breaker whose syscall failed mid-break abandons as a killed
             // one would be stopped: injected syscall faults count as kills.
-            let killed = !w.procs.iter().all(|p| p.alive) || w.fs.faults.syscall_one_in > 0;
+            let killed = !w.procs.iter().all(|p| p.alive) || w.fs.faults.injects_syscall_failures();
             if !killed && !self.paused {
                 self.fail(format!(
                     "p{me} leaves with its marker {ours:?} off the lock path ({at_path:?} is there), though nobody was killed or paused"
@@ -173,7 +173,7 @@ impl Oracle {
     /// marker then names its process, and the progress check shows that
     /// the next contender breaks it once that process is gone.
     pub(super) fn release_fails_only_under_faults(&mut self, w: &World, me: usize, e: soft::Error) {
-        if w.fs.faults.syscall_one_in == 0 {
+        if !w.fs.faults.injects_syscall_failures() {
             self.fail(format!(
                 "p{me}'s release failed: {e}, though no syscall fault was injected"
             ));
@@ -190,7 +190,7 @@ impl Oracle {
         step: swaplock_core::kernel::Step,
         e: swaplock_core::Errno,
     ) {
-        if w.fs.faults.syscall_one_in == 0 {
+        if !w.fs.faults.injects_syscall_failures() {
             self.fail(format!(
                 "p{me}'s kernel lock failed at {step:?} with {e:?}, though no syscall fault was injected"
             ));

@@ -1,0 +1,98 @@
+//! Scenarios with planned syscall faults ([`Planned`]): races that need
+//! one call of one process to fail at one place, for the directed races
+//! of [`crate::directed`]. They come last in the catalogue, so that the
+//! kept schedules of the scenarios before them keep their index.
+
+use crate::model::{Faults, Planned};
+use crate::scenario::{contenders, Policy, Process, Scenario, LEASE, LOCK};
+use std::time::Duration;
+use swaplock_core::soft::Kind;
+use swaplock_core::Errno;
+
+/// A dead holder's protocol 1 record.
+const DEAD: &[u8] = b"999\nh1\n";
+
+/// The first write of the release's mark fails: the holder (p0) removes
+/// its marker by name (PROTOCOL 7.3 step 4).
+const MARK_FAILS: Planned = Planned {
+    who: 0,
+    call: "pwrite",
+    nth: 1,
+    errno: Errno::IO,
+};
+
+/// Appends the scenarios with planned faults to `all`.
+pub(crate) fn push(all: &mut Vec<(&'static str, Scenario, u64)>, policy: Policy) {
+    // A lease holder stopped past its lease whose release cannot mark its
+    // marker released, so that it touches it, looks again and unlinks it
+    // by name while peers may take it over.
+    let mut sc = Scenario::new(Kind::Lease);
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 40);
+    sc.processes[0].hold_pause = LEASE + Duration::from_millis(50);
+    sc.faults = Faults {
+        planned: &[MARK_FAILS],
+        ..Faults::default()
+    };
+    all.push((
+        "lease: a holder stopped past its lease whose mark fails",
+        sc,
+        0,
+    ));
+    // The same, where the touch before the unlink by name fails too.
+    let mut sc = Scenario::new(Kind::Lease);
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 40);
+    sc.processes[0].hold_pause = LEASE + Duration::from_millis(50);
+    sc.faults = Faults {
+        planned: &[
+            MARK_FAILS,
+            Planned {
+                who: 0,
+                call: "futimens",
+                nth: TOUCH_OF_RELEASE,
+                errno: Errno::IO,
+            },
+        ],
+        ..Faults::default()
+    };
+    all.push((
+        "lease: a holder stopped past its lease whose mark and touch fail",
+        sc,
+        0,
+    ));
+    // Breakers of a dead marker beside a recordless holder (as in
+    // "soft: a recordless holder beside breakers of a dead marker"), where
+    // the first listing of the third breaker fails: a recovery that cannot
+    // list may not conclude that nothing is stranded.
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 12);
+    sc.processes.push(Process {
+        host: 0,
+        pid: 100,
+        attempts: 200,
+        hold_steps: 0,
+        policy: Policy::Recordless,
+        enosys_fallback: false,
+        poll: crate::POLL,
+        hold_pause: Duration::ZERO,
+        beat: Duration::ZERO,
+    });
+    sc.faults = Faults {
+        planned: &[Planned {
+            who: 2,
+            call: "list",
+            nth: 1,
+            errno: Errno::IO,
+        }],
+        ..Faults::default()
+    };
+    all.push((
+        "soft: a recordless holder beside breakers of a dead marker, a listing fails",
+        sc,
+        25,
+    ));
+}
+
+/// Which touch of the stopped lease holder is its release's: the
+/// heartbeats of its hold come first.
+const TOUCH_OF_RELEASE: u32 = 3;
