@@ -140,6 +140,9 @@ fn run(cmd: &mut Command) {
 struct Client {
     /// A process in its namespaces.
     pid: String,
+    /// Its end of the veth pair to the server (the guest's init names
+    /// host `cN`'s `eN`).
+    link: String,
 }
 
 impl Client {
@@ -149,8 +152,11 @@ impl Client {
         clients
             .split(' ')
             .map(|c| {
-                let (_name, pid) = c.split_once(':').unwrap();
-                Client { pid: pid.into() }
+                let (name, pid) = c.split_once(':').unwrap();
+                Client {
+                    pid: pid.into(),
+                    link: name.replacen('c', "e", 1),
+                }
             })
             .collect()
     }
@@ -264,17 +270,20 @@ fn guest() {
         .unwrap();
     let mut report = Report(file);
     let clients = Client::all();
-    let scenarios: [(&str, Scenario); 4] = [
+    let scenarios: [(&str, Scenario); 6] = [
         ("facts_between_two_clients", facts),
         (
             "mount_options_that_keep_locks_on_the_client_are_refused",
             options,
         ),
         ("a_holder_killed_or_stopped_on_another_host", holder_fate),
+        ("status_names_the_nfs_version_and_a_dead_hosts_fate", status),
         (
             "the_delete_on_release_pattern_never_makes_two_holders",
             delete_on_release,
         ),
+        // Last: the cut host's mounts recover only after it.
+        ("a_holders_host_cut_off_from_the_server", host_cut_off),
     ];
     for (name, scenario) in scenarios {
         let started = Instant::now();
@@ -573,6 +582,96 @@ fn holder_fate(clients: &[Client], report: &mut Report) {
                 assert!(answer.parse::<u64>().is_ok(), "{}: {answer}", mount.label);
             }
             let _ = holder.wait();
+        }
+    }
+}
+
+/// `swaplock status` on an NFS mount names its version and how a lock ends
+/// whose holder's host dies: after the server's lease on v4, only when the
+/// host restarts on v3 (measured by [`host_cut_off`]).
+fn status(clients: &[Client], report: &mut Report) {
+    let c1 = &clients[0];
+    for (mount, says) in [
+        (
+            "v3",
+            "NFSv3; a lock whose holder's host dies or is cut off is released only when",
+        ),
+        (
+            "v42",
+            "NFSv4.2; a lock whose holder's host dies or is cut off is released by the server",
+        ),
+    ] {
+        let out = c1
+            .command(env!("CARGO_BIN_EXE_swaplock"))
+            .args(["status", &format!("/mnt/{mount}/status.lock")])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("filesystem:"))
+            .unwrap_or("");
+        report.fact(&format!("/mnt/{mount}"), "swaplock status", line);
+        assert!(out.status.success(), "{out:?}");
+        assert!(line.contains(says), "{line}");
+    }
+}
+
+/// A kernel lock's holder whose whole host is cut off from the server
+/// (its link to it downed): NFSv4's server releases the lock once the
+/// host's lease lapses (10 s in the guest) and the other host's waiter
+/// takes it; NFSv3's lock manager has no lease, and keeps it.
+fn host_cut_off(clients: &[Client], report: &mut Report) {
+    let [c1, c2] = clients else {
+        panic!("two client hosts")
+    };
+    let link = |state: &str| {
+        let status = c1
+            .command("ip")
+            .args(["link", "set", &c1.link, state])
+            .status()
+            .unwrap();
+        assert!(status.success(), "ip link set {} {state}", c1.link);
+    };
+    for (mount, limit) in [("v42", 40_000), ("v3", 15_000)] {
+        let on_server = Path::new(EXPORT).join(format!("cut-{mount}"));
+        fs::create_dir(&on_server).unwrap();
+        let lock = dir_of(mount, &format!("cut-{mount}"));
+        let lock = lock.to_str().unwrap();
+        let mut holder = c1
+            .worker(&["hold", "fcntl", lock])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut held = BufReader::new(holder.stdout.take().unwrap()).lines();
+        assert!(held.any(|l| l.unwrap() == "held"), "the holder");
+        let at = common::netfs::monotonic_ns();
+        link("down");
+        let out = c2
+            .worker(&["take", "fcntl", lock, &limit.to_string()])
+            .output()
+            .unwrap();
+        link("up");
+        // The holder lets go once its host is back (its release goes to
+        // the server).
+        drop(holder.stdin.take());
+        let _ = holder.wait();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let answer = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("took: "))
+            .unwrap_or("no answer");
+        let value = match answer.parse::<u64>() {
+            Ok(ns) => format!("after {:.1} s", ns.saturating_sub(at) as f64 / 1e9),
+            Err(_) => format!("{answer} ({} s)", limit / 1000),
+        };
+        let label = if mount == "v3" { "NFSv3" } else { "NFSv4.2" };
+        let what = "holder's host cut off: the other host gets the lock";
+        report.fact(label, what, &value);
+        match mount {
+            "v42" => assert!(answer.parse::<u64>().is_ok(), "{mount}: {answer}"),
+            _ => assert_eq!(answer, "timed out", "{mount}"),
         }
     }
 }

@@ -181,6 +181,62 @@ pub struct Traits {
     /// namespace, as `/proc/PID/root/...`; a lazily unmounted filesystem;
     /// no `/proc`).
     pub seen: bool,
+    /// An NFS mount's version, as its options say.
+    pub nfs: Option<Nfs>,
+}
+
+/// What an NFS mount's options say of its protocol (nfs(5)).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Nfs {
+    /// `vers=` (or `nfsvers=`): the major and minor version; `None` where
+    /// neither option is in the mount table.
+    pub version: Option<(u8, u8)>,
+}
+
+/// How a kernel lock ends whose holder's whole host dies or is cut off
+/// from the server (its process cannot release it).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum DeadHost {
+    /// The server releases it once the host's lease lapses (NFSv4: the
+    /// server's lease time, 90 s by default).
+    AfterLease,
+    /// Only when the host restarts and its status monitor tells the
+    /// server (NFSv2 and v3, whose lock manager has no lease): never while
+    /// it stays away.
+    WhenItRestarts,
+    /// The version does not say.
+    Unknown,
+}
+
+impl Nfs {
+    /// The version in an NFS mount's options (`vers=4.2`, `nfsvers=3`).
+    pub fn from_options(options: &[u8]) -> Nfs {
+        let version = option_values(options).find_map(|o| {
+            let v = o
+                .strip_prefix(b"vers=")
+                .or_else(|| o.strip_prefix(b"nfsvers="))?;
+            let (major, minor) = match v.iter().position(|&b| b == b'.') {
+                Some(dot) => (&v[..dot], &v[dot + 1..]),
+                None => (v, &b"0"[..]),
+            };
+            let small = |d: &[u8]| u8::try_from(number(d)?).ok();
+            Some((small(major)?, small(minor)?))
+        });
+        Nfs { version }
+    }
+
+    /// How the lock of a holder whose host dies ends on this mount.
+    pub fn dead_host(&self) -> DeadHost {
+        match self.version {
+            Some((4, _)) => DeadHost::AfterLease,
+            Some((2 | 3, _)) => DeadHost::WhenItRestarts,
+            _ => DeadHost::Unknown,
+        }
+    }
 }
 
 const LOCAL: Traits = Traits {
@@ -191,6 +247,7 @@ const LOCAL: Traits = Traits {
     exchange: Support::Yes,
     exists_as_eperm: false,
     seen: true,
+    nfs: None,
 };
 
 /// A network filesystem whose server keeps the locks and arbitrates
@@ -203,6 +260,7 @@ const SERVER_LOCKED: Traits = Traits {
     exchange: Support::No,
     exists_as_eperm: false,
     seen: true,
+    nfs: None,
 };
 
 /// A userspace client of a remote store whose locks the kernel keeps for
@@ -215,6 +273,7 @@ const CLIENT_LOCKED: Traits = Traits {
     exchange: Support::No,
     exists_as_eperm: false,
     seen: true,
+    nfs: None,
 };
 
 /// FUSE subtypes known to be clients of another host's files, which
@@ -279,6 +338,7 @@ fn named(f_type: u64, mount: Option<&Mount<'_>>) -> Traits {
                     exchange: Support::Unknown,
                     exists_as_eperm: false,
                     seen: true,
+                    nfs: None,
                 },
             }
         }
@@ -301,6 +361,9 @@ fn named(f_type: u64, mount: Option<&Mount<'_>>) -> Traits {
                 } else {
                     Support::Yes
                 },
+                nfs: Some(Nfs::from_options(
+                    mount.map_or(&b""[..], |m| m.super_options),
+                )),
                 ..SERVER_LOCKED
             }
         }
@@ -619,5 +682,23 @@ mod tests {
         assert!(needs_mount_table(magic::SMB2) && !needs_mount_table(magic::EXT4));
         assert_eq!(magic_name(magic::SMB2), Some("smb3"));
         assert_eq!(magic_name(0x1234), None);
+    }
+
+    #[test]
+    fn an_nfs_mount_says_its_version_and_how_a_dead_hosts_lock_ends() {
+        let nfs = |line: &[u8]| traits(magic::NFS, parse_mountinfo_line(line).as_ref()).nfs;
+        let v42 = nfs(b"40 25 0:45 / /n rw - nfs4 srv:/ rw,vers=4.2,rsize=131072,local_lock=none");
+        assert_eq!(v42.map(|n| n.version), Some(Some((4, 2))));
+        assert_eq!(v42.map(|n| n.dead_host()), Some(DeadHost::AfterLease));
+        let v3 = nfs(b"40 25 0:45 / /n rw - nfs srv:/x rw,vers=3,rsize=131072,mountvers=3");
+        assert_eq!(v3.map(|n| n.version), Some(Some((3, 0))));
+        assert_eq!(v3.map(|n| n.dead_host()), Some(DeadHost::WhenItRestarts));
+        let old = nfs(b"40 25 0:45 / /n rw - nfs srv:/x rw,nfsvers=2");
+        assert_eq!(old.map(|n| n.dead_host()), Some(DeadHost::WhenItRestarts));
+        let unsaid = nfs(b"40 25 0:45 / /n rw - nfs srv:/x rw,vers=x.1,hard");
+        assert_eq!(unsaid.map(|n| n.dead_host()), Some(DeadHost::Unknown));
+        let unseen = traits(magic::NFS, None).nfs;
+        assert_eq!(unseen.map(|n| n.version), Some(None));
+        assert_eq!(traits(magic::EXT4, None).nfs, None);
     }
 }

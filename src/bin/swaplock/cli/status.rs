@@ -188,17 +188,52 @@ pub(super) fn filesystem(path: &std::path::Path) -> Option<(String, String)> {
         (Support::No, _) => "not atomic between clients",
         _ => "unknown",
     };
+    // An NFS mount: its version, and how a lock ends whose holder's host
+    // dies or is cut off from the server.
+    let nfs = t.nfs.map(|nfs| {
+        use swaplock::core::fs::DeadHost;
+        let version = nfs.version.map_or_else(
+            || "NFS (version unknown)".to_owned(),
+            |(major, minor)| match major {
+                4 => format!("NFSv4.{minor}"),
+                _ => format!("NFSv{major}"),
+            },
+        );
+        let dead_host = match nfs.dead_host() {
+            DeadHost::AfterLease => {
+                "released by the server once the host's lease lapses (90 s by default)"
+            }
+            DeadHost::WhenItRestarts => {
+                "released only when the host restarts and its statd tells the server \
+                 (never while it stays away)"
+            }
+            _ => "unknown",
+        };
+        (version, dead_host)
+    });
+    let nfs_text = nfs
+        .as_ref()
+        .map_or_else(String::new, |(version, dead_host)| {
+            format!("{version}; a lock whose holder's host dies or is cut off is {dead_host}; ")
+        });
     let text = format!(
-        "filesystem: {shown}: remote {}; fcntl locks reach {}; flock locks reach {}; \
+        "filesystem: {shown}: {nfs_text}remote {}; fcntl locks reach {}; flock locks reach {}; \
          exclusive create {create}; exchange {}",
         support(t.remote),
         reach(t.fcntl),
         reach(t.flock),
         support(t.exchange),
     );
+    let nfs_json = nfs.map_or_else(String::new, |(version, dead_host)| {
+        format!(
+            ",\"nfs\":{{\"version\":{},\"dead_host\":{}}}",
+            json_string(&version),
+            json_string(dead_host)
+        )
+    });
     let json = format!(
         "{{\"type\":{},\"remote\":{},\"fcntl_locks\":{},\"flock_locks\":{},\
-         \"exclusive_create\":{},\"exists_as_eperm\":{},\"exchange\":{},\"seen\":{}}}",
+         \"exclusive_create\":{},\"exists_as_eperm\":{},\"exchange\":{},\"seen\":{}{nfs_json}}}",
         json_string(&name),
         json_string(support(t.remote)),
         json_string(reach(t.fcntl)),
