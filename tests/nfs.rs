@@ -270,7 +270,7 @@ fn guest() {
         .unwrap();
     let mut report = Report(file);
     let clients = Client::all();
-    let scenarios: [(&str, Scenario); 6] = [
+    let scenarios: [(&str, Scenario); 8] = [
         ("facts_between_two_clients", facts),
         (
             "mount_options_that_keep_locks_on_the_client_are_refused",
@@ -278,6 +278,11 @@ fn guest() {
         ),
         ("a_holder_killed_or_stopped_on_another_host", holder_fate),
         ("status_names_the_nfs_version_and_a_dead_hosts_fate", status),
+        ("soft_locks_exclude_across_two_clients", soft_locks),
+        (
+            "a_dead_holders_marker_on_another_host_names_the_remedy",
+            stale_elsewhere,
+        ),
         (
             "the_delete_on_release_pattern_never_makes_two_holders",
             delete_on_release,
@@ -676,6 +681,120 @@ fn host_cut_off(clients: &[Client], report: &mut Report) {
     }
 }
 
+/// The soft kinds on two client hosts at once (two holders on each): every
+/// critical section entered alone, every holder served, no wait failed.
+fn soft_locks(clients: &[Client], report: &mut Report) {
+    for mount in MOUNTS
+        .iter()
+        .filter(|m| matches!(m.dir, "v3" | "v42" | "v42a"))
+    {
+        for kind in ["soft", "marker", "lease"] {
+            let name = format!("soft-{kind}");
+            let (_, on_client) = fresh(&name, mount);
+            let witness = Witness::new(&format!("{name}-{}", mount.dir));
+            let lock = on_client.join("lock");
+            let workers: Vec<Child> = clients
+                .iter()
+                .flat_map(|c| [c, c])
+                .map(|c| {
+                    let spec = [
+                        "soft",
+                        kind,
+                        lock.to_str().unwrap(),
+                        witness.0.to_str().unwrap(),
+                        &ROUNDS.to_string(),
+                    ];
+                    c.worker(&spec).spawn().unwrap()
+                })
+                .collect();
+            let what = format!("{kind} on {}", mount.label);
+            finish(workers, &what);
+            let entries = witness.lines("entries").len();
+            let overlaps = witness.lines("overlaps").len();
+            let errors = witness.lines("errors");
+            report.fact(
+                mount.label,
+                &format!("{kind} lock, 2 hosts × 2 holders: overlaps"),
+                format!("{overlaps} of {entries}; failed waits {}", errors.len()),
+            );
+            assert_eq!(entries, 4 * ROUNDS, "{what}: {errors:?}");
+            assert_eq!(overlaps, 0, "two holders: {what}");
+            assert!(errors.is_empty(), "{what}: {errors:?}");
+        }
+    }
+}
+
+/// A marker whose holder died on one host: the other host cannot tell
+/// whether its holder lives, so it never breaks it, and its contender's
+/// timeout says where the holder is and names the remedy, as `swaplock
+/// break` there does.
+fn stale_elsewhere(clients: &[Client], report: &mut Report) {
+    let [c1, c2] = clients else {
+        panic!("two client hosts")
+    };
+    let mount = &MOUNTS[2];
+    let (_, on_client) = fresh("stale", mount);
+    let lock = on_client.join("lock");
+    let lock = lock.to_str().unwrap();
+    let mut holder = c1
+        .command(env!("CARGO_BIN_EXE_swaplock"))
+        .args([
+            "run",
+            "--kind",
+            "marker",
+            lock,
+            "sh",
+            "-c",
+            "echo held; exec cat",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let mut held = BufReader::new(holder.stdout.take().unwrap()).lines();
+    assert!(held.any(|l| l.unwrap() == "held"), "the holder");
+    // The supervisor and its command die at once: the marker stays.
+    // SAFETY: kill has no memory effects; the group is the holder's own.
+    unsafe { libc::kill(-(holder.id() as i32), libc::SIGKILL) };
+    let _ = holder.wait();
+    let out = c2
+        .command(env!("CARGO_BIN_EXE_swaplock"))
+        .args(["run", "--kind", "marker", "-w", "2", lock, "true"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    report.fact(
+        mount.label,
+        "a dead holder's marker, from the other host",
+        said.trim(),
+    );
+    assert_eq!(out.status.code(), Some(255), "{said}");
+    assert!(said.contains("c1"), "names the holder's host: {said}");
+    assert!(
+        said.contains("swaplock break --force"),
+        "names the remedy: {said}"
+    );
+    let out = c2
+        .command(env!("CARGO_BIN_EXE_swaplock"))
+        .args(["break", "--kind", "marker", lock])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "break refuses without --force");
+    assert!(said.contains("--force"), "{said}");
+    let out = c2
+        .command(env!("CARGO_BIN_EXE_swaplock"))
+        .args(["break", "--kind", "marker", "--force", lock])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        !Path::new(EXPORT).join("stale-v42/lock").exists(),
+        "the marker is gone"
+    );
+}
+
 /// Who takes the lock in a delete-on-release run, each with its own
 /// way of removing the file while it holds it.
 const PEERS: &[(&str, &str)] = &[
@@ -828,6 +947,27 @@ fn worker() {
                 critical_section(witness, lock.path(), &who);
                 if let Err(e) = guard.remove() {
                     note(witness, "errors", &format!("{who}: remove: {e}"));
+                }
+            }
+        }
+        ["soft", kind, lock, witness, rounds] => {
+            let witness = Path::new(witness);
+            let lock = match kind {
+                "soft" => swaplock::SoftLock::soft(lock),
+                "marker" => swaplock::SoftLock::marker(lock),
+                _ => swaplock::SoftLock::lease(lock).lease_duration(Duration::from_secs(6)),
+            };
+            for _ in 0..rounds.parse::<usize>().unwrap() {
+                let guard = match lock.lock() {
+                    Ok(guard) => guard,
+                    Err(e) => {
+                        note(witness, "errors", &format!("{who}: lock: {e}"));
+                        continue;
+                    }
+                };
+                critical_section(witness, lock.path(), &who);
+                if let Err(e) = guard.release() {
+                    note(witness, "errors", &format!("{who}: release: {e}"));
                 }
             }
         }
