@@ -72,6 +72,11 @@ errnos! {
     /// `EDEADLK`: a blocking classic `fcntl` lock would deadlock with
     /// another process's.
     DEADLK = linux 35, apple 11, windows 36;
+    /// `EROFS`: read-only file system.
+    ROFS = linux 30, apple 30, windows 30;
+    /// `EDQUOT`: disk quota exceeded (Windows has none; Winsock's number
+    /// is used, which no file call gives).
+    DQUOT = linux 122, apple 69, windows 10069;
     /// `ENOSPC`: no space left on device.
     NOSPC = linux 28, apple 28, windows 28;
     /// `ENOSYS`: function not implemented.

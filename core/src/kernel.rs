@@ -70,15 +70,37 @@ pub trait KernelOs {
 /// leaves the client's entry for it as the server has it, for the `stat`
 /// after it); a cached entry cannot answer it. Where the server has no
 /// such name, the create makes the file, as a waiter's open would, and
-/// that new file is what the path names. Any other answer of the create
-/// (a directory this process may not write to) leaves the `stat` to say.
+/// that new file is what the path names. A refusal the client can give
+/// only once the server said the name is not there (a directory this
+/// process may not write to, a full or read-only filesystem, a quota; or
+/// a waiting thread's gate, [`Errno::INTR`]) leaves the `stat` to say; any
+/// other error (out of descriptors: the client never asked) is the
+/// check's. Only the last component of the path is asked about: where
+/// symlinks are followed, a removed target named by its own path is
+/// still answered from the cache.
 pub fn named<O: KernelOs>(os: &mut O) -> Result<FileId, Errno> {
     if os.names_cached() {
-        if let Ok(made) = os.made_anew() {
-            return Ok(made);
+        match os.made_anew() {
+            Ok(made) => return Ok(made),
+            Err(e) if e == Errno::EXIST || asked_first(e) => {}
+            Err(e) => return Err(e),
         }
     }
     os.stat()
+}
+
+/// Whether an exclusive create's error comes only after the client asked
+/// the server for the name.
+fn asked_first(e: Errno) -> bool {
+    [
+        Errno::ACCES,
+        Errno::PERM,
+        Errno::ROFS,
+        Errno::NOSPC,
+        Errno::DQUOT,
+        Errno::INTR,
+    ]
+    .contains(&e)
 }
 
 /// The step that failed.
@@ -139,12 +161,15 @@ pub fn attempt<O: KernelOs>(
     wait: bool,
     may_fall_back: bool,
 ) -> Result<Outcome<O::File>, (Step, Errno)> {
+    // A stale handle (`ESTALE`) at the open, the lock, the `fstat` or the
+    // look at the path: the file went away, so the attempt starts again, a
+    // few times in a row (a look at the path that answers otherwise starts
+    // the count again: a wait handed a removed file again and again is
+    // handed one file after another).
     let mut stale = 0;
-    // A stale handle (`ESTALE`) at the open, the lock or the `fstat`: the
-    // file went away, so the attempt starts again, a few times in a row.
-    let mut went_away = |e: Errno| {
-        let again = e == Errno::STALE && stale < STALE_AT_MOST;
-        stale += u32::from(again);
+    let went_away = |stale: &mut u32, e: Errno| {
+        let again = e == Errno::STALE && *stale < STALE_AT_MOST;
+        *stale += u32::from(again);
         again
     };
     'attempt: loop {
@@ -186,13 +211,13 @@ pub fn attempt<O: KernelOs>(
             // for now (on Windows: a peer deleting the file, or holding it
             // open without sharing): contention, as for the lock itself.
             Err(e) if e == Errno::AGAIN => return Ok(Outcome::Busy(e)),
-            Err(e) if went_away(e) => continue,
+            Err(e) if went_away(&mut stale, e) => continue,
             Err(e) => return Err((Step::Open, e)),
         };
         loop {
             match os.lock(&file, wait) {
                 Ok(()) => break,
-                Err(e) if went_away(e) => {
+                Err(e) if went_away(&mut stale, e) => {
                     os.close(file);
                     continue 'attempt;
                 }
@@ -214,7 +239,7 @@ pub fn attempt<O: KernelOs>(
             Ok(id) => id,
             Err(e) => {
                 os.close(file);
-                if went_away(e) {
+                if went_away(&mut stale, e) {
                     continue;
                 }
                 return Err((Step::Fstat, e));
@@ -224,11 +249,14 @@ pub fn attempt<O: KernelOs>(
             return Ok(Outcome::Held(file, locked));
         }
         let named = named(os);
-        if let Err(e) = named {
-            if e == Errno::STALE && !went_away(e) {
-                os.close(file);
-                return Err((Step::Stat, e));
+        match named {
+            Err(e) if e == Errno::STALE => {
+                if !went_away(&mut stale, e) {
+                    os.close(file);
+                    return Err((Step::Stat, e));
+                }
             }
+            _ => stale = 0,
         }
         let check = check_kernel_lock(locked, named);
         if active(Mutant::KernelLockNoRetry) {

@@ -450,11 +450,19 @@ impl<O: Calls> KernelOs for Threads<O> {
         self.os.names_cached()
     }
 
-    /// On the file system alone: the file made is none this process locks,
-    /// and its descriptor is closed at once, which releases no lock of
-    /// another file (the registry's books are by file).
+    /// Made on the file system alone (the registry's open would wait for
+    /// the file this attempt holds); the descriptor is put down through
+    /// the registry's books, so that where another thread of this process
+    /// opened and locked the new file meanwhile, it is kept rather than
+    /// closed (a close would release that thread's classic lock).
     fn made_anew(&mut self) -> Result<FileId, Errno> {
-        self.os.made_anew()
+        if self.on != Some(true) {
+            return self.os.made_anew();
+        }
+        let made = self.os.open(true)?;
+        let id = self.os.fstat(&made);
+        let _ = put_down(id.as_ref().ok().copied(), made, None, |_| Ok(()));
+        id
     }
 }
 

@@ -318,11 +318,13 @@ impl FileLock {
     }
 
     /// Whether the lock file's name may be answered from a client's cache
-    /// ([`FileLock::names_cached`]); elsewhere than Linux and Android,
-    /// where the filesystem is not read, it is not.
+    /// ([`FileLock::names_cached`]): not for a lock allowed to be this
+    /// client's alone ([`FileLock::allow_client_local`]), whose contenders
+    /// all share this client's cache; and elsewhere than Linux and
+    /// Android, where the filesystem is not read, not either.
     fn names_cached(&self) -> bool {
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        return self.names_cached.load(Ordering::Relaxed);
+        return !self.client_local && self.names_cached.load(Ordering::Relaxed);
         #[cfg(not(any(target_os = "linux", target_os = "android")))]
         false
     }

@@ -89,7 +89,6 @@ impl Job {
             && self.mode == other.mode
             && self.scope == other.scope
             && self.may_fall_back == other.may_fall_back
-            && self.names_cached == other.names_cached
     }
 
     /// The core's acquire, on this lock's operations: in the kernel or

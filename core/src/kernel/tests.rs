@@ -38,10 +38,18 @@ struct Fake {
     stat_error: Option<Errno>,
     /// Which step answers `ESTALE` first, and how many times.
     stale: Option<(Step, u32)>,
+    /// Hand-offs to removed files, two kinds by turns: the `fstat` of the
+    /// locked file answers `ESTALE`, then on the next attempt the path
+    /// names another file.
+    handed_removed: u32,
+    /// Which of the two comes next.
+    stat_next: bool,
     /// A client that caches names (NFS): what its server names at the
     /// path (`None`: nothing), while `path` is the client's cached answer,
     /// made current by an exclusive create.
     server: Option<Option<FileId>>,
+    /// What an exclusive create answers instead, where names are cached.
+    create_error: Option<Errno>,
     closes: u32,
 }
 
@@ -65,7 +73,10 @@ impl Fake {
             replaced: 0,
             stat_error: None,
             stale: None,
+            handed_removed: 0,
+            stat_next: false,
             server: None,
+            create_error: None,
             closes: 0,
         }
     }
@@ -102,6 +113,9 @@ impl KernelOs for Fake {
         }
         self.stale(Step::Open)?;
         if let Some(server) = &mut self.server {
+            if let (true, Some(e)) = (exclusive, self.create_error) {
+                return Err(e);
+            }
             // An exclusive create asks the server; a plain open takes the
             // cached name.
             return match (exclusive, *server) {
@@ -152,10 +166,19 @@ impl KernelOs for Fake {
     }
     fn fstat(&mut self, file: &FileId) -> Result<FileId, Errno> {
         self.stale(Step::Fstat)?;
+        if self.handed_removed > 0 && !self.stat_next {
+            self.stat_next = true;
+            return Err(Errno::STALE);
+        }
         Ok(*file)
     }
     fn stat(&mut self) -> Result<FileId, Errno> {
         self.stale(Step::Stat)?;
+        if self.handed_removed > 0 && self.stat_next {
+            self.stat_next = false;
+            self.handed_removed -= 1;
+            return Ok(FileId { dev: 1, ino: 3 });
+        }
         if self.replaced > 0 {
             self.replaced -= 1;
             return Ok(FileId { dev: 1, ino: 3 });
@@ -227,6 +250,47 @@ fn a_stale_handle_is_a_file_gone_away_and_the_attempt_opens_it_anew() {
         let closed = if step == Step::Open { 0 } else { os.attempts };
         assert_eq!(os.closes, closed, "{step:?}: nothing left open");
     }
+}
+
+#[test]
+fn stale_handles_between_hand_offs_never_add_up_to_a_failed_wait() {
+    // A wait handed a removed file again and again (delete on release on
+    // another host): stale answers with looks at the path between them
+    // are not "in a row".
+    let mut os = Fake::new(Duration::ZERO);
+    os.handed_removed = 3 * STALE_AT_MOST;
+    let out = acquire(&mut os, true, false, &mut Backoff::forever());
+    assert!(
+        matches!(out, Ok(Outcome::Held(id, _)) if id == ID),
+        "{out:?}"
+    );
+    assert_eq!(os.attempts, 6 * STALE_AT_MOST + 1);
+}
+
+#[test]
+fn where_names_are_cached_a_create_the_client_could_not_ask_about_fails_the_check() {
+    // Out of descriptors, the client never asked the server: its cached
+    // answer must not decide.
+    let mut os = Fake::new(Duration::ZERO);
+    os.server = Some(Some(FileId { dev: 1, ino: 5 }));
+    os.refused_opens = (0, Errno::AGAIN);
+    os.create_error = Some(Errno::from_raw(24));
+    let out = acquire(&mut os, true, false, &mut Backoff::forever());
+    assert!(
+        matches!(out, Err((Step::Stat, e)) if e.raw() == 24),
+        "{out:?}"
+    );
+    assert_eq!(check_remove(&mut os, &ID), Err(Errno::from_raw(24)));
+    // A directory this process may not write to: the server was asked,
+    // and the stat decides.
+    os.create_error = Some(Errno::ACCES);
+    os.path = ID;
+    os.server = Some(Some(ID));
+    let out = acquire(&mut os, true, false, &mut Backoff::forever());
+    assert!(
+        matches!(out, Ok(Outcome::Held(id, _)) if id == ID),
+        "{out:?}"
+    );
 }
 
 #[test]
