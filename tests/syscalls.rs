@@ -40,6 +40,7 @@ fn cycles(kind: &str, path: &Path) {
     // it may create): made once, as a program that locks often keeps it.
     let kernel = match kind {
         "flock" => FileLock::flock(path),
+        "fcntl-local" => FileLock::new(path).allow_client_local(true),
         _ => FileLock::new(path),
     };
     for n in 0..3 {
@@ -47,7 +48,7 @@ fn cycles(kind: &str, path: &Path) {
             let _ = std::fs::symlink_metadata(BEGIN);
         }
         match kind {
-            "fcntl" | "flock" => kernel.lock().unwrap().release().unwrap(),
+            "fcntl" | "fcntl-local" | "flock" => kernel.lock().unwrap().release().unwrap(),
             _ => soft(path).lock().unwrap().release().unwrap(),
         }
         if n == 2 {
@@ -165,6 +166,29 @@ fn an_uncontended_cycle_stays_within_its_syscall_budget() {
                 "{kind}: looked up its identity again: {call}"
             );
         }
+    }
+}
+
+/// On a local filesystem the with-lock-ex check is chiark's `fstat` against
+/// `stat`: no exclusive create asks a server about the name (as on a
+/// network filesystem, PROTOCOL 7.16), also for a lock allowed to be this
+/// client's alone, whose filesystem is not judged.
+#[test]
+fn on_a_local_filesystem_the_identity_check_asks_no_server() {
+    if std::env::var_os("SWAPLOCK_TEST_RUNNER").is_some() {
+        return;
+    }
+    for kind in ["fcntl", "fcntl-local"] {
+        let calls = counted(kind);
+        assert!(
+            calls.iter().any(|c| c.starts_with("newfstatat")
+                || c.starts_with("statx")
+                || c.starts_with("stat")
+                || c.starts_with("lstat")),
+            "{kind}: the check's stat: {calls:#?}"
+        );
+        let asked: Vec<&String> = calls.iter().filter(|c| c.contains("O_EXCL")).collect();
+        assert!(asked.is_empty(), "{kind}: {asked:#?}");
     }
 }
 
