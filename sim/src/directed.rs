@@ -381,6 +381,18 @@ fn lock_path_replaced_before_the_restore() -> Result<Script, Lost> {
 /// handed back under a break name of B. T's release then finds its marker
 /// aside and reports done, while the lock path shows a record naming T;
 /// a placeholder there names T as a breaker only, and ages out.
+///
+/// Steered without its mutant (under another one, as the mutation run
+/// steers it, or none), the race wedges the shipped protocol too: the
+/// abandon then writes its placeholder, which takes more steps, and
+/// the recordless holder's unlink by name removes B's record while its
+/// own marker waits under T's break name. Its hold over, that empty file
+/// names nobody; once the placeholder naming T at the lock path ages out,
+/// the fresh contender's recovery of T's names must put it back (it may
+/// be a live holder's, I10), where nobody evicts it. That is a gap the
+/// exchange-based break leaves beside any holder that removes its marker
+/// by name (PROTOCOL 12.3 G1), not this mutant's kill, and the hunt
+/// counts no schedule the shipped protocol fails.
 fn abandoned_record_restored() -> Result<Script, Lost> {
     let mut s = Script::new(scenario(
         "soft: a recordless holder beside breakers of a dead marker, two recoverers, a swap-back fails",

@@ -5,7 +5,10 @@
 //! `cargo test` runs for every entry; [`hunt`] searches afresh (kept
 //! schedules, then random schedules of every scenario, then the fuzz
 //! corpus, then the directed races of [`crate::directed`]) and returns the
-//! first kill with a schedule that replays it.
+//! first kill with a schedule that replays it. A schedule the shipped
+//! protocol fails too is no kill ([`kill`]): a race steered under another
+//! mutant than its own may reach a gap the shipped protocol has (PROTOCOL
+//! 12.3), and counting it would report a mutant killed that nothing kills.
 
 use crate::runtime::Violation;
 use crate::scenario::{scenarios, Policy};
@@ -153,6 +156,28 @@ pub fn replay_traced(data: &[u8]) -> Option<(&'static str, Violation)> {
     traced.violation().map(|v| (*what, v))
 }
 
+/// Replays `data` on the shipped protocol (no mutant on), then switches
+/// back on the mutants that were on: the violation, if any, as [`replay`].
+pub fn replay_shipped(data: &[u8]) -> Option<String> {
+    let on: Vec<Mutant> = Mutant::ALL
+        .iter()
+        .copied()
+        .filter(|&m| swaplock_core::mutant::active(m))
+        .collect();
+    swaplock_core::mutant::select(&[]);
+    let shipped = replay(data);
+    swaplock_core::mutant::select(&on);
+    shipped
+}
+
+/// The violation `data` finds under the mutants switched on, if it is a
+/// kill: the shipped protocol must pass the same schedule, or the
+/// violation is not the mutants' doing.
+pub fn kill(data: &[u8]) -> Option<String> {
+    let v = replay(data)?;
+    replay_shipped(data).is_none().then_some(v)
+}
+
 /// Replays every kept schedule of `dirs` under the mutants switched on;
 /// the first that finds a violation, with it.
 pub fn replay_kept(dirs: &[PathBuf]) -> Option<(PathBuf, String)> {
@@ -177,7 +202,9 @@ pub struct Kill {
 /// Searches for a violation under the mutants switched on: the kept
 /// schedules (unless `fresh`); then up to `per_scenario` random schedules
 /// of each scenario, taken in turns; then every input of the fuzz corpus
-/// in `corpus`; then the directed races.
+/// in `corpus`; then the directed races. Each found schedule counts only
+/// if the shipped protocol passes it ([`kill`]); the kept ones do
+/// (`tests/mutants.rs`).
 pub fn hunt(per_scenario: u64, fresh: bool, corpus: Option<&Path>) -> Option<Kill> {
     let started = Instant::now();
     let kept = if fresh {
@@ -207,7 +234,7 @@ pub fn hunt(per_scenario: u64, fresh: bool, corpus: Option<&Path>) -> Option<Kil
             let Some(bytes) = chooser.bytes else { continue };
             let mut kept = vec![i as u8];
             kept.extend_from_slice(&bytes);
-            if let Some(v) = replay(&kept) {
+            if let Some(v) = kill(&kept) {
                 return Some(Kill {
                     by: "random schedules",
                     after: started.elapsed(),
@@ -221,7 +248,7 @@ pub fn hunt(per_scenario: u64, fresh: bool, corpus: Option<&Path>) -> Option<Kil
         let Ok(data) = std::fs::read(&path) else {
             continue;
         };
-        if let Some(v) = replay(&data) {
+        if let Some(v) = kill(&data) {
             return Some(Kill {
                 by: "fuzz corpus",
                 after: started.elapsed(),
@@ -233,7 +260,7 @@ pub fn hunt(per_scenario: u64, fresh: bool, corpus: Option<&Path>) -> Option<Kil
     for race in crate::directed::ALL {
         let Ok(script) = (race.steer)() else { continue };
         let schedule = script.schedule();
-        if let Some(v) = replay(&schedule) {
+        if let Some(v) = kill(&schedule) {
             return Some(Kill {
                 by: "directed schedule",
                 after: started.elapsed(),

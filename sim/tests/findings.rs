@@ -181,3 +181,33 @@ fn a_release_looks_again_when_its_marker_comes_back() {
         panic!("{what}: {v}");
     }
 }
+
+/// Gaps left open (PROTOCOL 12.3): each schedule in `findings/open/` still
+/// wedges the shipped protocol the way that section says, a recordless
+/// holder's marker put back at the lock path by a recovery once its holder
+/// has gone. A schedule that runs clean, or fails otherwise, means the
+/// section is out of date: a closed gap's schedule moves to `findings/`
+/// and its entry to 12.1.
+#[test]
+fn open_gaps_still_wedge_as_documented() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("findings/open");
+    let mut kept: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    kept.sort();
+    assert!(!kept.is_empty(), "no schedules in {}", dir.display());
+    for path in kept {
+        let data = std::fs::read(&path).unwrap();
+        let Some((_, v)) = replay_traced(&data) else {
+            panic!("{} runs clean: the gap is closed", path.display());
+        };
+        assert!(
+            v.what.starts_with("wedge")
+                && v.what.contains("an empty marker (I10, recordless), which a fresh contender's recovery put there"),
+            "{}: {}",
+            path.display(),
+            v.what
+        );
+    }
+}

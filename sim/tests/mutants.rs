@@ -17,7 +17,8 @@
 //! ignores the kept schedules, to time the searches from nothing.
 
 use swaplock_sim::mutants::{
-    catalogue, hunt, kept_dirs, replay_kept, select, Mutant, EQUIVALENT, OPEN,
+    catalogue, hunt, kept_dirs, kill, replay, replay_kept, replay_shipped, select, Entry, Mutant,
+    EQUIVALENT, OPEN,
 };
 use swaplock_sim::{scenarios, Policy};
 
@@ -68,6 +69,42 @@ fn every_protocol_mutant_is_killed_by_a_kept_schedule() {
 #[test]
 fn the_kept_schedules_pass_without_a_mutant() {
     assert!(replay_kept(&kept_dirs()).is_none());
+}
+
+/// A schedule the shipped protocol fails too is no kill. The race of
+/// `abandon-leaves-record`, steered under `live-recoverer-ignored` or
+/// `exchange-back-unlinks-aside` (open: nothing kills them), reaches a
+/// wedge the shipped protocol has as well (PROTOCOL 12.3 G1): the hunt's
+/// directed phase must not report either mutant killed by it.
+#[test]
+fn a_schedule_the_shipped_protocol_fails_is_no_kill() {
+    let race = swaplock_sim::directed::ALL
+        .iter()
+        .find(|r| r.mutant == Mutant::AbandonLeavesRecord)
+        .unwrap();
+    static UNKILLED: [Mutant; 2] = [
+        Mutant::LiveRecovererIgnored,
+        Mutant::ExchangeBackUnlinksAside,
+    ];
+    for m in &UNKILLED {
+        let _on = select(&Entry {
+            mutants: std::slice::from_ref(m),
+        });
+        let m = *m;
+        let schedule = (race.steer)().unwrap().schedule();
+        assert!(
+            replay(&schedule).is_some(),
+            "{}: the race no longer fails under it; this test needs another schedule the shipped protocol fails",
+            m.name()
+        );
+        assert!(replay_shipped(&schedule).is_some(), "{}", m.name());
+        assert!(kill(&schedule).is_none(), "{}", m.name());
+        if let Some(k) = hunt(0, true, None) {
+            panic!("{}: killed by {}: {}", m.name(), k.by, k.what);
+        }
+        // The mutant is still on once the shipped protocol was replayed.
+        assert!(swaplock_core::mutant::active(m));
+    }
 }
 
 /// Every mutant is either in the catalogue alone or argued equivalent,
