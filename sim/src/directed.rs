@@ -89,6 +89,11 @@ pub const ALL: &[Directed] = &[
         mutant: Mutant::VanishedCandidateSkipped,
         steer: claimed_between_listing_and_look,
     },
+    Directed {
+        name: "a released placeholder fed back over a new holder's marker",
+        mutant: Mutant::FeedingExchangeBack,
+        steer: crate::directed_by_name::placeholder_fed_back,
+    },
 ];
 
 /// The index of the scenario named `name` in the catalogue.

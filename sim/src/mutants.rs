@@ -77,16 +77,12 @@ pub const OPEN: &[Mutant] = &[
     // that ages out at the path there (a live breaker's placeholder, 12.1
     // S6) beside a holder that unlinks the path by name.
     Mutant::RestoreOverAnything,
-    // Nested breakers stuck in exchange-back while a new holder's marker
-    // reaches the lock path (12.1 S3, S4). A feeding exchange with only
-    // the ring's files about swaps the holder's marker back to the path
-    // and out again until the ring unwinds; S3 needs a new holder's
-    // marker at the path during the ring, and S4 the path missing while a
-    // holder's marker sits under the break name. Every process of ours
-    // removes the path only while it shows its own file, and a holder
-    // that unlinks it by name (recordless, by name) does so only after it
-    // stopped holding, so its marker held aside is no longer live.
-    Mutant::FeedingExchangeBack,
+    // Nested breakers stuck in exchange-back while the lock path goes
+    // missing and a holder's marker sits under the break name (12.1 S4).
+    // Every process of ours removes the path only while it shows its own
+    // file: a releaser's placeholder, fed back by a breaker's exchange
+    // (the race that kills feeding-exchange-back), is one; without that
+    // feeding exchange no held-aside marker is live when the path goes.
     Mutant::ExchangeBackUnlinksAside,
 ];
 
