@@ -81,8 +81,10 @@ pub const OPEN: &[Mutant] = &[
     // missing and a holder's marker sits under the break name (12.1 S4).
     // Every process of ours removes the path only while it shows its own
     // file: a releaser's placeholder, fed back by a breaker's exchange
-    // (the race that kills feeding-exchange-back), is one; without that
-    // feeding exchange no held-aside marker is live when the path goes.
+    // (the race that kills feeding-exchange-back), is one. Without that
+    // feeding exchange, what a waiting breaker holds aside is what its
+    // own exchange took, and no race found yet empties the path while
+    // that file's holder still holds.
     Mutant::ExchangeBackUnlinksAside,
 ];
 
