@@ -92,7 +92,12 @@ pub const ALL: &[Directed] = &[
     Directed {
         name: "a released placeholder fed back over a new holder's marker",
         mutant: Mutant::FeedingExchangeBack,
-        steer: crate::directed_by_name::placeholder_fed_back,
+        steer: crate::directed_nested::placeholder_fed_back,
+    },
+    Directed {
+        name: "a live recoverer's claim taken by a recovery of another breaker's names",
+        mutant: Mutant::LiveRecovererIgnored,
+        steer: crate::directed_nested::claim_stolen_across_breakers,
     },
 ];
 

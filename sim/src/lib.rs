@@ -62,7 +62,7 @@
 
 mod actors;
 pub mod directed;
-mod directed_by_name;
+mod directed_nested;
 mod directed_planned;
 mod event;
 pub mod model;

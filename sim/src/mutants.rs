@@ -59,14 +59,6 @@ pub const EQUIVALENT: &[Mutant] = &[
 /// (PROTOCOL 13.4). The kept-schedule test reports them and fails once
 /// one is killed, so that this list stays true.
 pub const OPEN: &[Mutant] = &[
-    // Two recoveries at once, the second reaching the first's restore
-    // name while the first lives. When both recover one breaker's names,
-    // a steal acts as the first would have (one rename wins, the loser's
-    // later calls find its name gone and answer held); only recoveries of
-    // different breakers' names judge one claim differently (a placeholder
-    // naming the thief's breaker), which needs the lock path to change
-    // between their judgements. No directed race reaches that yet.
-    Mutant::LiveRecovererIgnored,
     // The lock path replaced before a recovery's look (the race that
     // kills restore-no-swap-back, with the look moved after the new
     // holder's create): the mutant exchanges over the new holder's marker

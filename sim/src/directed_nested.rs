@@ -1,0 +1,70 @@
+//! Directed races of breakers and recoverers at work at once: a breaker
+//! stuck in its exchange-back while a new holder's marker reaches the
+//! lock path (PROTOCOL 7.9, 12.1 S3), and two recoveries of different
+//! breakers' names, one reaching the other's claim (7.11, I15).
+
+use crate::directed::scenario;
+use crate::script::{Lost, Script};
+
+/// The race of `placeholder_taken_aside` in [`crate::directed`]: a
+/// releaser's placeholder taken aside by a breaker whose own file is then
+/// taken over by a third contender, which enters. The breaker's
+/// exchange-back finds the new holder's marker at the lock path and the
+/// placeholder under its break name. A feeding exchange puts the
+/// placeholder back at the path and the new holder's marker under the
+/// break name; the releaser, which sees its placeholder at the path
+/// again, unlinks it (its own file). The path is missing, so the
+/// exchange-back ends, leaving the holder's marker aside, and the
+/// breaker's next attempt creates the lock file and enters beside the
+/// holder. Only never exchanging while the path holds another process's
+/// file keeps the holder's marker at the path: the breaker waits, gives
+/// up, and its next attempt finds the lock held.
+pub(crate) fn placeholder_fed_back() -> Result<Script, Lost> {
+    let mut s = Script::new(scenario(
+        "lease: 2 s mtimes, 10 ms change times, a holder stopped past its lease",
+    )?);
+    s.until(0, "ENTERS", 200)?;
+    s.until(0, "leaves the critical section", 200)?;
+    let p = s.turns_until(&[1, 2], "rename a.lock.write", 5_000)?;
+    let q = 3 - p;
+    s.until(p, "lstat a.lock", 5)?;
+    s.until(0, "exchange a.lock.break.101", 50)?;
+    s.until(p, "exchange", 5)?;
+    s.until(q, "ENTERS", 5_000)?;
+    s.until(p, "exchange", 20)?;
+    s.until(0, "unlink a.lock ->", 10)?;
+    s.until_violation(p, 3_000)?;
+    Ok(s)
+}
+
+/// Two recoveries of different breakers' names at once. A contender
+/// judges the dead marker and stops before its recovery's listing; a
+/// breaker passes its last look, a peer takes the dead marker over and
+/// enters, and the breaker's exchange takes the new holder's marker aside
+/// and it is killed. A recoverer of the killed breaker's names claims
+/// that marker and stops. The first contender's listing then finds the
+/// claim under the live recoverer's restore name: the lock counts as
+/// held. Claimed instead, the marker is judged against the first
+/// contender's own judgement (the original dead marker, gone from the
+/// lock path), so it is handed back under a break name of the original
+/// dead writer, where no recovery of the killed breaker's names looks:
+/// the robbed recoverer's next attempt finds the killed breaker's record
+/// alone and enters beside the holder.
+pub(crate) fn claim_stolen_across_breakers() -> Result<Script, Lost> {
+    let mut s = Script::new(scenario(
+        "soft: a recordless holder beside breakers of a dead marker, two recoverers",
+    )?);
+    // With five runnable processes, the kill byte kills the first.
+    let (b, holder, first, _recordless, thief) = (0, 1, 2, 3, 4);
+    s.until(thief, "probe 999", 400)?;
+    s.until(thief, "lstat a.lock", 5)?;
+    s.until(b, "rename a.lock.write", 400)?;
+    s.until(b, "lstat a.lock", 5)?;
+    s.until(holder, "ENTERS", 400)?;
+    s.until(b, "exchange a.lock.break.101", 5)?;
+    s.kill(b)?;
+    s.until(first, "rename a.lock.break.101", 3_000)?;
+    s.until(thief, "a.lock.break.999", 60)?;
+    s.until_violation(first, 3_000)?;
+    Ok(s)
+}
