@@ -55,7 +55,7 @@
 //! | `runtime` | coroutines and their stacks, [`Sim`], the progress check's fresh contenders |
 //! | `schedule` | the choosers and the loops that run them |
 //! | [`script`] | directed schedules, steered step by step and kept as bytes |
-//! | [`directed`], `directed_planned` | the directed races that kill the protocol mutants no search reaches |
+//! | [`directed`], `directed_planned`, `directed_nested` | the directed races that kill the protocol mutants no search reaches |
 //! | [`model`] | the model filesystem |
 //! | [`naive`] | the deliberately broken pre-fix policy |
 //! | [`mutants`] | the protocol-mutation run: each guard of the shipped protocol undone, and the searches that must notice |
