@@ -108,14 +108,33 @@ pub(crate) fn refused(
 /// filesystem is read. A filesystem that cannot be read is not refused
 /// here: [`check_kernel_file`] judges the file the lock opened. `Ok`
 /// says whether a client may answer the lock file's name from a cache
-/// ([`names_cached`]).
-pub(crate) fn check_kernel(path: &Arc<Path>, family: Family) -> io::Result<bool> {
+/// ([`names_cached`]). A lock `allowed` to be this client's alone
+/// ([`FileLock::allow_client_local`](crate::FileLock::allow_client_local))
+/// is not refused where locks reach this client only.
+pub(crate) fn check_kernel(path: &Arc<Path>, family: Family, allowed: bool) -> io::Result<bool> {
     let Ok(fs) = swaplock_linux::fs::of_path(path) else {
         return Ok(true);
     };
-    match swaplock_core::fs::kernel_lock_refusal(&fs.traits, family) {
-        None => Ok(names_cached(&fs.traits)),
-        Some(refusal) => Err(refused(path, &fs.fstype, refusal, Some(family))),
+    judged(path, &fs.fstype, &fs.traits, family, allowed)
+}
+
+/// A kernel lock of `family` on a filesystem of `traits`: refused, or
+/// whether its name check must ask the server. Where the lock is allowed
+/// on a filesystem whose locks reach this client only, every contender is
+/// this client's (the caller said no other host uses the directory), and
+/// its cache answers them all alike.
+fn judged(
+    path: &Arc<Path>,
+    fstype: &str,
+    traits: &Traits,
+    family: Family,
+    allowed: bool,
+) -> io::Result<bool> {
+    match swaplock_core::fs::kernel_lock_refusal(traits, family) {
+        None => Ok(names_cached(traits)),
+        Some(Refusal::LocksPerClient) if allowed => Ok(false),
+        Some(_) if allowed => Ok(true),
+        Some(refusal) => Err(refused(path, fstype, refusal, Some(family))),
     }
 }
 
@@ -137,13 +156,11 @@ pub(crate) fn check_kernel_file(
     fd: std::os::fd::BorrowedFd<'_>,
     dev: u64,
     family: Family,
+    allowed: bool,
 ) -> io::Result<bool> {
     let fs = swaplock_linux::fs::of_file_on(fd, dev)
         .map_err(|e| LockError::io(path, Step::Filesystem, e.kind(), e))?;
-    match swaplock_core::fs::kernel_lock_refusal(&fs.traits, family) {
-        None => Ok(names_cached(&fs.traits)),
-        Some(refusal) => Err(refused(path, &fs.fstype, refusal, Some(family))),
-    }
+    judged(path, &fs.fstype, &fs.traits, family, allowed)
 }
 
 /// Refuses a soft lock whose directory `dir`, not made yet, would be made

@@ -72,8 +72,8 @@ pub trait KernelOs {
 /// such name, the create makes the file, as a waiter's open would, and
 /// that new file is what the path names. A refusal the client can give
 /// only once the server said the name is not there (a directory this
-/// process may not write to, a full or read-only filesystem, a quota; or
-/// a waiting thread's gate, [`Errno::INTR`]) leaves the `stat` to say; any
+/// process may not write to, a full or read-only filesystem, a quota)
+/// leaves the `stat` to say; any
 /// other error (out of descriptors: the client never asked) is the
 /// check's. Only the last component of the path is asked about: where
 /// symlinks are followed, a removed target named by its own path is
@@ -98,7 +98,6 @@ fn asked_first(e: Errno) -> bool {
         Errno::ROFS,
         Errno::NOSPC,
         Errno::DQUOT,
-        Errno::INTR,
     ]
     .contains(&e)
 }
@@ -147,6 +146,38 @@ const VANISHED_AT_MOST: u32 = 8;
 /// directory itself removed on the server) is reported after that many.
 const STALE_AT_MOST: u32 = 8;
 
+/// The stale handles one attempt met: how many in a row, and what the path
+/// named at the last of them.
+#[derive(Default)]
+struct Stale {
+    count: u32,
+    seen: Option<Result<FileId, Errno>>,
+}
+
+impl Stale {
+    /// Whether the attempt starts again after `e`: only an `ESTALE`, at
+    /// most [`STALE_AT_MOST`] times in a row about one file. A look at the
+    /// path tells hand-offs apart: a wait handed one removed file after
+    /// another sees a new file (or none) at the path each time, which
+    /// starts the count again; a directory gone from the server, or a
+    /// server whose every answer is stale, shows the same each time.
+    fn went_away<O: KernelOs>(&mut self, os: &mut O, e: Errno) -> bool {
+        if e != Errno::STALE {
+            return false;
+        }
+        let now = os.stat();
+        let moved = !matches!(now, Err(e) if e == Errno::STALE)
+            && self.seen.is_some_and(|seen| seen != now);
+        if moved {
+            self.count = 0;
+        }
+        self.seen = Some(now);
+        let again = self.count < STALE_AT_MOST;
+        self.count += u32::from(again);
+        again
+    }
+}
+
 /// One attempt: open (creating if needed), lock, and keep the lock only if
 /// the path still names the locked file. `may_fall_back`: the caller
 /// switches to a soft lock where the lock call answers `ENOSYS` (`flock`,
@@ -163,15 +194,8 @@ pub fn attempt<O: KernelOs>(
 ) -> Result<Outcome<O::File>, (Step, Errno)> {
     // A stale handle (`ESTALE`) at the open, the lock, the `fstat` or the
     // look at the path: the file went away, so the attempt starts again, a
-    // few times in a row (a look at the path that answers otherwise starts
-    // the count again: a wait handed a removed file again and again is
-    // handed one file after another).
-    let mut stale = 0;
-    let went_away = |stale: &mut u32, e: Errno| {
-        let again = e == Errno::STALE && *stale < STALE_AT_MOST;
-        *stale += u32::from(again);
-        again
-    };
+    // few times in a row about one file.
+    let mut stale = Stale::default();
     'attempt: loop {
         let opened = match may_fall_back {
             // Whether this attempt created the file must be known for
@@ -211,13 +235,13 @@ pub fn attempt<O: KernelOs>(
             // for now (on Windows: a peer deleting the file, or holding it
             // open without sharing): contention, as for the lock itself.
             Err(e) if e == Errno::AGAIN => return Ok(Outcome::Busy(e)),
-            Err(e) if went_away(&mut stale, e) => continue,
+            Err(e) if stale.went_away(os, e) => continue,
             Err(e) => return Err((Step::Open, e)),
         };
         loop {
             match os.lock(&file, wait) {
                 Ok(()) => break,
-                Err(e) if went_away(&mut stale, e) => {
+                Err(e) if stale.went_away(os, e) => {
                     os.close(file);
                     continue 'attempt;
                 }
@@ -239,7 +263,7 @@ pub fn attempt<O: KernelOs>(
             Ok(id) => id,
             Err(e) => {
                 os.close(file);
-                if went_away(&mut stale, e) {
+                if stale.went_away(os, e) {
                     continue;
                 }
                 return Err((Step::Fstat, e));
@@ -251,12 +275,12 @@ pub fn attempt<O: KernelOs>(
         let named = named(os);
         match named {
             Err(e) if e == Errno::STALE => {
-                if !went_away(&mut stale, e) {
+                if !stale.went_away(os, e) {
                     os.close(file);
                     return Err((Step::Stat, e));
                 }
             }
-            _ => stale = 0,
+            _ => stale.count = 0,
         }
         let check = check_kernel_lock(locked, named);
         if active(Mutant::KernelLockNoRetry) {

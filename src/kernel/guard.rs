@@ -167,11 +167,11 @@ impl FileLockGuard {
                     ));
                 }
                 let err = |e| LockError::errno(&path, Step::Remove, e);
-                let mut kernel = kernel_os(&sys_path, follow_symlinks, mode, scope, names_cached);
+                let kernel = kernel_os(&sys_path, follow_symlinks, mode, scope, names_cached);
                 #[cfg(unix)]
-                protocol::check_remove(&mut kernel, fd.file()).map_err(err)?;
+                protocol::check_remove(&mut inodes::Checked(kernel), fd.file()).map_err(err)?;
                 #[cfg(windows)]
-                protocol::check_remove(&mut kernel, &fd).map_err(err)?;
+                protocol::check_remove(&mut { kernel }, &fd).map_err(err)?;
                 #[cfg(unix)]
                 return os::unlink(&sys_path).map_err(err);
                 #[cfg(windows)]

@@ -209,6 +209,52 @@ pub(crate) fn close(fd: OwnedFd) {
     let _ = put_down(id, fd, None, |_| Ok(()));
 }
 
+/// An adapter's operations for a check made outside an attempt (a
+/// removal's, [`swaplock_core::kernel::check_remove`]): as the adapter's,
+/// but the file the name check makes is closed through the registry, so
+/// that another thread of this process that locked it meanwhile keeps its
+/// classic lock.
+pub(crate) struct Checked<O>(pub(crate) O);
+
+impl<O: KernelOs<File = OwnedFd>> KernelOs for Checked<O> {
+    type File = OwnedFd;
+
+    fn open(&mut self, exclusive: bool) -> Result<OwnedFd, Errno> {
+        self.0.open(exclusive)
+    }
+
+    fn open_existing(&mut self) -> Result<OwnedFd, Errno> {
+        self.0.open_existing()
+    }
+
+    fn lock(&mut self, file: &OwnedFd, wait: bool) -> Result<(), Errno> {
+        self.0.lock(file, wait)
+    }
+
+    fn fstat(&mut self, file: &OwnedFd) -> Result<FileId, Errno> {
+        self.0.fstat(file)
+    }
+
+    fn stat(&mut self) -> Result<FileId, Errno> {
+        self.0.stat()
+    }
+
+    fn close(&mut self, file: OwnedFd) {
+        close(file)
+    }
+
+    fn names_cached(&self) -> bool {
+        self.0.names_cached()
+    }
+
+    fn made_anew(&mut self) -> Result<FileId, Errno> {
+        let made = self.0.open(true)?;
+        let id = self.0.fstat(&made);
+        close(made);
+        id
+    }
+}
+
 /// The lock call, waiting or not. Under the model checker a waiting call
 /// is a loop of attempts that lets another thread run between them: the
 /// kernel's blocking call would stop the model's single thread, and the

@@ -310,21 +310,19 @@ impl FileLock {
     /// it.
     fn check_filesystem(&self) -> io::Result<()> {
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        if !self.client_local && self.fs_judged.load(Ordering::Relaxed) == NOT_JUDGED {
-            let cached = crate::netfs::check_kernel(&self.path, self.family())?;
+        if self.fs_judged.load(Ordering::Relaxed) == NOT_JUDGED {
+            let cached = crate::netfs::check_kernel(&self.path, self.family(), self.client_local)?;
             self.names_cached.store(cached, Ordering::Relaxed);
         }
         Ok(())
     }
 
     /// Whether the lock file's name may be answered from a client's cache
-    /// ([`FileLock::names_cached`]): not for a lock allowed to be this
-    /// client's alone ([`FileLock::allow_client_local`]), whose contenders
-    /// all share this client's cache; and elsewhere than Linux and
-    /// Android, where the filesystem is not read, not either.
+    /// ([`FileLock::names_cached`]); elsewhere than Linux and Android,
+    /// where the filesystem is not read, it is not.
     fn names_cached(&self) -> bool {
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        return !self.client_local && self.names_cached.load(Ordering::Relaxed);
+        return self.names_cached.load(Ordering::Relaxed);
         #[cfg(not(any(target_os = "linux", target_os = "android")))]
         false
     }
@@ -336,10 +334,11 @@ impl FileLock {
     /// once per device a lock object meets.
     #[cfg(any(target_os = "linux", target_os = "android"))]
     fn judge_file(&self, fd: std::os::fd::BorrowedFd<'_>, dev: u64) -> io::Result<()> {
-        if self.client_local || self.fs_judged.load(Ordering::Relaxed) == dev {
+        if self.fs_judged.load(Ordering::Relaxed) == dev {
             return Ok(());
         }
-        let cached = crate::netfs::check_kernel_file(&self.path, fd, dev, self.family())?;
+        let cached =
+            crate::netfs::check_kernel_file(&self.path, fd, dev, self.family(), self.client_local)?;
         self.names_cached.store(cached, Ordering::Relaxed);
         self.fs_judged.store(dev, Ordering::Relaxed);
         Ok(())

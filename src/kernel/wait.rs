@@ -223,7 +223,7 @@ impl Gated<'_> {
             ..self.os
         };
         if inodes::lock_call(&mut exclusive, &file, false).is_ok()
-            && protocol::check_remove(self, &file).is_ok()
+            && protocol::check_remove(&mut self.os, &file).is_ok()
         {
             let _ = os::unlink(self.os.path);
         }
