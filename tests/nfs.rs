@@ -176,6 +176,24 @@ impl Client {
         cmd
     }
 
+    /// A worker on this host that holds the `fcntl` lock of `lock` until
+    /// its input is closed, once it holds it.
+    fn holding(&self, lock: &str) -> Child {
+        let mut holder = self
+            .worker(&["hold", "fcntl", lock])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut said = BufReader::new(holder.stdout.take().unwrap()).lines();
+        assert!(
+            said.any(|l| l.unwrap() == "held"),
+            "the holder on {}",
+            self.pid
+        );
+        holder
+    }
+
     /// A session worker on this host over `root`.
     fn session(&self, root: &Path) -> Session {
         Session::start(self.worker(&["session", root.to_str().unwrap()]))
@@ -508,14 +526,7 @@ fn options(clients: &[Client], report: &mut Report) {
     }
     // local_lock=all on v4.2, dropped: the other host's lock excludes it.
     let on_c2 = dir_of("v42", "options-v42local");
-    let mut holder = c2
-        .worker(&["hold", "fcntl", on_c2.to_str().unwrap()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(holder.stdout.take().unwrap()).lines();
-    assert!(lines.any(|l| l.unwrap() == "held"), "the holder on c2");
+    let mut holder = c2.holding(on_c2.to_str().unwrap());
     let answer = judged(c1, "fcntl-try", &dir_of("v42local", "options-v42local"));
     report.fact(
         "NFSv4.2 local_lock=all",
@@ -544,14 +555,7 @@ fn holder_fate(clients: &[Client], report: &mut Report) {
         let lock = on_client.join("lock");
         let lock = lock.to_str().unwrap();
         for signal in [libc::SIGKILL, libc::SIGSTOP] {
-            let mut holder = c1
-                .worker(&["hold", "fcntl", lock])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .spawn()
-                .unwrap();
-            let mut held = BufReader::new(holder.stdout.take().unwrap()).lines();
-            assert!(held.any(|l| l.unwrap() == "held"), "the holder");
+            let mut holder = c1.holding(lock);
             let mut waiter = c2
                 .worker(&["take", "fcntl", lock, "3000"])
                 .stdout(Stdio::piped())
@@ -643,14 +647,7 @@ fn host_cut_off(clients: &[Client], report: &mut Report) {
         fs::create_dir(&on_server).unwrap();
         let lock = dir_of(mount, &format!("cut-{mount}"));
         let lock = lock.to_str().unwrap();
-        let mut holder = c1
-            .worker(&["hold", "fcntl", lock])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut held = BufReader::new(holder.stdout.take().unwrap()).lines();
-        assert!(held.any(|l| l.unwrap() == "held"), "the holder");
+        let mut holder = c1.holding(lock);
         let at = common::netfs::monotonic_ns();
         link("down");
         let out = c2
