@@ -44,6 +44,9 @@ struct Fake {
     handoffs: Option<(Step, u32)>,
     /// The `fstat` to come answers `ESTALE` once.
     fstat_stale: bool,
+    /// How many `stat`s of the path find nothing there first (a holder
+    /// removed the file we locked, and nobody made a new one yet).
+    removed: u32,
     /// A client that caches names (NFS): what its server names at the
     /// path (`None`: nothing), while `path` is the client's cached answer,
     /// made current by an exclusive create.
@@ -75,6 +78,7 @@ impl Fake {
             stale: None,
             handoffs: None,
             fstat_stale: false,
+            removed: 0,
             server: None,
             create_error: None,
             closes: 0,
@@ -190,6 +194,10 @@ impl KernelOs for Fake {
     }
     fn stat(&mut self) -> Result<FileId, Errno> {
         self.stale(Step::Stat)?;
+        if self.removed > 0 {
+            self.removed -= 1;
+            return Err(Errno::NOENT);
+        }
         if self.replaced > 0 {
             self.replaced -= 1;
             return Ok(FileId { dev: 1, ino: 3 });
@@ -264,6 +272,18 @@ fn a_stale_handle_is_a_file_gone_away_and_the_attempt_opens_it_anew() {
         let closed = if step == Step::Open { 0 } else { os.attempts };
         assert_eq!(os.closes, closed, "{step:?}: nothing left open");
     }
+}
+
+#[test]
+fn a_lock_on_a_file_removed_since_with_nothing_at_the_path_is_taken_again() {
+    let mut os = Fake::new(Duration::ZERO);
+    os.removed = 2;
+    let out = acquire(&mut os, true, false, &mut Backoff::forever());
+    assert!(
+        matches!(out, Ok(Outcome::Held(id, _)) if id == ID),
+        "{out:?}"
+    );
+    assert_eq!((os.attempts, os.closes), (3, 2), "each orphan closed");
 }
 
 #[test]
