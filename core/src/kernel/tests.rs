@@ -573,3 +573,41 @@ fn the_backoff_of_a_wait_tries_once_forever_or_until_the_time_left() {
     assert_eq!(until.busy(&Errno::AGAIN, ms(29)), Some(ms(1)));
     assert_eq!(until.busy(&Errno::AGAIN, ms(30)), None);
 }
+
+/// An adapter that says nothing of a cache of names: the default.
+struct Plain(Fake);
+
+impl KernelOs for Plain {
+    type File = FileId;
+    fn open(&mut self, exclusive: bool) -> Result<FileId, Errno> {
+        self.0.open(exclusive)
+    }
+    fn open_existing(&mut self) -> Result<FileId, Errno> {
+        self.0.open_existing()
+    }
+    fn lock(&mut self, file: &FileId, wait: bool) -> Result<(), Errno> {
+        self.0.lock(file, wait)
+    }
+    fn fstat(&mut self, file: &FileId) -> Result<FileId, Errno> {
+        self.0.fstat(file)
+    }
+    fn stat(&mut self) -> Result<FileId, Errno> {
+        self.0.stat()
+    }
+    fn close(&mut self, file: FileId) {
+        self.0.close(file)
+    }
+}
+
+#[test]
+fn an_adapter_that_says_nothing_of_cached_names_checks_by_stat_alone() {
+    let mut os = Plain(Fake::new(Duration::ZERO));
+    let out = attempt(&mut os, true, false);
+    assert!(
+        matches!(out, Ok(Outcome::Held(id, _)) if id == ID),
+        "{out:?}"
+    );
+    assert_eq!(os.0.attempts, 1, "one open, no exclusive create");
+    assert_eq!(check_remove(&mut os, &ID), Ok(()));
+    assert_eq!(os.0.attempts, 1, "the removal's check makes none either");
+}
