@@ -191,6 +191,9 @@ impl Client {
             "the holder on {}",
             self.pid
         );
+        // The rest of its output is read to its end: a worker whose output
+        // nobody reads fails writing it.
+        std::thread::spawn(move || said.for_each(drop));
         holder
     }
 
