@@ -166,6 +166,8 @@ pub enum Mutant {
     FallbackUnlinksAfterClose,
     /// Skip a recovery candidate gone between the listing and its `lstat`, instead of counting the lock as held: a peer's recovery may have claimed it under a restore name the listing missed (7.11, 12.1 S7).
     VanishedCandidateSkipped,
+    /// Count an exchange-back settled when our break name is gone while our file sits at the lock path, so that abandon removes our file there under the recovery that claimed what we took (7.9, 12.1 S8).
+    ClaimedAsideSettles,
 }
 
 impl Mutant {
@@ -232,6 +234,7 @@ impl Mutant {
         Mutant::KernelStatErrorHeld,
         Mutant::FallbackUnlinksAfterClose,
         Mutant::VanishedCandidateSkipped,
+        Mutant::ClaimedAsideSettles,
     ];
 
     /// The mutant's name, as kept findings and reports spell it.
@@ -298,6 +301,7 @@ impl Mutant {
             Mutant::KernelStatErrorHeld => "kernel-stat-error-held",
             Mutant::FallbackUnlinksAfterClose => "fallback-unlinks-after-close",
             Mutant::VanishedCandidateSkipped => "vanished-candidate-skipped",
+            Mutant::ClaimedAsideSettles => "claimed-aside-settles",
         }
     }
 

@@ -99,6 +99,11 @@ pub const ALL: &[Directed] = &[
         mutant: Mutant::LiveRecovererIgnored,
         steer: crate::directed_nested::claim_stolen_across_breakers,
     },
+    Directed {
+        name: "a lifetime breaker stopped after its exchange, its break name claimed",
+        mutant: Mutant::ClaimedAsideSettles,
+        steer: crate::directed_nested::claimed_from_a_stopped_breaker,
+    },
 ];
 
 /// The index of the scenario named `name` in the catalogue.

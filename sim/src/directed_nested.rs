@@ -1,7 +1,8 @@
 //! Directed races of breakers and recoverers at work at once: a breaker
 //! stuck in its exchange-back while a new holder's marker reaches the
-//! lock path (PROTOCOL 7.9, 12.1 S3), and two recoveries of different
-//! breakers' names, one reaching the other's claim (7.11, I15).
+//! lock path (PROTOCOL 7.9, 12.1 S3), two recoveries of different
+//! breakers' names, one reaching the other's claim (7.11, I15), and a
+//! recovery claiming what a stopped lifetime breaker took (12.1 S8).
 
 use crate::directed::scenario;
 use crate::script::{Lost, Script};
@@ -66,5 +67,40 @@ pub(crate) fn claim_stolen_across_breakers() -> Result<Script, Lost> {
     s.until(first, "rename a.lock.break.101", 3_000)?;
     s.until(thief, "a.lock.break.999", 60)?;
     s.until_violation(first, 3_000)?;
+    Ok(s)
+}
+
+/// A lifetime breaker stopped past the lifetime right after its exchange
+/// took a new holder's marker aside (PROTOCOL 12.1 S8). The breaker
+/// writes its marker and makes its last look at the dead marker; a poller
+/// lets time pass; a peer breaks the dead marker and enters; the
+/// breaker's exchange takes the peer's fresh marker aside, and it stops.
+/// Once the breaker's own marker at the lock path is older than the
+/// lifetime, a third contender breaks it, recovers the breaker's names
+/// and claims the holder's marker. The breaker wakes to find its break
+/// name gone. Counted settled, its abandon removed its own file from the
+/// lock path, so the recovery, no longer seeing the file it judged there,
+/// handed the holder's marker back under the breaker's break name and
+/// the path was empty: the breaker's next create entered beside the
+/// holder, whose marker was still younger than the lifetime. Leaving its
+/// file untouched at the path lets the recovery put the holder's marker
+/// back.
+pub(crate) fn claimed_from_a_stopped_breaker() -> Result<Script, Lost> {
+    let mut s = Script::new(scenario("soft: lifetime breaks, a poller lets time pass")?);
+    let (breaker, holder, third, poller) = (0, 1, 2, 3);
+    s.until(breaker, "rename a.lock.write", 400)?;
+    s.until(breaker, "lstat a.lock", 5)?;
+    // Two seconds between the breaker's marker and the holder's.
+    for _ in 0..40 {
+        s.until(poller, "sleeps", 5)?;
+    }
+    s.until(holder, "ENTERS", 400)?;
+    s.until(breaker, "exchange a.lock.break.101", 5)?;
+    // Past the lifetime of the breaker's marker, not of the holder's.
+    for _ in 0..160 {
+        s.until(poller, "sleeps", 5)?;
+    }
+    s.until(third, "rename a.lock.break.101", 200)?;
+    s.until_violation(breaker, 300)?;
     Ok(s)
 }

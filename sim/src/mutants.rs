@@ -76,7 +76,10 @@ pub const OPEN: &[Mutant] = &[
     // (the race that kills feeding-exchange-back), is one. Without that
     // feeding exchange, what a waiting breaker holds aside is what its
     // own exchange took, and no race found yet empties the path while
-    // that file's holder still holds.
+    // that file's holder still holds. (Reasoned, not steered: a nested
+    // breaker that removed its own file from the path under a recovery
+    // that claimed its break name did, before 12.1 S8 was fixed; the
+    // shipped protocol failed there too.)
     Mutant::ExchangeBackUnlinksAside,
 ];
 

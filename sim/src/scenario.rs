@@ -653,6 +653,30 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         sc,
         25,
     ));
+    // Lifetime breaks, and a peer that only polls the lock path with
+    // exclusive creates (a recordless holder that never gets in), so that
+    // time passes while the others are stopped: a breaker stopped past
+    // the lifetime right after its exchange (PROTOCOL 12.1 S8). Inode
+    // numbers are never reused, so that a new marker is never taken for
+    // the dead marker broken by age.
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.faults.fresh_inodes = true;
+    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+    sc.lifetime = Some(Duration::from_secs(10));
+    sc.initial_age = 20_000_000_000;
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 6);
+    sc.processes.push(Process {
+        host: 0,
+        pid: 100,
+        attempts: 400,
+        hold_steps: 0,
+        policy: Policy::Recordless,
+        enosys_fallback: false,
+        poll: crate::POLL,
+        hold_pause: Duration::ZERO,
+        beat: Duration::ZERO,
+    });
+    all.push(("soft: lifetime breaks, a poller lets time pass", sc, 40));
     all
 }
 

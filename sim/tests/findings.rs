@@ -130,6 +130,17 @@
 //!   check of the file taken compares, so the contender took the lease
 //!   over beside its holder. Fixed by measuring the unchanged time to the
 //!   look that read the marker.
+//! - `a-breaker-stopped-past-the-lifetime-removes-its-file-under-a-recovery.bin`
+//!   (a directed race, `swaplock_sim::directed`): a lifetime breaker's
+//!   exchange took a new holder's marker aside and the breaker stopped;
+//!   once its own marker at the lock path was older than the lifetime, a
+//!   third contender's recovery of its names claimed the holder's marker.
+//!   The breaker woke, counted its exchange-back settled because its break
+//!   name was gone, and removed its own file from the lock path, so the
+//!   recovery handed the marker back under the break name and the path was
+//!   empty: the breaker created the lock file and entered beside the
+//!   holder. Fixed by leaving our file untouched at the lock path when
+//!   what we took was claimed from our break name (PROTOCOL 12.1 S8).
 
 use swaplock_sim::mutants::replay_traced;
 use swaplock_sim::{scenarios, Policy};

@@ -88,7 +88,7 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
         }
     }
     if os.unlink(&aside).is_err() {
-        abandon(os, cfg, file, &aside, PutBack::Yes);
+        abandon(os, cfg, file, &aside, PutBack::Judged);
         return Ok(Takeover::Busy);
     }
     // Our marker must still exist: a contender that paused here longer than
@@ -106,7 +106,16 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
 /// go back to the lock path.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum PutBack {
+    /// What we took is not the judged file: it may be a live holder's
+    /// marker, which a recovery of our names puts back only while the lock
+    /// path shows our file.
     Yes,
+    /// What we took is the judged file, and removing it from our break
+    /// name failed. Gone from there later, it may be our own unlink that
+    /// went through after all, which left our record at the lock path for
+    /// a lock we do not hold: removed, as for a settled put-back.
+    Judged,
+    /// No exchange was made.
     No,
 }
 
@@ -135,10 +144,18 @@ fn abandon<O: Os + ?Sized>(
     put_back: PutBack,
 ) {
     let settled = match put_back {
-        PutBack::Yes if active(Mutant::NoPutBack) => true,
-        PutBack::Yes => exchange_back(os, cfg.lock, aside, &file) == Settled::Yes,
-        PutBack::No => true,
+        PutBack::Yes | PutBack::Judged if active(Mutant::NoPutBack) => Settled::Yes,
+        PutBack::Yes | PutBack::Judged => exchange_back(os, cfg.lock, aside, &file),
+        PutBack::No => Settled::Yes,
     };
+    // A recovery of our names holds what we took and restores it only
+    // while the lock path shows our file as it judged it: neither removed
+    // nor rewritten, it is exchanged off the path by that recovery.
+    if settled == Settled::Claimed && put_back == PutBack::Yes {
+        os.close(file);
+        return;
+    }
+    let settled = settled != Settled::No;
     // Without an exchange our file was never at the lock path: if it may
     // still be linked, under our break name, it must not stay empty or
     // half-written there (a recovery of our names would take it for a
@@ -213,6 +230,11 @@ pub(super) enum Settled {
     /// Not settled: a name went missing, a call failed, or nested breakers
     /// did not undo their exchanges in time.
     No,
+    /// Our break name was claimed while our file sat at the lock path: a
+    /// recovery of our names (our record judged past its lifetime, say)
+    /// holds what we took, and puts it back only while the path still
+    /// shows our file unchanged. Nothing is to be touched.
+    Claimed,
 }
 
 /// Puts our own file (open as `file`) back under `aside`, so that what we
@@ -238,6 +260,18 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
         match os.lstat(aside) {
             Ok(st) if st.same_file(&own) => break,
             Ok(_) => {}
+            // What we took was claimed from our break name while our file
+            // sits at the lock path. Removing our file there (as a settled
+            // exchange-back lets abandon do) made that recovery hand the
+            // claim back under our break name and left the path empty: a
+            // new holder's marker we took stayed aside, and the next
+            // contender entered beside its holder (PROTOCOL 12.1 S8).
+            Err(e) if e == Errno::NOENT && !active(Mutant::ClaimedAsideSettles) => {
+                if os.lstat(lock).is_ok_and(|st| st.same_file(&own)) {
+                    return Settled::Claimed;
+                }
+                break;
+            }
             Err(e) if e == Errno::NOENT => break,
             Err(_) => return Settled::No,
         }
