@@ -53,8 +53,8 @@ pub trait KernelOs {
     /// `open(path, O_RDWR|O_CREAT|O_EXCL)`, then `fstat` and `close` of the
     /// file it made: what [`named`] asks the server with. A wrapper whose
     /// [`open`](Self::open) keeps books on the files it opens (a registry
-    /// of the process's locks) makes this call on the file system alone:
-    /// the file made is none it locks.
+    /// of the process's locks) opens here on the file system alone, and
+    /// closes through its books.
     fn made_anew(&mut self) -> Result<FileId, Errno> {
         let made = self.open(true)?;
         let id = self.fstat(&made);
@@ -73,11 +73,10 @@ pub trait KernelOs {
 /// that new file is what the path names. A refusal the client can give
 /// only once the server said the name is not there (a directory this
 /// process may not write to, a full or read-only filesystem, a quota)
-/// leaves the `stat` to say; any
-/// other error (out of descriptors: the client never asked) is the
-/// check's. Only the last component of the path is asked about: where
-/// symlinks are followed, a removed target named by its own path is
-/// still answered from the cache.
+/// leaves the `stat` to say; any other error (out of descriptors: the
+/// client never asked) is the check's. Only the last component of the
+/// path is asked about: where symlinks are followed, a removed target
+/// named by its own path is still answered from the cache.
 pub fn named<O: KernelOs>(os: &mut O) -> Result<FileId, Errno> {
     if os.names_cached() {
         match os.made_anew() {

@@ -248,11 +248,20 @@ impl<O: KernelOs<File = OwnedFd>> KernelOs for Checked<O> {
     }
 
     fn made_anew(&mut self) -> Result<FileId, Errno> {
-        let made = self.0.open(true)?;
-        let id = self.0.fstat(&made);
-        close(made);
-        id
+        made_anew_registered(&mut self.0)
     }
+}
+
+/// [`KernelOs::made_anew`] by `os`'s own open (never a registry's, which
+/// would wait for the file the caller holds), its descriptor put down
+/// through the registry's books: where another thread of this process
+/// opened and locked the new file meanwhile, it is kept rather than closed
+/// (a close would release that thread's classic lock).
+fn made_anew_registered<O: KernelOs<File = OwnedFd>>(os: &mut O) -> Result<FileId, Errno> {
+    let made = os.open(true)?;
+    let id = os.fstat(&made);
+    let _ = put_down(id.as_ref().ok().copied(), made, None, |_| Ok(()));
+    id
 }
 
 /// The lock call, waiting or not. Under the model checker a waiting call
@@ -496,19 +505,12 @@ impl<O: Calls> KernelOs for Threads<O> {
         self.os.names_cached()
     }
 
-    /// Made on the file system alone (the registry's open would wait for
-    /// the file this attempt holds); the descriptor is put down through
-    /// the registry's books, so that where another thread of this process
-    /// opened and locked the new file meanwhile, it is kept rather than
-    /// closed (a close would release that thread's classic lock).
+    /// Where the registry takes part: [`made_anew_registered`].
     fn made_anew(&mut self) -> Result<FileId, Errno> {
-        if self.on != Some(true) {
-            return self.os.made_anew();
+        match self.on {
+            Some(true) => made_anew_registered(&mut self.os),
+            _ => self.os.made_anew(),
         }
-        let made = self.os.open(true)?;
-        let id = self.os.fstat(&made);
-        let _ = put_down(id.as_ref().ok().copied(), made, None, |_| Ok(()));
-        id
     }
 }
 
