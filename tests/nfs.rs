@@ -14,6 +14,8 @@
 
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
+#[path = "nfs/chaos.rs"]
+mod chaos;
 mod common;
 
 use common::netfs::{measure, Session};
@@ -179,8 +181,14 @@ impl Client {
     /// A worker on this host that holds the `fcntl` lock of `lock` until
     /// its input is closed, once it holds it.
     fn holding(&self, lock: &str) -> Child {
+        self.holding_with(&["hold", "fcntl", lock])
+    }
+
+    /// A worker on this host given `spec` (`hold KIND LOCK`), once it
+    /// says it holds; it holds until its input is closed.
+    fn holding_with(&self, spec: &[&str]) -> Child {
         let mut holder = self
-            .worker(&["hold", "fcntl", lock])
+            .worker(spec)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -291,7 +299,7 @@ fn guest() {
         .unwrap();
     let mut report = Report(file);
     let clients = Client::all();
-    let scenarios: [(&str, Scenario); 8] = [
+    let scenarios: [(&str, Scenario); 10] = [
         ("facts_between_two_clients", facts),
         (
             "mount_options_that_keep_locks_on_the_client_are_refused",
@@ -307,6 +315,14 @@ fn guest() {
         (
             "the_delete_on_release_pattern_never_makes_two_holders",
             delete_on_release,
+        ),
+        (
+            "soft_kinds_under_chaos_across_two_clients",
+            chaos::soft_chaos,
+        ),
+        (
+            "the_attribute_cache_never_expires_a_live_lease",
+            chaos::lease_cache,
         ),
         // Last: the cut host's mounts recover only after it.
         ("a_holders_host_cut_off_from_the_server", host_cut_off),
@@ -917,6 +933,18 @@ fn worker() {
             println!("held");
             // Held until the conductor closes this worker's input.
             let _ = std::io::stdin().lines().count();
+        }
+        ["hold", "lease", path] => {
+            let _guard = swaplock::SoftLock::lease(path)
+                .lease_duration(chaos::CACHE_LEASE)
+                .lock()
+                .unwrap();
+            println!("held");
+            let _ = std::io::stdin().lines().count();
+        }
+        ["watch", lock, ms] => chaos::watch(Path::new(lock), ms.parse().unwrap()),
+        ["chaos", kind, lock, witness] => {
+            chaos::chaos_worker(kind, Path::new(lock), Path::new(witness), &who)
         }
         ["take", "fcntl", path, ms] => {
             println!("waiting");
