@@ -937,6 +937,7 @@ fn worker() {
         ["hold", "lease", path] => {
             let _guard = swaplock::SoftLock::lease(path)
                 .lease_duration(chaos::CACHE_LEASE)
+                .heartbeat_interval(chaos::CACHE_BEAT)
                 .lock()
                 .unwrap();
             println!("held");
