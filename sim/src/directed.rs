@@ -104,6 +104,11 @@ pub const ALL: &[Directed] = &[
         mutant: Mutant::ClaimedAsideSettles,
         steer: crate::directed_nested::claimed_from_a_stopped_breaker,
     },
+    Directed {
+        name: "a recordless marker left aside when the lock path goes missing",
+        mutant: Mutant::AsideKeptWhenPathMissing,
+        steer: crate::directed_nested::aside_left_when_the_path_goes_missing,
+    },
 ];
 
 /// The index of the scenario named `name` in the catalogue.

@@ -53,6 +53,11 @@ pub const EQUIVALENT: &[Mutant] = &[
     // exit the name is a dead recoverer's that any recovery claims. Only
     // our own progress while we live differs, which no oracle judges.
     Mutant::NoAdoptOwnClaim,
+    // A foreign file under our break name at the end of an exchange-back
+    // is the file we took, and only once the lock path went missing, where
+    // the shipped exchange-back removes it too (12.1 S9): at every other
+    // exit the aside holds our own file or nothing.
+    Mutant::ExchangeBackUnlinksAside,
 ];
 
 /// Mutants no search has killed yet, each with what its race needs
@@ -69,18 +74,6 @@ pub const OPEN: &[Mutant] = &[
     // that ages out at the path there (a live breaker's placeholder, 12.1
     // S6) beside a holder that unlinks the path by name.
     Mutant::RestoreOverAnything,
-    // Nested breakers stuck in exchange-back while the lock path goes
-    // missing and a holder's marker sits under the break name (12.1 S4).
-    // Every process of ours removes the path only while it shows its own
-    // file: a releaser's placeholder, fed back by a breaker's exchange
-    // (the race that kills feeding-exchange-back), is one. Without that
-    // feeding exchange, what a waiting breaker holds aside is what its
-    // own exchange took, and no race found yet empties the path while
-    // that file's holder still holds. (Reasoned, not steered: a nested
-    // breaker that removed its own file from the path under a recovery
-    // that claimed its break name did, before 12.1 S8 was fixed; the
-    // shipped protocol failed there too.)
-    Mutant::ExchangeBackUnlinksAside,
 ];
 
 /// Everything the mutation run mutates: every single mutant not argued
