@@ -109,6 +109,11 @@ pub const ALL: &[Directed] = &[
         mutant: Mutant::AsideKeptWhenPathMissing,
         steer: crate::directed_nested::aside_left_when_the_path_goes_missing,
     },
+    Directed {
+        name: "a placeholder restored over a new holder's marker, its swap-back failing",
+        mutant: Mutant::RestoreOverAnything,
+        steer: crate::directed_planned::restored_over_a_new_holders_marker,
+    },
 ];
 
 /// The index of the scenario named `name` in the catalogue.

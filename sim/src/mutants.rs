@@ -63,18 +63,7 @@ pub const EQUIVALENT: &[Mutant] = &[
 /// Mutants no search has killed yet, each with what its race needs
 /// (PROTOCOL 13.4). The kept-schedule test reports them and fails once
 /// one is killed, so that this list stays true.
-pub const OPEN: &[Mutant] = &[
-    // The lock path replaced before a recovery's look (the race that
-    // kills restore-no-swap-back, with the look moved after the new
-    // holder's create): the mutant exchanges over the new holder's marker
-    // and the swap-back check undoes it at once. Where that swap-back
-    // fails too (planned), the new holder's marker waits under a break
-    // name while the stranded recordless marker, which nobody evicts,
-    // stays at the path: nobody else enters. A kill needs a stranded file
-    // that ages out at the path there (a live breaker's placeholder, 12.1
-    // S6) beside a holder that unlinks the path by name.
-    Mutant::RestoreOverAnything,
-];
+pub const OPEN: &[Mutant] = &[];
 
 /// Everything the mutation run mutates: every single mutant not argued
 /// equivalent, then the pairs.
