@@ -16,11 +16,13 @@ use crate::script::{Lost, Script};
 /// placeholder back at the path and the new holder's marker under the
 /// break name; the releaser, which sees its placeholder at the path
 /// again, unlinks it (its own file). The path is missing, so the
-/// exchange-back ends, leaving the holder's marker aside, and the
-/// breaker's next attempt creates the lock file and enters beside the
-/// holder. Only never exchanging while the path holds another process's
-/// file keeps the holder's marker at the path: the breaker waits, gives
-/// up, and its next attempt finds the lock held.
+/// exchange-back ends and removes what waits under its break name
+/// (PROTOCOL 12.1 S9): the holder's marker, taken while its holder holds.
+/// (Before S9 it stayed aside, and the breaker's next attempt created the
+/// lock file and entered beside the holder.) Only never exchanging while
+/// the path holds another process's file keeps the holder's marker at the
+/// path: the breaker waits, gives up, and its next attempt finds the
+/// lock held.
 pub(crate) fn placeholder_fed_back() -> Result<Script, Lost> {
     let mut s = Script::new(scenario(
         "lease: 2 s mtimes, 10 ms change times, a holder stopped past its lease",
