@@ -307,9 +307,10 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
     // else creates our break name, and a recovery of our names only renames
     // it away. Nothing but a create fills a missing lock path, so if that
     // file's holder still held, whoever creates the path next would enter
-    // beside it wherever the file is; its holder has ended its hold instead
-    // (a holder that removes the lock path by name, when done, removed what
-    // stood there). Left here, the file would come back only through a
+    // beside it wherever the file is: removing it lets in nobody that
+    // leaving it would keep out. Where this happens, its holder ended its
+    // hold by removing the lock path by name (a recordless holder, a holder
+    // by name). Left here, the file would come back only through a
     // recovery of our names, and an empty one would then stay at the lock
     // path, where nobody evicts it (PROTOCOL 12.1 S9): it is removed, and
     // the exchange-back still reports it did not settle, since our own file
