@@ -168,6 +168,8 @@ pub enum Mutant {
     VanishedCandidateSkipped,
     /// Count an exchange-back settled when our break name is gone while our file sits at the lock path, so that abandon removes our file there under the recovery that claimed what we took (7.9, 12.1 S8).
     ClaimedAsideSettles,
+    /// Leave the file we took under our break name when an exchange-back ends on the lock path missing, where its holder's hold has ended and a recovery of our names would put it back (7.9, 12.1 S9).
+    AsideKeptWhenPathMissing,
 }
 
 impl Mutant {
@@ -235,6 +237,7 @@ impl Mutant {
         Mutant::FallbackUnlinksAfterClose,
         Mutant::VanishedCandidateSkipped,
         Mutant::ClaimedAsideSettles,
+        Mutant::AsideKeptWhenPathMissing,
     ];
 
     /// The mutant's name, as kept findings and reports spell it.
@@ -302,6 +305,7 @@ impl Mutant {
             Mutant::FallbackUnlinksAfterClose => "fallback-unlinks-after-close",
             Mutant::VanishedCandidateSkipped => "vanished-candidate-skipped",
             Mutant::ClaimedAsideSettles => "claimed-aside-settles",
+            Mutant::AsideKeptWhenPathMissing => "aside-kept-when-path-missing",
         }
     }
 

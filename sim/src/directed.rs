@@ -104,6 +104,16 @@ pub const ALL: &[Directed] = &[
         mutant: Mutant::ClaimedAsideSettles,
         steer: crate::directed_nested::claimed_from_a_stopped_breaker,
     },
+    Directed {
+        name: "a recordless marker left aside when the lock path goes missing",
+        mutant: Mutant::AsideKeptWhenPathMissing,
+        steer: crate::directed_nested::aside_left_when_the_path_goes_missing,
+    },
+    Directed {
+        name: "a placeholder restored over a new holder's marker, its swap-back failing",
+        mutant: Mutant::RestoreOverAnything,
+        steer: crate::directed_planned::restored_over_a_new_holders_marker,
+    },
 ];
 
 /// The index of the scenario named `name` in the catalogue.

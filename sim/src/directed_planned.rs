@@ -68,3 +68,52 @@ pub(crate) fn listing_fails_while_stranded() -> Result<Script, Lost> {
     s.until_violation(next, 3_000)?;
     Ok(s)
 }
+
+/// A recovery that restores over whatever the lock path holds. Breakers
+/// E and W judge the dead marker and pass their last look; a peer takes
+/// it over, holds and releases; a recordless holder creates its empty
+/// marker at the empty path and holds it. After more than a second, E's
+/// exchange takes that marker aside, W's exchange takes E's file aside,
+/// and W is killed. A recoverer C judges W's dead record at the lock path
+/// and stops. Within E's exchange-back wait the recordless hold ends and
+/// its unlink by name removes W's record: E finds the path missing,
+/// removes the empty file from its break name (PROTOCOL 12.1 S9) and
+/// marks its own file, under W's break name, with its placeholder. X
+/// creates the lock file at the empty path and enters. C claims E's
+/// placeholder from W's break name as live, and finds X's marker at the
+/// lock path, not W's record it judged: it must hand the placeholder back.
+/// Exchanged in regardless, with the exchange that undoes it failing
+/// (planned), the placeholder stays at the lock path and X's marker goes
+/// under W's break name; the placeholder ages out, and a contender that
+/// evicts it recovers E's names, finds nothing, and enters beside X.
+pub(crate) fn restored_over_a_new_holders_marker() -> Result<Script, Lost> {
+    let mut s = Script::new(scenario(
+        "soft: a recordless holder's unlink by name cuts a nested break short, a swap-back fails",
+    )?);
+    let (taker, w, e, c, x, recordless) = (0, 1, 2, 3, 4, 5);
+    s.until(w, "rename a.lock.write", 400)?;
+    s.until(w, "lstat a.lock", 5)?;
+    s.until(e, "rename a.lock.write", 400)?;
+    s.until(e, "lstat a.lock", 5)?;
+    s.until(taker, "ENTERS", 400)?;
+    s.until(taker, "): released", 200)?;
+    s.until(recordless, "ENTERS", 50)?;
+    // 1.2 s of the recordless holder's 3 s hold.
+    for _ in 0..24 {
+        s.until(recordless, "sleeps", 2)?;
+    }
+    s.until(e, "exchange a.lock.break.102", 5)?;
+    s.until(w, "exchange a.lock.break.104", 5)?;
+    // With five runnable processes, the kill byte kills the first.
+    s.kill(w)?;
+    s.until(e, "sleeps 500", 20)?;
+    s.until(c, "probe 104", 400)?;
+    s.until(c, "lstat a.lock", 3)?;
+    s.until(recordless, "unlink a.lock ->", 100)?;
+    s.until(e, "ftruncate", 30)?;
+    s.until(x, "ENTERS", 400)?;
+    s.until(c, "rename a.lock.restore", 50)?;
+    s.turns_until(&[c, e], "ENTERS", 20_000)?;
+    s.until_violation(c, 1)?;
+    Ok(s)
+}

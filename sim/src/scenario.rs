@@ -677,6 +677,44 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         beat: Duration::ZERO,
     });
     all.push(("soft: lifetime breaks, a poller lets time pass", sc, 40));
+    // The recordless holder beside breakers of a dead marker, with a
+    // contender for each part of a nested break that the holder's unlink
+    // by name cuts short: one takes the dead marker over first, two break
+    // it (the first of them comes first, so that a kill byte reaches it),
+    // one recovers the killed breaker's names, and its exchange that undoes
+    // a restore over another file fails (planned), one enters at the
+    // emptied path. They poll long enough to wait out the grace period of
+    // a placeholder at the lock path.
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+    contenders(
+        &mut sc,
+        policy,
+        &[(0, 101), (0, 104), (0, 102), (0, 103), (0, 105)],
+        40,
+    );
+    sc.processes.push(Process {
+        host: 0,
+        pid: 100,
+        attempts: 200,
+        hold_steps: 0,
+        policy: Policy::Recordless,
+        enosys_fallback: false,
+        poll: crate::POLL,
+        hold_pause: Duration::ZERO,
+        beat: Duration::ZERO,
+    });
+    sc.faults.planned = &[crate::model::Planned {
+        who: 3,
+        call: "exchange a.lock.restore",
+        nth: 2,
+        errno: swaplock_core::Errno::NOSPC,
+    }];
+    all.push((
+        "soft: a recordless holder's unlink by name cuts a nested break short, a swap-back fails",
+        sc,
+        25,
+    ));
     all
 }
 

@@ -19,6 +19,10 @@ use crate::scenario::{scenarios, Policy};
 /// How many of the trace's last lines a [`Lost`] shows.
 const LOST_LINES: usize = 40;
 
+/// The steps a replay of a kept schedule runs at most
+/// ([`crate::mutants::replay`]).
+const REPLAY_STEPS: usize = 20_000;
+
 /// A schedule being steered, and the bytes that replay it.
 pub struct Script {
     sim: Sim,
@@ -81,6 +85,24 @@ impl Script {
             self.step(p)?;
         }
         Ok(self.sim.failed())
+    }
+
+    /// Runs the rest as a replay of the kept schedule does once its bytes
+    /// are spent (the first runnable process, step by step, within the
+    /// replay's bound), then the progress check; whether a violation was
+    /// found.
+    pub fn finish(&mut self) -> bool {
+        let mut steps = self.bytes.len() - 1;
+        while steps < REPLAY_STEPS && !self.sim.failed() {
+            self.sim.runnable_into(&mut self.runnable);
+            let Some(&first) = self.runnable.first() else {
+                break;
+            };
+            self.sim.step(first);
+            steps += 1;
+        }
+        self.sim.check_progress();
+        self.sim.failed()
     }
 
     /// Steps the processes of `ps` in turns (those that can still step)

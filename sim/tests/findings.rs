@@ -141,6 +141,18 @@
 //!   empty: the breaker created the lock file and entered beside the
 //!   holder. Fixed by leaving our file untouched at the lock path when
 //!   what we took was claimed from our break name (PROTOCOL 12.1 S8).
+//! - `a-recordless-marker-left-aside-when-the-lock-path-goes-missing.bin`
+//!   (a directed race, `swaplock_sim::directed`; the progress check): a
+//!   breaker's exchange took a recordless holder's marker aside, and a
+//!   nested breaker took the breaker's file aside and was killed. Within
+//!   the breaker's exchange-back wait the recordless holder's hold ended
+//!   and it unlinked the lock path by name, so the exchange-back found the
+//!   path missing and left the empty file, no one's now, under its break
+//!   name. The breaker later held the lock and was killed holding; the
+//!   fresh contender's recovery of its names put the empty file at the
+//!   lock path, where nobody evicts it. Fixed by removing the file we took
+//!   from our break name when an exchange-back ends on the lock path
+//!   missing (PROTOCOL 12.1 S9).
 
 use swaplock_sim::mutants::replay_traced;
 use swaplock_sim::{scenarios, Policy};

@@ -256,6 +256,8 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
         return Settled::No;
     };
     let start = os.now();
+    // Whether the loop ended on the lock path missing.
+    let mut path_missing = false;
     loop {
         match os.lstat(aside) {
             Ok(st) if st.same_file(&own) => break,
@@ -277,7 +279,10 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
         }
         let ours = match os.lstat(lock) {
             Ok(st) => st.same_file(&own),
-            Err(e) if e == Errno::NOENT => break,
+            Err(e) if e == Errno::NOENT => {
+                path_missing = true;
+                break;
+            }
             Err(_) => return Settled::No,
         };
         if ours || active(Mutant::FeedingExchangeBack) {
@@ -297,13 +302,26 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
             os.sleep(EXCHANGE_BACK_PAUSE);
         }
     }
-    // Remove the aside name only if it holds our own file: when a name went
-    // missing above (say the lock path was removed), the aside may hold the
-    // file we took, which may be a live holder's marker. filelock unlinks it
-    // without looking; a foreign file is left in place here, and the
-    // exchange-back reports it did not settle.
+    // Remove the aside name if it holds our own file. Another file there is
+    // the file we took, and only once the lock path went missing: nobody
+    // else creates our break name, and a recovery of our names only renames
+    // it away. Nothing but a create fills a missing lock path, so if that
+    // file's holder still held, whoever creates the path next would enter
+    // beside it wherever the file is: removing it lets in nobody that
+    // leaving it would keep out. Where this happens, its holder ended its
+    // hold by removing the lock path by name (a recordless holder, a holder
+    // by name). Left here, the file would come back only through a
+    // recovery of our names, and an empty one would then stay at the lock
+    // path, where nobody evicts it (PROTOCOL 12.1 S9): it is removed, and
+    // the exchange-back still reports it did not settle, since our own file
+    // waits under a nested breaker's name. filelock unlinks whatever the
+    // aside holds at every exit; elsewhere a foreign file is left in place.
     let settled = match os.lstat(aside) {
         Ok(st) if st.same_file(&own) => os.unlink(aside).is_ok(),
+        Ok(_) if path_missing && !active(Mutant::AsideKeptWhenPathMissing) => {
+            let _ = os.unlink(aside);
+            false
+        }
         Ok(_) if active(Mutant::ExchangeBackUnlinksAside) => os.unlink(aside).is_ok(),
         Ok(_) => false,
         Err(e) => e == Errno::NOENT,
