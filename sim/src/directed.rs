@@ -7,8 +7,7 @@
 //! `cargo test` replays under every catalogue entry, and the mutation run
 //! ([`crate::mutants::hunt`]) tries these races as one of its searches.
 
-use crate::scenario::{scenarios, Policy};
-use crate::script::{Lost, Script};
+use crate::script::{scenario, Lost, Script};
 use swaplock_core::mutant::Mutant;
 
 /// A directed race and the mutant it was written to kill.
@@ -115,14 +114,6 @@ pub const ALL: &[Directed] = &[
         steer: crate::directed_planned::restored_over_a_new_holders_marker,
     },
 ];
-
-/// The index of the scenario named `name` in the catalogue.
-pub(crate) fn scenario(name: &str) -> Result<usize, Lost> {
-    scenarios(Policy::Ours)
-        .iter()
-        .position(|(n, ..)| *n == name)
-        .ok_or_else(|| Lost(format!("no scenario {name:?}")))
-}
 
 /// Coarse file times, so that a freed inode number handed out again within
 /// the same second is the same (inode, mtime) identity. A contender pins

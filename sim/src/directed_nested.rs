@@ -5,8 +5,7 @@
 //! recovery claiming what a stopped lifetime breaker took (12.1 S8), and
 //! a breaker whose exchange-back finds the lock path missing (12.1 S9).
 
-use crate::directed::scenario;
-use crate::script::{Lost, Script};
+use crate::script::{scenario, Lost, Script};
 
 /// The race of `placeholder_taken_aside` in [`crate::directed`]: a
 /// releaser's placeholder taken aside by a breaker whose own file is then

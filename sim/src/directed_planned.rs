@@ -2,8 +2,7 @@
 //! ([`crate::planned`]): one call of one process fails where the race
 //! needs it, and the script steers the rest.
 
-use crate::directed::scenario;
-use crate::script::{Lost, Script};
+use crate::script::{scenario, Lost, Script};
 
 /// A lease holder stopped past its lease releases; the mark fails, so it
 /// removes its marker by name: it sees its marker at the lock path, and

@@ -10,8 +10,9 @@
 //! mutant than its own may reach a gap the shipped protocol has (PROTOCOL
 //! 12.3), and counting it would report a mutant killed that nothing kills.
 
+use crate::cast::Policy;
 use crate::runtime::Violation;
-use crate::scenario::{scenarios, Policy};
+use crate::scenario::scenarios;
 use crate::schedule::{run, FromBytes, Random, Recording};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -8,11 +8,11 @@
 //! before it is applied, with an error the world's random source draws.
 //! Nothing here judges: the oracle reads the events.
 
+use crate::cast::LOCK;
 use crate::event::{Call, Event, Name, Target, What};
 #[cfg(doc)]
 use crate::model::Faults;
 use crate::model::{Node, SYSCALL_FAULTS};
-use crate::scenario::LOCK;
 use crate::world::{name, World};
 use corosensei::Yielder;
 use std::cell::RefCell;

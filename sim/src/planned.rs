@@ -3,8 +3,8 @@
 //! of [`crate::directed`]. They come last in the catalogue, so that the
 //! kept schedules of the scenarios before them keep their index.
 
+use crate::cast::{contenders, Policy, Process, Scenario, LEASE, LOCK};
 use crate::model::{Faults, Planned};
-use crate::scenario::{contenders, Policy, Process, Scenario, LEASE, LOCK};
 use std::time::Duration;
 use swaplock_core::soft::Kind;
 use swaplock_core::Errno;

@@ -4,11 +4,11 @@
 //! is over, the progress check's fresh contender ([`Sim::check_progress`]).
 
 use crate::actors;
+use crate::cast::{Policy, Process, Scenario, LOCK};
 use crate::event::What;
 use crate::model::Fs;
 use crate::oracle::{Oracle, Progress, FRESH_POLL, RECORDLESS};
 use crate::os::SimOs;
-use crate::scenario::{Policy, Process, Scenario, LOCK};
 use crate::world::{name, World};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};

@@ -13,8 +13,9 @@
 //!
 //! [`FromBytes`]: crate::schedule::FromBytes
 
+use crate::cast::Policy;
 use crate::runtime::{Sim, Violation};
-use crate::scenario::{scenarios, Policy};
+use crate::scenario::scenarios;
 
 /// How many of the trace's last lines a [`Lost`] shows.
 const LOST_LINES: usize = 40;
@@ -183,4 +184,12 @@ impl Script {
     pub fn schedule(&self) -> Vec<u8> {
         self.bytes.clone()
     }
+}
+
+/// The index of the scenario named `name` in the catalogue.
+pub(crate) fn scenario(name: &str) -> Result<usize, Lost> {
+    scenarios(Policy::Ours)
+        .iter()
+        .position(|(n, ..)| *n == name)
+        .ok_or_else(|| Lost(format!("no scenario {name:?}")))
 }

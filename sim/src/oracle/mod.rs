@@ -48,9 +48,9 @@ mod safety;
 pub use progress::Progress;
 pub(crate) use progress::{FRESH_POLL, RECORDLESS};
 
+use crate::cast::{Scenario, LEASE, LOCK, VICTIM};
 use crate::event::{Call, Event, Log, Name, Target, What};
 use crate::model::{Access, Node};
-use crate::scenario::{Scenario, LEASE, LOCK, VICTIM};
 use crate::world::{name, World};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
