@@ -93,3 +93,92 @@ fn toctou_feeding_exchange_back_old_code() {
         Err(l) => panic!("lost: {}", l.0),
     }
 }
+
+/// [`toctou_feed`], where the fed holder q leaves (and releases) while
+/// the breaker p waits right after its exchange-back: p's next create
+/// then comes after q's hold. Whether the shipped and the old code pass.
+fn toctou_feed_holder_leaves() -> Result<Script, Lost> {
+    let mut s = Script::new(scenario(
+        "lease: 2 s mtimes, 10 ms change times, a holder stopped past its lease",
+    ));
+    s.until(0, "ENTERS", 200)?;
+    s.until(0, "leaves the critical section", 200)?;
+    let p = s.turns_until(&[1, 2], "rename a.lock.write", 5_000)?;
+    let q = 3 - p;
+    s.until(p, "lstat a.lock", 5)?;
+    s.until(0, "exchange a.lock.break.101", 50)?;
+    s.until(p, "exchange", 5)?;
+    s.until(p, "lstat a.lock.break", 5)?;
+    s.until(p, "lstat a.lock.break", 10)?;
+    s.until(p, "lstat a.lock ->", 5)?;
+    s.until(q, "ENTERS", 5_000)?;
+    s.until(p, "exchange", 5)?;
+    s.until(0, "released", 50)?;
+    s.until(p, "ENOENT", 10)?;
+    s.until(p, "lstat a.lock.break", 5)?;
+    // The unlink of the shipped code, the fstat of the old.
+    s.step(p)?;
+    s.until(q, "released", 2_000)?;
+    s.until_violation(p, 3_000)?;
+    Ok(s)
+}
+
+#[test]
+fn toctou_feed_holder_leaves_shipped_and_old() {
+    use swaplock_sim::mutants::{select, Entry, Mutant};
+    for old in [false, true] {
+        let _on = select(&Entry {
+            mutants: if old { &[Mutant::AsideKeptWhenPathMissing] } else { &[] },
+        });
+        match toctou_feed_holder_leaves() {
+            Ok(mut s) => {
+                if s.violation().is_none() {
+                    s.finish();
+                }
+                let t = s.sim().trace();
+                let v: Vec<&str> = t.lines().collect();
+                for l in &v[v.len().saturating_sub(12)..] {
+                    eprintln!("{}", &l[..l.len().min(180)]);
+                }
+                eprintln!(
+                    "old={old}: violation {:?}, overslept {}",
+                    s.violation().map(|v| v.what),
+                    s.sim().overslept()
+                );
+                if !old {
+                    eprintln!("schedule {:?}", s.schedule().len());
+                }
+            }
+            Err(l) => eprintln!("old={old}: lost: {}", l.0),
+        }
+    }
+}
+
+/// The kept schedule of [`toctou_feed_holder_leaves`], steered on the old
+/// code (aside-kept-when-path-missing on): the old code passes it, the
+/// shipped code fails it (p1 unlinks p2's marker while p2 holds).
+const KEPT_LEAVES: &str =
+    "findings/adversary/a-fed-holders-marker-unlinked-by-s9-while-it-holds.bin";
+
+#[test]
+fn old_code_passes_what_shipped_fails() {
+    use swaplock_sim::mutants::{replay, select, Entry, Mutant};
+    let schedule = {
+        let _on = select(&Entry {
+            mutants: &[Mutant::AsideKeptWhenPathMissing],
+        });
+        let mut s = toctou_feed_holder_leaves().unwrap_or_else(|l| panic!("lost: {}", l.0));
+        assert!(!s.finish(), "the old code fails the race");
+        assert!(!s.sim().overslept());
+        let schedule = s.schedule();
+        assert_eq!(replay(&schedule), None, "the old code fails the kept bytes");
+        schedule
+    };
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(KEPT_LEAVES);
+    if std::env::var_os("SWAPLOCK_ADV_KEEP").is_some() {
+        std::fs::write(&path, &schedule).unwrap();
+    }
+    assert_eq!(std::fs::read(&path).ok().as_deref(), Some(schedule.as_slice()));
+    let shipped = replay(&schedule).expect("the shipped code passes the kept bytes");
+    eprintln!("shipped: {shipped}");
+}
