@@ -45,7 +45,46 @@ impl Chooser for Sticky {
     }
 }
 
+fn sticky(seed: u64, mode: u64, crash_one_in: u64) -> Sticky {
+    Sticky {
+        r: Random::new(seed.wrapping_mul(7919) + mode, 0, 0),
+        last: None,
+        stay: if mode == 1 { 30 } else { 400 },
+        crash_one_in: crash_one_in * 4,
+        crashes: 2,
+        x: seed.wrapping_mul(0x9E3779B97F4A7C15) | 1,
+    }
+}
+
 fn main() {
+    if std::env::var_os("ADV_REPLAY").is_some() {
+        // ADV_REPLAY=1 adv_search <seed> <mode> <scenario substring> [old]
+        let a: Vec<String> = std::env::args().collect();
+        let (seed, mode): (u64, u64) = (a[1].parse().unwrap(), a[2].parse().unwrap());
+        let _on = if a.len() > 4 {
+            use swaplock_sim::mutants::{select, Entry, Mutant};
+            Some(select(&Entry { mutants: &[Mutant::AsideKeptWhenPathMissing] }))
+        } else {
+            None
+        };
+        for (what, scenario, crash_one_in) in scenarios(Policy::Ours) {
+            if !what.contains(a[3].as_str()) {
+                continue;
+            }
+            let sim = if mode == 0 {
+                run(&scenario, seed, &mut Random::new(seed, crash_one_in, 2), true, 20_000)
+            } else {
+                run(&scenario, seed, &mut sticky(seed, mode, crash_one_in), true, 20_000)
+            };
+            let t = sim.trace();
+            let v: Vec<&str> = t.lines().collect();
+            for l in &v[v.len().saturating_sub(std::env::var("ADV_LINES").ok().and_then(|v| v.parse().ok()).unwrap_or(120))..] {
+                println!("{}", &l[..l.len().min(170)]);
+            }
+            println!("{what}: violation {:?} overslept {}", sim.violation().map(|v| v.what), sim.overslept());
+        }
+        return;
+    }
     let n: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2000);
     let filter: Vec<String> = std::env::args().skip(2).collect();
     let mut total = 0u64;
