@@ -6,8 +6,11 @@
 //! judged from that act on. These races and schedules, found by an
 //! adversarial review, each reported a violation before the oracle knew
 //! the bound; each must now be marked outside it, at the act that
-//! broke it.
+//! broke it. And the exchange-back swaps straight back a file it fed aside
+//! (mutant `exchange-back-no-swap-back`, a guard outside the model's
+//! assumption, PROTOCOL 13.4): the first race pins it.
 
+use swaplock_sim::mutants::{select, Entry, Mutant};
 use swaplock_sim::script::{Lost, Script};
 use swaplock_sim::{run, scenarios, Action, Chooser, Policy, Random, LOCK};
 
@@ -64,34 +67,57 @@ fn feed() -> Result<(Script, usize, usize), Lost> {
 }
 
 #[test]
-fn a_feed_inside_an_exchange_back_is_outside_the_assumption() {
-    let (mut s, p, q) = feed().unwrap_or_else(|l| panic!("lost: {}", l.0));
-    // Marked at the feeding exchange itself: 1.1 s after p's record went
-    // to the lock path.
-    assert!(s.sim().overslept());
-    let trace = s.sim().trace();
-    let marked = trace.lines().last().unwrap_or_default();
-    assert!(
-        marked.contains(PAST_THE_LEASE) && marked.contains(&format!("p{p} ")),
-        "{marked}"
-    );
-    let marker = entered_with(&s, q);
-    assert_ne!(
-        s.sim().fs().ino(LOCK),
-        Some(marker),
-        "the feed took it aside"
-    );
-    s.finish();
-    assert!(s.violation().is_none());
+fn a_feed_inside_an_exchange_back_is_outside_the_assumption_and_swapped_back() {
+    for mutant in [None, Some(Mutant::ExchangeBackNoSwapBack)] {
+        let mutants: &'static [Mutant] = match mutant {
+            Some(Mutant::ExchangeBackNoSwapBack) => &[Mutant::ExchangeBackNoSwapBack],
+            _ => &[],
+        };
+        let _on = select(&Entry { mutants });
+        let (mut s, p, q) = feed().unwrap_or_else(|l| panic!("lost: {}", l.0));
+        // Marked at the feeding exchange itself: 1.1 s after p's record
+        // went to the lock path.
+        assert!(s.sim().overslept(), "{mutant:?}");
+        let trace = s.sim().trace();
+        let marked = trace.lines().last().unwrap_or_default();
+        assert!(
+            marked.contains(PAST_THE_LEASE) && marked.contains(&format!("p{p} ")),
+            "{marked}"
+        );
+        assert!(s.violation().is_none());
+        let marker = entered_with(&s, q);
+        assert_ne!(
+            s.sim().fs().ino(LOCK),
+            Some(marker),
+            "the feed took it aside"
+        );
+        // p looks at its break name, finds q's marker, and swaps it back.
+        s.step(p).unwrap();
+        s.step(p).unwrap();
+        let back = s.sim().fs().ino(LOCK) == Some(marker);
+        assert_eq!(back, mutant.is_none(), "{mutant:?}: {}", s.last_of(p));
+        // The releaser p0 then finds its placeholder under p's break name,
+        // not at the lock path, and removes nothing by name: q's marker
+        // stays at the lock path until q leaves.
+        if mutant.is_none() {
+            s.until(q, "leaves the critical section", 5_000).unwrap();
+            assert!(!s.last_of(q).contains("DISPLACED"), "{}", s.last_of(q));
+        }
+        s.finish();
+        assert!(s.violation().is_none());
+    }
 }
 
 /// [`feed`], where p waits right after its exchange-back and the fed
-/// holder q leaves before p's next create. p0
+/// holder q leaves before p's next create. Without the swap-back, p0
 /// unlinks the lock path by name (it shows p0's placeholder again), the
 /// exchange-back finds the path missing and removes the file under its
 /// break name (12.1 S9), which is q's marker while q holds.
 #[test]
 fn a_fed_holders_marker_removed_by_s9_is_outside_the_assumption() {
+    let _on = select(&Entry {
+        mutants: &[Mutant::ExchangeBackNoSwapBack],
+    });
     let (mut s, p, q) = feed().unwrap_or_else(|l| panic!("lost: {}", l.0));
     let marker = entered_with(&s, q);
     s.until(0, "released", 50).unwrap();
@@ -241,5 +267,57 @@ fn releases_that_unlink_past_their_lease_are_outside_the_assumption() {
             "{seed}/{mode} {name}: marked at {call}"
         );
         assert!(sim.violation().is_none(), "{seed}/{mode} {name}");
+    }
+}
+
+/// The race of [`feed`] inside the assumption: the releaser p0 is killed
+/// once its placeholder P is at the lock path, and the file that replaces
+/// p's record there between p's look and p's exchange is not a taker's
+/// but q's: q judged p0's marker too, and its exchange takes p's record
+/// (not what it judged). p's exchange then feeds q's file aside and puts
+/// P back; q, abandoning in turn, waits for its file at the lock path.
+/// Returns the script after p's exchange, with p and q.
+fn nested() -> Result<(Script, usize, usize), Lost> {
+    let mut s = Script::new(scenario(COARSE));
+    s.until(0, "ENTERS", 200)?;
+    s.until(0, "leaves the critical section", 200)?;
+    let p = s.turns_until(&[1, 2], "rename a.lock.write", 5_000)?;
+    let q = 3 - p;
+    s.until(q, "rename a.lock.write", 5_000)?;
+    s.until(p, "lstat a.lock", 5)?;
+    s.until(q, "lstat a.lock", 5)?;
+    s.until(0, "exchange a.lock.break.101", 50)?;
+    s.kill(0)?;
+    s.until(p, "exchange", 5)?;
+    s.until(p, "lstat a.lock.break", 5)?;
+    s.until(p, "lstat a.lock.break", 10)?;
+    s.until(p, "lstat a.lock ->", 5)?;
+    s.until(q, "exchange", 5)?;
+    s.until(p, "exchange", 5)?;
+    Ok((s, p, q))
+}
+
+/// Inside the assumption, what a feed takes aside is a nested breaker's
+/// file, never a holder's marker, and no verdict of the oracle depends on
+/// the swap-back: with it, p and q each undo their own exchange and
+/// nothing is left; without it, each waits out its exchange-back with the
+/// other's file under its break name, and both files stay there, marked
+/// with placeholders, which the progress check reports and no later
+/// takeover removes.
+#[test]
+fn inside_the_assumption_a_nested_breakers_file_fed_aside_is_swapped_back() {
+    for mutants in [&[][..], &[Mutant::ExchangeBackNoSwapBack][..]] {
+        let _on = select(&Entry { mutants });
+        let (mut s, p, q) = nested().unwrap_or_else(|l| panic!("lost: {}", l.0));
+        s.turns_until(&[p, q], "ENTERS", 20_000)
+            .unwrap_or_else(|l| panic!("lost: {}", l.0));
+        assert!(!s.finish(), "{:?}", s.violation().map(|v| v.what));
+        assert!(!s.sim().overslept());
+        assert_eq!(
+            s.sim().accumulating().len(),
+            if mutants.is_empty() { 0 } else { 2 },
+            "{mutants:?}: {:?}",
+            s.sim().accumulating()
+        );
     }
 }
