@@ -1,7 +1,8 @@
 //! Counts, per scenario, the random schedules that leave the protocol's
 //! timing assumption (a release placeholder at the lock path past the
-//! malformed grace period, or older than the lifetime) and so are not
-//! judged from that point.
+//! malformed grace period, or older than the lifetime; an act by name on
+//! the lock path a lease or more after the actor's own lease record there
+//! last changed) and so are not judged from that point.
 use swaplock_sim::{run, scenarios, Policy, Random};
 
 fn main() {
