@@ -3,12 +3,13 @@
 //! name (an exchange-back's exchange, a release's unlink by name) must act
 //! before the lease has passed since the record last changed there; a run
 //! where it does not is marked outside the timing assumption and not
-//! judged from that act on. These races and schedules, found by an
-//! adversarial review, each reported a violation before the oracle knew
-//! the bound; each must now be marked outside it, at the act that
-//! broke it. And the exchange-back swaps straight back a file it fed aside
-//! (mutant `exchange-back-no-swap-back`, a guard outside the model's
-//! assumption, PROTOCOL 13.4): the first race pins it.
+//! judged from that act on. These races and schedules (a steered race,
+//! and random schedules that run one process in long bursts) each
+//! reported a violation before the oracle knew the bound; each must now
+//! be marked outside it, at the act that broke it. And the exchange-back
+//! swaps straight back a file it fed aside (mutant
+//! `exchange-back-no-swap-back`, a guard outside the model's assumption,
+//! PROTOCOL 13.4): the first race pins it.
 
 use swaplock_sim::mutants::{select, Entry, Mutant};
 use swaplock_sim::script::{Lost, Script};
@@ -135,7 +136,7 @@ fn a_fed_holders_marker_removed_by_s9_is_outside_the_assumption() {
 }
 
 /// A chooser that runs the same process for a geometric burst, so that
-/// the others pause long: the adversary's search, which found the
+/// the others pause long: the search that found the
 /// schedules below where uniform random schedules pause too briefly.
 struct Sticky {
     r: Random,
