@@ -170,6 +170,8 @@ pub enum Mutant {
     ClaimedAsideSettles,
     /// Leave the file we took under our break name when an exchange-back ends on the lock path missing, where its holder's hold has ended and a recovery of our names would put it back (7.9, 12.1 S9).
     AsideKeptWhenPathMissing,
+    /// After an exchange-back's exchange that was to undo our own, leave what it fed aside (a file that replaced ours at the lock path between our look and our exchange) instead of swapping straight back (7.9, 12.1 S10).
+    ExchangeBackNoSwapBack,
 }
 
 impl Mutant {
@@ -238,6 +240,7 @@ impl Mutant {
         Mutant::VanishedCandidateSkipped,
         Mutant::ClaimedAsideSettles,
         Mutant::AsideKeptWhenPathMissing,
+        Mutant::ExchangeBackNoSwapBack,
     ];
 
     /// The mutant's name, as kept findings and reports spell it.
@@ -306,6 +309,7 @@ impl Mutant {
             Mutant::VanishedCandidateSkipped => "vanished-candidate-skipped",
             Mutant::ClaimedAsideSettles => "claimed-aside-settles",
             Mutant::AsideKeptWhenPathMissing => "aside-kept-when-path-missing",
+            Mutant::ExchangeBackNoSwapBack => "exchange-back-no-swap-back",
         }
     }
 

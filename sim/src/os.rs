@@ -451,7 +451,10 @@ impl Dir for SimOs<'_> {
     }
     fn lstat(&mut self, n: &[u8]) -> Result<Stat, Errno> {
         self.fallible(format_args!("lstat {}", name(n)), |w, _| {
-            (w.fs.lstat(n), Call::Other)
+            let call = Call::Lstat {
+                name: w.log.name(n),
+            };
+            (w.fs.lstat(n), call)
         })
     }
     fn exchange(&mut self, a: &[u8], b: &[u8]) -> Result<(), Errno> {

@@ -353,9 +353,11 @@ impl Sim {
         (w.steps, w.acquisitions)
     }
 
-    /// Whether a release placeholder stayed at the lock path past the
-    /// malformed grace period, taking the run outside the protocol's timing
-    /// assumption (then it is not judged from that point).
+    /// Whether the run left the protocol's timing assumption (then it is
+    /// not judged from that point): a release placeholder stayed at the
+    /// lock path past the malformed grace period, or a process acted on
+    /// the lock path by name a lease or more after its own lease record
+    /// there last changed (PROTOCOL 13.1).
     pub fn overslept(&self) -> bool {
         self.oracle.overslept.is_some()
     }
