@@ -172,6 +172,8 @@ pub enum Mutant {
     AsideKeptWhenPathMissing,
     /// After an exchange-back's exchange that was to undo our own, leave what it fed aside (a file that replaced ours at the lock path between our look and our exchange) instead of swapping straight back (7.9, 12.1 S10).
     ExchangeBackNoSwapBack,
+    /// Unlink our marker by name after a touch that left its mtime as it was (within the mtime's granularity), which a peer that judged it before cannot tell from no touch, instead of touching again until the mtime moves (7.3 step 4, 12.1 S11).
+    UnlinkDespiteUnchangedMtime,
 }
 
 impl Mutant {
@@ -241,6 +243,7 @@ impl Mutant {
         Mutant::ClaimedAsideSettles,
         Mutant::AsideKeptWhenPathMissing,
         Mutant::ExchangeBackNoSwapBack,
+        Mutant::UnlinkDespiteUnchangedMtime,
     ];
 
     /// The mutant's name, as kept findings and reports spell it.
@@ -310,6 +313,7 @@ impl Mutant {
             Mutant::ClaimedAsideSettles => "claimed-aside-settles",
             Mutant::AsideKeptWhenPathMissing => "aside-kept-when-path-missing",
             Mutant::ExchangeBackNoSwapBack => "exchange-back-no-swap-back",
+            Mutant::UnlinkDespiteUnchangedMtime => "unlink-despite-unchanged-mtime",
         }
     }
 

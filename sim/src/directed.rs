@@ -113,6 +113,11 @@ pub const ALL: &[Directed] = &[
         mutant: Mutant::RestoreOverAnything,
         steer: crate::directed_planned::restored_over_a_new_holders_marker,
     },
+    Directed {
+        name: "a lease taken over after a release's touch left its mtime as it was",
+        mutant: Mutant::UnlinkDespiteUnchangedMtime,
+        steer: crate::directed_planned::takeover_after_an_unseen_touch,
+    },
 ];
 
 /// Coarse file times, so that a freed inode number handed out again within

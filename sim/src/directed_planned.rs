@@ -44,6 +44,39 @@ pub(crate) fn takeover_after_a_failed_touch() -> Result<Script, Lost> {
     Ok(s)
 }
 
+/// As [`takeover_before_the_touch`], where mtimes are cut to 2 s and
+/// change times to 10 ms. A peer watches the holder's marker, and once
+/// the holder has stopped past its lease, judges it expired and stops
+/// before its exchange. The holder's release touches its marker within
+/// the two seconds of its last mtime, so that only the change time moves,
+/// and looks again: its marker. The peer's look before its exchange and
+/// its check of the file taken compare the inode and mtime, see the file
+/// it judged, and it enters; an unlink by name now would remove its
+/// marker. The holder must touch again until the mtime moves.
+pub(crate) fn takeover_after_an_unseen_touch() -> Result<Script, Lost> {
+    let mut s = Script::new(scenario(
+        "lease: 2 s mtimes, 10 ms change times, a holder stopped past its lease whose mark fails",
+    )?);
+    s.until(0, "ENTERS", 200)?;
+    // Its heartbeats, then it stops; the peer's first look at the marker
+    // starts its watch.
+    s.until(0, "sleeps", 50)?;
+    s.until(1, "sleeps", 50)?;
+    s.until(0, "leaves the critical section", 200)?;
+    // Its next look finds it unchanged for the lease: it writes its
+    // record under its break name.
+    s.until(1, "create a.lock.write", 50)?;
+    s.until(0, "pwrite", 5)?;
+    // Its release looks, its removal by name looks, touches and looks.
+    s.until(0, "lstat a.lock", 3)?;
+    s.until(0, "lstat a.lock", 1)?;
+    s.until(0, "futimens", 1)?;
+    s.until(0, "lstat a.lock", 1)?;
+    s.until(1, "ENTERS", 50)?;
+    s.until_violation(0, 50)?;
+    Ok(s)
+}
+
 /// The race of `recordless_marker_stranded` in [`crate::directed`]: a
 /// breaker's exchange takes a recordless holder's marker aside and the
 /// breaker is killed. The next contender's recovery of its names cannot

@@ -93,6 +93,29 @@ pub(crate) fn push(all: &mut Vec<(&'static str, Scenario, u64)>, policy: Policy)
     ));
 }
 
+/// Appends the scenarios with planned faults that came after the rest of
+/// the catalogue, at its end, so that every kept schedule keeps its index.
+pub(crate) fn push_last(all: &mut Vec<(&'static str, Scenario, u64)>, policy: Policy) {
+    // A lease holder stopped past its lease whose mark fails (as above),
+    // where mtimes are cut to 2 s and change times to 10 ms: its touch
+    // before the unlink by name, within the two seconds of its marker's
+    // last mtime, changes the change time only.
+    let mut sc = Scenario::new(Kind::Lease);
+    sc.granularity = 2_000_000_000;
+    sc.ctime_granularity = Some(10_000_000);
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 40);
+    sc.processes[0].hold_pause = LEASE + Duration::from_millis(50);
+    sc.faults = Faults {
+        planned: &[MARK_FAILS],
+        ..Faults::default()
+    };
+    all.push((
+        "lease: 2 s mtimes, 10 ms change times, a holder stopped past its lease whose mark fails",
+        sc,
+        0,
+    ));
+}
+
 /// Which touch of the stopped lease holder is its release's: the
 /// heartbeats of its hold come first.
 const TOUCH_OF_RELEASE: u32 = 3;

@@ -542,6 +542,7 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         sc,
         25,
     ));
+    crate::planned::push_last(&mut all, policy);
     all
 }
 

@@ -94,6 +94,13 @@
 //!   and a third process published its marker between the release's
 //!   `lstat` and its `unlink`, which removed it. Fixed by touching our
 //!   marker before that look, which restarts its age for every peer.
+//! - `a-release-touch-within-a-coarse-mtime-unlinks-a-new-holders-marker.bin`
+//!   (random schedules, 2 s mtimes and 10 ms change times): the same
+//!   release by name, whose touch fell within its marker's 2 s mtime and
+//!   changed only the change time; a peer that had judged the lease
+//!   expired before it compared inode and mtime, took the marker over
+//!   between the release's look and its unlink, and lost its marker to
+//!   that unlink. Fixed by touching again until the mtime moves.
 //! - `a-contender-paused-past-the-lifetime-before-it-enters.bin` (the
 //!   fuzzer; an oracle fix): a contender paused past the lifetime between
 //!   its takeover and its entry; a peer broke its marker by age, as the
