@@ -194,7 +194,20 @@ pub enum Step {
     Fstat,
     /// `stat` of the path.
     Stat,
+    /// The identity check, over and over: the path's open kept giving one
+    /// file that the check kept finding the path does not name
+    /// ([`UNNAMED_AT_MOST`] times in a row), as where an NFSv4 directory's
+    /// listing spells the name otherwise than the path does (an export
+    /// that folds case or normalizes names).
+    Named,
 }
+
+/// How many times in a row one attempt starts again on the same file: the
+/// path's open gave it, and the identity check found the path naming
+/// another file or none. A holder's delete-on-release hands each waiter a
+/// new file at the next open; only a check that disagrees with the open
+/// for good gives the same one again.
+pub const UNNAMED_AT_MOST: u32 = 8;
 
 /// The outcome of one attempt.
 #[must_use]
@@ -276,6 +289,8 @@ pub fn attempt<O: KernelOs>(
     // look at the path: the file went away, so the attempt starts again, a
     // few times in a row about one file.
     let mut stale = Stale::default();
+    // The file the last start-again was on, and how many times in a row.
+    let mut unnamed: (Option<FileId>, u32) = (None, 0);
     'attempt: loop {
         let opened = match may_fall_back {
             // Whether this attempt created the file must be known for
@@ -378,7 +393,16 @@ pub fn attempt<O: KernelOs>(
             KernelLockCheck::Held => return Ok(Outcome::Held(file, locked)),
             // A holder removed or replaced the file after we opened it: our
             // lock is on an orphan. Close it and lock the new file.
-            KernelLockCheck::Retry => os.close(file),
+            KernelLockCheck::Retry => {
+                os.close(file);
+                unnamed = match unnamed {
+                    (Some(id), n) if id == locked => (Some(id), n + 1),
+                    _ => (Some(locked), 1),
+                };
+                if unnamed.1 > UNNAMED_AT_MOST {
+                    return Err((Step::Named, Errno::NOENT));
+                }
+            }
             KernelLockCheck::Fail(e) => {
                 os.close(file);
                 return Err((Step::Stat, e));

@@ -210,12 +210,27 @@ impl FileLock {
                 self.soft.store(true, Ordering::Relaxed);
                 return Settled::FellBack;
             }
+            Reached::Failed(protocol::Step::Named, _) => {
+                let source = io::Error::other(format!(
+                    "the path kept opening a file that its name check found the path does \
+                         not name, {} times in a row; on NFSv4 the directory's listing has the \
+                         last word, so a name the export lists in another case or Unicode form \
+                         never matches: spell the path as the directory lists it",
+                    protocol::UNNAMED_AT_MOST + 1
+                ));
+                Err(LockError::io(
+                    &self.path,
+                    Step::Stat,
+                    io::ErrorKind::Other,
+                    source,
+                ))
+            }
             Reached::Failed(step, e) => {
                 let step = match step {
                     protocol::Step::Open => Step::Open,
                     protocol::Step::Lock => Step::Lock,
                     protocol::Step::Fstat => Step::Fstat,
-                    protocol::Step::Stat => Step::Stat,
+                    protocol::Step::Stat | protocol::Step::Named => Step::Stat,
                 };
                 Err(self.err(step, e))
             }

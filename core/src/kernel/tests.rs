@@ -752,3 +752,54 @@ fn an_adapter_that_says_nothing_of_cached_names_checks_by_stat_alone() {
     assert_eq!(check_remove(&mut os, &ID), Ok(()));
     assert_eq!(os.0.attempts, 1, "the removal's check makes none either");
 }
+
+#[test]
+fn a_check_that_never_names_the_opened_file_fails_instead_of_looping() {
+    // The path opens and `stat`s one file, and the listing never shows
+    // the name (an export that lists it in another case): without a
+    // bound the attempt would start again for ever, on a free lock.
+    struct Folded(Fake);
+    impl KernelOs for Folded {
+        type File = FileId;
+        fn open(&mut self, exclusive: bool) -> Result<FileId, Errno> {
+            match exclusive {
+                true => Err(Errno::EXIST),
+                false => self.0.open(false),
+            }
+        }
+        fn open_existing(&mut self) -> Result<FileId, Errno> {
+            self.0.open_existing()
+        }
+        fn lock(&mut self, file: &FileId, wait: bool) -> Result<(), Errno> {
+            self.0.lock(file, wait)
+        }
+        fn fstat(&mut self, file: &FileId) -> Result<FileId, Errno> {
+            self.0.fstat(file)
+        }
+        fn stat(&mut self) -> Result<FileId, Errno> {
+            self.0.stat()
+        }
+        fn close(&mut self, file: FileId) {
+            self.0.close(file)
+        }
+        fn names_cached(&self) -> bool {
+            true
+        }
+        fn names_delegated(&self) -> bool {
+            true
+        }
+        fn listed(&mut self) -> Result<Listed, Errno> {
+            self.0.listings += 1;
+            Ok(Listed::Absent)
+        }
+    }
+    let mut os = Folded(Fake::new(Duration::ZERO));
+    let out = attempt(&mut os, true, false);
+    assert!(
+        matches!(out, Err((Step::Named, e)) if e == Errno::NOENT),
+        "{out:?}"
+    );
+    let starts = UNNAMED_AT_MOST + 1;
+    assert_eq!(os.0.closes, starts, "every locked file closed");
+    assert_eq!(os.0.listings, starts);
+}
