@@ -63,6 +63,9 @@ struct Fake {
     /// answer the name, and what its reading answers instead.
     listing: bool,
     listing_error: Option<Errno>,
+    /// What every listing answers instead of the server's name (a
+    /// symlink, or an export that lists the name in another case).
+    listing_answer: Option<Listed>,
     listings: u32,
     closes: u32,
 }
@@ -95,6 +98,7 @@ impl Fake {
             delegated: false,
             listing: false,
             listing_error: None,
+            listing_answer: None,
             listings: 0,
             closes: 0,
         }
@@ -234,6 +238,9 @@ impl KernelOs for Fake {
         self.listings += 1;
         if let Some(e) = self.listing_error {
             return Err(e);
+        }
+        if let Some(answer) = self.listing_answer {
+            return Ok(answer);
         }
         let there = self.server.expect("a listing of a server's directory");
         // Reading the directory shows the client the server's names: its
@@ -469,40 +476,11 @@ fn a_listing_that_fails_fails_the_check_and_a_followed_symlink_keeps_the_stat() 
     assert_eq!(named(&mut os), Err(Errno::from_raw(24)));
     assert_eq!(os.listings, 0);
     // A symlink at the name: the listing cannot show its target.
-    struct Linked(Fake);
-    impl KernelOs for Linked {
-        type File = FileId;
-        fn open(&mut self, exclusive: bool) -> Result<FileId, Errno> {
-            self.0.open(exclusive)
-        }
-        fn open_existing(&mut self) -> Result<FileId, Errno> {
-            self.0.open_existing()
-        }
-        fn lock(&mut self, file: &FileId, wait: bool) -> Result<(), Errno> {
-            self.0.lock(file, wait)
-        }
-        fn fstat(&mut self, file: &FileId) -> Result<FileId, Errno> {
-            self.0.fstat(file)
-        }
-        fn stat(&mut self) -> Result<FileId, Errno> {
-            self.0.stat()
-        }
-        fn close(&mut self, file: FileId) {
-            self.0.close(file)
-        }
-        fn names_cached(&self) -> bool {
-            true
-        }
-        fn names_delegated(&self) -> bool {
-            true
-        }
-        fn listed(&mut self) -> Result<Listed, Errno> {
-            Ok(Listed::Link)
-        }
-    }
     let mut os = Fake::new(Duration::ZERO);
     os.server = Some(Some(ID));
-    assert_eq!(named(&mut Linked(os)), Ok(ID));
+    os.listing = true;
+    os.listing_answer = Some(Listed::Link);
+    assert_eq!(named(&mut os), Ok(ID));
 }
 
 #[test]
@@ -758,48 +736,16 @@ fn a_check_that_never_names_the_opened_file_fails_instead_of_looping() {
     // The path opens and `stat`s one file, and the listing never shows
     // the name (an export that lists it in another case): without a
     // bound the attempt would start again for ever, on a free lock.
-    struct Folded(Fake);
-    impl KernelOs for Folded {
-        type File = FileId;
-        fn open(&mut self, exclusive: bool) -> Result<FileId, Errno> {
-            match exclusive {
-                true => Err(Errno::EXIST),
-                false => self.0.open(false),
-            }
-        }
-        fn open_existing(&mut self) -> Result<FileId, Errno> {
-            self.0.open_existing()
-        }
-        fn lock(&mut self, file: &FileId, wait: bool) -> Result<(), Errno> {
-            self.0.lock(file, wait)
-        }
-        fn fstat(&mut self, file: &FileId) -> Result<FileId, Errno> {
-            self.0.fstat(file)
-        }
-        fn stat(&mut self) -> Result<FileId, Errno> {
-            self.0.stat()
-        }
-        fn close(&mut self, file: FileId) {
-            self.0.close(file)
-        }
-        fn names_cached(&self) -> bool {
-            true
-        }
-        fn names_delegated(&self) -> bool {
-            true
-        }
-        fn listed(&mut self) -> Result<Listed, Errno> {
-            self.0.listings += 1;
-            Ok(Listed::Absent)
-        }
-    }
-    let mut os = Folded(Fake::new(Duration::ZERO));
+    let mut os = Fake::new(Duration::ZERO);
+    os.server = Some(Some(ID));
+    os.listing = true;
+    os.listing_answer = Some(Listed::Absent);
     let out = attempt(&mut os, true, false);
     assert!(
         matches!(out, Err((Step::Named, e)) if e == Errno::NOENT),
         "{out:?}"
     );
     let starts = UNNAMED_AT_MOST + 1;
-    assert_eq!(os.0.closes, starts, "every locked file closed");
-    assert_eq!(os.0.listings, starts);
+    assert_eq!(os.closes, starts, "every locked file closed");
+    assert_eq!(os.listings, starts);
 }
