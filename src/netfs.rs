@@ -50,10 +50,12 @@ pub fn filesystem(path: &Path) -> io::Result<Filesystem> {
     })
 }
 
-/// The error of a lock refused on `path`'s filesystem `fstype`.
+/// The error of a lock refused on `path`'s filesystem `fstype`, which
+/// offers `traits`.
 pub(crate) fn refused(
     path: &Arc<Path>,
     fstype: &str,
+    traits: &Traits,
     refusal: Refusal,
     family: Option<Family>,
 ) -> io::Error {
@@ -73,9 +75,18 @@ pub(crate) fn refused(
                 Some(Family::Flock) => "flock",
                 _ => "fcntl",
             };
+            // The mount option that does it, where one does: the remedy
+            // is a mount without it.
+            let (by, remount) = match traits.local_locks_by {
+                Some(by) => (
+                    format!(" (it is mounted with `{by}`)"),
+                    format!("remount it without `{by}`, "),
+                ),
+                None => (String::new(), String::new()),
+            };
             format!(
-                "{fstype} keeps {which} locks for this client mount only, so a process on another \
-                 host could hold this lock at the same time; use a lease lock \
+                "{fstype} keeps {which} locks for this client mount only{by}, so a process on \
+                 another host could hold this lock at the same time; {remount}use a lease lock \
                  (SoftLock::lease, `swaplock run --kind lease`), or {ETCD}, {allow}"
             )
         }
@@ -134,7 +145,7 @@ fn judged(
         None => Ok(names_cached(traits)),
         Some(Refusal::LocksPerClient) if allowed => Ok(false),
         Some(_) if allowed => Ok(true),
-        Some(refusal) => Err(refused(path, fstype, refusal, Some(family))),
+        Some(refusal) => Err(refused(path, fstype, traits, refusal, Some(family))),
     }
 }
 
@@ -174,7 +185,7 @@ pub(crate) fn check_soft(path: &Arc<Path>, dir: &Path) -> io::Result<()> {
     };
     match swaplock_core::fs::soft_lock_refusal(&fs.traits) {
         None => Ok(()),
-        Some(refusal) => Err(refused(path, &fs.fstype, refusal, None)),
+        Some(refusal) => Err(refused(path, &fs.fstype, &fs.traits, refusal, None)),
     }
 }
 
@@ -188,6 +199,6 @@ pub(crate) fn check_soft_dir(path: &Arc<Path>, dir: &std::os::fd::OwnedFd) -> io
         .map_err(|e| LockError::io(path, Step::Filesystem, e.kind(), e))?;
     match swaplock_core::fs::soft_lock_refusal(&fs.traits) {
         None => Ok(()),
-        Some(refusal) => Err(refused(path, &fs.fstype, refusal, None)),
+        Some(refusal) => Err(refused(path, &fs.fstype, &fs.traits, refusal, None)),
     }
 }

@@ -183,6 +183,10 @@ pub struct Traits {
     pub seen: bool,
     /// An NFS mount's version, as its options say.
     pub nfs: Option<Nfs>,
+    /// The mount option that keeps this mount's kernel locks on this
+    /// client (`nobrl` on SMB, `nolock` or `local_lock=...` on NFS), where
+    /// one does: what a refusal names as the cause.
+    pub local_locks_by: Option<&'static str>,
 }
 
 /// What an NFS mount's options say of its protocol (nfs(5)).
@@ -248,6 +252,7 @@ const LOCAL: Traits = Traits {
     exists_as_eperm: false,
     seen: true,
     nfs: None,
+    local_locks_by: None,
 };
 
 /// A network filesystem whose server keeps the locks and arbitrates
@@ -261,6 +266,7 @@ const SERVER_LOCKED: Traits = Traits {
     exists_as_eperm: false,
     seen: true,
     nfs: None,
+    local_locks_by: None,
 };
 
 /// A userspace client of a remote store whose locks the kernel keeps for
@@ -274,6 +280,7 @@ const CLIENT_LOCKED: Traits = Traits {
     exists_as_eperm: false,
     seen: true,
     nfs: None,
+    local_locks_by: None,
 };
 
 /// FUSE subtypes known to be clients of another host's files, which
@@ -339,6 +346,7 @@ fn named(f_type: u64, mount: Option<&Mount<'_>>) -> Traits {
                     exists_as_eperm: false,
                     seen: true,
                     nfs: None,
+                    local_locks_by: None,
                 },
             }
         }
@@ -346,6 +354,14 @@ fn named(f_type: u64, mount: Option<&Mount<'_>>) -> Traits {
             // nfs(5): `nolock` (v2/v3) and `local_lock=` keep locks on
             // this client; NFSv2 has no exclusive create.
             let all = options(b"local_lock=all") || options(b"nolock");
+            let by = [
+                "nolock",
+                "local_lock=all",
+                "local_lock=posix",
+                "local_lock=flock",
+            ]
+            .into_iter()
+            .find(|o| options(o.as_bytes()));
             let reach = |local: bool| {
                 if all || local {
                     Reach::ThisClient
@@ -364,13 +380,15 @@ fn named(f_type: u64, mount: Option<&Mount<'_>>) -> Traits {
                 nfs: Some(Nfs::from_options(
                     mount.map_or(&b""[..], |m| m.super_options),
                 )),
+                local_locks_by: by,
                 ..SERVER_LOCKED
             }
         }
         magic::CIFS | magic::SMB2 | magic::SMB => {
             // mount.cifs(8): `nobrl` sends no byte-range locks to the
             // server.
-            let reach = if options(b"nobrl") {
+            let nobrl = options(b"nobrl");
+            let reach = if nobrl {
                 Reach::ThisClient
             } else {
                 Reach::AllHosts
@@ -378,6 +396,7 @@ fn named(f_type: u64, mount: Option<&Mount<'_>>) -> Traits {
             Traits {
                 fcntl: reach,
                 flock: reach,
+                local_locks_by: nobrl.then_some("nobrl"),
                 ..SERVER_LOCKED
             }
         }
@@ -676,9 +695,15 @@ mod tests {
             kernel_lock_refusal(&nobrl, Family::Flock),
             Some(Refusal::LocksPerClient)
         );
+        assert_eq!(nobrl.local_locks_by, Some("nobrl"));
         let line = b"50 25 0:50 / /c rw - smb3 //srv/x rw,vers=3.1.1";
         let brl = traits(magic::SMB2, parse_mountinfo_line(line).as_ref());
         assert_eq!(kernel_lock_refusal(&brl, Family::Flock), None);
+        assert_eq!(brl.local_locks_by, None);
+        assert_eq!(nolock.local_locks_by, Some("local_lock=all"));
+        assert_eq!(v3.local_locks_by, Some("nolock"));
+        assert_eq!(flock_only.local_locks_by, Some("local_lock=flock"));
+        assert_eq!(shared.local_locks_by, None);
         assert!(needs_mount_table(magic::SMB2) && !needs_mount_table(magic::EXT4));
         assert_eq!(magic_name(magic::SMB2), Some("smb3"));
         assert_eq!(magic_name(0x1234), None);
