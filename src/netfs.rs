@@ -93,8 +93,14 @@ pub(crate) fn refused(
         (Refusal::ExclusiveCreateNotAtomic, _) => format!(
             "{fstype} does not create files exclusively between clients (two hosts can both \
              create the marker), so no soft lock is safe on it; use {ETCD}, or a directory on \
-             a filesystem whose server arbitrates creates (NFSv3 or later, a kernel SMB \
-             mount, sshfs)"
+             a filesystem whose server arbitrates creates (NFSv3 or later, sshfs)"
+        ),
+        (Refusal::DeletesPending, _) => format!(
+            "{fstype} (SMB) keeps a removed file's name while any client still has the file \
+             open (delete pending), refusing every open of the name until the last one \
+             closes, so a soft lock's release can fail and its contenders stall; use a kernel \
+             lock (FileLock::new, `swaplock run --kind fcntl`), whose server keeps the locks \
+             and whose wait outlasts a name being deleted, or {ETCD}"
         ),
         (_, Some(_)) => format!(
             "{fstype} (a network or userspace filesystem) is not in this process's mount \

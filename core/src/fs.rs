@@ -187,6 +187,10 @@ pub struct Traits {
     /// client (`nobrl` on SMB, `nolock` or `local_lock=...` on NFS), where
     /// one does: what a refusal names as the cause.
     pub local_locks_by: Option<&'static str>,
+    /// Whether the server keeps a removed file's name while any client
+    /// still has the file open, refusing every open of the name, a create
+    /// included, until the last handle closes (SMB's "delete pending").
+    pub deletes_pending: bool,
 }
 
 /// What an NFS mount's options say of its protocol (nfs(5)).
@@ -253,6 +257,7 @@ const LOCAL: Traits = Traits {
     seen: true,
     nfs: None,
     local_locks_by: None,
+    deletes_pending: false,
 };
 
 /// A network filesystem whose server keeps the locks and arbitrates
@@ -267,6 +272,7 @@ const SERVER_LOCKED: Traits = Traits {
     seen: true,
     nfs: None,
     local_locks_by: None,
+    deletes_pending: false,
 };
 
 /// A userspace client of a remote store whose locks the kernel keeps for
@@ -281,6 +287,7 @@ const CLIENT_LOCKED: Traits = Traits {
     seen: true,
     nfs: None,
     local_locks_by: None,
+    deletes_pending: false,
 };
 
 /// FUSE subtypes known to be clients of another host's files, which
@@ -347,6 +354,7 @@ fn named(f_type: u64, mount: Option<&Mount<'_>>) -> Traits {
                     seen: true,
                     nfs: None,
                     local_locks_by: None,
+                    deletes_pending: false,
                 },
             }
         }
@@ -397,6 +405,10 @@ fn named(f_type: u64, mount: Option<&Mount<'_>>) -> Traits {
                 fcntl: reach,
                 flock: reach,
                 local_locks_by: nobrl.then_some("nobrl"),
+                // Measured (PROTOCOL 13.5): a file one client removes while
+                // another has it open keeps its name, and opens of the
+                // name fail with ENOENT, until the last handle closes.
+                deletes_pending: true,
                 ..SERVER_LOCKED
             }
         }
@@ -461,6 +473,10 @@ pub enum Refusal {
     /// The filesystem's mount table entry, which tells what it offers, is
     /// not in this process's mount table ([`Traits::seen`]).
     CannotTell,
+    /// A removed marker's name stays, refusing every open of it, while any
+    /// client has the marker open ([`Traits::deletes_pending`]): a release
+    /// can fail, and contenders that read the marker keep the name taken.
+    DeletesPending,
 }
 
 /// Whether a kernel lock of `family` must be refused on a filesystem of
@@ -482,9 +498,14 @@ pub fn kernel_lock_refusal(traits: &Traits, family: Family) -> Option<Refusal> {
 
 /// Whether a soft lock (a marker created exclusively) must be refused on
 /// a filesystem of `traits`: where an exclusive create is known not to be
-/// atomic between clients, two hosts could both hold the lock; and on an
-/// unseen filesystem whose create may be such.
+/// atomic between clients, two hosts could both hold the lock; where a
+/// removed marker's name stays taken while any client has it open (SMB),
+/// releases fail and contenders stall; and on an unseen filesystem whose
+/// create may be such.
 pub fn soft_lock_refusal(traits: &Traits) -> Option<Refusal> {
+    if traits.deletes_pending {
+        return Some(Refusal::DeletesPending);
+    }
     match traits.exclusive_create {
         Support::No => Some(Refusal::ExclusiveCreateNotAtomic),
         // An unseen userspace filesystem may be one whose create is not
@@ -696,10 +717,13 @@ mod tests {
             Some(Refusal::LocksPerClient)
         );
         assert_eq!(nobrl.local_locks_by, Some("nobrl"));
+        assert_eq!(soft_lock_refusal(&nobrl), Some(Refusal::DeletesPending));
         let line = b"50 25 0:50 / /c rw - smb3 //srv/x rw,vers=3.1.1";
         let brl = traits(magic::SMB2, parse_mountinfo_line(line).as_ref());
         assert_eq!(kernel_lock_refusal(&brl, Family::Flock), None);
         assert_eq!(brl.local_locks_by, None);
+        assert!(brl.deletes_pending && !v3.deletes_pending);
+        assert_eq!(soft_lock_refusal(&brl), Some(Refusal::DeletesPending));
         assert_eq!(nolock.local_locks_by, Some("local_lock=all"));
         assert_eq!(v3.local_locks_by, Some("nolock"));
         assert_eq!(flock_only.local_locks_by, Some("local_lock=flock"));
