@@ -15,6 +15,8 @@
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
 mod common;
+#[path = "nfs/smb.rs"]
+mod smb;
 
 use common::netfs::{measure, Session};
 use common::worker::WORKER_ARGS;
@@ -291,7 +293,7 @@ fn guest() {
         .unwrap();
     let mut report = Report(file);
     let clients = Client::all();
-    let scenarios: [(&str, Scenario); 8] = [
+    let scenarios: [(&str, Scenario); 12] = [
         ("facts_between_two_clients", facts),
         (
             "mount_options_that_keep_locks_on_the_client_are_refused",
@@ -308,6 +310,13 @@ fn guest() {
             "the_delete_on_release_pattern_never_makes_two_holders",
             delete_on_release,
         ),
+        ("smb_facts_between_two_clients", smb::facts),
+        ("smb_kernel_locks_never_make_two_holders", smb::kernel_locks),
+        (
+            "smb_soft_locks_are_refused_naming_the_cause",
+            smb::soft_locks,
+        ),
+        ("smb_status_names_smb_and_the_locks_reach", smb::status),
         // Last: the cut host's mounts recover only after it.
         ("a_holders_host_cut_off_from_the_server", host_cut_off),
     ];
