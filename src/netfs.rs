@@ -102,6 +102,13 @@ pub(crate) fn refused(
              lock (FileLock::new, `swaplock run --kind fcntl`), whose server keeps the locks \
              and whose wait outlasts a name being deleted, or {ETCD}"
         ),
+        (Refusal::OfdLocksShared, _) => format!(
+            "{fstype} (SMB) lets the opens of one file by this host's processes share one \
+             server handle, and open file description locks on one handle do not exclude \
+             each other, so two processes of this host could hold this lock at once; use \
+             FileLock::flock (`swaplock run --kind flock`), or a classic lock owned by the \
+             process (FileLock::owned_by_process, as with-lock-ex takes it)"
+        ),
         (_, Some(_)) => format!(
             "{fstype} (a network or userspace filesystem) is not in this process's mount \
              table (reached through another mount namespace, or unmounted), so whether its \
@@ -128,25 +135,39 @@ pub(crate) fn refused(
 /// ([`names_cached`]). A lock `allowed` to be this client's alone
 /// ([`FileLock::allow_client_local`](crate::FileLock::allow_client_local))
 /// is not refused where locks reach this client only.
-pub(crate) fn check_kernel(path: &Arc<Path>, family: Family, allowed: bool) -> io::Result<bool> {
+pub(crate) fn check_kernel(
+    path: &Arc<Path>,
+    family: Family,
+    ofd: bool,
+    allowed: bool,
+) -> io::Result<bool> {
     let Ok(fs) = swaplock_linux::fs::of_path(path) else {
         return Ok(true);
     };
-    judged(path, &fs.fstype, &fs.traits, family, allowed)
+    judged(path, &fs.fstype, &fs.traits, family, ofd, allowed)
 }
 
-/// A kernel lock of `family` on a filesystem of `traits`: refused, or
-/// whether its name check must ask the server. Where the lock is allowed
-/// on a filesystem whose locks reach this client only, every contender is
-/// this client's (the caller said no other host uses the directory), and
-/// its cache answers them all alike.
+/// A kernel lock of `family` (`ofd`: an open file description `fcntl`
+/// lock) on a filesystem of `traits`: refused, or whether its name check
+/// must ask the server. Where the lock is allowed on a filesystem whose
+/// locks reach this client only, every contender is this client's (the
+/// caller said no other host uses the directory), and its cache answers
+/// them all alike; an open file description lock that may not exclude
+/// this host's own processes is refused all the same.
 fn judged(
     path: &Arc<Path>,
     fstype: &str,
     traits: &Traits,
     family: Family,
+    ofd: bool,
     allowed: bool,
 ) -> io::Result<bool> {
+    if let Some(refusal) = ofd
+        .then(|| swaplock_core::fs::ofd_lock_refusal(traits))
+        .flatten()
+    {
+        return Err(refused(path, fstype, traits, refusal, Some(family)));
+    }
     match swaplock_core::fs::kernel_lock_refusal(traits, family) {
         None => Ok(names_cached(traits)),
         Some(Refusal::LocksPerClient) if allowed => Ok(false),
@@ -173,11 +194,12 @@ pub(crate) fn check_kernel_file(
     fd: std::os::fd::BorrowedFd<'_>,
     dev: u64,
     family: Family,
+    ofd: bool,
     allowed: bool,
 ) -> io::Result<bool> {
     let fs = swaplock_linux::fs::of_file_on(fd, dev)
         .map_err(|e| LockError::io(path, Step::Filesystem, e.kind(), e))?;
-    judged(path, &fs.fstype, &fs.traits, family, allowed)
+    judged(path, &fs.fstype, &fs.traits, family, ofd, allowed)
 }
 
 /// Refuses a soft lock whose directory `dir`, not made yet, would be made

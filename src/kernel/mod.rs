@@ -311,10 +311,24 @@ impl FileLock {
     fn check_filesystem(&self) -> io::Result<()> {
         #[cfg(any(target_os = "linux", target_os = "android"))]
         if self.fs_judged.load(Ordering::Relaxed) == NOT_JUDGED {
-            let cached = crate::netfs::check_kernel(&self.path, self.family(), self.client_local)?;
+            let cached = crate::netfs::check_kernel(
+                &self.path,
+                self.family(),
+                self.ofd(),
+                self.client_local,
+            )?;
             self.names_cached.store(cached, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// Whether this lock's exclusive form is an open file description
+    /// `fcntl` lock, as far as known (the kernel's support is learnt at the
+    /// first lock file this process opens).
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn ofd(&self) -> bool {
+        let call = self.scope(false).call();
+        call != os::LockCall::Flock && inodes::owned_by_description(call) == Some(true)
     }
 
     /// Whether the lock file's name may be answered from a client's cache
@@ -337,8 +351,14 @@ impl FileLock {
         if self.fs_judged.load(Ordering::Relaxed) == dev {
             return Ok(());
         }
-        let cached =
-            crate::netfs::check_kernel_file(&self.path, fd, dev, self.family(), self.client_local)?;
+        let cached = crate::netfs::check_kernel_file(
+            &self.path,
+            fd,
+            dev,
+            self.family(),
+            self.ofd(),
+            self.client_local,
+        )?;
         self.names_cached.store(cached, Ordering::Relaxed);
         self.fs_judged.store(dev, Ordering::Relaxed);
         Ok(())
