@@ -13,6 +13,7 @@ use std::sync::Arc;
 pub use swaplock_core::fs::{Family, Reach, Refusal, Support, Traits};
 
 use crate::error::{LockError, Step};
+use swaplock_core::kernel::Names;
 
 /// A filesystem, and what it offers a lock.
 #[non_exhaustive]
@@ -131,8 +132,8 @@ pub(crate) fn refused(
 /// for nothing. Where `path` does not exist yet, its nearest ancestor's
 /// filesystem is read. A filesystem that cannot be read is not refused
 /// here: [`check_kernel_file`] judges the file the lock opened. `Ok`
-/// says whether a client may answer the lock file's name from a cache
-/// ([`names_cached`]). A lock `allowed` to be this client's alone
+/// says how a client may answer the lock file's name: from a cache, or a
+/// delegation ([`names`]). A lock `allowed` to be this client's alone
 /// ([`FileLock::allow_client_local`](crate::FileLock::allow_client_local))
 /// is not refused where locks reach this client only.
 pub(crate) fn check_kernel(
@@ -140,20 +141,20 @@ pub(crate) fn check_kernel(
     family: Family,
     ofd: bool,
     allowed: bool,
-) -> io::Result<bool> {
+) -> io::Result<Names> {
     let Ok(fs) = swaplock_linux::fs::of_path(path) else {
-        return Ok(true);
+        return Ok(Names::Cached);
     };
     judged(path, &fs.fstype, &fs.traits, family, ofd, allowed)
 }
 
 /// A kernel lock of `family` (`ofd`: an open file description `fcntl`
-/// lock) on a filesystem of `traits`: refused, or whether its name check
-/// must ask the server. Where the lock is allowed on a filesystem whose
-/// locks reach this client only, every contender is this client's (the
-/// caller said no other host uses the directory), and its cache answers
-/// them all alike; an open file description lock that may not exclude
-/// this host's own processes is refused all the same.
+/// lock) on a filesystem of `traits`: refused, or how its name check must
+/// ask the server. Where the lock is allowed on a filesystem whose locks
+/// reach this client only, every contender is this client's (the caller
+/// said no other host uses the directory), and its cache answers them all
+/// alike; an open file description lock that may not exclude this host's
+/// own processes is refused all the same.
 fn judged(
     path: &Arc<Path>,
     fstype: &str,
@@ -161,7 +162,7 @@ fn judged(
     family: Family,
     ofd: bool,
     allowed: bool,
-) -> io::Result<bool> {
+) -> io::Result<Names> {
     if let Some(refusal) = ofd
         .then(|| swaplock_core::fs::ofd_lock_refusal(traits))
         .flatten()
@@ -169,26 +170,36 @@ fn judged(
         return Err(refused(path, fstype, traits, refusal, Some(family)));
     }
     match swaplock_core::fs::kernel_lock_refusal(traits, family) {
-        None => Ok(names_cached(traits)),
-        Some(Refusal::LocksPerClient) if allowed => Ok(false),
-        Some(_) if allowed => Ok(true),
+        None => Ok(names(traits)),
+        Some(Refusal::LocksPerClient) if allowed => Ok(Names::Trusted),
+        Some(_) if allowed => Ok(match names(traits) {
+            Names::Trusted => Names::Cached,
+            names => names,
+        }),
         Some(refusal) => Err(refused(path, fstype, traits, refusal, Some(family))),
     }
 }
 
-/// Whether a client of a filesystem with `traits` may answer a lookup of a
-/// name from a cache that still names a file its server removed: any
-/// filesystem not known to be local.
-fn names_cached(traits: &Traits) -> bool {
-    traits.remote != Support::No
+/// How a client of a filesystem with `traits` may answer a lookup of a
+/// name: from a cache that still names a file its server removed, on any
+/// filesystem not known to be local; and from a delegation of the file
+/// that its server may never recall, on NFSv4
+/// ([`swaplock_core::fs::delegates_files`]).
+fn names(traits: &Traits) -> Names {
+    if traits.remote == Support::No {
+        Names::Trusted
+    } else if swaplock_core::fs::delegates_files(traits) {
+        Names::Delegated
+    } else {
+        Names::Cached
+    }
 }
 
 /// Refuses a kernel lock of `family` taken on the open file `fd` (of
 /// device `dev`) where its filesystem keeps locks per client: the file
 /// the lock opened is judged, wherever a symlink or a mount namespace led.
 /// A filesystem that cannot be read (`fstatfs` failed) is refused too.
-/// `Ok` says whether a client may answer the lock file's name from a
-/// cache.
+/// `Ok` says how a client may answer the lock file's name ([`names`]).
 pub(crate) fn check_kernel_file(
     path: &Arc<Path>,
     fd: std::os::fd::BorrowedFd<'_>,
@@ -196,7 +207,7 @@ pub(crate) fn check_kernel_file(
     family: Family,
     ofd: bool,
     allowed: bool,
-) -> io::Result<bool> {
+) -> io::Result<Names> {
     let fs = swaplock_linux::fs::of_file_on(fd, dev)
         .map_err(|e| LockError::io(path, Step::Filesystem, e.kind(), e))?;
     judged(path, &fs.fstype, &fs.traits, family, ofd, allowed)

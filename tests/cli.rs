@@ -335,3 +335,30 @@ fn the_busy_error_and_break_name_the_same_remedy() {
         );
     }
 }
+
+/// `swaplock break --kind lease` judges a lease on the duration its marker
+/// publishes: a live holder's 6 s lease is refused as alive (not as a
+/// duration mismatch, which no operator can act on), and `--force`
+/// removes it without `--lease`.
+#[test]
+fn break_judges_a_lease_on_its_published_duration() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.lock");
+    let p = path.to_str().unwrap();
+    let guard = swaplock::SoftLock::lease(&path)
+        .lease_duration(std::time::Duration::from_secs(6))
+        .lock()
+        .unwrap();
+    let out = run(&["break", "--kind", "lease", p]);
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("refusing to break a holder that is alive"),
+        "{said}"
+    );
+    assert!(path.exists(), "the live holder's marker stays");
+    let out = run(&["break", "--kind", "lease", "--force", p]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!path.exists(), "broken by force");
+    drop(guard);
+}

@@ -242,7 +242,7 @@ fn the_fallback_removes_only_its_own_placeholder() {
         mode: 0o644,
         call: LockCall::Flock,
         shared: false,
-        names_cached: false,
+        names: swaplock_core::kernel::Names::Trusted,
     };
 
     // Alone: the placeholder this attempt created is removed.
@@ -326,7 +326,7 @@ fn a_file_gone_between_the_two_opens_is_created_and_removed() {
             mode: 0o644,
             call: LockCall::Flock,
             shared: false,
-            names_cached: false,
+            names: swaplock_core::kernel::Names::Trusted,
         },
         peer: || {},
         removed_between: Some(&path),

@@ -14,6 +14,8 @@
 
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
+#[path = "nfs/chaos.rs"]
+mod chaos;
 mod common;
 #[path = "nfs/smb.rs"]
 mod smb;
@@ -47,6 +49,28 @@ const RACES: usize = 60;
 /// Critical sections per worker in the delete-on-release runs (two
 /// workers on each of the two client hosts).
 const ROUNDS: usize = 15;
+
+/// What part of the run a developer asks for, from the host's environment
+/// to the guest's (the kernel's command line carries it to the guest's
+/// init, which gives it to the conductor as it is):
+/// `SWAPLOCK_NFS_ONLY`, the scenarios to run, by name, separated by
+/// commas (all of them where it is not set); `SWAPLOCK_NFS_DELETE`, the
+/// delete-on-release runs, separated by commas, each `PEER/MOUNT` or
+/// `PEER/MOUNT/SECOND` (the mount c1's second worker uses; by default
+/// `v42b` on `v42`, else `MOUNT`); `SWAPLOCK_NFS_ROUNDS`, the critical
+/// sections per worker there; `SWAPLOCK_NFS_REPEAT`, how many times each
+/// of those runs is made.
+const NARROWING: [(&str, &str); 4] = [
+    ("SWAPLOCK_NFS_ONLY", "swaplock_only"),
+    ("SWAPLOCK_NFS_DELETE", "swaplock_delete"),
+    ("SWAPLOCK_NFS_ROUNDS", "swaplock_rounds"),
+    ("SWAPLOCK_NFS_REPEAT", "swaplock_repeat"),
+];
+
+/// The guest's value of a [`NARROWING`] setting, by its name there.
+fn narrowed(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
 
 /// The host's side: boots the guest, waits for it within [`RUN_LIMIT`],
 /// and fails on any result but `ok`, or on a run that did not end.
@@ -87,6 +111,11 @@ fn nfs_between_two_clients() {
         .arg(format!("init={}", sources.join("guest").display()))
         .arg(format!("swaplock_out={}", out.display()))
         .arg(format!("swaplock_exe={}", exe.display()))
+        .args(NARROWING.iter().filter_map(|(host, guest)| {
+            let value = std::env::var(host).ok().filter(|v| !v.is_empty())?;
+            assert!(!value.contains(char::is_whitespace), "{host}: {value:?}");
+            Some(format!("{guest}={value}"))
+        }))
         .args(["con=null", "con0=null,fd:1"])
         .env("TMPDIR", "/dev/shm")
         .env("LD_PRELOAD", &shim)
@@ -127,7 +156,8 @@ fn nfs_between_two_clients() {
     }
     assert!(ended, "the guest did not end within {RUN_LIMIT:?}");
     assert!(finished, "the conductor did not finish");
-    assert!(failed.is_empty(), "{failed:#?}");
+    // One line: the host reads the conductor's results line by line.
+    assert!(failed.is_empty(), "{}", failed.join("; "));
 }
 
 /// Runs `cmd`, failing on its failure.
@@ -181,8 +211,14 @@ impl Client {
     /// A worker on this host that holds the `fcntl` lock of `lock` until
     /// its input is closed, once it holds it.
     fn holding(&self, lock: &str) -> Child {
+        self.holding_with(&["hold", "fcntl", lock])
+    }
+
+    /// A worker on this host given `spec` (`hold KIND LOCK`), once it
+    /// says it holds; it holds until its input is closed.
+    fn holding_with(&self, spec: &[&str]) -> Child {
         let mut holder = self
-            .worker(&["hold", "fcntl", lock])
+            .worker(spec)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -293,7 +329,7 @@ fn guest() {
         .unwrap();
     let mut report = Report(file);
     let clients = Client::all();
-    let scenarios: [(&str, Scenario); 12] = [
+    let scenarios: [(&str, Scenario); 14] = [
         ("facts_between_two_clients", facts),
         (
             "mount_options_that_keep_locks_on_the_client_are_refused",
@@ -317,10 +353,23 @@ fn guest() {
             smb::soft_locks,
         ),
         ("smb_status_names_smb_and_the_locks_reach", smb::status),
+        (
+            "soft_kinds_under_chaos_across_two_clients",
+            chaos::soft_chaos,
+        ),
+        (
+            "the_attribute_cache_never_expires_a_live_lease",
+            chaos::lease_cache,
+        ),
         // Last: the cut host's mounts recover only after it.
         ("a_holders_host_cut_off_from_the_server", host_cut_off),
     ];
+    let only = narrowed("swaplock_only");
+    let only: Option<Vec<&str>> = only.as_deref().map(|o| o.split(',').collect());
     for (name, scenario) in scenarios {
+        if only.as_ref().is_some_and(|o| !o.contains(&name)) {
+            continue;
+        }
         let started = Instant::now();
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             scenario(&clients, &mut report)
@@ -818,80 +867,160 @@ const PEERS: &[(&str, &str)] = &[
 /// at once (and, on NFSv4.2, a second mount of one of them): each holder
 /// removes the lock file before it lets go, and the waiters must notice
 /// and lock the next file. The kernel's NFS client can answer a `stat` of
-/// the path from its cache of names, which still names the removed file;
-/// our locks make the client ask the server, and so never hold a removed
-/// file, never make two holders, and never fail a waiter. Debian's
+/// the path from its cache of names, which still names the removed file,
+/// and on NFSv4 from a delegation of the file (even an exclusive create,
+/// on a second mount of the host that removed it); our locks make the
+/// client ask the server, and read the directory from it on NFSv4, and
+/// so never hold a removed file, never make two holders, and never fail
+/// a waiter. Debian's
 /// with-lock-ex, which makes the with-lock-ex check with `stat`, is
 /// measured beside them.
 fn delete_on_release(clients: &[Client], report: &mut Report) {
-    for mount in MOUNTS {
-        for &(peer, label) in PEERS {
-            let name = format!("delete-{peer}");
-            let (on_server, on_client) = fresh(&name, mount);
-            let witness = Witness::new(&format!("{name}-{}", mount.dir));
-            let truth = on_server.join("lock");
-            let workers: Vec<Child> = clients
-                .iter()
-                .flat_map(|c| [c, c])
-                .enumerate()
-                .map(|(i, c)| {
-                    // c1's second worker uses c1's second mount.
-                    let lock = match (i, mount.dir) {
-                        (1, "v42") => Path::new("/mnt/v42b")
-                            .join(on_client.file_name().unwrap())
-                            .join("lock"),
-                        _ => on_client.join("lock"),
+    let rounds: usize = narrowed("swaplock_rounds").map_or(ROUNDS, |r| r.parse().unwrap());
+    let repeat: usize = narrowed("swaplock_repeat").map_or(1, |r| r.parse().unwrap());
+    // Every peer on every mount, c1's second worker on c1's second mount
+    // on NFSv4.2, and the two fcntl peers there again; or the runs asked
+    // for.
+    let runs: Vec<(&Mount, &str, &str, String)> = match narrowed("swaplock_delete") {
+        None => MOUNTS
+            .iter()
+            .flat_map(|mount| {
+                PEERS.iter().map(move |&(peer, label)| {
+                    let second = if mount.dir == "v42" {
+                        "v42b"
+                    } else {
+                        mount.dir
                     };
-                    let spec = [
-                        peer,
-                        lock.to_str().unwrap(),
-                        truth.to_str().unwrap(),
-                        witness.0.to_str().unwrap(),
-                        &ROUNDS.to_string(),
-                    ];
-                    let mut worker = c.worker(&spec);
-                    if peer == "classic" {
-                        // The classic lock, with the process's registry
-                        // between its threads, as where the kernel has no
-                        // open file description locks.
-                        worker.env("SWAPLOCK_FCNTL_OFD", "0");
-                    }
-                    worker.spawn().unwrap()
+                    (mount, peer, label, second.to_owned())
                 })
-                .collect();
-            finish(workers, &format!("{label} on {}", mount.label));
-            let entries = witness.lines("entries").len();
-            let overlaps = witness.lines("overlaps").len();
-            let orphans = witness.lines("orphans").len();
-            let errors = witness.lines("errors");
-            let fact = |report: &mut Report, what: &str, value: String| {
-                report.fact(
-                    mount.label,
-                    &format!("{label}, delete on release: {what}"),
-                    value,
-                )
-            };
-            fact(report, "overlaps", format!("{overlaps} of {entries}"));
-            if peer != "chiark" {
-                fact(
-                    report,
-                    "removed files held",
-                    format!("{orphans} of {entries}"),
-                );
-            }
+            })
+            .chain(second_mount_again())
+            .collect(),
+        Some(asked) => asked
+            .split(',')
+            .map(|run| {
+                let parts: Vec<&str> = run.split('/').collect();
+                let (peer, dir) = (parts[0], parts[1]);
+                let mount = MOUNTS.iter().find(|m| m.dir == dir).expect(run);
+                let &(peer, label) = PEERS.iter().find(|p| p.0 == peer).expect(run);
+                let default = if dir == "v42" { "v42b" } else { dir };
+                let second = parts.get(2).copied().unwrap_or(default);
+                (mount, peer, label, second.to_owned())
+            })
+            .collect(),
+    };
+    let mut failed = Vec::new();
+    for (n, (mount, peer, label, second)) in
+        runs.iter().cycle().take(repeat * runs.len()).enumerate()
+    {
+        let (mount, peer, label) = (*mount, *peer, *label);
+        // A directory of its own for each run.
+        let name = format!("delete{n}-{peer}");
+        let (on_server, on_client) = fresh(&name, mount);
+        let witness = Witness::new(&format!("{name}-{}", mount.dir));
+        let truth = on_server.join("lock");
+        let workers: Vec<Child> = clients
+            .iter()
+            .flat_map(|c| [c, c])
+            .enumerate()
+            .map(|(i, c)| {
+                // c1's second worker uses c1's second mount.
+                let lock = match i {
+                    1 => Path::new("/mnt")
+                        .join(second)
+                        .join(on_client.file_name().unwrap())
+                        .join("lock"),
+                    _ => on_client.join("lock"),
+                };
+                let spec = [
+                    peer,
+                    lock.to_str().unwrap(),
+                    truth.to_str().unwrap(),
+                    witness.0.to_str().unwrap(),
+                    &rounds.to_string(),
+                ];
+                let mut worker = c.worker(&spec);
+                if peer == "classic" {
+                    // The classic lock, with the process's registry
+                    // between its threads, as where the kernel has no
+                    // open file description locks.
+                    worker.env("SWAPLOCK_FCNTL_OFD", "0");
+                }
+                worker.spawn().unwrap()
+            })
+            .collect();
+        // The mount shape, where c1's second worker is not on the
+        // default one.
+        let shape = match (mount.dir, second.as_str()) {
+            ("v42", "v42b") => mount.label.to_owned(),
+            (dir, second) if dir == second => match dir {
+                "v42" => format!("{} (one mount per host)", mount.label),
+                _ => mount.label.to_owned(),
+            },
+            (_, second) => format!("{} (and /mnt/{second} on c1)", mount.label),
+        };
+        let what = format!("{label} on {shape}");
+        finish(workers, &what);
+        let entries = witness.lines("entries").len();
+        let overlaps = witness.lines("overlaps").len();
+        let orphans = witness.lines("orphans").len();
+        let errors = witness.lines("errors");
+        let fact = |report: &mut Report, what: &str, value: String| {
+            report.fact(
+                &shape,
+                &format!("{label}, delete on release: {what}"),
+                value,
+            )
+        };
+        fact(report, "overlaps", format!("{overlaps} of {entries}"));
+        if peer != "chiark" {
             fact(
                 report,
-                "failed waits",
-                format!("{} {errors:?}", errors.len()),
+                "removed files held",
+                format!("{orphans} of {entries}"),
             );
-            if peer != "chiark" {
-                let what = format!("{label} on {}", mount.label);
-                assert_eq!(entries, 4 * ROUNDS, "{what}: {errors:?}");
-                assert_eq!((overlaps, orphans), (0, 0), "two holders: {what}");
-                assert!(errors.is_empty(), "{what}: {errors:?}");
+        }
+        fact(
+            report,
+            "failed waits",
+            format!("{} {errors:?}", errors.len()),
+        );
+        // Every run is made and reported before any fails the scenario.
+        if peer != "chiark" {
+            if entries != 4 * rounds || !errors.is_empty() {
+                failed.push(format!("{what}: {entries} entries: {errors:?}"));
+            }
+            if (overlaps, orphans) != (0, 0) {
+                failed.push(format!(
+                    "two holders: {what}: {overlaps} overlaps, {orphans} removed files held"
+                ));
             }
         }
     }
+    // One line: the host reads the conductor's results line by line.
+    assert!(failed.is_empty(), "{}", failed.join("; "));
+}
+
+/// How many more times the delete-on-release runs of the kernel lock's
+/// two `fcntl` peers are made on NFSv4.2 with c1's second mount: a host's
+/// second superblock of one export can hold a delegation that the server
+/// does not recall when the host removes the file through its first
+/// (PROTOCOL 13.5), which a run shows only now and then (before the name
+/// check read the directory's listing, the classic peer held a removed
+/// file in 7 of 60 runs, the other peers in none).
+const SECOND_MOUNT_AGAIN: usize = 15;
+
+/// The runs [`SECOND_MOUNT_AGAIN`] adds.
+fn second_mount_again() -> impl Iterator<Item = (&'static Mount, &'static str, &'static str, String)>
+{
+    let mount = MOUNTS.iter().find(|m| m.dir == "v42").unwrap();
+    let peers = PEERS
+        .iter()
+        .filter(|(peer, _)| matches!(*peer, "classic" | "fcntl"));
+    peers
+        .map(move |&(peer, label)| (mount, peer, label, "v42b".to_owned()))
+        .cycle()
+        .take(2 * SECOND_MOUNT_AGAIN)
 }
 
 /// The body of the workers: not a test of its own.
@@ -926,6 +1055,19 @@ fn worker() {
             println!("held");
             // Held until the conductor closes this worker's input.
             let _ = std::io::stdin().lines().count();
+        }
+        ["hold", "lease", path] => {
+            let _guard = swaplock::SoftLock::lease(path)
+                .lease_duration(chaos::CACHE_LEASE)
+                .heartbeat_interval(chaos::CACHE_BEAT)
+                .lock()
+                .unwrap();
+            println!("held");
+            let _ = std::io::stdin().lines().count();
+        }
+        ["watch", lock, ms] => chaos::watch(Path::new(lock), ms.parse().unwrap()),
+        ["chaos", kind, lock, witness] => {
+            chaos::chaos_worker(kind, Path::new(lock), Path::new(witness), &who)
         }
         ["take", "fcntl", path, ms] => {
             println!("waiting");

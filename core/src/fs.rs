@@ -539,9 +539,36 @@ pub fn soft_lock_refusal(traits: &Traits) -> Option<Refusal> {
     }
 }
 
+/// Whether a client of a filesystem of `traits` may be delegated a file
+/// by its server, and then answer the file's name from its own cache
+/// even after the same client removed the file through another of its
+/// mounts (PROTOCOL 13.5): an NFSv4 mount, or an NFS mount whose version
+/// its options do not tell. A kernel lock's identity check there reads
+/// the directory's listing too ([`crate::kernel::named`]).
+pub fn delegates_files(traits: &Traits) -> bool {
+    match traits.nfs {
+        Some(nfs) => !matches!(nfs.version, Some((major, _)) if major < 4),
+        None => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nfsv4_mounts_and_those_of_no_told_version_may_be_delegated_files() {
+        let nfs = |options: &[u8]| Traits {
+            nfs: Some(Nfs::from_options(options)),
+            ..SERVER_LOCKED
+        };
+        assert!(delegates_files(&nfs(b"rw,vers=4.2,addr=10.0.0.1")));
+        assert!(delegates_files(&nfs(b"rw,vers=4.0")));
+        assert!(delegates_files(&nfs(b"rw,addr=10.0.0.1")), "no version");
+        assert!(!delegates_files(&nfs(b"rw,vers=3,addr=10.0.0.1")));
+        assert!(!delegates_files(&nfs(b"rw,nfsvers=2")));
+        assert!(!delegates_files(&SERVER_LOCKED), "not NFS");
+    }
 
     #[test]
     fn families_meet_within_themselves_and_across_where_the_kernel_joins_them() {

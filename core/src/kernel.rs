@@ -50,6 +50,25 @@ pub trait KernelOs {
     fn names_cached(&self) -> bool {
         false
     }
+    /// Whether, besides, the client may hold a delegation of the file its
+    /// cache names at the path, which lets it answer the name (even an
+    /// exclusive create) from that cache without asking the server (an
+    /// NFSv4 client): the server recalls a delegation when another client
+    /// removes or renames the file, but not when the same client does,
+    /// and a second superblock of that client (a second mount of the
+    /// export, with `nosharecache` or other options) holds the removed
+    /// file's name as current. [`named`] then reads the directory's listing
+    /// too ([`listed`](Self::listed)).
+    fn names_delegated(&self) -> bool {
+        false
+    }
+    /// What the directory of the path lists under its last component, as
+    /// the server has it now: the directory's entries read from the server
+    /// (never from a cache the directory's unchanged attributes vouch for,
+    /// nor a delegation of the file).
+    fn listed(&mut self) -> Result<Listed, Errno> {
+        Err(Errno::NOSYS)
+    }
     /// `open(path, O_RDWR|O_CREAT|O_EXCL)`, then `fstat` and `close` of the
     /// file it made: what [`named`] asks the server with. A wrapper whose
     /// [`open`](Self::open) keeps books on the files it opens (a registry
@@ -61,6 +80,47 @@ pub trait KernelOs {
         self.close(made);
         id
     }
+}
+
+/// How a client answers a lookup of the lock file's name, as an adapter's
+/// identity check is told ([`KernelOs::names_cached`],
+/// [`KernelOs::names_delegated`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Names {
+    /// As the filesystem has it (a local filesystem).
+    Trusted,
+    /// Maybe from a cache of names that still names a file its server
+    /// removed (a network filesystem).
+    Cached,
+    /// Also from a delegation of the file that the server may never
+    /// recall (NFSv4).
+    Delegated,
+}
+
+impl Names {
+    /// Whether the check asks the server by an exclusive create.
+    pub const fn cached(self) -> bool {
+        !matches!(self, Names::Trusted)
+    }
+
+    /// Whether the check reads the directory's listing too.
+    pub const fn delegated(self) -> bool {
+        matches!(self, Names::Delegated)
+    }
+}
+
+/// What a directory's listing shows under a name ([`KernelOs::listed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Listed {
+    /// No entry of that name.
+    Absent,
+    /// An entry, with its inode number.
+    Entry(u64),
+    /// An entry whose file the listing does not show: a symlink that the
+    /// lock follows.
+    Link,
 }
 
 /// The file the path names now, for the identity check (`stat`, or
@@ -77,6 +137,19 @@ pub trait KernelOs {
 /// client never asked) is the check's. Only the last component of the
 /// path is asked about: where symlinks are followed, a removed target
 /// named by its own path is still answered from the cache.
+///
+/// Where the client may also hold a delegation of the cached file
+/// ([`KernelOs::names_delegated`]), neither the create nor the `stat` is
+/// sure to have asked the server, and the directory's listing, read from
+/// the server, has the last word on a file the `stat` found: another
+/// file listed under the name is what the path names (by its inode
+/// number, on the `stat`'s device), no entry says nothing is there
+/// (`ENOENT`), and a followed symlink leaves the `stat`'s answer. A
+/// listing that fails fails the check: the `stat` alone may name a
+/// removed file. The listing comes last, so that whatever a peer does
+/// meanwhile, it is at least as new as the `stat`: a file removed from
+/// the name never comes back to it, so a listing that still shows the
+/// locked file there shows it current.
 pub fn named<O: KernelOs>(os: &mut O) -> Result<FileId, Errno> {
     if os.names_cached() {
         match os.made_anew() {
@@ -85,7 +158,15 @@ pub fn named<O: KernelOs>(os: &mut O) -> Result<FileId, Errno> {
             Err(e) => return Err(e),
         }
     }
-    os.stat()
+    let found = os.stat()?;
+    if !os.names_delegated() {
+        return Ok(found);
+    }
+    match os.listed()? {
+        Listed::Entry(ino) => Ok(FileId { ino, ..found }),
+        Listed::Absent => Err(Errno::NOENT),
+        Listed::Link => Ok(found),
+    }
 }
 
 /// Whether an exclusive create's error comes only after the client asked

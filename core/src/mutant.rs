@@ -168,6 +168,12 @@ pub enum Mutant {
     VanishedCandidateSkipped,
     /// Count an exchange-back settled when our break name is gone while our file sits at the lock path, so that abandon removes our file there under the recovery that claimed what we took (7.9, 12.1 S8).
     ClaimedAsideSettles,
+    /// Leave the file we took under our break name when an exchange-back ends on the lock path missing, where its holder's hold has ended and a recovery of our names would put it back (7.9, 12.1 S9).
+    AsideKeptWhenPathMissing,
+    /// After an exchange-back's exchange that was to undo our own, leave what it fed aside (a file that replaced ours at the lock path between our look and our exchange) instead of swapping straight back (7.9, 12.1 S10).
+    ExchangeBackNoSwapBack,
+    /// Unlink our marker by name after a touch that left its mtime as it was (within the mtime's granularity), which a peer that judged it before cannot tell from no touch, instead of touching again until the mtime moves (7.3 step 4, 12.1 S11).
+    UnlinkDespiteUnchangedMtime,
 }
 
 impl Mutant {
@@ -235,6 +241,9 @@ impl Mutant {
         Mutant::FallbackUnlinksAfterClose,
         Mutant::VanishedCandidateSkipped,
         Mutant::ClaimedAsideSettles,
+        Mutant::AsideKeptWhenPathMissing,
+        Mutant::ExchangeBackNoSwapBack,
+        Mutant::UnlinkDespiteUnchangedMtime,
     ];
 
     /// The mutant's name, as kept findings and reports spell it.
@@ -302,6 +311,9 @@ impl Mutant {
             Mutant::FallbackUnlinksAfterClose => "fallback-unlinks-after-close",
             Mutant::VanishedCandidateSkipped => "vanished-candidate-skipped",
             Mutant::ClaimedAsideSettles => "claimed-aside-settles",
+            Mutant::AsideKeptWhenPathMissing => "aside-kept-when-path-missing",
+            Mutant::ExchangeBackNoSwapBack => "exchange-back-no-swap-back",
+            Mutant::UnlinkDespiteUnchangedMtime => "unlink-despite-unchanged-mtime",
         }
     }
 

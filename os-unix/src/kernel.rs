@@ -6,6 +6,7 @@ use rustix::fs::{FlockOperation, Mode, OFlags};
 use std::ffi::CStr;
 use std::time::Duration;
 use swaplock_core::decide::{FileId, FileTime, Instant};
+use swaplock_core::kernel::{Listed, Names};
 use swaplock_core::Errno;
 
 fn errno(e: rustix::io::Errno) -> Errno {
@@ -316,6 +317,56 @@ pub fn stat_id(path: &CStr, follow: bool) -> Result<FileId, Errno> {
         .map_err(errno)
 }
 
+/// What the directory of `path` lists under its last component, read from
+/// its filesystem (for [`swaplock_core::kernel::named`], where a client
+/// may answer the name from a delegation of the file): the directory is
+/// opened, its attributes fetched anew (`statx` with
+/// `AT_STATX_FORCE_SYNC`, on Linux), its cached listing dropped
+/// (`posix_fadvise(POSIX_FADV_DONTNEED)`, which on an NFS client
+/// discards the pages of the directory's entries, so that `getdents64`
+/// reads them from the server), and its entries read until the name. An
+/// entry that is a symlink, where `follow` follows it, or whose type the
+/// listing does not say, is [`Listed::Link`]: its target is not listed
+/// there. The drop of the cached listing is best effort; every other
+/// failure is the listing's.
+///
+/// # References
+/// - [`getdents64(2)`](https://man7.org/linux/man-pages/man2/getdents64.2.html)
+/// - [`statx(2)`](https://man7.org/linux/man-pages/man2/statx.2.html), `AT_STATX_FORCE_SYNC`
+/// - [`posix_fadvise(2)`](https://man7.org/linux/man-pages/man2/posix_fadvise.2.html)
+pub fn listed(path: &CStr, follow: bool) -> Result<Listed, Errno> {
+    let bytes = path.to_bytes();
+    let (dir, name): (&[u8], &[u8]) = match bytes.iter().rposition(|&b| b == b'/') {
+        Some(0) => (b"/", &bytes[1..]),
+        Some(slash) => (&bytes[..slash], &bytes[slash + 1..]),
+        None => (b".", bytes),
+    };
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(dir, flags, Mode::empty()).map_err(errno)?;
+    #[cfg(target_os = "linux")]
+    rustix::fs::statx(
+        &fd,
+        c"",
+        rustix::fs::AtFlags::EMPTY_PATH | rustix::fs::AtFlags::STATX_FORCE_SYNC,
+        rustix::fs::StatxFlags::BASIC_STATS,
+    )
+    .map_err(errno)?;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let _ = rustix::fs::fadvise(&fd, 0, None, rustix::fs::Advice::DontNeed);
+    let dir = rustix::fs::Dir::new(fd).map_err(errno)?;
+    for entry in dir {
+        let entry = entry.map_err(errno)?;
+        if entry.file_name().to_bytes() != name {
+            continue;
+        }
+        return Ok(match entry.file_type() {
+            rustix::fs::FileType::Symlink | rustix::fs::FileType::Unknown if follow => Listed::Link,
+            _ => Listed::Entry(entry.ino()),
+        });
+    }
+    Ok(Listed::Absent)
+}
+
 /// `unlink(path)` — remove a name.
 ///
 /// # References
@@ -414,9 +465,10 @@ pub struct UnixKernel<'p> {
     /// Whether it is the shared (read) lock rather than the exclusive one.
     pub shared: bool,
     /// Whether the client may answer a lookup of the path from a cache
-    /// of names (a network filesystem): the identity check then asks the
-    /// server ([`swaplock_core::kernel::named`]).
-    pub names_cached: bool,
+    /// of names (a network filesystem), or from a delegation (NFSv4): the
+    /// identity check then asks the server, and reads the directory's
+    /// listing ([`swaplock_core::kernel::named`]).
+    pub names: Names,
 }
 
 impl UnixKernel<'_> {
@@ -462,7 +514,15 @@ impl swaplock_core::kernel::KernelOs for UnixKernel<'_> {
     }
 
     fn names_cached(&self) -> bool {
-        self.names_cached
+        self.names.cached()
+    }
+
+    fn names_delegated(&self) -> bool {
+        self.names.delegated()
+    }
+
+    fn listed(&mut self) -> Result<Listed, Errno> {
+        listed(self.path, self.follow)
     }
 }
 

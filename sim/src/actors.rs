@@ -5,10 +5,10 @@
 //! oracle (an attempt begun or ended, the critical section entered or
 //! left, a release and its result) and judge nothing.
 
+use crate::cast::{Policy, Process, FALLBACK_STALL, LEASE, LOCK, RECORDLESS_HOLD, VICTIM};
 use crate::model;
 use crate::naive;
 use crate::os::{KernelFile, SimOs};
-use crate::scenario::{Policy, Process, FALLBACK_STALL, LEASE, LOCK, RECORDLESS_HOLD, VICTIM};
 use crate::world::World;
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -7,8 +7,7 @@
 //! `cargo test` replays under every catalogue entry, and the mutation run
 //! ([`crate::mutants::hunt`]) tries these races as one of its searches.
 
-use crate::scenario::{scenarios, Policy};
-use crate::script::{Lost, Script};
+use crate::script::{scenario, Lost, Script};
 use swaplock_core::mutant::Mutant;
 
 /// A directed race and the mutant it was written to kill.
@@ -104,15 +103,22 @@ pub const ALL: &[Directed] = &[
         mutant: Mutant::ClaimedAsideSettles,
         steer: crate::directed_nested::claimed_from_a_stopped_breaker,
     },
+    Directed {
+        name: "a recordless marker left aside when the lock path goes missing",
+        mutant: Mutant::AsideKeptWhenPathMissing,
+        steer: crate::directed_nested::aside_left_when_the_path_goes_missing,
+    },
+    Directed {
+        name: "a placeholder restored over a new holder's marker, its swap-back failing",
+        mutant: Mutant::RestoreOverAnything,
+        steer: crate::directed_planned::restored_over_a_new_holders_marker,
+    },
+    Directed {
+        name: "a lease taken over after a release's touch left its mtime as it was",
+        mutant: Mutant::UnlinkDespiteUnchangedMtime,
+        steer: crate::directed_planned::takeover_after_an_unseen_touch,
+    },
 ];
-
-/// The index of the scenario named `name` in the catalogue.
-pub(crate) fn scenario(name: &str) -> Result<usize, Lost> {
-    scenarios(Policy::Ours)
-        .iter()
-        .position(|(n, ..)| *n == name)
-        .ok_or_else(|| Lost(format!("no scenario {name:?}")))
-}
 
 /// Coarse file times, so that a freed inode number handed out again within
 /// the same second is the same (inode, mtime) identity. A contender pins

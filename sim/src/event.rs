@@ -132,6 +132,8 @@ pub(crate) enum Call {
     Rename { from: Name, moved: Option<Target> },
     /// `unlink(name)`, and the file `name` linked.
     Unlink { name: Name, removed: Option<Target> },
+    /// `lstat(name)`: a look at a name, which changes nothing.
+    Lstat { name: Name },
     /// A rename through a handle, and the name and file it moved.
     RenameFile { moved: Option<(Name, Target)> },
     /// A delete through a handle, and the name and file it removed.
@@ -143,7 +145,7 @@ pub(crate) enum Call {
     /// `close`: the one call a process makes after its last look before
     /// it enters (the pin's close), which judges nothing.
     Close,
-    /// A call no invariant reads: reads, stats, opens, links, listings,
+    /// A call no invariant reads: reads, opens, links, listings,
     /// sleeps, work in the critical section.
     Other,
 }

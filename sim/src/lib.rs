@@ -45,7 +45,8 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | `scenario` | starting states, the processes, the catalogue |
+//! | `cast` | what a run starts from: the processes, files and faults, as types |
+//! | `scenario` | the catalogue of starting states |
 //! | `planned` | the scenarios whose syscall faults are planned, not drawn |
 //! | `world` | the shared state: filesystem, processes, time, tokens, trace |
 //! | `os` | [`SimOs`], the seam: each syscall applied and recorded |
@@ -61,6 +62,7 @@
 //! | [`mutants`] | the protocol-mutation run: each guard of the shipped protocol undone, and the searches that must notice |
 
 mod actors;
+mod cast;
 pub mod directed;
 mod directed_nested;
 mod directed_planned;
@@ -78,13 +80,13 @@ pub mod script;
 mod world;
 
 pub use actors::POLL;
+pub use cast::{
+    contenders, Policy, Process, Scenario, FALLBACK_STALL, LEASE, LOCK, RECORDLESS_HOLD, VICTIM,
+};
 pub use oracle::Progress;
 pub use os::SimOs;
 pub use runtime::{leftovers, Sim, Violation};
-pub use scenario::{
-    contenders, enosys_fallback_race, scenarios, windows_symlink_race, Policy, Process, Scenario,
-    FALLBACK_STALL, LEASE, LOCK, RECORDLESS_HOLD, VICTIM,
-};
+pub use scenario::{enosys_fallback_race, scenarios, windows_symlink_race};
 pub use schedule::{
     explore, explore_free, run, run_seed, Action, Chooser, Explorer, FromBytes, Outcome, Random,
     Recording,

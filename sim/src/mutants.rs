@@ -10,8 +10,9 @@
 //! mutant than its own may reach a gap the shipped protocol has (PROTOCOL
 //! 12.3), and counting it would report a mutant killed that nothing kills.
 
+use crate::cast::Policy;
 use crate::runtime::Violation;
-use crate::scenario::{scenarios, Policy};
+use crate::scenario::scenarios;
 use crate::schedule::{run, FromBytes, Random, Recording};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -53,35 +54,26 @@ pub const EQUIVALENT: &[Mutant] = &[
     // exit the name is a dead recoverer's that any recovery claims. Only
     // our own progress while we live differs, which no oracle judges.
     Mutant::NoAdoptOwnClaim,
+    // A foreign file under our break name at the end of an exchange-back
+    // is the file we took, and only once the lock path went missing, where
+    // the shipped exchange-back removes it too (12.1 S9): at every other
+    // exit the aside holds our own file or nothing.
+    Mutant::ExchangeBackUnlinksAside,
+    // Inside the timing assumption, a file that replaces ours at the lock
+    // path between an exchange-back's look and its exchange is a nested
+    // breaker's, a releaser's placeholder or a recovery's restored record,
+    // each in the middle of an exchange it undoes itself: fed aside, it
+    // costs waits and files left under break names, which the progress
+    // check reports and fails nothing for. A taker's marker is fed only
+    // once our record went unchanged for its lease, outside the
+    // assumption (12.1 S10); `sim/tests/lease_pauses.rs` pins the guard.
+    Mutant::ExchangeBackNoSwapBack,
 ];
 
 /// Mutants no search has killed yet, each with what its race needs
 /// (PROTOCOL 13.4). The kept-schedule test reports them and fails once
 /// one is killed, so that this list stays true.
-pub const OPEN: &[Mutant] = &[
-    // The lock path replaced before a recovery's look (the race that
-    // kills restore-no-swap-back, with the look moved after the new
-    // holder's create): the mutant exchanges over the new holder's marker
-    // and the swap-back check undoes it at once. Where that swap-back
-    // fails too (planned), the new holder's marker waits under a break
-    // name while the stranded recordless marker, which nobody evicts,
-    // stays at the path: nobody else enters. A kill needs a stranded file
-    // that ages out at the path there (a live breaker's placeholder, 12.1
-    // S6) beside a holder that unlinks the path by name.
-    Mutant::RestoreOverAnything,
-    // Nested breakers stuck in exchange-back while the lock path goes
-    // missing and a holder's marker sits under the break name (12.1 S4).
-    // Every process of ours removes the path only while it shows its own
-    // file: a releaser's placeholder, fed back by a breaker's exchange
-    // (the race that kills feeding-exchange-back), is one. Without that
-    // feeding exchange, what a waiting breaker holds aside is what its
-    // own exchange took, and no race found yet empties the path while
-    // that file's holder still holds. (Reasoned, not steered: a nested
-    // breaker that removed its own file from the path under a recovery
-    // that claimed its break name did, before 12.1 S8 was fixed; the
-    // shipped protocol failed there too.)
-    Mutant::ExchangeBackUnlinksAside,
-];
+pub const OPEN: &[Mutant] = &[];
 
 /// Everything the mutation run mutates: every single mutant not argued
 /// equivalent, then the pairs.

@@ -17,8 +17,8 @@
 //! - never looks for a killed breaker's stranded marker;
 //! - breaks by lifetime on an `lstat` of the path.
 
+pub use crate::cast::Flaws;
 use crate::os::SimOs;
-pub use crate::scenario::Flaws;
 use swaplock_core::decide::{judge_owner, FileTime, Verdict, WatchKey, MALFORMED_GRACE};
 use swaplock_core::names::pid_break_name;
 use swaplock_core::record::{

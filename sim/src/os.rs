@@ -8,11 +8,11 @@
 //! before it is applied, with an error the world's random source draws.
 //! Nothing here judges: the oracle reads the events.
 
+use crate::cast::LOCK;
 use crate::event::{Call, Event, Name, Target, What};
 #[cfg(doc)]
 use crate::model::Faults;
 use crate::model::{Node, SYSCALL_FAULTS};
-use crate::scenario::LOCK;
 use crate::world::{name, World};
 use corosensei::Yielder;
 use std::cell::RefCell;
@@ -451,7 +451,10 @@ impl Dir for SimOs<'_> {
     }
     fn lstat(&mut self, n: &[u8]) -> Result<Stat, Errno> {
         self.fallible(format_args!("lstat {}", name(n)), |w, _| {
-            (w.fs.lstat(n), Call::Other)
+            let call = Call::Lstat {
+                name: w.log.name(n),
+            };
+            (w.fs.lstat(n), call)
         })
     }
     fn exchange(&mut self, a: &[u8], b: &[u8]) -> Result<(), Errno> {

@@ -3,8 +3,8 @@
 //! of [`crate::directed`]. They come last in the catalogue, so that the
 //! kept schedules of the scenarios before them keep their index.
 
+use crate::cast::{contenders, Policy, Process, Scenario, LEASE, LOCK};
 use crate::model::{Faults, Planned};
-use crate::scenario::{contenders, Policy, Process, Scenario, LEASE, LOCK};
 use std::time::Duration;
 use swaplock_core::soft::Kind;
 use swaplock_core::Errno;
@@ -90,6 +90,29 @@ pub(crate) fn push(all: &mut Vec<(&'static str, Scenario, u64)>, policy: Policy)
         "soft: a recordless holder beside breakers of a dead marker, a listing fails",
         sc,
         25,
+    ));
+}
+
+/// Appends the scenarios with planned faults that came after the rest of
+/// the catalogue, at its end, so that every kept schedule keeps its index.
+pub(crate) fn push_last(all: &mut Vec<(&'static str, Scenario, u64)>, policy: Policy) {
+    // A lease holder stopped past its lease whose mark fails (as above),
+    // where mtimes are cut to 2 s and change times to 10 ms: its touch
+    // before the unlink by name, within the two seconds of its marker's
+    // last mtime, changes the change time only.
+    let mut sc = Scenario::new(Kind::Lease);
+    sc.granularity = 2_000_000_000;
+    sc.ctime_granularity = Some(10_000_000);
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 40);
+    sc.processes[0].hold_pause = LEASE + Duration::from_millis(50);
+    sc.faults = Faults {
+        planned: &[MARK_FAILS],
+        ..Faults::default()
+    };
+    all.push((
+        "lease: 2 s mtimes, 10 ms change times, a holder stopped past its lease whose mark fails",
+        sc,
+        0,
     ));
 }
 

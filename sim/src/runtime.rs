@@ -4,11 +4,11 @@
 //! is over, the progress check's fresh contender ([`Sim::check_progress`]).
 
 use crate::actors;
+use crate::cast::{Policy, Process, Scenario, LOCK};
 use crate::event::What;
 use crate::model::Fs;
 use crate::oracle::{Oracle, Progress, FRESH_POLL, RECORDLESS};
 use crate::os::SimOs;
-use crate::scenario::{Policy, Process, Scenario, LOCK};
 use crate::world::{name, World};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
@@ -353,9 +353,11 @@ impl Sim {
         (w.steps, w.acquisitions)
     }
 
-    /// Whether a release placeholder stayed at the lock path past the
-    /// malformed grace period, taking the run outside the protocol's timing
-    /// assumption (then it is not judged from that point).
+    /// Whether the run left the protocol's timing assumption (then it is
+    /// not judged from that point): a release placeholder stayed at the
+    /// lock path past the malformed grace period, or a process acted on
+    /// the lock path by name a lease or more after its own lease record
+    /// there last changed (PROTOCOL 13.1).
     pub fn overslept(&self) -> bool {
         self.oracle.overslept.is_some()
     }

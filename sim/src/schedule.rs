@@ -4,9 +4,9 @@
 //! [`explore_free`]). Every loop ends a run that is over with the progress
 //! check ([`Sim::check_progress`]).
 
+use crate::cast::Scenario;
 use crate::oracle::Progress;
 use crate::runtime::{Sim, Violation};
-use crate::scenario::Scenario;
 use crate::world::SplitMix64;
 
 /// What the scheduler does next.

@@ -13,11 +13,16 @@
 //!
 //! [`FromBytes`]: crate::schedule::FromBytes
 
+use crate::cast::Policy;
 use crate::runtime::{Sim, Violation};
-use crate::scenario::{scenarios, Policy};
+use crate::scenario::scenarios;
 
 /// How many of the trace's last lines a [`Lost`] shows.
 const LOST_LINES: usize = 40;
+
+/// The steps a replay of a kept schedule runs at most
+/// ([`crate::mutants::replay`]).
+const REPLAY_STEPS: usize = 20_000;
 
 /// A schedule being steered, and the bytes that replay it.
 pub struct Script {
@@ -81,6 +86,24 @@ impl Script {
             self.step(p)?;
         }
         Ok(self.sim.failed())
+    }
+
+    /// Runs the rest as a replay of the kept schedule does once its bytes
+    /// are spent (the first runnable process, step by step, within the
+    /// replay's bound), then the progress check; whether a violation was
+    /// found.
+    pub fn finish(&mut self) -> bool {
+        let mut steps = self.bytes.len() - 1;
+        while steps < REPLAY_STEPS && !self.sim.failed() {
+            self.sim.runnable_into(&mut self.runnable);
+            let Some(&first) = self.runnable.first() else {
+                break;
+            };
+            self.sim.step(first);
+            steps += 1;
+        }
+        self.sim.check_progress();
+        self.sim.failed()
     }
 
     /// Steps the processes of `ps` in turns (those that can still step)
@@ -161,4 +184,12 @@ impl Script {
     pub fn schedule(&self) -> Vec<u8> {
         self.bytes.clone()
     }
+}
+
+/// The index of the scenario named `name` in the catalogue.
+pub(crate) fn scenario(name: &str) -> Result<usize, Lost> {
+    scenarios(Policy::Ours)
+        .iter()
+        .position(|(n, ..)| *n == name)
+        .ok_or_else(|| Lost(format!("no scenario {name:?}")))
 }

@@ -4,9 +4,9 @@
 //! readable trace, and the log of [`Event`]s since the oracle last read
 //! it. The world judges nothing; the oracle does.
 
+use crate::cast::Scenario;
 use crate::event::{Event, Log, What};
 use crate::model::{Fs, Node};
-use crate::scenario::Scenario;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use swaplock_core::decide::FileTime;

@@ -94,6 +94,13 @@
 //!   and a third process published its marker between the release's
 //!   `lstat` and its `unlink`, which removed it. Fixed by touching our
 //!   marker before that look, which restarts its age for every peer.
+//! - `a-release-touch-within-a-coarse-mtime-unlinks-a-new-holders-marker.bin`
+//!   (random schedules, 2 s mtimes and 10 ms change times): the same
+//!   release by name, whose touch fell within its marker's 2 s mtime and
+//!   changed only the change time; a peer that had judged the lease
+//!   expired before it compared inode and mtime, took the marker over
+//!   between the release's look and its unlink, and lost its marker to
+//!   that unlink. Fixed by touching again until the mtime moves.
 //! - `a-contender-paused-past-the-lifetime-before-it-enters.bin` (the
 //!   fuzzer; an oracle fix): a contender paused past the lifetime between
 //!   its takeover and its entry; a peer broke its marker by age, as the
@@ -141,6 +148,18 @@
 //!   empty: the breaker created the lock file and entered beside the
 //!   holder. Fixed by leaving our file untouched at the lock path when
 //!   what we took was claimed from our break name (PROTOCOL 12.1 S8).
+//! - `a-recordless-marker-left-aside-when-the-lock-path-goes-missing.bin`
+//!   (a directed race, `swaplock_sim::directed`; the progress check): a
+//!   breaker's exchange took a recordless holder's marker aside, and a
+//!   nested breaker took the breaker's file aside and was killed. Within
+//!   the breaker's exchange-back wait the recordless holder's hold ended
+//!   and it unlinked the lock path by name, so the exchange-back found the
+//!   path missing and left the empty file, no one's now, under its break
+//!   name. The breaker later held the lock and was killed holding; the
+//!   fresh contender's recovery of its names put the empty file at the
+//!   lock path, where nobody evicts it. Fixed by removing the file we took
+//!   from our break name when an exchange-back ends on the lock path
+//!   missing (PROTOCOL 12.1 S9).
 
 use swaplock_sim::mutants::replay_traced;
 use swaplock_sim::{scenarios, Policy};

@@ -101,7 +101,7 @@ impl FileLock {
                 self.follow_symlinks,
                 self.mode,
                 scope,
-                self.names_cached(),
+                self.names(),
             );
             // The core decides when to try again: never without a wait;
             // after a pause when a wait in the kernel answers busy all the
@@ -170,7 +170,7 @@ impl FileLock {
                 sys_path: Arc::clone(&self.sys_path),
                 follow_symlinks: self.follow_symlinks,
                 mode: self.mode,
-                names_cached: self.names_cached(),
+                names: self.names(),
             })),
             // A deadline passed while the lock stayed held.
             Reached::Busy(_) if timed => {
@@ -244,7 +244,7 @@ impl FileLock {
             // one too, which then reports ENOSYS: a soft lock has no
             // shared form).
             may_fall_back: self.kind == Kind::Flock,
-            names_cached: self.names_cached(),
+            names: self.names(),
         }
     }
 

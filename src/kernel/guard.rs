@@ -26,7 +26,7 @@ pub(super) enum Inner {
         /// server has no file by the name, the check makes one, as a
         /// waiter's open would: [`swaplock_core::kernel::named`]).
         mode: u32,
-        names_cached: bool,
+        names: swaplock_core::kernel::Names,
     },
     // Boxed: only the ENOSYS fallback takes this path.
     #[cfg(unix)]
@@ -146,7 +146,7 @@ impl FileLockGuard {
                 follow_symlinks,
                 pid,
                 mode,
-                names_cached,
+                names,
                 ..
             } => {
                 #[cfg(unix)]
@@ -180,7 +180,7 @@ impl FileLockGuard {
                     return Ok(());
                 }
                 let err = |e| LockError::errno(&path, Step::Remove, e);
-                let kernel = kernel_os(&sys_path, follow_symlinks, mode, scope, names_cached);
+                let kernel = kernel_os(&sys_path, follow_symlinks, mode, scope, names);
                 #[cfg(unix)]
                 protocol::check_remove(&mut inodes::Checked(kernel), fd.file()).map_err(err)?;
                 #[cfg(windows)]

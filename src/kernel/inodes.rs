@@ -247,6 +247,14 @@ impl<O: KernelOs<File = OwnedFd>> KernelOs for Checked<O> {
         self.0.names_cached()
     }
 
+    fn names_delegated(&self) -> bool {
+        self.0.names_delegated()
+    }
+
+    fn listed(&mut self) -> Result<swaplock_core::kernel::Listed, Errno> {
+        self.0.listed()
+    }
+
     fn made_anew(&mut self) -> Result<FileId, Errno> {
         made_anew_registered(&mut self.0)
     }
@@ -503,6 +511,14 @@ impl<O: Calls> KernelOs for Threads<O> {
 
     fn names_cached(&self) -> bool {
         self.os.names_cached()
+    }
+
+    fn names_delegated(&self) -> bool {
+        self.os.names_delegated()
+    }
+
+    fn listed(&mut self) -> Result<swaplock_core::kernel::Listed, Errno> {
+        self.os.listed()
     }
 
     /// Where the registry takes part: [`made_anew_registered`].

@@ -88,6 +88,7 @@ use std::time::{Duration, Instant};
 use swaplock_core::decide::{with_lock_ex_mode, FileId};
 use swaplock_core::fs::Family;
 use swaplock_core::kernel as protocol;
+use swaplock_core::kernel::Names;
 #[cfg(windows)]
 use swaplock_core::kernel::{Backoff, Outcome};
 use swaplock_core::Errno;
@@ -178,11 +179,22 @@ pub struct FileLock {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     fs_judged: Arc<crate::sync::atomic::AtomicU64>,
     /// Whether the filesystem of the lock file may answer a lookup of its
-    /// name from a client's cache (a network filesystem, or one not told):
-    /// the identity check then asks the server (PROTOCOL 7.16). Until a
-    /// filesystem was read, it may.
+    /// name from a client's cache (a network filesystem, or one not told),
+    /// or from a delegation of the file (NFSv4): the identity check then
+    /// asks the server, and reads the directory's listing (PROTOCOL 7.16).
+    /// Until a filesystem was read, it may ([`names_code`]).
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    names_cached: Arc<AtomicBool>,
+    names: Arc<crate::sync::atomic::AtomicU8>,
+}
+
+/// How [`FileLock::names`] keeps a [`Names`].
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const fn names_code(names: Names) -> u8 {
+    match names {
+        Names::Trusted => 0,
+        Names::Cached => 1,
+        Names::Delegated => 2,
+    }
 }
 
 /// [`FileLock::fs_judged`] before any file was judged.
@@ -270,7 +282,9 @@ impl FileLock {
             #[cfg(any(target_os = "linux", target_os = "android"))]
             fs_judged: Arc::new(crate::sync::atomic::AtomicU64::new(NOT_JUDGED)),
             #[cfg(any(target_os = "linux", target_os = "android"))]
-            names_cached: Arc::new(AtomicBool::new(true)),
+            names: Arc::new(crate::sync::atomic::AtomicU8::new(names_code(
+                Names::Cached,
+            ))),
         }
     }
 
@@ -311,13 +325,13 @@ impl FileLock {
     fn check_filesystem(&self) -> io::Result<()> {
         #[cfg(any(target_os = "linux", target_os = "android"))]
         if self.fs_judged.load(Ordering::Relaxed) == NOT_JUDGED {
-            let cached = crate::netfs::check_kernel(
+            let names = crate::netfs::check_kernel(
                 &self.path,
                 self.family(),
                 self.ofd(),
                 self.client_local,
             )?;
-            self.names_cached.store(cached, Ordering::Relaxed);
+            self.names.store(names_code(names), Ordering::Relaxed);
         }
         Ok(())
     }
@@ -331,14 +345,18 @@ impl FileLock {
         call != os::LockCall::Flock && inodes::owned_by_description(call) == Some(true)
     }
 
-    /// Whether the lock file's name may be answered from a client's cache
-    /// ([`FileLock::names_cached`]); elsewhere than Linux and Android,
-    /// where the filesystem is not read, it is not.
-    fn names_cached(&self) -> bool {
+    /// How the lock file's name may be answered by its client
+    /// ([`FileLock::names`]); elsewhere than Linux and Android, where the
+    /// filesystem is not read, as the filesystem has it.
+    fn names(&self) -> Names {
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        return self.names_cached.load(Ordering::Relaxed);
+        return match self.names.load(Ordering::Relaxed) {
+            0 => Names::Trusted,
+            1 => Names::Cached,
+            _ => Names::Delegated,
+        };
         #[cfg(not(any(target_os = "linux", target_os = "android")))]
-        false
+        Names::Trusted
     }
 
     /// Judges the file a lock was just taken on (of device `dev`): where
@@ -351,7 +369,7 @@ impl FileLock {
         if self.fs_judged.load(Ordering::Relaxed) == dev {
             return Ok(());
         }
-        let cached = crate::netfs::check_kernel_file(
+        let names = crate::netfs::check_kernel_file(
             &self.path,
             fd,
             dev,
@@ -359,7 +377,7 @@ impl FileLock {
             self.ofd(),
             self.client_local,
         )?;
-        self.names_cached.store(cached, Ordering::Relaxed);
+        self.names.store(names_code(names), Ordering::Relaxed);
         self.fs_judged.store(dev, Ordering::Relaxed);
         Ok(())
     }

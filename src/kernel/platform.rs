@@ -39,7 +39,7 @@ pub(crate) fn kernel_os(
     follow: bool,
     mode: u32,
     scope: Scope,
-    names_cached: bool,
+    names: swaplock_core::kernel::Names,
 ) -> os::UnixKernel<'_> {
     os::UnixKernel {
         path,
@@ -47,7 +47,7 @@ pub(crate) fn kernel_os(
         mode,
         call: scope.call(),
         shared: scope.shared,
-        names_cached,
+        names,
     }
 }
 
@@ -119,7 +119,7 @@ pub(super) fn kernel_os(
     follow: bool,
     mode: u32,
     scope: Scope,
-    _names_cached: bool,
+    _names: swaplock_core::kernel::Names,
 ) -> os::WindowsKernel<'_> {
     os::WindowsKernel {
         path,

@@ -77,8 +77,8 @@ pub(crate) struct Job {
     pub(crate) mode: u32,
     pub(crate) scope: Scope,
     pub(crate) may_fall_back: bool,
-    /// [`os::UnixKernel::names_cached`].
-    pub(crate) names_cached: bool,
+    /// [`os::UnixKernel::names`].
+    pub(crate) names: swaplock_core::kernel::Names,
 }
 
 impl Job {
@@ -112,7 +112,7 @@ impl Job {
                 self.follow,
                 self.mode,
                 self.scope,
-                self.names_cached,
+                self.names,
             ),
             gate,
         };
@@ -278,6 +278,14 @@ impl swaplock_core::kernel::KernelOs for Gated<'_> {
 
     fn names_cached(&self) -> bool {
         self.os.names_cached()
+    }
+
+    fn names_delegated(&self) -> bool {
+        self.os.names_delegated()
+    }
+
+    fn listed(&mut self) -> Result<swaplock_core::kernel::Listed, Errno> {
+        self.os.listed()
     }
 
     /// Gated as an open is: a file made once nobody waits is removed again.

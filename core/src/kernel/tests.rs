@@ -53,6 +53,17 @@ struct Fake {
     server: Option<Option<FileId>>,
     /// What an exclusive create answers instead, where names are cached.
     create_error: Option<Errno>,
+    /// The client holds a delegation of the file its cache names at the
+    /// path (`path`): an exclusive create answers `EEXIST` from that cache
+    /// without asking the server, until a listing of the directory shows
+    /// the client the server's name (NFSv4, a second superblock of the
+    /// client that removed the file).
+    delegated: bool,
+    /// The adapter reads the directory's listing where a delegation may
+    /// answer the name, and what its reading answers instead.
+    listing: bool,
+    listing_error: Option<Errno>,
+    listings: u32,
     closes: u32,
 }
 
@@ -81,6 +92,10 @@ impl Fake {
             removed: 0,
             server: None,
             create_error: None,
+            delegated: false,
+            listing: false,
+            listing_error: None,
+            listings: 0,
             closes: 0,
         }
     }
@@ -124,6 +139,7 @@ impl KernelOs for Fake {
             // cached name.
             return match (exclusive, *server) {
                 (false, _) => Ok(self.path),
+                (true, _) if self.delegated => Err(Errno::EXIST),
                 (true, Some(there)) => {
                     self.path = there;
                     Err(Errno::EXIST)
@@ -209,6 +225,24 @@ impl KernelOs for Fake {
     }
     fn names_cached(&self) -> bool {
         self.server.is_some()
+    }
+    fn names_delegated(&self) -> bool {
+        self.listing
+    }
+    fn listed(&mut self) -> Result<Listed, Errno> {
+        self.call();
+        self.listings += 1;
+        if let Some(e) = self.listing_error {
+            return Err(e);
+        }
+        let there = self.server.expect("a listing of a server's directory");
+        // Reading the directory shows the client the server's names: its
+        // cached entry for a file listed otherwise is dropped.
+        self.delegated = false;
+        if let Some(there) = there {
+            self.path = there;
+        }
+        Ok(there.map_or(Listed::Absent, |id| Listed::Entry(id.ino)))
     }
 }
 
@@ -369,6 +403,113 @@ fn a_holder_whose_cache_names_its_removed_file_does_not_remove_the_new_one() {
     assert_eq!(check_remove(&mut os, &ID), Err(Errno::NOENT));
     os.server = Some(Some(ID));
     assert_eq!(check_remove(&mut os, &ID), Ok(()));
+}
+
+#[test]
+fn where_a_delegation_answers_the_name_the_listing_has_the_last_word() {
+    // The client's cache names the file we locked, which the same client
+    // removed through another mount, and its delegation of that file
+    // answers the exclusive create: the server has a new file there.
+    let replaced = FileId { dev: 1, ino: 5 };
+    let orphaned = || {
+        let mut os = Fake::new(Duration::ZERO);
+        os.server = Some(Some(replaced));
+        os.delegated = true;
+        os
+    };
+    // Without the listing, the orphan is held: the defect.
+    let mut os = orphaned();
+    let out = acquire(&mut os, true, false, &mut Backoff::forever());
+    assert!(matches!(out, Ok(Outcome::Held(id, _)) if id == ID));
+    // With it, the orphan is let go, and the server's file locked.
+    let mut os = orphaned();
+    os.listing = true;
+    let out = acquire(&mut os, true, false, &mut Backoff::forever());
+    assert!(
+        matches!(out, Ok(Outcome::Held(id, _)) if id == replaced),
+        "the server's file: {out:?}"
+    );
+    assert_eq!(os.closes, 1, "the orphan closed");
+    assert_eq!(os.listings, 2, "one listing per check");
+    // A holder of the orphan does not remove the new file.
+    let mut os = orphaned();
+    os.listing = true;
+    assert_eq!(check_remove(&mut os, &ID), Err(Errno::NOENT));
+    // Nothing at the name on the server: nothing is held.
+    let mut os = orphaned();
+    os.listing = true;
+    os.server = Some(None);
+    assert_eq!(named(&mut os), Err(Errno::NOENT));
+    // The file we locked is the one listed: held, and removable.
+    let mut os = orphaned();
+    os.listing = true;
+    os.server = Some(Some(ID));
+    assert_eq!(check_remove(&mut os, &ID), Ok(()));
+}
+
+#[test]
+fn a_listing_that_fails_fails_the_check_and_a_followed_symlink_keeps_the_stat() {
+    let mut os = Fake::new(Duration::ZERO);
+    os.server = Some(Some(ID));
+    os.delegated = true;
+    os.listing = true;
+    os.listing_error = Some(Errno::ACCES);
+    let out = acquire(&mut os, true, false, &mut Backoff::forever());
+    assert!(
+        matches!(out, Err((Step::Stat, e)) if e == Errno::ACCES),
+        "{out:?}"
+    );
+    assert_eq!(os.closes, 1, "the locked file closed");
+    assert_eq!(check_remove(&mut os, &ID), Err(Errno::ACCES));
+    // The stat's own error comes first: no listing is read.
+    let mut os = Fake::new(Duration::ZERO);
+    os.server = Some(Some(ID));
+    os.listing = true;
+    os.stat_error = Some(Errno::from_raw(24));
+    assert_eq!(named(&mut os), Err(Errno::from_raw(24)));
+    assert_eq!(os.listings, 0);
+    // A symlink at the name: the listing cannot show its target.
+    struct Linked(Fake);
+    impl KernelOs for Linked {
+        type File = FileId;
+        fn open(&mut self, exclusive: bool) -> Result<FileId, Errno> {
+            self.0.open(exclusive)
+        }
+        fn open_existing(&mut self) -> Result<FileId, Errno> {
+            self.0.open_existing()
+        }
+        fn lock(&mut self, file: &FileId, wait: bool) -> Result<(), Errno> {
+            self.0.lock(file, wait)
+        }
+        fn fstat(&mut self, file: &FileId) -> Result<FileId, Errno> {
+            self.0.fstat(file)
+        }
+        fn stat(&mut self) -> Result<FileId, Errno> {
+            self.0.stat()
+        }
+        fn close(&mut self, file: FileId) {
+            self.0.close(file)
+        }
+        fn names_cached(&self) -> bool {
+            true
+        }
+        fn names_delegated(&self) -> bool {
+            true
+        }
+        fn listed(&mut self) -> Result<Listed, Errno> {
+            Ok(Listed::Link)
+        }
+    }
+    let mut os = Fake::new(Duration::ZERO);
+    os.server = Some(Some(ID));
+    assert_eq!(named(&mut Linked(os)), Ok(ID));
+}
+
+#[test]
+fn an_adapter_that_says_nothing_of_delegations_reads_no_listing() {
+    let mut os = Plain(Fake::new(Duration::ZERO));
+    assert_eq!(os.listed(), Err(Errno::NOSYS));
+    assert!(!os.names_delegated());
 }
 
 #[test]

@@ -13,7 +13,8 @@
 //!   leaves a record naming itself for recovery.
 //! - I16: exchange-back always takes our file off the lock path, waits a
 //!   bounded time for nested breakers otherwise, and never exchanges the
-//!   lock path while it holds another process's file.
+//!   lock path while it holds another process's file, but to swap straight
+//!   back a file its own exchange fed aside.
 
 use super::config::{Config, Error};
 use super::marker::{encode_placeholder, publish, publish_aside, unlink_if_same};
@@ -245,7 +246,10 @@ pub(super) enum Settled {
 /// showed that such a "feeding" exchange can capture a marker a new holder
 /// created after the ring formed, and a second holder then enters. A ring
 /// left by a killed breaker is unwound by stranded-record recovery instead.
-/// At the end it removes the aside name only if it holds our own file.
+/// Its own exchange feeds too when the lock path changed between its look
+/// and its exchange: then it swaps straight back (PROTOCOL 12.1 S10). At
+/// the end it removes the aside name only if it holds our own file, or, once
+/// the lock path went missing, the file it took (12.1 S9).
 pub(super) fn exchange_back<O: Os + ?Sized>(
     os: &mut O,
     lock: &[u8],
@@ -256,8 +260,11 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
         return Settled::No;
     };
     let start = os.now();
+    // Whether the loop ended on the lock path missing.
+    let mut path_missing = false;
+    let mut at_aside = os.lstat(aside);
     loop {
-        match os.lstat(aside) {
+        match at_aside {
             Ok(st) if st.same_file(&own) => break,
             Ok(_) => {}
             // What we took was claimed from our break name while our file
@@ -277,7 +284,10 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
         }
         let ours = match os.lstat(lock) {
             Ok(st) => st.same_file(&own),
-            Err(e) if e == Errno::NOENT => break,
+            Err(e) if e == Errno::NOENT => {
+                path_missing = true;
+                break;
+            }
             Err(_) => return Settled::No,
         };
         if ours || active(Mutant::FeedingExchangeBack) {
@@ -286,6 +296,29 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
             if os.exchange(aside, lock).is_err() {
                 return Settled::No;
             }
+            at_aside = os.lstat(aside);
+            // Our break name should now hold our own file. Another file
+            // there replaced ours at the lock path between our look and
+            // our exchange, and we fed it aside (PROTOCOL 12.1 S10): a
+            // nested breaker's file, a releaser's placeholder or a
+            // recovery's restored record, each in the middle of an exchange
+            // it means to undo, or, once our record went unchanged for a
+            // lease (or past the lifetime), the marker of the peer that
+            // took it over. Swap straight back, as a recovery's restore
+            // does, so that the path holds that file again and our break
+            // name what we took, as before our exchange; then look again,
+            // and wait for our file as for a nested breaker's. Only a file
+            // put at the path in the one step between the two exchanges
+            // is taken aside instead. If the swap fails, things stay as
+            // the feed left them, as without it.
+            if at_aside.as_ref().is_ok_and(|st| !st.same_file(&own))
+                && ours
+                && !active(Mutant::ExchangeBackNoSwapBack)
+            {
+                let _ = os.exchange(aside, lock);
+                at_aside = os.lstat(aside);
+            }
+            continue;
         } else if os.now().since(start) >= EXCHANGE_BACK_LIMIT {
             return Settled::No;
         } else {
@@ -296,14 +329,29 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
             // possibly a marker a new holder created after the ring formed.
             os.sleep(EXCHANGE_BACK_PAUSE);
         }
+        at_aside = os.lstat(aside);
     }
-    // Remove the aside name only if it holds our own file: when a name went
-    // missing above (say the lock path was removed), the aside may hold the
-    // file we took, which may be a live holder's marker. filelock unlinks it
-    // without looking; a foreign file is left in place here, and the
-    // exchange-back reports it did not settle.
+    // Remove the aside name if it holds our own file. Another file there is
+    // the file we took, and only once the lock path went missing: nobody
+    // else creates our break name, and a recovery of our names only renames
+    // it away. (Or a file we fed aside whose swap-back failed, outside the
+    // timing assumption: see above.) Nothing but a create fills a missing
+    // lock path, so if that file's holder still held, whoever creates the
+    // path next would enter beside it wherever the file is: removing it
+    // lets in nobody that leaving it would keep out. Where this happens, its holder ended its
+    // hold by removing the lock path by name (a recordless holder, a holder
+    // by name). Left here, the file would come back only through a
+    // recovery of our names, and an empty one would then stay at the lock
+    // path, where nobody evicts it (PROTOCOL 12.1 S9): it is removed, and
+    // the exchange-back still reports it did not settle, since our own file
+    // waits under a nested breaker's name. filelock unlinks whatever the
+    // aside holds at every exit; elsewhere a foreign file is left in place.
     let settled = match os.lstat(aside) {
         Ok(st) if st.same_file(&own) => os.unlink(aside).is_ok(),
+        Ok(_) if path_missing && !active(Mutant::AsideKeptWhenPathMissing) => {
+            let _ = os.unlink(aside);
+            false
+        }
         Ok(_) if active(Mutant::ExchangeBackUnlinksAside) => os.unlink(aside).is_ok(),
         Ok(_) => false,
         Err(e) => e == Errno::NOENT,

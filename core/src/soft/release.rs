@@ -17,6 +17,7 @@ use super::types::{Held, Judged};
 use crate::errno::Errno;
 use crate::mutant::{active, Mutant};
 use crate::names::pid_break_name;
+use core::time::Duration;
 
 /// Removes our own file while it is open (PROTOCOL 7.3): mark it released,
 /// then swap it out through a placeholder, so that a peer's marker found
@@ -71,29 +72,62 @@ fn remove_own<O: Os + ?Sized>(
 /// can put another file at the lock path, which the unlink would then
 /// remove (12.1 S1). So once the path shows our file, we touch it first:
 /// that restarts its age for every peer, so none may take it over until
-/// the unlink is done (under the timing assumption, 13.1), and a peer that
-/// judged it before finds its mtime changed and backs off. Then we look
-/// again. If the touch fails, our marker stays and the caller reports the
-/// error: a marker naming us is stale once we exit, while a wrong unlink
-/// lets two processes hold the lock.
+/// the unlink is done (under the timing assumption, 13.1). A peer that
+/// judged it before may still be on its way to its exchange: only the
+/// mtime tells it, in its look before the exchange or its check of the
+/// file taken, that the file changed since (inode and mtime, I4; the
+/// exchange itself changes the change time). So we look again: if the
+/// path no longer shows our file, a peer took it over and nothing is
+/// ours to remove; if it shows our file with the mtime it had before the
+/// touch, the touch fell within the mtime's granularity (2 s on vfat,
+/// where change times are finer, or one tick of the kernel's clock) and
+/// such a peer would not see it: we pause and touch again until the
+/// mtime moves (12.1 S11). If the touch fails, or the mtime has not moved
+/// 2 s after the first touch, our marker stays and the caller reports the
+/// error: a marker naming us is stale once we exit (and a lease record
+/// expires), while a wrong unlink lets two processes hold the lock.
 fn unlink_own<O: Os + ?Sized>(
     os: &mut O,
     cfg: &Config<'_>,
     file: &O::File,
     own: &Stat,
 ) -> Result<(), Errno> {
-    if !os.lstat(cfg.lock).is_ok_and(|st| st.same_file(own)) {
-        return Ok(());
-    }
+    let before = match os.lstat(cfg.lock) {
+        Ok(st) if st.same_file(own) => st,
+        _ => return Ok(()),
+    };
     if !active(Mutant::UnlinkWithoutTouch) {
-        match os.touch(file) {
-            Err(_) if active(Mutant::UnlinkDespiteTouchFailure) => {}
-            touched => touched?,
-        }
-        if !os.lstat(cfg.lock).is_ok_and(|st| st.same_file(own))
-            && !active(Mutant::NoLookAfterTouch)
-        {
-            return Ok(());
+        let start = os.now();
+        loop {
+            let at = os.now();
+            let touched = match os.touch(file) {
+                Err(_) if active(Mutant::UnlinkDespiteTouchFailure) => false,
+                Err(e) => return Err(e),
+                Ok(()) => true,
+            };
+            let after = match os.lstat(cfg.lock) {
+                Ok(st) if st.same_file(own) => st,
+                // A peer took our marker over (and may hold the lock).
+                _ if !active(Mutant::NoLookAfterTouch) => return Ok(()),
+                _ => break,
+            };
+            // The touch shows in the mtime: a peer that judged our marker
+            // before it backs off, and one that judges it from now on
+            // waits out its whole lease or lifetime.
+            if after.mtime != before.mtime
+                || !touched
+                || active(Mutant::UnlinkDespiteUnchangedMtime)
+            {
+                break;
+            }
+            // The mtime did not move, so it still reads as a peer may have
+            // judged it. A touch made 2 s after the first falls in another
+            // mtime wherever mtimes are cut to 2 s or less: past that,
+            // this filesystem does not show our touches.
+            if at.since(start) >= TOUCH_SHOWN_LIMIT {
+                return Err(Errno::AGAIN);
+            }
+            os.sleep(TOUCH_PAUSE);
         }
     }
     match os.unlink(cfg.lock) {
@@ -101,6 +135,12 @@ fn unlink_own<O: Os + ?Sized>(
         _ => Ok(()),
     }
 }
+
+/// How long [`unlink_own`] touches our marker again for its mtime to move
+/// (vfat cuts mtimes to 2 s), and how long it pauses between touches (a
+/// tick of a kernel clock that file times are taken from).
+const TOUCH_SHOWN_LIMIT: Duration = Duration::from_secs(2);
+const TOUCH_PAUSE: Duration = Duration::from_millis(10);
 
 /// filelock's removal, kept as a protocol mutant: `lstat`, then `unlink`.
 fn unlink_seen<O: Os + ?Sized>(os: &mut O, cfg: &Config<'_>, own: &Stat) -> Result<(), Errno> {

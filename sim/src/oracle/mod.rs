@@ -44,18 +44,19 @@
 
 mod progress;
 mod safety;
+mod timing;
 
 pub use progress::Progress;
 pub(crate) use progress::{FRESH_POLL, RECORDLESS};
 
+use crate::cast::{Scenario, LEASE, LOCK, VICTIM};
 use crate::event::{Call, Event, Log, Name, Target, What};
-use crate::model::{Access, Node};
-use crate::scenario::{Scenario, LEASE, LOCK, VICTIM};
+use crate::model::Node;
 use crate::world::{name, World};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
-use swaplock_core::decide::{FileTime, MALFORMED_GRACE};
-use swaplock_core::record::{classify, Classified, Content, Reader, RELEASED};
+use swaplock_core::decide::FileTime;
+use swaplock_core::record::{classify, Classified, Content, Reader};
 use swaplock_core::soft::Kind;
 
 /// How long a breaker waits for a nested breaker to undo its exchange
@@ -132,9 +133,19 @@ pub(crate) struct Oracle {
     /// Whether a process went without a step for [`BREAKER_PATIENCE`] in
     /// the middle of an attempt or a release.
     paused: bool,
-    /// The first process whose release placeholder stayed at the lock path
-    /// longer than the malformed grace period (see
-    /// [`Oracle::placeholder_overslept`]).
+    /// Per process: its own file at the lock path that it changed
+    /// (created, linked, written, touched or exchanged in) during its
+    /// current attempt or release.
+    changed: Vec<Option<u64>>,
+    /// Per process: its last look at the lock path since that change, if
+    /// it showed that file holding a lease record: the inode, and since
+    /// when the path had shown it unchanged.
+    looked: Vec<Option<(u64, u64)>>,
+    /// The first process that took the run outside the protocol's timing
+    /// assumption (see `timing`): its release placeholder stayed at the
+    /// lock path longer than the malformed grace period
+    /// ([`Oracle::placeholder_overslept`]), or it acted on the lock path by
+    /// name past its lease ([`Oracle::acts_within_lease`]).
     pub(crate) overslept: Option<usize>,
     /// The first violation seen.
     pub(crate) violation: Option<String>,
@@ -175,6 +186,8 @@ impl Oracle {
             refreshed: BTreeMap::new(),
             at_lock: (None, 0),
             paused: false,
+            changed: vec![None; n],
+            looked: vec![None; n],
             overslept: None,
             violation: None,
             displacements: 0,
@@ -195,6 +208,8 @@ impl Oracle {
         self.unwritten.push(None);
         self.holds_empty.push(false);
         self.killed.push(false);
+        self.changed.push(None);
+        self.looked.push(None);
         self.last_step.push(w.time);
         self.last_look.push(w.time);
     }
@@ -233,6 +248,8 @@ impl Oracle {
             }
             What::Attempting(on) => {
                 self.attempting[who] = *on;
+                self.changed[who] = None;
+                self.looked[who] = None;
                 if *on && !self.attempts[who].1 {
                     self.attempts[who].0 += 1;
                 }
@@ -304,6 +321,7 @@ impl Oracle {
                 }
                 if is_lock(name) {
                     self.lease_refreshed(w, who);
+                    self.own_change_noted(w, who);
                 }
             }
             Call::CreateUnnamed { ino: Some(ino) } => {
@@ -313,27 +331,37 @@ impl Oracle {
                 }
             }
             // Our complete marker linked at the lock path starts its lease.
-            Call::Link { name } if is_lock(name) => self.lease_refreshed(w, who),
+            Call::Link { name } if is_lock(name) => {
+                self.lease_refreshed(w, who);
+                self.own_change_noted(w, who);
+            }
             Call::Write { ino } | Call::Touch { ino }
                 if ino.is_some() && *ino == w.fs.ino(LOCK) =>
             {
                 self.lease_refreshed(w, who);
+                self.own_change_noted(w, who);
             }
+            Call::Lstat { name } if is_lock(name) => self.lock_looked_at(w, who, at),
             Call::Exchange {
                 a,
                 a_file,
                 b,
                 b_file,
             } if is_lock(a) || is_lock(b) => {
+                self.acts_within_lease(w, who, at);
                 let moved_off = if is_lock(a) { *a_file } else { *b_file };
                 self.lifetime_break(w, who, moved_off);
                 // Our marker exchanged into the lock path starts its lease.
                 self.lease_refreshed(w, who);
+                self.own_change_noted(w, who);
             }
             Call::Rename { from, moved } if is_lock(from) => {
                 self.no_live_marker_removed(w, who, LOCK, *moved, "renames");
             }
             Call::Unlink { name, removed } => {
+                if is_lock(name) {
+                    self.acts_within_lease(w, who, at);
+                }
                 self.removal(w, at, removed.map(|t| t.ino));
                 self.no_live_marker_removed(w, who, log.bytes(*name), *removed, "unlinks");
             }
@@ -459,62 +487,6 @@ impl Oracle {
             );
         }
         self.last_step[who] = at;
-    }
-
-    /// Soft locks assume a release finishes well within the malformed grace
-    /// period: a peer may evict its marker, once marked released, or its
-    /// placeholder (both read as malformed) and publish its own marker,
-    /// which the paused releaser's by-name unlink would remove, as no POSIX
-    /// call unlinks a name only if it still links a given inode. With a
-    /// lifetime, the same holds once the placeholder is older than the
-    /// lifetime by its mtime (it is written before it is exchanged in): a
-    /// lifetime break takes any marker that old. The first such file of a
-    /// live process (a released marker: one in its release) found at the
-    /// lock path past either, unchanged, takes the run outside the
-    /// protocol's timing assumption, and from then on it is not judged.
-    fn placeholder_overslept(&mut self, w: &mut World) {
-        let here = w.fs.ino(LOCK).map(|ino| {
-            let i = &w.fs.inodes[&ino];
-            (ino, i.mtime, i.ctime)
-        });
-        if here != self.at_lock.0 {
-            self.at_lock = (here, w.time);
-        }
-        let Some((ino, mtime, _)) = here.filter(|_| self.overslept.is_none()) else {
-            return;
-        };
-        let content = w.fs.content(LOCK).unwrap_or_default();
-        let placeholder = content.starts_with(b"filelock/break\n");
-        let released = content.starts_with(RELEASED);
-        if !placeholder && !released {
-            return;
-        }
-        // Only a file its owner still holds open for writing: that is the
-        // remover whose by-name unlink the assumption protects (a file is
-        // removed only while open, I7). A placeholder an abandoned takeover
-        // let go of ages out at the lock path by design.
-        let writes = |i: usize| {
-            w.procs[i].fds.iter().any(|fd| {
-                w.fs.descs
-                    .get(fd)
-                    .is_some_and(|d| d.ino == ino && d.access == Access::Write)
-            })
-        };
-        let owner = (0..self.own.len()).find(|&i| {
-            w.procs[i].alive
-                && self.own[i].contains(&ino)
-                && (placeholder || self.attempting[i])
-                && writes(i)
-        });
-        let Some(owner) = owner else { return };
-        let grace = MALFORMED_GRACE.as_nanos() as u64;
-        let lifetime_passed = self
-            .lifetime
-            .is_some_and(|l| w.fs.clock - mtime.as_nanos() >= l.as_nanos() as i128);
-        if w.time - self.at_lock.1 >= grace || lifetime_passed {
-            self.overslept = Some(owner);
-            w.note(owner, format_args!("OVERSLEPT: its placeholder or released marker stayed at the lock path past the grace period or the lifetime"));
-        }
     }
 }
 

@@ -3,9 +3,9 @@
 //! the exemptions read (which marker a killed writer left unwritten).
 
 use super::{describe, describe_lock, owner_of, Oracle};
+use crate::cast::LOCK;
 use crate::event::{Call, Log};
 use crate::model::Node;
-use crate::scenario::LOCK;
 use crate::world::{name, World};
 use std::time::Duration;
 use swaplock_core::decide::MALFORMED_GRACE;

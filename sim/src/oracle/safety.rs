@@ -3,8 +3,8 @@
 //! from the events and the state each step left.
 
 use super::{describe_lock, owner_of, Oracle};
+use crate::cast::LOCK;
 use crate::event::Target;
-use crate::scenario::LOCK;
 use crate::world::{name, World};
 use swaplock_core::soft;
 

@@ -35,7 +35,7 @@ pub(crate) const USAGE: &str = "usage: swaplock run [OPTIONS] LOCKFILE COMMAND [
        swaplock status [--kind KIND] [--json] LOCKFILE
        swaplock run --etcd URL[,URL...] [OPTIONS] NAME COMMAND [ARGS...]
        swaplock status --etcd URL[,URL...] [--json] NAME
-       swaplock break [--kind KIND] [--force] LOCKFILE
+       swaplock break [--kind KIND] [--lease SECS] [--force] LOCKFILE
        swaplock --help | --version      swaplock COMMAND --help
 
 Runs a command while holding a lock, or says who holds one.
@@ -116,12 +116,14 @@ lowest create revision under NAME/): its lease and create revision.
 exit status: 0 free, 1 held, 2 error or usage error.";
 
 /// `swaplock break --help`.
-pub(crate) const BREAK_USAGE: &str = "usage: swaplock break [--kind KIND] [--force] LOCKFILE
+pub(crate) const BREAK_USAGE: &str =
+    "usage: swaplock break [--kind KIND] [--lease SECS] [--force] LOCKFILE
 
 Removes a stale soft-lock marker by the same safe path a contender uses,
 and explains why a marker stays. KIND is soft, marker (the default) or
-lease. --force removes the marker of a holder that may be alive: mutual
-exclusion with it is lost.
+lease; a lease is judged with the duration its marker publishes unless
+--lease gives one. --force removes the marker of a holder that may be
+alive: mutual exclusion with it is lost.
 
 exit status: 0 once the lock is free, 1 when it refuses or fails, 2 usage
 error.";

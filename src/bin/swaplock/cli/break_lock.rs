@@ -11,7 +11,17 @@ pub(super) fn break_lock(opts: Options) -> i32 {
             return 2;
         }
     };
-    let lock = soft_lock(&opts, kind);
+    let mut lock = soft_lock(&opts, kind);
+    // A lease is judged on its holder's own terms: without `--lease`, the
+    // duration the marker publishes, so that neither the safe path nor
+    // `--force` needs the operator to know it.
+    if kind == Kind::Lease && opts.lease.is_none() {
+        if let Ok(Some(seconds)) = lock.owner().map(|o| o.and_then(|o| o.lease_seconds)) {
+            if let Ok(published) = Duration::try_from_secs_f64(seconds) {
+                lock = lock.lease_duration(published);
+            }
+        }
+    }
     let path = lock.path().display().to_string();
     // First the contender's safe path: it takes a stale marker over.
     match lock.try_lock() {
