@@ -99,16 +99,17 @@ pub(crate) fn refused(
         (Refusal::DeletesPending, _) => format!(
             "{fstype} (SMB) keeps a removed file's name while any client still has the file \
              open (delete pending), refusing every open of the name until the last one \
-             closes, so a soft lock's release can fail and its contenders stall; use a kernel \
-             lock (FileLock::new, `swaplock run --kind fcntl`), whose server keeps the locks \
-             and whose wait outlasts a name being deleted, or {ETCD}"
+             closes, so a soft lock's release can fail and its contenders stall; use a classic \
+             fcntl lock (FileLock::new(..).owned_by_process(), with-lock-ex), whose server \
+             keeps the locks, or {ETCD}"
         ),
         (Refusal::OfdLocksShared, _) => format!(
             "{fstype} (SMB) lets the opens of one file by this host's processes share one \
-             server handle, and open file description locks on one handle do not exclude \
-             each other, so two processes of this host could hold this lock at once; use \
-             FileLock::flock (`swaplock run --kind flock`), or a classic lock owned by the \
-             process (FileLock::owned_by_process, as with-lock-ex takes it)"
+             server handle, and locks that an open file description owns (flock, open file \
+             description fcntl locks) on one handle do not reliably exclude each other, so \
+             two processes of this host could hold this lock at once; use a classic fcntl \
+             lock owned by the process (FileLock::new(..).owned_by_process(), as with-lock-ex \
+             takes it, or `swaplock run --kind fcntl` under SWAPLOCK_FCNTL_OFD=0)"
         ),
         (_, Some(_)) => format!(
             "{fstype} (a network or userspace filesystem) is not in this process's mount \
@@ -148,8 +149,8 @@ pub(crate) fn check_kernel(
     judged(path, &fs.fstype, &fs.traits, family, ofd, allowed)
 }
 
-/// A kernel lock of `family` (`ofd`: an open file description `fcntl`
-/// lock) on a filesystem of `traits`: refused, or how its name check must
+/// A kernel lock of `family` (`ofd`: one an open file description owns,
+/// `flock` or an open file description `fcntl` lock) on a filesystem of `traits`: refused, or how its name check must
 /// ask the server. Where the lock is allowed on a filesystem whose locks
 /// reach this client only, every contender is this client's (the caller
 /// said no other host uses the directory), and its cache answers them all
@@ -163,20 +164,23 @@ fn judged(
     ofd: bool,
     allowed: bool,
 ) -> io::Result<Names> {
-    if let Some(refusal) = ofd
+    let refusal = swaplock_core::fs::kernel_lock_refusal(traits, family);
+    if let (Some(refusal), false) = (refusal, allowed) {
+        return Err(refused(path, fstype, traits, refusal, Some(family)));
+    }
+    if let Some(shared) = ofd
         .then(|| swaplock_core::fs::ofd_lock_refusal(traits))
         .flatten()
     {
-        return Err(refused(path, fstype, traits, refusal, Some(family)));
+        return Err(refused(path, fstype, traits, shared, Some(family)));
     }
-    match swaplock_core::fs::kernel_lock_refusal(traits, family) {
+    match refusal {
         None => Ok(names(traits)),
-        Some(Refusal::LocksPerClient) if allowed => Ok(Names::Trusted),
-        Some(_) if allowed => Ok(match names(traits) {
+        Some(Refusal::LocksPerClient) => Ok(Names::Trusted),
+        Some(_) => Ok(match names(traits) {
             Names::Trusted => Names::Cached,
             names => names,
         }),
-        Some(refusal) => Err(refused(path, fstype, traits, refusal, Some(family))),
     }
 }
 

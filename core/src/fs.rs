@@ -193,8 +193,9 @@ pub struct Traits {
     pub deletes_pending: bool,
     /// Whether the client lets opens of one file that ask alike, by any
     /// process or thread of this host, share one server handle, and lets
-    /// open file description locks of one handle overlap (the kernel's SMB
-    /// client): such `fcntl` locks may not exclude this host's processes.
+    /// the locks of one handle that an open file description owns (`flock`,
+    /// open file description `fcntl` locks) overlap (the kernel's SMB
+    /// client): they may not exclude this host's processes.
     pub ofd_locks_shared: bool,
 }
 
@@ -419,7 +420,8 @@ fn named(f_type: u64, mount: Option<&Mount<'_>>) -> Traits {
                 // name fail with ENOENT, until the last handle closes.
                 deletes_pending: true,
                 // Measured: open file description locks of two processes
-                // of one host overlapped (10 of 60 critical sections).
+                // of one host overlapped (10 of 60 critical sections), and
+                // flock locks (1 of 32).
                 ofd_locks_shared: true,
                 ..SERVER_LOCKED
             }
@@ -489,7 +491,8 @@ pub enum Refusal {
     /// client has the marker open ([`Traits::deletes_pending`]): a release
     /// can fail, and contenders that read the marker keep the name taken.
     DeletesPending,
-    /// Open file description `fcntl` locks may not exclude this host's own
+    /// Locks owned by an open file description (`flock`, open file
+    /// description `fcntl` locks) may not exclude this host's own
     /// processes and threads ([`Traits::ofd_locks_shared`]).
     OfdLocksShared,
 }
@@ -511,11 +514,11 @@ pub fn kernel_lock_refusal(traits: &Traits, family: Family) -> Option<Refusal> {
     (reach == Reach::ThisClient).then_some(Refusal::LocksPerClient)
 }
 
-/// Whether an open file description `fcntl` lock (Linux's `F_OFD_SETLK`)
-/// must be refused on a filesystem of `traits`, beyond
+/// Whether a lock that an open file description owns (`flock`, Linux's
+/// `F_OFD_SETLK`) must be refused on a filesystem of `traits`, beyond
 /// [`kernel_lock_refusal`]: where the client may let two of this host's
 /// processes hold it at once. A classic `fcntl` lock, owned by the
-/// process, and `flock` exclude there.
+/// process, excludes there.
 pub fn ofd_lock_refusal(traits: &Traits) -> Option<Refusal> {
     traits.ofd_locks_shared.then_some(Refusal::OfdLocksShared)
 }

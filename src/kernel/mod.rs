@@ -336,13 +336,13 @@ impl FileLock {
         Ok(())
     }
 
-    /// Whether this lock's exclusive form is an open file description
-    /// `fcntl` lock, as far as known (the kernel's support is learnt at the
+    /// Whether this lock's exclusive form is owned by an open file
+    /// description (`flock`, an open file description `fcntl` lock), as
+    /// far as known (the kernel's support for the latter is learnt at the
     /// first lock file this process opens).
     #[cfg(any(target_os = "linux", target_os = "android"))]
     fn ofd(&self) -> bool {
-        let call = self.scope(false).call();
-        call != os::LockCall::Flock && inodes::owned_by_description(call) == Some(true)
+        inodes::owned_by_description(self.scope(false).call()) == Some(true)
     }
 
     /// How the lock file's name may be answered by its client
