@@ -51,10 +51,12 @@ pub fn filesystem(path: &Path) -> io::Result<Filesystem> {
     })
 }
 
-/// The error of a lock refused on `path`'s filesystem `fstype`.
+/// The error of a lock refused on `path`'s filesystem `fstype`, which
+/// offers `traits`.
 pub(crate) fn refused(
     path: &Arc<Path>,
     fstype: &str,
+    traits: &Traits,
     refusal: Refusal,
     family: Option<Family>,
 ) -> io::Error {
@@ -74,17 +76,40 @@ pub(crate) fn refused(
                 Some(Family::Flock) => "flock",
                 _ => "fcntl",
             };
+            // The mount option that does it, where one does: the remedy
+            // is a mount without it.
+            let (by, remount) = match traits.local_locks_by {
+                Some(by) => (
+                    format!(" (it is mounted with `{by}`)"),
+                    format!("remount it without `{by}`, "),
+                ),
+                None => (String::new(), String::new()),
+            };
             format!(
-                "{fstype} keeps {which} locks for this client mount only, so a process on another \
-                 host could hold this lock at the same time; use a lease lock \
+                "{fstype} keeps {which} locks for this client mount only{by}, so a process on \
+                 another host could hold this lock at the same time; {remount}use a lease lock \
                  (SoftLock::lease, `swaplock run --kind lease`), or {ETCD}, {allow}"
             )
         }
         (Refusal::ExclusiveCreateNotAtomic, _) => format!(
             "{fstype} does not create files exclusively between clients (two hosts can both \
              create the marker), so no soft lock is safe on it; use {ETCD}, or a directory on \
-             a filesystem whose server arbitrates creates (NFSv3 or later, a kernel SMB \
-             mount, sshfs)"
+             a filesystem whose server arbitrates creates (NFSv3 or later, sshfs)"
+        ),
+        (Refusal::DeletesPending, _) => format!(
+            "{fstype} (SMB) keeps a removed file's name while any client still has the file \
+             open (delete pending), refusing every open of the name until the last one \
+             closes, so a soft lock's release can fail and its contenders stall; use a classic \
+             fcntl lock (FileLock::new(..).owned_by_process(), with-lock-ex), whose server \
+             keeps the locks, or {ETCD}"
+        ),
+        (Refusal::OfdLocksShared, _) => format!(
+            "{fstype} (SMB) lets the opens of one file by this host's processes share one \
+             server handle, and locks that an open file description owns (flock, open file \
+             description fcntl locks) on one handle do not reliably exclude each other, so \
+             two processes of this host could hold this lock at once; use a classic fcntl \
+             lock owned by the process (FileLock::new(..).owned_by_process(), as with-lock-ex \
+             takes it, or `swaplock run --kind fcntl` under SWAPLOCK_FCNTL_OFD=0)"
         ),
         (_, Some(_)) => format!(
             "{fstype} (a network or userspace filesystem) is not in this process's mount \
@@ -112,33 +137,50 @@ pub(crate) fn refused(
 /// delegation ([`names`]). A lock `allowed` to be this client's alone
 /// ([`FileLock::allow_client_local`](crate::FileLock::allow_client_local))
 /// is not refused where locks reach this client only.
-pub(crate) fn check_kernel(path: &Arc<Path>, family: Family, allowed: bool) -> io::Result<Names> {
+pub(crate) fn check_kernel(
+    path: &Arc<Path>,
+    family: Family,
+    ofd: bool,
+    allowed: bool,
+) -> io::Result<Names> {
     let Ok(fs) = swaplock_linux::fs::of_path(path) else {
         return Ok(Names::Cached);
     };
-    judged(path, &fs.fstype, &fs.traits, family, allowed)
+    judged(path, &fs.fstype, &fs.traits, family, ofd, allowed)
 }
 
-/// A kernel lock of `family` on a filesystem of `traits`: refused, or
-/// how its name check must ask the server. Where the lock is allowed
-/// on a filesystem whose locks reach this client only, every contender is
-/// this client's (the caller said no other host uses the directory), and
-/// its cache answers them all alike.
+/// A kernel lock of `family` (`ofd`: one an open file description owns,
+/// `flock` or an open file description `fcntl` lock) on a filesystem of `traits`: refused, or how its name check must
+/// ask the server. Where the lock is allowed on a filesystem whose locks
+/// reach this client only, every contender is this client's (the caller
+/// said no other host uses the directory), and its cache answers them all
+/// alike; an open file description lock that may not exclude this host's
+/// own processes is refused all the same.
 fn judged(
     path: &Arc<Path>,
     fstype: &str,
     traits: &Traits,
     family: Family,
+    ofd: bool,
     allowed: bool,
 ) -> io::Result<Names> {
-    match swaplock_core::fs::kernel_lock_refusal(traits, family) {
+    let refusal = swaplock_core::fs::kernel_lock_refusal(traits, family);
+    if let (Some(refusal), false) = (refusal, allowed) {
+        return Err(refused(path, fstype, traits, refusal, Some(family)));
+    }
+    if let Some(shared) = ofd
+        .then(|| swaplock_core::fs::ofd_lock_refusal(traits))
+        .flatten()
+    {
+        return Err(refused(path, fstype, traits, shared, Some(family)));
+    }
+    match refusal {
         None => Ok(names(traits)),
-        Some(Refusal::LocksPerClient) if allowed => Ok(Names::Trusted),
-        Some(_) if allowed => Ok(match names(traits) {
+        Some(Refusal::LocksPerClient) => Ok(Names::Trusted),
+        Some(_) => Ok(match names(traits) {
             Names::Trusted => Names::Cached,
             names => names,
         }),
-        Some(refusal) => Err(refused(path, fstype, refusal, Some(family))),
     }
 }
 
@@ -167,11 +209,12 @@ pub(crate) fn check_kernel_file(
     fd: std::os::fd::BorrowedFd<'_>,
     dev: u64,
     family: Family,
+    ofd: bool,
     allowed: bool,
 ) -> io::Result<Names> {
     let fs = swaplock_linux::fs::of_file_on(fd, dev)
         .map_err(|e| LockError::io(path, Step::Filesystem, e.kind(), e))?;
-    judged(path, &fs.fstype, &fs.traits, family, allowed)
+    judged(path, &fs.fstype, &fs.traits, family, ofd, allowed)
 }
 
 /// Refuses a soft lock whose directory `dir`, not made yet, would be made
@@ -185,7 +228,7 @@ pub(crate) fn check_soft(path: &Arc<Path>, dir: &Path) -> io::Result<()> {
     };
     match swaplock_core::fs::soft_lock_refusal(&fs.traits) {
         None => Ok(()),
-        Some(refusal) => Err(refused(path, &fs.fstype, refusal, None)),
+        Some(refusal) => Err(refused(path, &fs.fstype, &fs.traits, refusal, None)),
     }
 }
 
@@ -199,6 +242,6 @@ pub(crate) fn check_soft_dir(path: &Arc<Path>, dir: &std::os::fd::OwnedFd) -> io
         .map_err(|e| LockError::io(path, Step::Filesystem, e.kind(), e))?;
     match swaplock_core::fs::soft_lock_refusal(&fs.traits) {
         None => Ok(()),
-        Some(refusal) => Err(refused(path, &fs.fstype, refusal, None)),
+        Some(refusal) => Err(refused(path, &fs.fstype, &fs.traits, refusal, None)),
     }
 }

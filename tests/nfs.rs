@@ -17,6 +17,8 @@
 #[path = "nfs/chaos.rs"]
 mod chaos;
 mod common;
+#[path = "nfs/smb.rs"]
+mod smb;
 
 use common::netfs::{measure, Session};
 use common::worker::WORKER_ARGS;
@@ -327,7 +329,7 @@ fn guest() {
         .unwrap();
     let mut report = Report(file);
     let clients = Client::all();
-    let scenarios: [(&str, Scenario); 10] = [
+    let scenarios: [(&str, Scenario); 14] = [
         ("facts_between_two_clients", facts),
         (
             "mount_options_that_keep_locks_on_the_client_are_refused",
@@ -344,6 +346,13 @@ fn guest() {
             "the_delete_on_release_pattern_never_makes_two_holders",
             delete_on_release,
         ),
+        ("smb_facts_between_two_clients", smb::facts),
+        ("smb_kernel_locks_never_make_two_holders", smb::kernel_locks),
+        (
+            "smb_soft_locks_are_refused_naming_the_cause",
+            smb::soft_locks,
+        ),
+        ("smb_status_names_smb_and_the_locks_reach", smb::status),
         (
             "soft_kinds_under_chaos_across_two_clients",
             chaos::soft_chaos,

@@ -183,6 +183,20 @@ pub struct Traits {
     pub seen: bool,
     /// An NFS mount's version, as its options say.
     pub nfs: Option<Nfs>,
+    /// The mount option that keeps this mount's kernel locks on this
+    /// client (`nobrl` on SMB, `nolock` or `local_lock=...` on NFS), where
+    /// one does: what a refusal names as the cause.
+    pub local_locks_by: Option<&'static str>,
+    /// Whether the server keeps a removed file's name while any client
+    /// still has the file open, refusing every open of the name, a create
+    /// included, until the last handle closes (SMB's "delete pending").
+    pub deletes_pending: bool,
+    /// Whether the client lets opens of one file that ask alike, by any
+    /// process or thread of this host, share one server handle, and lets
+    /// the locks of one handle that an open file description owns (`flock`,
+    /// open file description `fcntl` locks) overlap (the kernel's SMB
+    /// client): they may not exclude this host's processes.
+    pub ofd_locks_shared: bool,
 }
 
 /// What an NFS mount's options say of its protocol (nfs(5)).
@@ -248,6 +262,9 @@ const LOCAL: Traits = Traits {
     exists_as_eperm: false,
     seen: true,
     nfs: None,
+    local_locks_by: None,
+    deletes_pending: false,
+    ofd_locks_shared: false,
 };
 
 /// A network filesystem whose server keeps the locks and arbitrates
@@ -261,6 +278,9 @@ const SERVER_LOCKED: Traits = Traits {
     exists_as_eperm: false,
     seen: true,
     nfs: None,
+    local_locks_by: None,
+    deletes_pending: false,
+    ofd_locks_shared: false,
 };
 
 /// A userspace client of a remote store whose locks the kernel keeps for
@@ -274,6 +294,9 @@ const CLIENT_LOCKED: Traits = Traits {
     exists_as_eperm: false,
     seen: true,
     nfs: None,
+    local_locks_by: None,
+    deletes_pending: false,
+    ofd_locks_shared: false,
 };
 
 /// FUSE subtypes known to be clients of another host's files, which
@@ -339,6 +362,9 @@ fn named(f_type: u64, mount: Option<&Mount<'_>>) -> Traits {
                     exists_as_eperm: false,
                     seen: true,
                     nfs: None,
+                    local_locks_by: None,
+                    deletes_pending: false,
+                    ofd_locks_shared: false,
                 },
             }
         }
@@ -346,6 +372,14 @@ fn named(f_type: u64, mount: Option<&Mount<'_>>) -> Traits {
             // nfs(5): `nolock` (v2/v3) and `local_lock=` keep locks on
             // this client; NFSv2 has no exclusive create.
             let all = options(b"local_lock=all") || options(b"nolock");
+            let by = [
+                "nolock",
+                "local_lock=all",
+                "local_lock=posix",
+                "local_lock=flock",
+            ]
+            .into_iter()
+            .find(|o| options(o.as_bytes()));
             let reach = |local: bool| {
                 if all || local {
                     Reach::ThisClient
@@ -364,13 +398,15 @@ fn named(f_type: u64, mount: Option<&Mount<'_>>) -> Traits {
                 nfs: Some(Nfs::from_options(
                     mount.map_or(&b""[..], |m| m.super_options),
                 )),
+                local_locks_by: by,
                 ..SERVER_LOCKED
             }
         }
         magic::CIFS | magic::SMB2 | magic::SMB => {
             // mount.cifs(8): `nobrl` sends no byte-range locks to the
             // server.
-            let reach = if options(b"nobrl") {
+            let nobrl = options(b"nobrl");
+            let reach = if nobrl {
                 Reach::ThisClient
             } else {
                 Reach::AllHosts
@@ -378,6 +414,15 @@ fn named(f_type: u64, mount: Option<&Mount<'_>>) -> Traits {
             Traits {
                 fcntl: reach,
                 flock: reach,
+                local_locks_by: nobrl.then_some("nobrl"),
+                // Measured (PROTOCOL 13.5): a file one client removes while
+                // another has it open keeps its name, and opens of the
+                // name fail with ENOENT, until the last handle closes.
+                deletes_pending: true,
+                // Measured: open file description locks of two processes
+                // of one host overlapped (10 of 60 critical sections), and
+                // flock locks (1 of 32).
+                ofd_locks_shared: true,
                 ..SERVER_LOCKED
             }
         }
@@ -442,6 +487,14 @@ pub enum Refusal {
     /// The filesystem's mount table entry, which tells what it offers, is
     /// not in this process's mount table ([`Traits::seen`]).
     CannotTell,
+    /// A removed marker's name stays, refusing every open of it, while any
+    /// client has the marker open ([`Traits::deletes_pending`]): a release
+    /// can fail, and contenders that read the marker keep the name taken.
+    DeletesPending,
+    /// Locks owned by an open file description (`flock`, open file
+    /// description `fcntl` locks) may not exclude this host's own
+    /// processes and threads ([`Traits::ofd_locks_shared`]).
+    OfdLocksShared,
 }
 
 /// Whether a kernel lock of `family` must be refused on a filesystem of
@@ -461,11 +514,25 @@ pub fn kernel_lock_refusal(traits: &Traits, family: Family) -> Option<Refusal> {
     (reach == Reach::ThisClient).then_some(Refusal::LocksPerClient)
 }
 
+/// Whether a lock that an open file description owns (`flock`, Linux's
+/// `F_OFD_SETLK`) must be refused on a filesystem of `traits`, beyond
+/// [`kernel_lock_refusal`]: where the client may let two of this host's
+/// processes hold it at once. A classic `fcntl` lock, owned by the
+/// process, excludes there.
+pub fn ofd_lock_refusal(traits: &Traits) -> Option<Refusal> {
+    traits.ofd_locks_shared.then_some(Refusal::OfdLocksShared)
+}
+
 /// Whether a soft lock (a marker created exclusively) must be refused on
 /// a filesystem of `traits`: where an exclusive create is known not to be
-/// atomic between clients, two hosts could both hold the lock; and on an
-/// unseen filesystem whose create may be such.
+/// atomic between clients, two hosts could both hold the lock; where a
+/// removed marker's name stays taken while any client has it open (SMB),
+/// releases fail and contenders stall; and on an unseen filesystem whose
+/// create may be such.
 pub fn soft_lock_refusal(traits: &Traits) -> Option<Refusal> {
+    if traits.deletes_pending {
+        return Some(Refusal::DeletesPending);
+    }
     match traits.exclusive_create {
         Support::No => Some(Refusal::ExclusiveCreateNotAtomic),
         // An unseen userspace filesystem may be one whose create is not
@@ -703,9 +770,21 @@ mod tests {
             kernel_lock_refusal(&nobrl, Family::Flock),
             Some(Refusal::LocksPerClient)
         );
+        assert_eq!(nobrl.local_locks_by, Some("nobrl"));
+        assert_eq!(soft_lock_refusal(&nobrl), Some(Refusal::DeletesPending));
         let line = b"50 25 0:50 / /c rw - smb3 //srv/x rw,vers=3.1.1";
         let brl = traits(magic::SMB2, parse_mountinfo_line(line).as_ref());
         assert_eq!(kernel_lock_refusal(&brl, Family::Flock), None);
+        assert_eq!(brl.local_locks_by, None);
+        assert!(brl.deletes_pending && !v3.deletes_pending);
+        assert_eq!(ofd_lock_refusal(&brl), Some(Refusal::OfdLocksShared));
+        assert_eq!(ofd_lock_refusal(&v3), None);
+        assert_eq!(ofd_lock_refusal(&traits(magic::EXT4, None)), None);
+        assert_eq!(soft_lock_refusal(&brl), Some(Refusal::DeletesPending));
+        assert_eq!(nolock.local_locks_by, Some("local_lock=all"));
+        assert_eq!(v3.local_locks_by, Some("nolock"));
+        assert_eq!(flock_only.local_locks_by, Some("local_lock=flock"));
+        assert_eq!(shared.local_locks_by, None);
         assert!(needs_mount_table(magic::SMB2) && !needs_mount_table(magic::EXT4));
         assert_eq!(magic_name(magic::SMB2), Some("smb3"));
         assert_eq!(magic_name(0x1234), None);

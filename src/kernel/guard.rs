@@ -113,6 +113,12 @@ impl FileLockGuard {
     /// Otherwise it stays for the next holder, and this still returns
     /// `Ok`: the hold has ended either way.
     ///
+    /// On the kernel's SMB client (Linux `cifs`) the server keeps a removed
+    /// file's name while any other handle has it open ("delete pending"),
+    /// and every open of the name fails meanwhile, so the waiters' would:
+    /// the lock is released and the file stays for the next holder, as on
+    /// Windows, and this returns `Ok`.
+    ///
     /// A shared guard fails with [`InvalidInput`](io::ErrorKind::InvalidInput)
     /// and keeps nothing: others may hold the lock too. So does a guard in
     /// a child forked while it was held (the lock and the file are its
@@ -165,6 +171,13 @@ impl FileLockGuard {
                         io::ErrorKind::InvalidInput,
                         source,
                     ));
+                }
+                // SMB's delete pending (PROTOCOL 13.5): the file stays.
+                #[cfg(any(target_os = "linux", target_os = "android"))]
+                if swaplock_linux::fs::of_file(fd.file()).is_ok_and(|fs| fs.traits.deletes_pending)
+                {
+                    drop(fd);
+                    return Ok(());
                 }
                 let err = |e| LockError::errno(&path, Step::Remove, e);
                 let kernel = kernel_os(&sys_path, follow_symlinks, mode, scope, names);

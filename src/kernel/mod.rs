@@ -325,10 +325,24 @@ impl FileLock {
     fn check_filesystem(&self) -> io::Result<()> {
         #[cfg(any(target_os = "linux", target_os = "android"))]
         if self.fs_judged.load(Ordering::Relaxed) == NOT_JUDGED {
-            let names = crate::netfs::check_kernel(&self.path, self.family(), self.client_local)?;
+            let names = crate::netfs::check_kernel(
+                &self.path,
+                self.family(),
+                self.ofd(),
+                self.client_local,
+            )?;
             self.names.store(names_code(names), Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// Whether this lock's exclusive form is owned by an open file
+    /// description (`flock`, an open file description `fcntl` lock), as
+    /// far as known (the kernel's support for the latter is learnt at the
+    /// first lock file this process opens).
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn ofd(&self) -> bool {
+        inodes::owned_by_description(self.scope(false).call()) == Some(true)
     }
 
     /// How the lock file's name may be answered by its client
@@ -355,8 +369,14 @@ impl FileLock {
         if self.fs_judged.load(Ordering::Relaxed) == dev {
             return Ok(());
         }
-        let names =
-            crate::netfs::check_kernel_file(&self.path, fd, dev, self.family(), self.client_local)?;
+        let names = crate::netfs::check_kernel_file(
+            &self.path,
+            fd,
+            dev,
+            self.family(),
+            self.ofd(),
+            self.client_local,
+        )?;
         self.names.store(names_code(names), Ordering::Relaxed);
         self.fs_judged.store(dev, Ordering::Relaxed);
         Ok(())

@@ -206,6 +206,7 @@ impl OpenFileLock {
                 return Err(crate::netfs::refused(
                     &self.name,
                     &fs.fstype,
+                    &fs.traits,
                     refusal,
                     Some(family),
                 ));

@@ -520,6 +520,14 @@ fn outcome(r: libc::c_int) -> String {
     }
 }
 
+/// `ok` or `err ERRNO`, as a session answers.
+fn io_outcome(r: std::io::Result<()>) -> String {
+    match r {
+        Ok(()) => "ok".into(),
+        Err(e) => format!("err {}", e.raw_os_error().unwrap_or(0)),
+    }
+}
+
 fn c_path(path: &Path) -> CString {
     CString::new(path.as_os_str().as_bytes()).unwrap()
 }
@@ -536,11 +544,15 @@ fn c_path(path: &Path) -> CString {
 /// - `stat NAME`: `INO MTIME_SEC MTIME_NSEC SIZE`.
 /// - `touch NAME SEC NSEC`: sets the mtime.
 /// - `write NAME TEXT`: creates or truncates and writes.
+/// - `open NAME`: opens it read-only and keeps it open until `close`.
+/// - `unlink NAME`, `rename A B`: `unlink(2)`, `rename(2)`.
+/// - `noreplace A B`: `renameat2(A, B, RENAME_NOREPLACE)`.
 /// - `quit`.
 pub fn serve(root: &Path) {
     let host = fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     let host = host.trim();
     let mut held: Vec<File> = Vec::new();
+    let mut opened: Vec<File> = Vec::new();
     let stdin = std::io::stdin();
     let mut out = std::io::stdout();
     for line in stdin.lock().lines() {
@@ -573,7 +585,11 @@ pub fn serve(root: &Path) {
                 }
                 answer
             }
-            ["exchange", a, b] => {
+            ["exchange" | "noreplace", a, b] => {
+                let flag = match words[0] {
+                    "exchange" => libc::RENAME_EXCHANGE,
+                    _ => libc::RENAME_NOREPLACE,
+                };
                 let (a, b) = (c_path(&root.join(a)), c_path(&root.join(b)));
                 // SAFETY: valid NUL-terminated paths; no memory is kept.
                 let r = unsafe {
@@ -583,7 +599,7 @@ pub fn serve(root: &Path) {
                         a.as_ptr(),
                         libc::AT_FDCWD,
                         b.as_ptr(),
-                        libc::RENAME_EXCHANGE,
+                        flag,
                     )
                 };
                 outcome(r as libc::c_int)
@@ -626,10 +642,14 @@ pub fn serve(root: &Path) {
                     unsafe { libc::utimensat(libc::AT_FDCWD, path.as_ptr(), times.as_ptr(), 0) };
                 outcome(r)
             }
-            ["write", name, text] => match fs::write(root.join(name), text) {
-                Ok(()) => "ok".into(),
-                Err(e) => format!("err {}", e.raw_os_error().unwrap_or(0)),
-            },
+            ["write", name, text] => io_outcome(fs::write(root.join(name), text)),
+            ["open", name] => io_outcome(File::open(root.join(name)).map(|f| opened.push(f))),
+            ["close"] => {
+                opened.clear();
+                "ok".into()
+            }
+            ["unlink", name] => io_outcome(fs::remove_file(root.join(name))),
+            ["rename", a, b] => io_outcome(fs::rename(root.join(a), root.join(b))),
             _ => panic!("unknown request {line:?}"),
         };
         writeln!(out, "netfs: {answer}").unwrap();
@@ -651,6 +671,10 @@ pub fn errno_name(answer: &str) -> String {
         Some(libc::ENOSYS) => "ENOSYS".into(),
         Some(libc::EBUSY) => "EBUSY".into(),
         Some(libc::EAGAIN) => "EAGAIN".into(),
+        Some(libc::ENOENT) => "ENOENT".into(),
+        Some(libc::ENOTEMPTY) => "ENOTEMPTY".into(),
+        Some(libc::ESTALE) => "ESTALE".into(),
+        Some(libc::ETXTBSY) => "ETXTBSY".into(),
         Some(n) => format!("errno {n}"),
     }
 }

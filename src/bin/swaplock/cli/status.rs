@@ -216,12 +216,23 @@ pub(super) fn filesystem(path: &std::path::Path) -> Option<(String, String)> {
         .map_or_else(String::new, |(version, dead_host)| {
             format!("{version}; a lock whose holder's host dies or is cut off is {dead_host}; ")
         });
+    // The kernel's SMB client: SMB by name, and the option that keeps its
+    // locks on this client, where it is mounted with it.
+    use swaplock::core::fs::magic;
+    let smb_text = match fs.magic {
+        magic::CIFS | magic::SMB2 | magic::SMB => "SMB (the kernel's cifs client); ",
+        _ => "",
+    };
+    let reach_by = |r: Reach| match (r, t.local_locks_by) {
+        (Reach::ThisClient, Some(by)) => format!("{} (mounted {by})", reach(r)),
+        _ => reach(r).to_owned(),
+    };
     let text = format!(
-        "filesystem: {shown}: {nfs_text}remote {}; fcntl locks reach {}; flock locks reach {}; \
-         exclusive create {create}; exchange {}",
+        "filesystem: {shown}: {nfs_text}{smb_text}remote {}; fcntl locks reach {}; flock locks \
+         reach {}; exclusive create {create}; exchange {}",
         support(t.remote),
-        reach(t.fcntl),
-        reach(t.flock),
+        reach_by(t.fcntl),
+        reach_by(t.flock),
         support(t.exchange),
     );
     let nfs_json = nfs.map_or_else(String::new, |(version, dead_host)| {
@@ -231,9 +242,13 @@ pub(super) fn filesystem(path: &std::path::Path) -> Option<(String, String)> {
             json_string(dead_host)
         )
     });
+    let by_json = t.local_locks_by.map_or_else(String::new, |by| {
+        format!(",\"local_locks_by\":{}", json_string(by))
+    });
     let json = format!(
         "{{\"type\":{},\"remote\":{},\"fcntl_locks\":{},\"flock_locks\":{},\
-         \"exclusive_create\":{},\"exists_as_eperm\":{},\"exchange\":{},\"seen\":{}{nfs_json}}}",
+         \"exclusive_create\":{},\"exists_as_eperm\":{},\"exchange\":{},\"seen\":{}{nfs_json}\
+         {by_json}}}",
         json_string(&name),
         json_string(support(t.remote)),
         json_string(reach(t.fcntl)),
