@@ -98,6 +98,7 @@ use swaplock_core::Errno;
 pub(crate) type Wait = swaplock_core::wait::Wait<Instant>;
 
 mod attempt;
+mod fs_check;
 mod guard;
 mod holder;
 #[cfg(unix)]
@@ -175,31 +176,17 @@ pub struct FileLock {
     client_local: bool,
     /// The device of the last file this lock was taken on whose filesystem
     /// was judged to share its locks between hosts (or not known to keep
-    /// them per client); [`NOT_JUDGED`] before.
+    /// them per client); [`fs_check::NOT_JUDGED`] before.
     #[cfg(any(target_os = "linux", target_os = "android"))]
     fs_judged: Arc<crate::sync::atomic::AtomicU64>,
     /// Whether the filesystem of the lock file may answer a lookup of its
     /// name from a client's cache (a network filesystem, or one not told),
     /// or from a delegation of the file (NFSv4): the identity check then
     /// asks the server, and reads the directory's listing (PROTOCOL 7.16).
-    /// Until a filesystem was read, it may ([`names_code`]).
+    /// Until a filesystem was read, it may ([`fs_check::names_code`]).
     #[cfg(any(target_os = "linux", target_os = "android"))]
     names: Arc<crate::sync::atomic::AtomicU8>,
 }
-
-/// How [`FileLock::names`] keeps a [`Names`].
-#[cfg(any(target_os = "linux", target_os = "android"))]
-const fn names_code(names: Names) -> u8 {
-    match names {
-        Names::Trusted => 0,
-        Names::Cached => 1,
-        Names::Delegated => 2,
-    }
-}
-
-/// [`FileLock::fs_judged`] before any file was judged.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-const NOT_JUDGED: u64 = u64::MAX;
 
 /// What a waiting acquire knows, for its [`FileLock::lock_with`] hook.
 pub struct WaitStatus<'a> {
@@ -280,9 +267,9 @@ impl FileLock {
             soft: Arc::new(AtomicBool::new(false)),
             client_local: false,
             #[cfg(any(target_os = "linux", target_os = "android"))]
-            fs_judged: Arc::new(crate::sync::atomic::AtomicU64::new(NOT_JUDGED)),
+            fs_judged: Arc::new(crate::sync::atomic::AtomicU64::new(fs_check::NOT_JUDGED)),
             #[cfg(any(target_os = "linux", target_os = "android"))]
-            names: Arc::new(crate::sync::atomic::AtomicU8::new(names_code(
+            names: Arc::new(crate::sync::atomic::AtomicU8::new(fs_check::names_code(
                 Names::Cached,
             ))),
         }
@@ -308,78 +295,6 @@ impl FileLock {
     pub fn allow_client_local(mut self, allow: bool) -> Self {
         self.client_local = allow;
         self
-    }
-
-    /// The kernel lock family of this lock, as the filesystem judgement
-    /// names it.
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    fn family(&self) -> Family {
-        self.kind.family()
-    }
-
-    /// Refuses this lock before it is tried where the filesystem its path
-    /// leads to keeps kernel locks per client mount (PROTOCOL 13.5): a
-    /// wait there would be for a lock that excludes no other host. Until
-    /// a file it took was judged ([`FileLock::judge_file`]), which settles
-    /// it.
-    fn check_filesystem(&self) -> io::Result<()> {
-        #[cfg(any(target_os = "linux", target_os = "android"))]
-        if self.fs_judged.load(Ordering::Relaxed) == NOT_JUDGED {
-            let names = crate::netfs::check_kernel(
-                &self.path,
-                self.family(),
-                self.ofd(),
-                self.client_local,
-            )?;
-            self.names.store(names_code(names), Ordering::Relaxed);
-        }
-        Ok(())
-    }
-
-    /// Whether this lock's exclusive form is owned by an open file
-    /// description (`flock`, an open file description `fcntl` lock), as
-    /// far as known (the kernel's support for the latter is learnt at the
-    /// first lock file this process opens).
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    fn ofd(&self) -> bool {
-        inodes::owned_by_description(self.scope(false).call()) == Some(true)
-    }
-
-    /// How the lock file's name may be answered by its client
-    /// ([`FileLock::names`]); elsewhere than Linux and Android, where the
-    /// filesystem is not read, as the filesystem has it.
-    fn names(&self) -> Names {
-        #[cfg(any(target_os = "linux", target_os = "android"))]
-        return match self.names.load(Ordering::Relaxed) {
-            0 => Names::Trusted,
-            1 => Names::Cached,
-            _ => Names::Delegated,
-        };
-        #[cfg(not(any(target_os = "linux", target_os = "android")))]
-        Names::Trusted
-    }
-
-    /// Judges the file a lock was just taken on (of device `dev`): where
-    /// its filesystem keeps kernel locks per client mount, the lock is
-    /// refused (the caller releases it). Whatever led there (a symlink, a
-    /// mount namespace, a directory made since) the file itself is judged,
-    /// once per device a lock object meets.
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    fn judge_file(&self, fd: std::os::fd::BorrowedFd<'_>, dev: u64) -> io::Result<()> {
-        if self.fs_judged.load(Ordering::Relaxed) == dev {
-            return Ok(());
-        }
-        let names = crate::netfs::check_kernel_file(
-            &self.path,
-            fd,
-            dev,
-            self.family(),
-            self.ofd(),
-            self.client_local,
-        )?;
-        self.names.store(names_code(names), Ordering::Relaxed);
-        self.fs_judged.store(dev, Ordering::Relaxed);
-        Ok(())
     }
 
     /// Makes an `fcntl` lock a classic POSIX record lock, owned by the
