@@ -656,7 +656,8 @@ fn holder_fate(clients: &[Client], report: &mut Report) {
     }
 }
 
-/// `swaplock status` on an NFS mount names its version and how a lock ends
+/// `swaplock status` on an NFS mount names its version, its attribute
+/// cache and lookup cache as its mount options say, and how a lock ends
 /// whose holder's host dies: after the server's lease on v4, only when the
 /// host restarts on v3 (measured by [`host_cut_off`]).
 fn status(clients: &[Client], report: &mut Report) {
@@ -670,6 +671,16 @@ fn status(clients: &[Client], report: &mut Report) {
             "v42",
             "NFSv4.2; a lock whose holder's host dies or is cut off is released by the server",
         ),
+        (
+            "v42",
+            "may show another host's change 3 to 60 s late (a lease must outlast its heartbeat \
+             by that); lookupcache=all",
+        ),
+        (
+            "v3a",
+            "a file's attributes asked of the server at each look; lookupcache=all",
+        ),
+        ("v3n", "lookupcache=none"),
     ] {
         let out = c1
             .command(env!("CARGO_BIN_EXE_swaplock"))

@@ -207,6 +207,28 @@ pub struct Nfs {
     /// `vers=` (or `nfsvers=`): the major and minor version; `None` where
     /// neither option is in the mount table.
     pub version: Option<(u8, u8)>,
+    /// How late a regular file's attributes may show another host's
+    /// change, in seconds: `acregmin` to `acregmax` (3 to 60 by default;
+    /// `actimeo=N` sets both, `noac` makes both 0). A lease's watch reads
+    /// through it (PROTOCOL 13.5).
+    pub file_attributes: (u32, u32),
+    /// The same for directories: `acdirmin` to `acdirmax` (30 to 60).
+    pub dir_attributes: (u32, u32),
+    /// `lookupcache=`: which answers of a name lookup the client keeps.
+    pub lookups: Lookups,
+}
+
+/// Which answers of a lookup an NFS client keeps (nfs(5), `lookupcache=`).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Lookups {
+    /// Both "there" and "not there" (the default, `all`).
+    All,
+    /// Only "there" (`pos`, `positive`).
+    Positive,
+    /// None: every lookup asks the server (`none`).
+    None,
 }
 
 /// How a kernel lock ends whose holder's whole host dies or is cut off
@@ -240,7 +262,39 @@ impl Nfs {
             let small = |d: &[u8]| u8::try_from(number(d)?).ok();
             Some((small(major)?, small(minor)?))
         });
-        Nfs { version }
+        // Linux prints an attribute-cache bound only where it is not the
+        // default, and `noac` or `actimeo=` as the bounds they set.
+        let (mut file, mut dir) = ((3, 60), (30, 60));
+        let mut lookups = Lookups::All;
+        for option in option_values(options) {
+            let (name, raw) = match option.iter().position(|&b| b == b'=') {
+                Some(eq) => (&option[..eq], Some(&option[eq + 1..])),
+                None => (option, None),
+            };
+            let value = raw.and_then(number);
+            match (name, value) {
+                (b"noac", _) => (file, dir) = ((0, 0), (0, 0)),
+                (b"actimeo", Some(n)) => (file, dir) = ((n, n), (n, n)),
+                (b"acregmin", Some(n)) => file.0 = n,
+                (b"acregmax", Some(n)) => file.1 = n,
+                (b"acdirmin", Some(n)) => dir.0 = n,
+                (b"acdirmax", Some(n)) => dir.1 = n,
+                (b"lookupcache", _) => {
+                    lookups = match raw {
+                        Some(b"none") => Lookups::None,
+                        Some(b"pos" | b"positive") => Lookups::Positive,
+                        _ => Lookups::All,
+                    }
+                }
+                _ => {}
+            }
+        }
+        Nfs {
+            version,
+            file_attributes: file,
+            dir_attributes: dir,
+            lookups,
+        }
     }
 
     /// How the lock of a holder whose host dies ends on this mount.

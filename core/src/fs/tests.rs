@@ -251,3 +251,33 @@ fn an_nfs_mount_says_its_version_and_how_a_dead_hosts_lock_ends() {
     assert_eq!(unseen.map(|n| n.version), Some(None));
     assert_eq!(traits(magic::EXT4, None).nfs, None);
 }
+
+#[test]
+fn nfs_attribute_caches_and_lookups_are_read_from_the_mount_options() {
+    let nfs = |options: &[u8]| Nfs::from_options(options);
+    let default = nfs(b"rw,vers=4.2,rsize=131072,local_lock=none,addr=10.0.0.1");
+    assert_eq!(
+        (
+            default.file_attributes,
+            default.dir_attributes,
+            default.lookups
+        ),
+        ((3, 60), (30, 60), Lookups::All)
+    );
+    // actimeo=0 as Linux prints it: each bound.
+    let off = nfs(b"rw,vers=3,acregmin=0,acregmax=0,acdirmin=0,acdirmax=0,lookupcache=none");
+    assert_eq!(
+        (off.file_attributes, off.dir_attributes, off.lookups),
+        ((0, 0), (0, 0), Lookups::None)
+    );
+    assert_eq!(nfs(b"rw,noac").file_attributes, (0, 0));
+    assert_eq!(nfs(b"rw,actimeo=7").dir_attributes, (7, 7));
+    assert_eq!(nfs(b"rw,acregmax=10").file_attributes, (3, 10));
+    assert_eq!(nfs(b"rw,lookupcache=pos").lookups, Lookups::Positive);
+    // Malformed values leave the defaults; a bare name panics nothing.
+    let odd = nfs(b"rw,acregmin=x,lookupcache,acdirmax=");
+    assert_eq!(
+        (odd.file_attributes, odd.dir_attributes, odd.lookups),
+        ((3, 60), (30, 60), Lookups::All)
+    );
+}

@@ -209,13 +209,29 @@ pub(super) fn filesystem(path: &std::path::Path) -> Option<(String, String)> {
             }
             _ => "unknown",
         };
-        (version, dead_host)
+        use swaplock::core::fs::Lookups;
+        let (min, max) = nfs.file_attributes;
+        let cache = match (min, max) {
+            (0, 0) => "a file's attributes asked of the server at each look".to_owned(),
+            (min, max) => format!(
+                "a file's attributes may show another host's change {min} to {max} s late                  (a lease must outlast its heartbeat by that)"
+            ),
+        };
+        let lookups = match nfs.lookups {
+            Lookups::None => "none",
+            Lookups::Positive => "pos",
+            _ => "all",
+        };
+        (version, dead_host, cache, lookups, (min, max))
     });
-    let nfs_text = nfs
-        .as_ref()
-        .map_or_else(String::new, |(version, dead_host)| {
-            format!("{version}; a lock whose holder's host dies or is cut off is {dead_host}; ")
-        });
+    let nfs_text = nfs.as_ref().map_or_else(
+        String::new,
+        |(version, dead_host, cache, lookups, _)| {
+            format!(
+                "{version}; a lock whose holder's host dies or is cut off is {dead_host};                  {cache}; lookupcache={lookups}; "
+            )
+        },
+    );
     // The kernel's SMB client: SMB by name, and the option that keeps its
     // locks on this client, where it is mounted with it.
     use swaplock::core::fs::magic;
@@ -235,13 +251,18 @@ pub(super) fn filesystem(path: &std::path::Path) -> Option<(String, String)> {
         reach_by(t.flock),
         support(t.exchange),
     );
-    let nfs_json = nfs.map_or_else(String::new, |(version, dead_host)| {
-        format!(
-            ",\"nfs\":{{\"version\":{},\"dead_host\":{}}}",
+    let nfs_json = nfs.map_or_else(
+        String::new,
+        |(version, dead_host, _, lookups, (min, max))| {
+            format!(
+            ",\"nfs\":{{\"version\":{},\"dead_host\":{},\"attribute_cache_seconds\":[{min},{max}],\
+             \"lookupcache\":{}}}",
             json_string(&version),
-            json_string(dead_host)
+            json_string(dead_host),
+            json_string(lookups)
         )
-    });
+        },
+    );
     let by_json = t.local_locks_by.map_or_else(String::new, |by| {
         format!(",\"local_locks_by\":{}", json_string(by))
     });
