@@ -119,6 +119,8 @@ pub(super) fn soft_chaos(clients: &[Client], report: &mut Report) {
             let mut progress = Progress::new(&witness);
             let started = Instant::now();
             while started.elapsed() < CHAOS {
+                // The chaos's own rhythm (no wait for anything): the next
+                // blow lands 50 to 300 ms after the last.
                 std::thread::sleep(Duration::from_millis(50 + rng.below(250)));
                 let i = rng.below(workers.len() as u64) as usize;
                 let pid = workers[i].child.id() as i32;
@@ -127,6 +129,7 @@ pub(super) fn soft_chaos(clients: &[Client], report: &mut Report) {
                     // SAFETY: kill has no memory effects; the worker is
                     // our unreaped child.
                     unsafe { libc::kill(pid, libc::SIGSTOP) };
+                    // How long it stays stopped: the blow itself.
                     std::thread::sleep(Duration::from_millis(100 + rng.below(1_100)));
                     // SAFETY: as above.
                     unsafe { libc::kill(pid, libc::SIGCONT) };
@@ -154,25 +157,32 @@ pub(super) fn soft_chaos(clients: &[Client], report: &mut Report) {
             }
             fs::write(witness.0.join("stop"), "").unwrap();
             // Every worker ends after its next turn; wedges left by the
-            // last kills are broken as before.
+            // last kills are broken as before, looked for whenever no
+            // worker has ended for a while.
             let deadline = Instant::now() + super::WORKERS_LIMIT;
-            while !workers.is_empty() {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let mut running = workers.len();
+            for mut worker in workers {
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    let _ = tx.send(worker.child.wait().unwrap());
+                });
+            }
+            while running > 0 {
                 assert!(
                     Instant::now() < deadline,
-                    "{what}: {} workers still running",
-                    workers.len()
+                    "{what}: {running} workers still running"
                 );
-                workers.retain_mut(|w| match w.child.try_wait().unwrap() {
-                    Some(status) => {
+                match rx.recv_timeout(Duration::from_millis(500)) {
+                    Ok(status) => {
                         assert!(status.success(), "{what}: a worker failed: {status}");
-                        false
+                        running -= 1;
                     }
-                    None => true,
-                });
-                std::thread::sleep(Duration::from_millis(50));
-                if !workers.is_empty() && progress.still() {
-                    tally.breaks += operator.unwedge(&killed, &what, report);
-                    progress.reset();
+                    Err(_) if progress.still() => {
+                        tally.breaks += operator.unwedge(&killed, &what, report);
+                        progress.reset();
+                    }
+                    Err(_) => {}
                 }
             }
             let entries = witness.lines("entries").len();
@@ -508,6 +518,8 @@ pub(super) fn watch(lock: &Path, ms: u64) {
             since = Instant::now();
         }
         longest = longest.max(since.elapsed());
+        // The watch's own interval, as a contender polls: a measurement's
+        // sampling, not a wait for anything.
         std::thread::sleep(Duration::from_millis(50));
     }
     println!("longest unchanged ms: {}", longest.as_millis());
