@@ -214,7 +214,8 @@ pub(super) fn filesystem(path: &std::path::Path) -> Option<(String, String)> {
         let cache = match (min, max) {
             (0, 0) => "a file's attributes asked of the server at each look".to_owned(),
             (min, max) => format!(
-                "a file's attributes may show another host's change {min} to {max} s late                  (a lease must outlast its heartbeat by that)"
+                "a file's attributes may show another host's change {min} to {max} s late \
+                 (a lease must outlast its heartbeat by that)"
             ),
         };
         let lookups = match nfs.lookups {
@@ -228,7 +229,8 @@ pub(super) fn filesystem(path: &std::path::Path) -> Option<(String, String)> {
         String::new,
         |(version, dead_host, cache, lookups, _)| {
             format!(
-                "{version}; a lock whose holder's host dies or is cut off is {dead_host};                  {cache}; lookupcache={lookups}; "
+                "{version}; a lock whose holder's host dies or is cut off is {dead_host}; \
+                 {cache}; lookupcache={lookups}; "
             )
         },
     );
