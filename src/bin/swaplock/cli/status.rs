@@ -225,15 +225,14 @@ pub(super) fn filesystem(path: &std::path::Path) -> Option<(String, String)> {
         };
         (version, dead_host, cache, lookups, (min, max))
     });
-    let nfs_text = nfs.as_ref().map_or_else(
-        String::new,
-        |(version, dead_host, cache, lookups, _)| {
-            format!(
-                "{version}; a lock whose holder's host dies or is cut off is {dead_host}; \
+    let nfs_text =
+        nfs.as_ref()
+            .map_or_else(String::new, |(version, dead_host, cache, lookups, _)| {
+                format!(
+                    "{version}; a lock whose holder's host dies or is cut off is {dead_host}; \
                  {cache}; lookupcache={lookups}; "
-            )
-        },
-    );
+                )
+            });
     // The kernel's SMB client: SMB by name, and the option that keeps its
     // locks on this client, where it is mounted with it.
     use swaplock::core::fs::magic;
