@@ -682,20 +682,28 @@ fn status(clients: &[Client], report: &mut Report) {
         ),
         ("v3n", "lookupcache=none"),
     ] {
-        let out = c1
-            .command(env!("CARGO_BIN_EXE_swaplock"))
-            .args(["status", &format!("/mnt/{mount}/status.lock")])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("filesystem:"))
-            .unwrap_or("");
-        report.fact(&format!("/mnt/{mount}"), "swaplock status", line);
-        assert!(out.status.success(), "{out:?}");
+        let line = status_line(c1, mount, report);
         assert!(line.contains(says), "{line}");
     }
+}
+
+/// The `filesystem:` line of `swaplock status` of a lock under
+/// `/mnt/MOUNT` on `client`, reported as a fact; the command must succeed.
+fn status_line(client: &Client, mount: &str, report: &mut Report) -> String {
+    let out = client
+        .command(env!("CARGO_BIN_EXE_swaplock"))
+        .args(["status", &format!("/mnt/{mount}/status.lock")])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("filesystem:"))
+        .unwrap_or("")
+        .to_owned();
+    report.fact(&format!("/mnt/{mount}"), "swaplock status", &line);
+    assert!(out.status.success(), "{out:?}");
+    line
 }
 
 /// A kernel lock's holder whose whole host is cut off from the server

@@ -368,18 +368,7 @@ pub(crate) fn status(clients: &[Client], report: &mut Report) {
         ("smb", "fcntl locks reach all hosts"),
         ("smbnobrl", "fcntl locks reach this client only"),
     ] {
-        let out = c1
-            .command(env!("CARGO_BIN_EXE_swaplock"))
-            .args(["status", &format!("/mnt/{mount}/status.lock")])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("filesystem:"))
-            .unwrap_or("");
-        report.fact(&format!("/mnt/{mount}"), "swaplock status", line);
-        assert!(out.status.success(), "{out:?}");
+        let line = super::status_line(c1, mount, report);
         assert!(line.contains("SMB") && line.contains(says), "{line}");
     }
 }
