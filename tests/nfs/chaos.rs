@@ -289,14 +289,7 @@ impl Operator<'_> {
             // A worker killed between its create and its write: an empty
             // marker names nobody and is never evicted (I10); nobody
             // alive made it, since no live worker takes 2.5 s to write.
-            let out = self.clients[0]
-                .command(env!("CARGO_BIN_EXE_swaplock"))
-                .arg("break")
-                .args(kind)
-                .arg(lock)
-                .output()
-                .unwrap();
-            let said = String::from_utf8_lossy(&out.stderr).into_owned();
+            let (out, said) = self.ask_break(&self.clients[0]);
             if out.status.success() {
                 return 1;
             }
@@ -321,14 +314,7 @@ impl Operator<'_> {
             Some(i) => (&self.clients[i], &self.clients[1 - i]),
             None => panic!("{what}: a holder on an unknown host {host}"),
         };
-        let out = own
-            .command(env!("CARGO_BIN_EXE_swaplock"))
-            .arg("break")
-            .args(kind)
-            .arg(lock)
-            .output()
-            .unwrap();
-        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        let (out, said) = self.ask_break(own);
         assert_eq!(out.status.code(), Some(1), "{what}: break: {said}");
         assert!(said.contains("is gone"), "{what}: {said}");
         assert!(
@@ -366,6 +352,19 @@ impl Operator<'_> {
 }
 
 impl Operator<'_> {
+    /// `swaplock break` (without `--force`) from `client`, with what it
+    /// said on its standard error.
+    fn ask_break(&self, client: &Client) -> (std::process::Output, String) {
+        let out = client
+            .command(env!("CARGO_BIN_EXE_swaplock"))
+            .args(["break", "--kind", self.kind])
+            .arg(self.lock)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out, said)
+    }
+
     /// `swaplock break --force` from `client`.
     fn force(&self, client: &Client, what: &str) {
         let out = client
