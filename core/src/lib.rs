@@ -46,6 +46,7 @@ pub mod pyfloat;
 pub mod pytext;
 pub mod record;
 pub mod soft;
+pub mod sqlite;
 pub mod start;
 pub mod wait;
 
