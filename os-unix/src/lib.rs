@@ -23,6 +23,8 @@ pub mod kernel;
 #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 pub mod soft;
 #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+pub mod sqlite;
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 pub mod stat;
 #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 pub mod supervise;
