@@ -39,7 +39,7 @@ pub(crate) const USAGE: &str = "usage: swaplock run [OPTIONS] LOCKFILE COMMAND [
        swaplock --help | --version      swaplock COMMAND --help
 
 Runs a command while holding a lock, or says who holds one.
-KIND is fcntl, flock, soft, marker (the default) or lease; see
+KIND is fcntl, flock, sqlite, soft, marker (the default) or lease; see
 `swaplock run --help` for the options and exit statuses, and swaplock(1).";
 
 /// `swaplock run --help`.
@@ -50,7 +50,10 @@ Runs COMMAND (or SHELL COMMAND, by sh -c) while holding the lock LOCKFILE.
 With --etcd the lock is NAME in etcd instead, as `etcdctl lock NAME` takes it.
 
 options:
-  --kind KIND       fcntl | flock | soft | marker (default) | lease
+  --kind KIND       fcntl | flock | sqlite | soft | marker (default) | lease;
+                    sqlite: the lock of Python filelock's ReadWriteLock
+                    (SQLite's own locks on the database LOCKFILE, which
+                    is never written), a writer, or a reader with -s
   --wait            wait for the lock (the default)
   --fail, -n        exit with the conflict status at once if the lock is held
                     (even with --timeout, as flock(1)'s -n)
@@ -59,9 +62,9 @@ options:
                     wait at most SECS, then exit with the conflict status
   -E N, --conflict-exit-code N
                     the conflict status (default 255)
-  -s, --shared      the shared (read) lock of a kernel kind: commands run
-                    under it together, and none while an exclusive holder
-                    has the lock
+  -s, --shared      the shared (read) lock of a kernel kind or sqlite:
+                    commands run under it together, and none while an
+                    exclusive holder has the lock
   -c CMD, --command CMD
                     run CMD by sh -c instead of COMMAND ARGS
   --lifetime SECS   soft kinds: a marker older than SECS is broken
@@ -106,9 +109,12 @@ pub(crate) const STATUS_USAGE: &str = "usage: swaplock status [--kind KIND] [--j
        swaplock status --etcd URL[,URL...] [--json] NAME
 
 Says who holds the lock LOCKFILE, judged as a contender judges it. KIND is
-fcntl, flock, soft, marker (the default) or lease. For fcntl the holder is
-the lock's query (F_GETLK: PID -1 for an open file description lock); for
-flock, the kernel's lock table (/proc/locks) on Linux and Android.
+fcntl, flock, sqlite, soft, marker (the default) or lease. For fcntl the
+holder is the lock's query (F_GETLK: PID -1 for an open file description
+lock); for flock, the kernel's lock table (/proc/locks) on Linux and
+Android; for sqlite, F_GETLK on SQLite's lock bytes: a writer (exclusive),
+or readers (shared, one PID) and a writer waiting for them (pending) or
+about to (reserved).
 With --etcd, says which key holds the etcd lock NAME (the one with the
 lowest create revision under NAME/): its lease and create revision.
 --json prints one JSON object (schema in swaplock(1)).
@@ -132,6 +138,9 @@ error.";
 enum LockKind {
     Fcntl,
     Flock,
+    /// Python filelock's `ReadWriteLock`: SQLite's locks on a database.
+    #[cfg(unix)]
+    Sqlite,
     Soft(Kind),
 }
 
@@ -216,9 +225,19 @@ fn kind(value: OsString) -> Result<LockKind, String> {
         Some("soft") => LockKind::Soft(Kind::Soft),
         Some("marker") => LockKind::Soft(Kind::Marker),
         Some("lease") => LockKind::Soft(Kind::Lease),
+        #[cfg(unix)]
+        Some("sqlite") => LockKind::Sqlite,
+        #[cfg(windows)]
+        Some("sqlite") => {
+            return Err(
+                "the sqlite kind is not available on Windows: SQLite's Windows \
+                        locks are not implemented here; take it from Linux, Android or macOS"
+                    .into(),
+            )
+        }
         _ => {
             return Err(format!(
-                "unknown kind {}: fcntl, flock, soft, marker or lease",
+                "unknown kind {}: fcntl, flock, sqlite, soft, marker or lease",
                 value.to_string_lossy()
             ))
         }
@@ -386,8 +405,14 @@ fn parse(sub: Sub, args: Vec<OsString>) -> Result<Parsed, String> {
     if o.lease.is_some() && o.kind != LockKind::Soft(Kind::Lease) {
         return Err("--lease needs --kind lease".into());
     }
-    if o.shared && !matches!(o.kind, LockKind::Fcntl | LockKind::Flock) {
-        return Err("--shared needs a kernel kind: --kind fcntl or --kind flock".into());
+    let shares = match o.kind {
+        LockKind::Fcntl | LockKind::Flock => true,
+        #[cfg(unix)]
+        LockKind::Sqlite => true,
+        LockKind::Soft(_) => false,
+    };
+    if o.shared && !shares {
+        return Err("--shared needs a kernel kind or sqlite: --kind fcntl, flock or sqlite".into());
     }
     Ok(Parsed::Options(o))
 }
