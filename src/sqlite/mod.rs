@@ -154,14 +154,15 @@ impl Clock for Ticks {
     }
 
     fn sleep(&mut self, pause: Duration) {
-        std::thread::sleep(pause);
+        crate::sync::thread::sleep(pause);
     }
 }
 
-/// The ladder's lock calls, on the adapter.
+/// The ladder's lock calls: open file description locks on the adapter,
+/// or classic ones through the registry.
 struct Calls<'t> {
     ticks: &'t mut Ticks,
-    by_description: bool,
+    classic: Option<registry::Calls>,
 }
 
 impl Clock for Calls<'_> {
@@ -180,8 +181,13 @@ impl protocol::Rungs for Calls<'_> {
     type File = OwnedFd;
 
     fn lock(&mut self, file: &OwnedFd, call: Call) -> Result<(), Errno> {
-        crate::sync::syscall();
-        os::fcntl_range(file, self.by_description, call)
+        match &self.classic {
+            Some(registry) => registry.lock(file, call),
+            None => {
+                crate::sync::syscall();
+                os::fcntl_range(file, true, call)
+            }
+        }
     }
 }
 
@@ -354,7 +360,7 @@ impl SqliteRwLock {
             if crate::kernel::inodes::description_locks(&fd) {
                 let mut rungs = Calls {
                     ticks,
-                    by_description: true,
+                    classic: None,
                 };
                 let climbed = protocol::climb(&mut rungs, &fd, mode, patience, started);
                 return match climbed {
@@ -375,21 +381,34 @@ impl SqliteRwLock {
         // Classic locks: a file this process has an entry for is admitted
         // without a new descriptor.
         if let Ok(id) = os::stat_id(&self.sys_path, false) {
-            match registry::join(id, mode) {
-                Some(Entered::Joined) => return self.after(Held::Process(id), mode),
-                Some(_) => return Ok(Attempt::BusyHere),
-                None => {}
+            let entered = registry::join(id, mode);
+            if let Some(entered) = entered {
+                return self.classic(entered, id, mode, ticks, patience, started);
             }
         }
         let (fd, id) = self.open()?;
-        let fd = match registry::enter(fd, id, mode) {
+        let entered = registry::enter(fd, id, mode);
+        self.classic(entered, id, mode, ticks, patience, started)
+    }
+
+    /// A classic-lock attempt, once the registry admitted it.
+    fn classic(
+        &self,
+        entered: Entered,
+        id: FileId,
+        mode: Mode,
+        ticks: &mut Ticks,
+        patience: &mut Backoff,
+        started: swaplock_core::decide::Instant,
+    ) -> io::Result<Attempt> {
+        let fd = match entered {
             Entered::Joined => return self.after(Held::Process(id), mode),
             Entered::Busy => return Ok(Attempt::BusyHere),
             Entered::Climb(fd) => fd,
         };
         let mut rungs = Calls {
             ticks,
-            by_description: false,
+            classic: Some(registry::Calls { id, mode }),
         };
         let climbed = protocol::climb(&mut rungs, &*fd, mode, patience, started);
         registry::settle(fd, id, mode, climbed == Ok(Climbed::Held));

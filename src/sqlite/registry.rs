@@ -7,10 +7,16 @@
 //! merge instead of excluding each other, and closing *any* descriptor of
 //! the file drops them all (C-DB1). So, for each file:
 //!
-//! - the kernel locks are taken through one descriptor, the entry's;
-//!   a reader of this process joins a read lock the process already
-//!   holds (SQLite does the same), and a writer waits while any thread of
-//!   the process holds or takes the file (busy, then the acquire's pause);
+//! - every lock call goes through one descriptor, the entry's, and the
+//!   entry says what the process's guards hold: readers (sharing one
+//!   kernel read lock), a writer climbing SQLite's ladder, or a writer
+//!   holding the lock;
+//! - one thread climbs at a time. A reader joins the process's read lock
+//!   while no writer of the process climbs or holds; a writer climbs even
+//!   while readers of the process hold, taking PENDING in the kernel (no
+//!   new reader of any process starts), but its write lock on the SHARED
+//!   range waits until they have left ([`Calls`] answers it busy), since
+//!   the kernel would merge it with their read lock;
 //! - a descriptor of a file with an entry is never closed while the entry
 //!   lives: it is kept, and closed with the entry's, after the unlock, when
 //!   the last holder leaves.
@@ -22,8 +28,16 @@ use crate::sync::MutexGuard;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use swaplock_core::decide::FileId;
-use swaplock_core::sqlite::{Mode, RELEASE};
+use swaplock_core::sqlite::{Access, Call, Mode, Span, RELEASE};
 use swaplock_core::Errno;
+
+/// What a writer of this process does with a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Writer {
+    None,
+    Climbing,
+    Holding,
+}
 
 /// A file this process holds (or is taking) the lock of.
 #[derive(Debug)]
@@ -33,13 +47,21 @@ struct Entry {
     fd: Arc<OwnedFd>,
     /// How many read guards hold it (one kernel read lock).
     readers: usize,
-    /// A write guard holds it.
-    writer: bool,
-    /// A thread is climbing SQLite's ladder on it.
-    taking: bool,
+    /// A reader is climbing (no one of the process holds yet).
+    reader_climbing: bool,
+    writer: Writer,
+    /// The climbing or holding writer's ladder holds the SHARED range (a
+    /// read lock merged with the readers', or its write lock).
+    writer_shared: bool,
     /// Other descriptors of the file, which a close would drop the locks
     /// through.
     kept: Vec<OwnedFd>,
+}
+
+impl Entry {
+    fn idle(&self) -> bool {
+        self.readers == 0 && !self.reader_climbing && self.writer == Writer::None
+    }
 }
 
 #[derive(Debug)]
@@ -76,6 +98,24 @@ impl Files {
     fn find(&self, id: FileId) -> Option<usize> {
         self.entries.iter().position(|e| e.id == id)
     }
+
+    /// Removes entry `i` if it is idle: its kernel locks released (what a
+    /// given-up climb or a last reader left) and every descriptor closed,
+    /// under the registry's lock, so that no thread locks the file anew
+    /// before the last close.
+    fn remove_if_idle(&mut self, i: usize) -> Result<(), Errno> {
+        if !self.entries[i].idle() {
+            return Ok(());
+        }
+        let entry = self.entries.swap_remove(i);
+        if self.entries.is_empty() {
+            self.unknown.clear();
+        }
+        crate::sync::syscall();
+        let unlocked = os::fcntl_range(&*entry.fd, false, RELEASE);
+        drop(entry);
+        unlocked
+    }
 }
 
 /// What this process's hold on a file lets a new acquire do.
@@ -83,58 +123,120 @@ impl Files {
 pub(super) enum Entered {
     /// A reader joined the read lock this process holds: it holds it.
     Joined,
-    /// Climb the ladder through this descriptor (the entry is marked as
-    /// taking; [`settle`] ends that).
+    /// Climb the ladder through this descriptor, with [`Calls`]; then
+    /// [`settle`].
     Climb(Arc<OwnedFd>),
-    /// A thread of this process holds or takes the file in a conflicting
-    /// way.
+    /// A thread of this process holds or takes the file in a way that
+    /// keeps this acquire out for now.
     Busy,
 }
 
+fn admit(entry: &mut Entry, mode: Mode) -> Entered {
+    if entry.writer != Writer::None || entry.reader_climbing {
+        return Entered::Busy;
+    }
+    match mode {
+        Mode::Read if entry.readers > 0 => {
+            entry.readers += 1;
+            return Entered::Joined;
+        }
+        Mode::Read => entry.reader_climbing = true,
+        Mode::Write => entry.writer = Writer::Climbing,
+    }
+    Entered::Climb(Arc::clone(&entry.fd))
+}
+
 /// Admits `mode` on file `id` if this process already has an entry for
-/// it (no descriptor is opened): joined, or busy; `None` without one.
+/// it (no descriptor is opened); `None` without one.
 pub(super) fn join(id: FileId, mode: Mode) -> Option<Entered> {
     let mut files = files();
     let i = files.find(id)?;
     Some(admit(&mut files.entries[i], mode))
 }
 
-fn admit(entry: &mut Entry, mode: Mode) -> Entered {
-    match mode {
-        Mode::Read if entry.readers > 0 && !entry.writer && !entry.taking => {
-            entry.readers += 1;
-            Entered::Joined
-        }
-        _ => Entered::Busy,
-    }
-}
-
-/// Enters `fd`, a new descriptor of file `id`: the entry's descriptor and
-/// a climb where the file has no entry; otherwise the descriptor is kept
-/// with the entry and `mode` admitted as [`join`] does.
+/// Enters `fd`, a new descriptor of file `id`: the entry's descriptor
+/// where the file has no entry; otherwise it is kept with the entry. Then
+/// `mode` is admitted as [`join`] does.
 pub(super) fn enter(fd: OwnedFd, id: FileId, mode: Mode) -> Entered {
     let mut files = files();
-    if let Some(i) = files.find(id) {
-        let entry = &mut files.entries[i];
-        entry.kept.push(fd);
-        return admit(entry, mode);
-    }
-    let fd = Arc::new(fd);
-    files.entries.push(Entry {
-        id,
-        fd: Arc::clone(&fd),
-        readers: 0,
-        writer: false,
-        taking: true,
-        kept: Vec::new(),
-    });
-    Entered::Climb(fd)
+    let i = match files.find(id) {
+        Some(i) => {
+            files.entries[i].kept.push(fd);
+            i
+        }
+        None => {
+            files.entries.push(Entry {
+                id,
+                fd: Arc::new(fd),
+                readers: 0,
+                reader_climbing: false,
+                writer: Writer::None,
+                writer_shared: false,
+                kept: Vec::new(),
+            });
+            files.entries.len() - 1
+        }
+    };
+    admit(&mut files.entries[i], mode)
 }
 
-/// Ends the climb [`enter`] started on file `id` through `climbed` (the
-/// descriptor it gave): with `held`, the mode is held; otherwise, the
-/// file's entry goes if nobody else holds it. `climbed` is dropped first,
-/// so that the entry's own descriptor is the last, and closes with the
+/// The lock calls of a climb of `mode` on file `id`, made under the
+/// registry's lock, which thus knows what the process holds in the
+/// kernel: a writer's write lock on the SHARED range is busy while
+/// readers of this process hold it, and the unlock of a writer that
+/// gives up keeps their read lock.
+pub(super) struct Calls {
+    pub(super) id: FileId,
+    pub(super) mode: Mode,
+}
+
+impl Calls {
+    pub(super) fn lock(&self, fd: &OwnedFd, call: Call) -> Result<(), Errno> {
+        let mut files = files();
+        let Some(i) = files.find(self.id) else {
+            // Only settle removes a climber's entry.
+            return Err(Errno::INVAL);
+        };
+        let entry = &mut files.entries[i];
+        let writer = self.mode == Mode::Write;
+        let (call, holds_shared) = match call {
+            // Readers of this process hold the SHARED range until they
+            // leave: only they can, while this writer climbs.
+            Call {
+                access: Access::Write,
+                span: Span::SHARED,
+            } if entry.readers > 0 => return Err(Errno::AGAIN),
+            // Drop PENDING and RESERVED only, as SQLite drops to SHARED.
+            RELEASE if entry.readers > 0 => (
+                Call {
+                    access: Access::Unlock,
+                    span: Span {
+                        start: Span::PENDING.start,
+                        len: 2,
+                    },
+                },
+                Some(false),
+            ),
+            RELEASE => (RELEASE, Some(false)),
+            Call {
+                access: Access::Read | Access::Write,
+                span: Span::SHARED,
+            } => (call, Some(true)),
+            call => (call, None),
+        };
+        crate::sync::syscall();
+        let done = os::fcntl_range(fd, false, call);
+        if let (true, Some(holds), true) = (writer, holds_shared, done.is_ok()) {
+            entry.writer_shared = holds;
+        }
+        done
+    }
+}
+
+/// Ends the climb of `mode` on file `id` through `climbed` (the descriptor
+/// [`Entered::Climb`] gave): with `held`, the mode is held; otherwise,
+/// the entry goes if nobody else holds it. `climbed` is dropped first, so
+/// that the entry's own descriptor is the last, and closes with the
 /// entry under the registry's lock.
 pub(super) fn settle(climbed: Arc<OwnedFd>, id: FileId, mode: Mode, held: bool) {
     drop(climbed);
@@ -143,18 +245,23 @@ pub(super) fn settle(climbed: Arc<OwnedFd>, id: FileId, mode: Mode, held: bool) 
         return;
     };
     let entry = &mut files.entries[i];
-    entry.taking = false;
-    if held {
-        match mode {
-            Mode::Read => entry.readers += 1,
-            Mode::Write => entry.writer = true,
+    match (mode, held) {
+        (Mode::Read, _) => {
+            entry.reader_climbing = false;
+            entry.readers += usize::from(held);
+        }
+        (Mode::Write, true) => entry.writer = Writer::Holding,
+        (Mode::Write, false) => {
+            entry.writer = Writer::None;
+            entry.writer_shared = false;
         }
     }
-    let _ = remove_if_idle(&mut files, i, false);
+    let _ = files.remove_if_idle(i);
 }
 
-/// A guard of `mode` on file `id` leaves: with the last, the kernel lock
-/// is released and every descriptor of the file closed.
+/// A guard of `mode` on file `id` leaves: with the last holder of the
+/// process, the kernel lock is released and every descriptor of the file
+/// closed.
 pub(super) fn leave(id: FileId, mode: Mode) -> Result<(), Errno> {
     let mut files = files();
     let Some(i) = files.find(id) else {
@@ -163,30 +270,23 @@ pub(super) fn leave(id: FileId, mode: Mode) -> Result<(), Errno> {
     let entry = &mut files.entries[i];
     match mode {
         Mode::Read => entry.readers = entry.readers.saturating_sub(1),
-        Mode::Write => entry.writer = false,
+        Mode::Write => {
+            entry.writer = Writer::None;
+            entry.writer_shared = false;
+        }
     }
-    remove_if_idle(&mut files, i, true)
-}
-
-/// Removes entry `i` if nobody holds or takes it, unlocking first if
-/// `unlock`; all under the registry's lock, so that no thread locks the
-/// file anew before the last close.
-fn remove_if_idle(files: &mut Files, i: usize, unlock: bool) -> Result<(), Errno> {
-    let entry = &files.entries[i];
-    if entry.taking || entry.writer || entry.readers > 0 {
-        return Ok(());
+    if entry.readers == 0 && entry.writer == Writer::Climbing && !entry.writer_shared {
+        // The last reader leaves while a writer climbs that holds no read
+        // lock of its own (refused at its gate, say, by another process's
+        // writer, which waits for this very read lock): it goes.
+        crate::sync::syscall();
+        let shared = Call {
+            access: Access::Unlock,
+            span: Span::SHARED,
+        };
+        return os::fcntl_range(&*entry.fd, false, shared);
     }
-    let entry = files.entries.swap_remove(i);
-    if files.entries.is_empty() {
-        files.unknown.clear();
-    }
-    crate::sync::syscall();
-    let unlocked = match unlock {
-        true => os::fcntl_range(&*entry.fd, false, RELEASE),
-        false => Ok(()),
-    };
-    drop(entry);
-    unlocked
+    files.remove_if_idle(i)
 }
 
 /// Closes `fd`, a descriptor of file `id` (`None`: not known) that holds
