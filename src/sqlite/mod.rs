@@ -99,6 +99,11 @@ pub struct SqliteRwLock {
     path: Arc<Path>,
     sys_path: Arc<CStr>,
     by_process: bool,
+    /// The device of the last database whose filesystem was judged to
+    /// share `fcntl` locks between hosts (or not known to keep them per
+    /// client); `u64::MAX` before.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fs_judged: Arc<crate::sync::atomic::AtomicU64>,
 }
 
 /// A held [`SqliteRwLock`]: released by [`release`](Self::release) or on
@@ -220,6 +225,8 @@ impl SqliteRwLock {
             path,
             sys_path,
             by_process: false,
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            fs_judged: Arc::new(crate::sync::atomic::AtomicU64::new(u64::MAX)),
         }
     }
 
@@ -431,6 +438,10 @@ impl SqliteRwLock {
                 return Err(LockError::errno(&self.path, Step::Fstat, e));
             }
         };
+        if let Err(e) = self.judge_filesystem(&fd, id.dev) {
+            registry::close(fd, Some(id));
+            return Err(e);
+        }
         let mut head = [0u8; protocol::HEADER_LEN];
         let refusal = match regular {
             false => Some(Refusal::NotRegular),
@@ -453,6 +464,30 @@ impl SqliteRwLock {
                 Err(self.refused(why))
             }
         }
+    }
+
+    /// Refuses a database on a filesystem that keeps `fcntl` locks per
+    /// client mount (sshfs; NFS mounted `nolock` or `local_lock=posix`;
+    /// PROTOCOL 13.5), where the lock would exclude no other host (C-DB2),
+    /// or that refuses open file description locks (the kernel's SMB
+    /// client), once per device the lock meets.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn judge_filesystem(&self, fd: &OwnedFd, dev: u64) -> io::Result<()> {
+        use crate::sync::atomic::Ordering;
+        use std::os::fd::AsFd;
+        if self.fs_judged.load(Ordering::Relaxed) == dev {
+            return Ok(());
+        }
+        let ofd = !self.by_process && crate::kernel::inodes::description_locks(fd);
+        let family = swaplock_core::fs::Family::Fcntl;
+        crate::netfs::check_kernel_file(&self.path, fd.as_fd(), dev, family, ofd, false)?;
+        self.fs_judged.store(dev, Ordering::Relaxed);
+        Ok(())
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    fn judge_filesystem(&self, _fd: &OwnedFd, _dev: u64) -> io::Result<()> {
+        Ok(())
     }
 
     /// The lock is held: it stays held only if the path still names its
