@@ -1,5 +1,7 @@
 //! Every record parser on arbitrary bytes: no panic, and whatever parses
-//! and is encodable reads back to the same fields.
+//! and is encodable reads back to the same fields; and the SQLite lock's
+//! header verdict (PROTOCOL 16.1), which never takes a file without the
+//! magic for a database.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -50,5 +52,9 @@ fuzz_target!(|data: &[u8]| {
         if let Some(pid) = parse_placeholder(text) {
             assert!(pid.as_str().bytes().all(|b| b.is_ascii_digit()));
         }
+    }
+    let header = swaplock_core::sqlite::judge_header(data);
+    if header.usable() && !data.is_empty() {
+        assert!(data.starts_with(swaplock_core::sqlite::MAGIC));
     }
 });
