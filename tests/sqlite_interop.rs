@@ -471,7 +471,7 @@ fn a_database_replaced_while_acquiring_fails_the_acquire_on_both_sides() {
 }
 
 #[test]
-fn a_python_hold_through_its_link_directory_still_excludes_us() {
+fn python_through_its_link_directory_and_we_on_the_file_exclude_each_other() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let path = dir.path().join("a.db");
@@ -488,6 +488,18 @@ fn a_python_hold_through_its_link_directory_still_excludes_us() {
         holder.release();
         assert_eq!(std::fs::metadata(&path).unwrap().nlink(), 1);
     }
+    // And the other way: Python's tries through its link find us.
+    let mut tries = Tries::new();
+    for (flavour, lock) in flavours(&path) {
+        let reading = lock.try_read().unwrap();
+        assert_eq!(tries.try_("read", &path), "acquired", "{flavour}");
+        assert_eq!(tries.try_("write", &path), "busy", "{flavour}");
+        reading.release().unwrap();
+        let writing = lock.try_write().unwrap();
+        assert_eq!(tries.try_("read", &path), "busy", "{flavour}");
+        writing.release().unwrap();
+    }
+    assert_eq!(std::fs::metadata(&path).unwrap().nlink(), 1);
     no_strays(dir.path(), "a.db");
 }
 
