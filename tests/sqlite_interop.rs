@@ -90,12 +90,18 @@ impl Drop for Tries {
     }
 }
 
-/// Our two kinds of lock: open file description locks, and classic ones.
+/// Our two kinds of lock: the default (open file description locks where
+/// the target has them, [`common::ofd`]), and classic ones.
 fn flavours(path: &Path) -> [(&'static str, SqliteRwLock); 2] {
     [
-        ("ofd", SqliteRwLock::new(path)),
+        ("default", SqliteRwLock::new(path)),
         ("classic", SqliteRwLock::new(path).owned_by_process()),
     ]
+}
+
+/// Whether `flavour`'s locks are open file description locks.
+fn by_description(flavour: &str) -> bool {
+    flavour == "default" && common::ofd()
 }
 
 /// One non-waiting try of ours: "acquired" or "busy".
@@ -128,20 +134,25 @@ impl Probe {
     }
 
     /// What `F_OFD_GETLK` says would refuse a write lock on
-    /// `start..+len` (so that this process's classic locks show too):
-    /// `None`, or the lock type and PID.
+    /// `start..+len` (so that this process's classic locks show too; a
+    /// classic `F_GETLK` where the target has no open file description
+    /// locks, to which this process's own do not show): `None`, or the
+    /// lock type and PID.
     fn at(&self, start: i64, len: i64) -> Option<(i16, i32)> {
         // SAFETY: `flock` is plain integers; all-zero is valid.
         let mut fl: libc::flock = unsafe { std::mem::zeroed() };
         fl.l_type = libc::F_WRLCK as i16;
         fl.l_whence = libc::SEEK_SET as i16;
-        fl.l_start = start;
-        fl.l_len = len;
-        // SAFETY: an open descriptor and a valid `struct flock`.
-        let r = unsafe {
-            libc::fcntl(self.0.as_raw_fd(), 36 /* F_OFD_GETLK */, &mut fl)
+        fl.l_start = start as libc::off_t;
+        fl.l_len = len as libc::off_t;
+        let query = if common::ofd() {
+            36 // F_OFD_GETLK
+        } else {
+            libc::F_GETLK
         };
-        assert_eq!(r, 0, "F_OFD_GETLK: {}", std::io::Error::last_os_error());
+        // SAFETY: an open descriptor and a valid `struct flock`.
+        let r = unsafe { libc::fcntl(self.0.as_raw_fd(), query, &mut fl) };
+        assert_eq!(r, 0, "F_GETLK: {}", std::io::Error::last_os_error());
         (fl.l_type != libc::F_UNLCK as i16).then_some((fl.l_type, fl.l_pid))
     }
 
@@ -156,6 +167,60 @@ impl Probe {
             })
         });
         pid
+    }
+}
+
+/// A writer of ours that waits for `path`'s lock (at most 30 s), takes it
+/// and lets go at once: a thread of this process where our locks are open
+/// file description locks, which a [`Probe`] here sees (PID -1); else
+/// `swaplock run --kind sqlite` in a process of its own, since this
+/// process's classic locks never show to its own probe.
+enum Waiting {
+    Thread(std::thread::JoinHandle<std::io::Result<()>>),
+    Command(Child),
+}
+
+impl Waiting {
+    fn start(path: &Path) -> Self {
+        if common::ofd() {
+            let lock = SqliteRwLock::new(path);
+            let timeout = Duration::from_secs(30);
+            return Waiting::Thread(std::thread::spawn(move || {
+                lock.write_timeout(timeout)?.release()
+            }));
+        }
+        let mut cmd = common::command(&common::swaplock(), "swaplock");
+        cmd.args(["run", "--kind", "sqlite", "-w", "30", s(path), "true"]);
+        Waiting::Command(cmd.stderr(Stdio::piped()).spawn().unwrap())
+    }
+
+    /// The PID its PENDING lock shows with.
+    fn pid(&self) -> i32 {
+        match self {
+            Waiting::Thread(_) => -1,
+            Waiting::Command(child) => child.id() as i32,
+        }
+    }
+
+    fn is_finished(&mut self) -> bool {
+        match self {
+            Waiting::Thread(t) => t.is_finished(),
+            Waiting::Command(child) => child.try_wait().unwrap().is_some(),
+        }
+    }
+
+    /// How it ended: held and released, or why not.
+    fn finish(self) -> Result<(), String> {
+        match self {
+            Waiting::Thread(t) => t.join().unwrap().map_err(|e| e.to_string()),
+            Waiting::Command(child) => {
+                let out = child.wait_with_output().unwrap();
+                match out.status.success() {
+                    true => Ok(()),
+                    false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
+                }
+            }
+        }
     }
 }
 
@@ -242,7 +307,11 @@ fn our_holders_exclude_python_and_sqlite3_both_kinds_of_lock() {
             .unwrap();
             // Open file description locks against Python's classic ones:
             // the kernel lists ours as OFDLCK, theirs as POSIX.
-            let ours = if flavour == "ofd" { "OFDLCK" } else { "POSIX" };
+            let ours = if by_description(flavour) {
+                "OFDLCK"
+            } else {
+                "POSIX"
+            };
             assert_eq!(kernel_kinds(&path), [ours]);
             for how in PYTHON_HOLDS {
                 let shares = !write && matches!(how, "read" | "shared" | "immediate");
@@ -272,11 +341,8 @@ fn a_waiting_writer_keeps_new_readers_out_both_ways() {
     // Python reads; our writer waits, holding PENDING.
     let (reader, _) = python_holder("read", &path);
     let probe = Probe::new(&path);
-    let writer = {
-        let path = path.clone();
-        std::thread::spawn(move || SqliteRwLock::new(path).write())
-    };
-    assert_eq!(probe.until_pending(), -1, "ours, an OFD lock");
+    let mut writer = Waiting::start(&path);
+    assert_eq!(probe.until_pending(), writer.pid(), "our writer");
     assert_eq!(tries.try_("read", &path), "busy", "a new Python reader");
     assert_eq!(tries.try_("shared", &path), "busy", "a new sqlite3 reader");
     for (_, lock) in flavours(&path) {
@@ -284,9 +350,7 @@ fn a_waiting_writer_keeps_new_readers_out_both_ways() {
     }
     assert!(!writer.is_finished());
     reader.release();
-    let guard = writer.join().unwrap().unwrap();
-    assert_eq!(tries.try_("read", &path), "busy");
-    guard.release().unwrap();
+    writer.finish().unwrap();
 
     // We read; Python's writer waits, holding PENDING.
     for (flavour, lock) in flavours(&path) {
@@ -437,20 +501,13 @@ fn a_database_replaced_while_acquiring_fails_the_acquire_on_both_sides() {
     // Our writer waits on a Python reader; the file is replaced meanwhile.
     let (reader, _) = python_holder("read", &path);
     let probe = Probe::new(&path);
-    let writer = {
-        let path = path.clone();
-        std::thread::spawn(move || SqliteRwLock::new(path).write_timeout(Duration::from_secs(30)))
-    };
-    probe.until_pending();
+    let writer = Waiting::start(&path);
+    assert_eq!(probe.until_pending(), writer.pid());
     std::fs::write(&other, b"").unwrap();
     std::fs::rename(&other, &path).unwrap();
     reader.release();
-    let e = writer.join().unwrap().unwrap_err();
-    assert!(
-        e.to_string()
-            .contains("unlinked or replaced while acquiring"),
-        "{e}"
-    );
+    let e = writer.finish().unwrap_err();
+    assert!(e.contains("unlinked or replaced while acquiring"), "{e}");
     // Python's writer waits on our reader, and fails the same way.
     let reading = SqliteRwLock::new(&path).try_read().unwrap();
     let writer = peer_command(&["hold", "write", s(&path)])
@@ -458,7 +515,10 @@ fn a_database_replaced_while_acquiring_fails_the_acquire_on_both_sides() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    Probe::new(&path).until_pending();
+    // Kept open to the end: its close would drop this process's classic
+    // locks, where ours are.
+    let probe = Probe::new(&path);
+    assert_eq!(probe.until_pending(), writer.id() as i32);
     std::fs::write(&other, b"").unwrap();
     std::fs::rename(&other, &path).unwrap();
     reading.release().unwrap();
@@ -518,7 +578,11 @@ fn closing_another_descriptor_of_the_file_leaves_our_lock() {
         // One the program opens and closes itself leaves an open file
         // description lock, and drops a classic one (PROTOCOL 16.4).
         drop(std::fs::File::open(&path).unwrap());
-        let want = if flavour == "ofd" { "busy" } else { "acquired" };
+        let want = if by_description(flavour) {
+            "busy"
+        } else {
+            "acquired"
+        };
         assert_eq!(tries.try_("write", &path), want, "{flavour}");
         guard.release().unwrap();
     }
@@ -569,7 +633,7 @@ fn swaplock_run_holds_the_lock_and_status_names_its_holders() {
     let path = dir.path().join("a.db");
     let mut tries = Tries::new();
     let status = || {
-        let out = Command::new(common::swaplock())
+        let out = common::command(&common::swaplock(), "swaplock")
             .args(["status", "--kind", "sqlite", s(&path)])
             .output()
             .unwrap();
@@ -619,7 +683,7 @@ fn swaplock_run_holds_the_lock_and_status_names_its_holders() {
         assert!(holder.release().success());
     }
     assert_eq!(status(), (Some(0), "free".to_owned()));
-    let busy = Command::new(common::swaplock())
+    let busy = common::command(&common::swaplock(), "swaplock")
         .args([
             "run",
             "--kind",

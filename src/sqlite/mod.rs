@@ -292,7 +292,9 @@ impl SqliteRwLock {
     /// let lock = SqliteRwLock::new(dir.path().join("data.lock"));
     /// assert!(!lock.holding()?.held());
     /// let _writing = lock.write()?;
-    /// assert_eq!(lock.holding()?.exclusive, Some(-1), "an open file description lock");
+    /// // This process's own open file description lock shows as PID -1
+    /// // (its classic locks, where those are taken, do not show to it).
+    /// assert!(matches!(lock.holding()?.exclusive, Some(-1) | None));
     /// # Ok(())
     /// # }
     /// ```

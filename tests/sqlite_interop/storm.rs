@@ -76,8 +76,8 @@ pub(super) fn run() {
         cmd.stderr(Stdio::inherit());
         workers.push(Worker::spawn(cmd, format!("python {seed}")));
     }
-    for (seed, flavour) in [(10, "ofd"), (11, "ofd"), (12, "classic")] {
-        let mut cmd = Command::new(std::env::current_exe().unwrap());
+    for (seed, flavour) in [(10, "default"), (11, "default"), (12, "classic")] {
+        let mut cmd = common::command(&std::env::current_exe().unwrap(), "sqlite_interop");
         cmd.args(common::worker::WORKER_ARGS).env(
             JOB,
             format!(
