@@ -371,6 +371,9 @@ fn a_waiting_writer_keeps_new_readers_out_both_ways() {
             "busy",
             "{flavour}"
         );
+        // A reader of the holder's own kind: for classic locks, one that
+        // would join this process's read lock, past the gate.
+        assert_eq!(rust_try(&lock, false), "busy", "{flavour}: joining");
         assert_eq!(tries.try_("read", &path), "busy", "{flavour}");
         reading.release().unwrap();
         let mut line = String::new();

@@ -12,7 +12,8 @@
 //!   kernel read lock), a writer climbing SQLite's ladder, or a writer
 //!   holding the lock;
 //! - one thread climbs at a time. A reader joins the process's read lock
-//!   while no writer of the process climbs or holds; a writer climbs even
+//!   while no writer of the process climbs or holds, through the gate (no
+//!   writer of another process waits either); a writer climbs even
 //!   while readers of the process hold, taking PENDING in the kernel (no
 //!   new reader of any process starts), but its write lock on the SHARED
 //!   range waits until they have left ([`Calls`] answers it busy), since
@@ -28,7 +29,7 @@ use crate::sync::MutexGuard;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use swaplock_core::decide::FileId;
-use swaplock_core::sqlite::{Access, Call, Mode, Span, RELEASE};
+use swaplock_core::sqlite::{Access, Call, Ladder, Mode, Span, Verdict, RELEASE};
 use swaplock_core::Errno;
 
 /// What a writer of this process does with a file.
@@ -136,14 +137,35 @@ fn admit(entry: &mut Entry, mode: Mode) -> Entered {
         return Entered::Busy;
     }
     match mode {
-        Mode::Read if entry.readers > 0 => {
-            entry.readers += 1;
-            return Entered::Joined;
-        }
+        Mode::Read if entry.readers > 0 => return join_through_the_gate(entry),
         Mode::Read => entry.reader_climbing = true,
         Mode::Write => entry.writer = Writer::Climbing,
     }
     Entered::Climb(Arc::clone(&entry.fd))
+}
+
+/// A reader joins the read lock the process's readers hold only through
+/// the gate a first reader passes (a read lock on PENDING, taken and
+/// dropped): a writer of another process waiting for those readers holds
+/// PENDING, and keeps new readers of this process out too (writer
+/// preference; SQLite itself lets them join).
+fn join_through_the_gate(entry: &mut Entry) -> Entered {
+    let mut gate = Ladder::new(Mode::Read);
+    crate::sync::syscall();
+    let answer = os::fcntl_range(&*entry.fd, false, gate.first());
+    match gate.answer(answer) {
+        Verdict::Call(_) => {
+            let pass = Call {
+                access: Access::Unlock,
+                span: Span::PENDING,
+            };
+            let _ = os::fcntl_range(&*entry.fd, false, pass);
+            entry.readers += 1;
+            Entered::Joined
+        }
+        // Refused (or failed): busy for now, holding nothing new.
+        _ => Entered::Busy,
+    }
 }
 
 /// Admits `mode` on file `id` if this process already has an entry for
