@@ -15,6 +15,8 @@
 //! - [`host`] and [`start`]: the holder identity a record carries.
 //! - [`decide`]: staleness verdicts, the unchanged-marker watch, lifetime
 //!   and lease expiry, and the with-lock-ex identity check.
+//! - [`kinds`]: what a soft lock finds at its path that another kind of
+//!   lock left.
 //! - [`wait`]: the clocks and the caller's patience both acquire loops use.
 //!
 //! ```
@@ -39,6 +41,7 @@ pub mod etcd;
 pub mod fs;
 pub mod host;
 pub mod kernel;
+pub mod kinds;
 pub mod mutant;
 pub mod names;
 pub mod pid;
