@@ -188,11 +188,21 @@ mod tests {
         let free = KernelSeen::Free;
         let none = Beside::default();
         assert_eq!(
-            mismatch(Reader::Protocol1, at(V1, Reader::Protocol1).as_ref(), free, none),
+            mismatch(
+                Reader::Protocol1,
+                at(V1, Reader::Protocol1).as_ref(),
+                free,
+                none
+            ),
             None
         );
         assert_eq!(
-            mismatch(Reader::Protocol2, at(V2, Reader::Protocol2).as_ref(), free, none),
+            mismatch(
+                Reader::Protocol2,
+                at(V2, Reader::Protocol2).as_ref(),
+                free,
+                none
+            ),
             None
         );
         assert_eq!(

@@ -249,6 +249,7 @@ impl SoftLock {
                         path: self.path.clone(),
                         holder,
                         judged,
+                        mismatch: self.mismatch().ok().flatten(),
                     })),
                 );
                 Err(LockError::io(&self.path, Step::Lock, kind, source))

@@ -288,9 +288,21 @@ pub(super) fn filesystem(_: &std::path::Path) -> Option<(String, String)> {
     None
 }
 
+/// Another kind of lock at or beside the path of a soft lock of `opts`
+/// (`None` for the other kinds, and where it cannot be read).
+pub(super) fn find_mismatch(opts: &Options) -> Option<swaplock::soft::KindMismatch> {
+    match opts.kind {
+        LockKind::Soft(kind) if opts.etcd.is_none() => {
+            soft_lock(opts, kind).mismatch().ok().flatten()
+        }
+        _ => None,
+    }
+}
+
 pub(super) fn status(opts: Options) -> i32 {
     let path = opts.rest[0].to_string_lossy().into_owned();
     let fs = filesystem(std::path::Path::new(&opts.rest[0]));
+    let mismatch = find_mismatch(&opts);
     let found = match find_holder(&opts) {
         Ok(found) => found,
         Err(e) => {
@@ -304,6 +316,9 @@ pub(super) fn status(opts: Options) -> i32 {
     let held = i32::from(found.is_some());
     if !opts.json {
         status_text(found);
+        if let Some(m) = &mismatch {
+            println!("another kind of lock: {m}");
+        }
         if let Some((text, _)) = fs {
             println!("{text}");
         }
@@ -327,8 +342,16 @@ pub(super) fn status(opts: Options) -> i32 {
                 json_string(f.standing),
             ),
         };
+        let mismatch = mismatch.map_or("null".into(), |m| {
+            format!(
+                "{{\"code\":{},\"message\":{}}}",
+                json_string(m.code()),
+                json_string(&m.to_string())
+            )
+        });
         println!(
-            "{{\"path\":{},\"kind\":{},\"held\":{},\"holder\":{holder},\"filesystem\":{}}}",
+            "{{\"path\":{},\"kind\":{},\"held\":{},\"holder\":{holder},\"filesystem\":{},\
+             \"mismatch\":{mismatch}}}",
             json_string(&path),
             json_string(kind_name(opts.kind)),
             found.is_some(),
