@@ -240,7 +240,7 @@ impl SoftLock {
                 // A holder this host can probe is judged once more, only to
                 // say who it is and why its marker stays.
                 let judged = match holder {
-                    Holder::Unknown => self.status().ok().flatten(),
+                    Holder::Unknown | Holder::Local { .. } => self.status().ok().flatten(),
                     _ => None,
                 };
                 let source = io::Error::new(

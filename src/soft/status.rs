@@ -245,7 +245,7 @@ impl std::fmt::Display for Busy {
             Holder::Foreign { pid, host } => {
                 write!(f, " It is held by pid {pid} on {host}, which this host cannot probe.")
             }
-            Holder::Unknown => Ok(()),
+            Holder::Unknown | Holder::Local { .. } => Ok(()),
         }
     }
 }

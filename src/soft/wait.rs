@@ -283,6 +283,15 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
             wake::Next::After(d) => return Some(d.min(pause)),
             wake::Next::Wait => {}
         }
+        // A holder of this host ends the wait when it exits, which raises
+        // no event on the lock path: its marker is judged again at once.
+        let local = match holder {
+            Holder::Local { pid } => Some(pid.get()),
+            _ => None,
+        };
+        if self.watcher.holder(local) {
+            return Some(wake::ZOMBIE_PAUSE.min(pause));
+        }
         let (count, released) = &RELEASES;
         let guard = count.lock();
         let seen = self.seen;
