@@ -16,6 +16,8 @@
 //! - [`decide`]: staleness verdicts, the unchanged-marker watch, lifetime
 //!   and lease expiry, and the with-lock-ex identity check.
 //! - [`wait`]: the clocks and the caller's patience both acquire loops use.
+//! - [`rw`]: the read-write soft lock's generation log (filelock's
+//!   `SoftReadWriteLock`): its records, names and decisions.
 //!
 //! ```
 //! use swaplock_core::record::{classify, Classified, Content, Reader};
@@ -45,6 +47,7 @@ pub mod pid;
 pub mod pyfloat;
 pub mod pytext;
 pub mod record;
+pub mod rw;
 pub mod soft;
 pub mod start;
 pub mod wait;

@@ -217,6 +217,7 @@ fn lost_because(c: Compromise) -> String {
         Compromise::RefreshFailed(errno) => format!("it could not be refreshed: {errno}"),
         Compromise::LeaseExpired => "etcd says the lease expired".into(),
         Compromise::Unreachable => "etcd answered no keep-alive within the lease's TTL".into(),
+        Compromise::Evicted => "a peer evicted it from the lock's log".into(),
         other => format!("{other:?}"),
     }
 }
