@@ -96,6 +96,13 @@ pub(crate) fn canonical(path: &Path, create: bool) -> io::Result<(PathBuf, PathB
     Ok((dir.join(name), dir))
 }
 
+/// A pause of `d` (cut short at most by a spurious wake-up): the seam's
+/// timed wait, on a condition nobody signals.
+pub(crate) fn pause(d: Duration) {
+    let (quiet, never) = (Mutex::new(()), Condvar::new());
+    drop(wait_timeout(&never, lock(&quiet), d));
+}
+
 /// The root of the log of the canonical lock path `canonical`.
 pub(crate) fn root_of(canonical: &Path) -> PathBuf {
     let mut root = canonical.as_os_str().to_owned();
@@ -461,6 +468,26 @@ impl SoftRwGuard {
             generation,
             token,
             lost: Arc::clone(lost),
+        }
+    }
+
+    /// Whether the hold is lost now: what the heartbeat found, or else a
+    /// heartbeat's look made at once (our record refreshed, the latest
+    /// snapshot read). `None` in a forked child, or when nothing is lost.
+    pub(super) fn lost_now(&self) -> Option<Compromise> {
+        if let Some(c) = *lock(&self.lost) {
+            return Some(c);
+        }
+        let shared = self
+            .shared
+            .as_ref()
+            .filter(|_| self.pid == std::process::id())?;
+        let mut engine = lock(&shared.engine);
+        let Engine { ctx, participant } = &mut *engine;
+        let p = participant.as_mut().filter(|p| p.token == self.token)?;
+        match p.heartbeat(ctx) {
+            swaplock_core::rw::member::Beat::Lost => Some(Compromise::Evicted),
+            _ => None,
         }
     }
 

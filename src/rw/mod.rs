@@ -46,9 +46,11 @@ mod error;
 mod hold;
 mod log;
 mod participant;
+mod status;
 
 use crate::error::{LockError, Step};
 use hold::{Patience, Shared};
+pub use status::{Look, RwBreak, RwMember, RwStatus};
 use std::io;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -184,6 +186,14 @@ impl SoftRwGuard {
     /// enough that a peer could have ([`Compromise::RefreshFailed`]).
     pub fn compromise(&self) -> Option<Compromise> {
         *crate::sync::lock(&self.lost)
+    }
+
+    /// Whether the hold is lost now, looking again rather than waiting for
+    /// the heartbeat: what the heartbeat found, or a refresh of our record
+    /// and a read of the latest snapshot made now. For a holder about to
+    /// release, which must know whether its work ran under the lock.
+    pub fn lease_lost(&self) -> Option<Compromise> {
+        self.lost_now()
     }
 
     /// Gives back this guard's level, reporting a failure of the leave
