@@ -133,7 +133,9 @@ fn t(terms: Terms) -> [String; 3] {
 
 /// A worker process of ours: `args` after the command.
 pub fn rust_command(args: &[&str]) -> Command {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    // Through the emulator, when the tests are built for another
+    // architecture.
+    let mut cmd = super::command(&std::env::current_exe().unwrap(), "rw-worker");
     cmd.args(super::worker::WORKER_ARGS)
         .env(WORKER, args.join("\u{1f}"))
         .stderr(Stdio::inherit());
