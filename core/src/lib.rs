@@ -18,6 +18,8 @@
 //! - [`kinds`]: what a soft lock finds at its path that another kind of
 //!   lock left.
 //! - [`wait`]: the clocks and the caller's patience both acquire loops use.
+//! - [`rw`]: the read-write soft lock's generation log (filelock's
+//!   `SoftReadWriteLock`): its records, names and decisions.
 //!
 //! ```
 //! use swaplock_core::record::{classify, Classified, Content, Reader};
@@ -48,6 +50,7 @@ pub mod pid;
 pub mod pyfloat;
 pub mod pytext;
 pub mod record;
+pub mod rw;
 pub mod soft;
 pub mod start;
 pub mod wait;

@@ -106,9 +106,10 @@ impl std::fmt::Display for KindMismatch {
             ),
             Mismatch::ReadWriteLog => write!(
                 f,
-                "'{path}.rw' is the log of a read-write lock (filelock's SoftReadWriteLock) on \
-                 the same path: its readers and writers never look at '{path}', so they and \
-                 this {this} lock do not exclude each other; use one kind for one path"
+                "'{path}.rw' is the log of a read-write lock (filelock's SoftReadWriteLock, \
+                 `--kind rw`) on the same path: its readers and writers never look at \
+                 '{path}', so they and this {this} lock do not exclude each other; use one \
+                 kind for one path"
             ),
             _ => write!(f, "'{path}' is used by another kind of lock"),
         }
