@@ -1,4 +1,4 @@
-//! The SQLite lock against its real peers, both ways (PROTOCOL 16): Python
+//! The SQLite lock against its real peers, both ways (PROTOCOL 17): Python
 //! filelock 4.2.11's `ReadWriteLock` and plain `sqlite3` connections
 //! (`BEGIN` and a read, `BEGIN IMMEDIATE`, `BEGIN EXCLUSIVE`, busy timeout
 //! 0), with our open file description locks and with classic ones. Every
@@ -579,7 +579,7 @@ fn closing_another_descriptor_of_the_file_leaves_our_lock() {
         assert_eq!(rust_try(&lock, false), "busy");
         assert_eq!(tries.try_("write", &path), "busy", "{flavour}");
         // One the program opens and closes itself leaves an open file
-        // description lock, and drops a classic one (PROTOCOL 16.4).
+        // description lock, and drops a classic one (PROTOCOL 17.4).
         drop(std::fs::File::open(&path).unwrap());
         let want = if by_description(flavour) {
             "busy"

@@ -1,5 +1,5 @@
 //! The lock of Python filelock's `ReadWriteLock`, taken without SQLite
-//! (PROTOCOL 16): SQLite's own byte-range locks on the database file, in
+//! (PROTOCOL 17): SQLite's own byte-range locks on the database file, in
 //! the order SQLite's unix VFS takes them, so that every SQLite connection
 //! on the file (filelock's included) excludes and is excluded by us.
 //!

@@ -1,5 +1,5 @@
 //! A read-write lock shared with Python filelock's `ReadWriteLock` (the one
-//! built on SQLite), without SQLite (PROTOCOL 16).
+//! built on SQLite), without SQLite (PROTOCOL 17).
 //!
 //! filelock's `ReadWriteLock` holds an SQLite transaction open on a
 //! database that stays empty: a reader's `BEGIN` and `SELECT`, a writer's

@@ -6,7 +6,8 @@
     soft_peer.py identity PID                       host_name() and process_start_token(PID), as JSON
     soft_peer.py exchange A B                       filelock's own exchange of two names
 
-KIND is soft, marker or lease.
+KIND is soft, marker or lease; for hold, also filelock (FileLock, a kernel lock)
+or rw (a SoftReadWriteLock writer).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import os
 import sys
 import time
 
-from filelock import MarkerSoftFileLock, SoftFileLease, SoftFileLock, Timeout
+from filelock import FileLock, MarkerSoftFileLock, SoftFileLease, SoftFileLock, SoftReadWriteLock, Timeout
 from filelock import _identity, _util
 
 
@@ -25,6 +26,10 @@ def make(kind: str, path: str, lease: float | None = None, heartbeat: float | No
         return SoftFileLock(path, **kw)
     if kind == "marker":
         return MarkerSoftFileLock(path, **kw)
+    if kind == "filelock":
+        return FileLock(path, **kw)
+    if kind == "rw":
+        return SoftReadWriteLock(path, **kw)
     events = []
 
     def on_compromise(c) -> None:
@@ -44,7 +49,10 @@ def main() -> None:
         lease = float(args[2]) if len(args) > 2 else None
         heartbeat = float(args[3]) if len(args) > 3 else None
         lock = make(kind, path, lease, heartbeat)
-        lock.acquire()
+        if kind == "rw":
+            lock.acquire_write()
+        else:
+            lock.acquire()
         start = _identity.process_start_token(os.getpid())
         print(json.dumps({"pid": os.getpid(), "start": None if start is None else str(start),
                           "host": _identity.host_name(), "token": getattr(lock, "token", None)}), flush=True)

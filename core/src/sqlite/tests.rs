@@ -35,7 +35,7 @@ fn granted(mode: Mode) -> Vec<Call> {
 
 #[test]
 fn a_read_and_a_write_make_sqlites_own_calls_in_its_order() {
-    // What strace shows of a Python ReadWriteLock (PROTOCOL 16.2).
+    // What strace shows of a Python ReadWriteLock (PROTOCOL 17.2).
     assert_eq!(
         granted(Mode::Read),
         [
@@ -438,7 +438,7 @@ fn a_climb_waits_as_patience_says_and_leaves_nothing_when_it_gives_up() {
 
 #[test]
 fn headers_are_judged_as_sqlite_and_filelock_judge_them() {
-    // The vectors filelock 4.2.11 was run on (PROTOCOL 16.1).
+    // The vectors filelock 4.2.11 was run on (PROTOCOL 17.1).
     let mut table = [0u8; 100];
     table[..16].copy_from_slice(MAGIC);
     table[16..24].copy_from_slice(&[0x10, 0x00, 1, 1, 0, 64, 32, 32]);
