@@ -125,6 +125,11 @@ pub mod rw;
 pub use rw::{SoftRwGuard, SoftRwLock};
 pub mod soft;
 pub use soft::{SoftLock, SoftLockGuard};
+#[cfg(unix)]
+#[cfg_attr(docsrs, doc(cfg(unix)))]
+pub mod sqlite;
+#[cfg(unix)]
+pub use sqlite::{SqliteRwGuard, SqliteRwLock};
 #[cfg(feature = "etcd")]
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub mod etcd;

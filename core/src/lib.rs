@@ -52,6 +52,7 @@ pub mod pytext;
 pub mod record;
 pub mod rw;
 pub mod soft;
+pub mod sqlite;
 pub mod start;
 pub mod wait;
 

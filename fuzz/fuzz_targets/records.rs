@@ -1,6 +1,8 @@
 //! Every record parser on arbitrary bytes: no panic, and whatever parses
 //! and is encodable reads back to the same fields (the soft kinds' markers,
-//! and the read-write lock's snapshots and holder records).
+//! and the read-write lock's snapshots and holder records); and the SQLite
+//! lock's header verdict (PROTOCOL 17.1), which never takes a file without
+//! the magic for a database.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -101,5 +103,9 @@ fuzz_target!(|data: &[u8]| {
         if let Some(pid) = parse_placeholder(text) {
             assert!(pid.as_str().bytes().all(|b| b.is_ascii_digit()));
         }
+    }
+    let header = swaplock_core::sqlite::judge_header(data);
+    if header.usable() && !data.is_empty() {
+        assert!(data.starts_with(swaplock_core::sqlite::MAGIC));
     }
 });

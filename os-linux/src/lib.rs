@@ -20,6 +20,12 @@ pub mod kernel;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod soft;
 #[cfg(any(target_os = "linux", target_os = "android"))]
+pub mod sqlite {
+    //! The SQLite lock's syscalls: the shared POSIX ones of
+    //! [`swaplock_unix::sqlite`].
+    pub use swaplock_unix::sqlite::*;
+}
+#[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod supervise;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod watch;

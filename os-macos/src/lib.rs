@@ -18,4 +18,10 @@ pub mod kernel;
 #[cfg(target_vendor = "apple")]
 pub mod soft;
 #[cfg(target_vendor = "apple")]
+pub mod sqlite {
+    //! The SQLite lock's syscalls: the shared POSIX ones of
+    //! [`swaplock_unix::sqlite`].
+    pub use swaplock_unix::sqlite::*;
+}
+#[cfg(target_vendor = "apple")]
 pub mod supervise;

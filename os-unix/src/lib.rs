@@ -26,6 +26,8 @@ pub mod rw;
 #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 pub mod soft;
 #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+pub mod sqlite;
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 pub mod stat;
 #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 pub mod supervise;

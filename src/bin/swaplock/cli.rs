@@ -44,7 +44,7 @@ pub(crate) const USAGE: &str = "usage: swaplock run [OPTIONS] LOCKFILE COMMAND [
        swaplock --help | --version      swaplock COMMAND --help
 
 Runs a command while holding a lock, or says who holds one.
-KIND is fcntl, flock, soft, marker (the default), lease or rw (the
+KIND is fcntl, flock, sqlite, soft, marker (the default), lease or rw (the
 read-write lock of filelock's SoftReadWriteLock); see
 `swaplock run --help` for the options and exit statuses, and swaplock(1).";
 
@@ -56,7 +56,11 @@ Runs COMMAND (or SHELL COMMAND, by sh -c) while holding the lock LOCKFILE.
 With --etcd the lock is NAME in etcd instead, as `etcdctl lock NAME` takes it.
 
 options:
-  --kind KIND       fcntl | flock | soft | marker (default) | lease | rw
+  --kind KIND       fcntl | flock | sqlite | soft | marker (default) | lease
+                    | rw; sqlite: the lock of Python filelock's
+                    ReadWriteLock (SQLite's own locks on the database
+                    LOCKFILE, which is never written), a writer, or a
+                    reader with -s
   --wait            wait for the lock (the default)
   --fail, -n        exit with the conflict status at once if the lock is held
                     (even with --timeout, as flock(1)'s -n)
@@ -65,9 +69,9 @@ options:
                     wait at most SECS, then exit with the conflict status
   -E N, --conflict-exit-code N
                     the conflict status (default 255)
-  -s, --shared      the shared (read) lock of a kernel kind or of rw:
-                    commands run under it together, and none while an
-                    exclusive holder has the lock (rw: or waits for it)
+  -s, --shared      the shared (read) lock of a kernel kind, of sqlite or
+                    of rw: commands run under it together, and none while
+                    an exclusive holder has the lock (rw: or waits for it)
   -c CMD, --command CMD
                     run CMD by sh -c instead of COMMAND ARGS
   --lifetime SECS   soft kinds: a marker older than SECS is broken
@@ -117,12 +121,15 @@ pub(crate) const STATUS_USAGE: &str = "usage: swaplock status [--kind KIND] [--j
        swaplock status --etcd URL[,URL...] [--json] NAME
 
 Says who holds the lock LOCKFILE, judged as a contender judges it. KIND is
-fcntl, flock, soft, marker (the default), lease or rw. For rw: the latest
-generation, the writer and every reader, each with its PID, host, the age
-of its record and whether it is alive (this host's processes by PID,
-another host's by how recently its record changed). For fcntl the holder is
-the lock's query (F_GETLK: PID -1 for an open file description lock); for
-flock, the kernel's lock table (/proc/locks) on Linux and Android.
+fcntl, flock, sqlite, soft, marker (the default), lease or rw. For rw: the
+latest generation, the writer and every reader, each with its PID, host,
+the age of its record and whether it is alive (this host's processes by
+PID, another host's by how recently its record changed). For fcntl the
+holder is the lock's query (F_GETLK: PID -1 for an open file description
+lock); for flock, the kernel's lock table (/proc/locks) on Linux and
+Android; for sqlite, F_GETLK on SQLite's lock bytes: a writer (exclusive),
+or readers (shared, one PID) and a writer waiting for them (pending) or
+about to (reserved).
 With --etcd, says which key holds the etcd lock NAME (the one with the
 lowest create revision under NAME/): its lease and create revision.
 --json prints one JSON object (schema in swaplock(1)).
@@ -151,6 +158,9 @@ error.";
 enum LockKind {
     Fcntl,
     Flock,
+    /// Python filelock's `ReadWriteLock`: SQLite's locks on a database.
+    #[cfg(unix)]
+    Sqlite,
     Soft(Kind),
     /// The read-write soft lock (`swaplock::rw`).
     Rw,
@@ -237,10 +247,20 @@ fn kind(value: OsString) -> Result<LockKind, String> {
         Some("soft") => LockKind::Soft(Kind::Soft),
         Some("marker") => LockKind::Soft(Kind::Marker),
         Some("lease") => LockKind::Soft(Kind::Lease),
+        #[cfg(unix)]
+        Some("sqlite") => LockKind::Sqlite,
+        #[cfg(windows)]
+        Some("sqlite") => {
+            return Err(
+                "the sqlite kind is not available on Windows: SQLite's Windows \
+                        locks are not implemented here; take it from Linux, Android or macOS"
+                    .into(),
+            )
+        }
         Some("rw") => LockKind::Rw,
         _ => {
             return Err(format!(
-                "unknown kind {}: fcntl, flock, soft, marker, lease or rw",
+                "unknown kind {}: fcntl, flock, sqlite, soft, marker, lease or rw",
                 value.to_string_lossy()
             ))
         }
@@ -408,8 +428,14 @@ fn parse(sub: Sub, args: Vec<OsString>) -> Result<Parsed, String> {
     if o.lease.is_some() && !matches!(o.kind, LockKind::Soft(Kind::Lease) | LockKind::Rw) {
         return Err("--lease needs --kind lease or --kind rw".into());
     }
-    if o.shared && !matches!(o.kind, LockKind::Fcntl | LockKind::Flock | LockKind::Rw) {
-        return Err("--shared needs --kind fcntl, flock or rw".into());
+    let shares = match o.kind {
+        LockKind::Fcntl | LockKind::Flock | LockKind::Rw => true,
+        #[cfg(unix)]
+        LockKind::Sqlite => true,
+        LockKind::Soft(_) => false,
+    };
+    if o.shared && !shares {
+        return Err("--shared needs --kind fcntl, flock, sqlite or rw".into());
     }
     Ok(Parsed::Options(o))
 }

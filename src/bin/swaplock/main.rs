@@ -2,10 +2,10 @@
 //! soft locks.
 //!
 //! ```text
-//! swaplock run [--kind fcntl|flock|soft|marker|lease|rw] [--wait|--fail|--quiet]
+//! swaplock run [--kind fcntl|flock|sqlite|soft|marker|lease|rw] [--wait|--fail|--quiet]
 //!              [--shared|-s] [--timeout SECS] [--lifetime SECS] [--lease SECS]
 //!              LOCKFILE COMMAND [ARGS...]
-//! swaplock status [--kind soft|marker|lease|rw] LOCKFILE
+//! swaplock status [--kind KIND] LOCKFILE
 //! swaplock run --etcd URL[,URL...] [--lease SECS] [...] NAME COMMAND [ARGS...]
 //! swaplock status --etcd URL[,URL...] NAME
 //! swaplock break [--kind soft|marker|lease|rw] [--force] LOCKFILE

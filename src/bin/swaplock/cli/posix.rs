@@ -8,6 +8,7 @@ use swaplock::supervise as sys;
 use swaplock::FileLockGuard;
 use warden::Warden;
 
+mod sqlite;
 mod warden;
 
 /// `run --etcd`: as a lease, with the variables `etcdctl lock`
@@ -35,6 +36,7 @@ pub(super) fn run_etcd(opts: Options, lock: fn(&Options) -> swaplock::etcd::Etcd
 pub(super) fn run(opts: Options) -> i32 {
     match opts.kind {
         LockKind::Fcntl | LockKind::Flock => run_kernel(opts),
+        LockKind::Sqlite => sqlite::run_sqlite(opts),
         LockKind::Soft(kind) => run_soft(opts, kind),
         LockKind::Rw => run_rw(opts),
     }

@@ -50,6 +50,8 @@ pub(super) fn kind_name(kind: LockKind) -> &'static str {
     match kind {
         LockKind::Fcntl => "fcntl",
         LockKind::Flock => "flock",
+        #[cfg(unix)]
+        LockKind::Sqlite => "sqlite",
         LockKind::Soft(Kind::Soft) => "soft",
         LockKind::Soft(Kind::Marker) => "marker",
         LockKind::Soft(_) => "lease",
@@ -67,6 +69,8 @@ pub(super) fn find_holder(opts: &Options) -> std::io::Result<Option<Found>> {
     let kernel = match opts.kind {
         LockKind::Fcntl => FileLock::new(&path),
         LockKind::Flock => FileLock::flock(&path),
+        #[cfg(unix)]
+        LockKind::Sqlite => return sqlite_holder(&path),
         LockKind::Soft(kind) => return soft_holder(soft_lock(opts, kind)),
         #[cfg(unix)]
         LockKind::Rw => return rw_holder(opts),
@@ -104,6 +108,44 @@ pub(super) fn find_holder(opts: &Options) -> std::io::Result<Option<Found>> {
         }
         Err(e) => Err(e),
     }
+}
+
+/// Who holds the SQLite lock on database `path`, as `F_GETLK` shows
+/// it: a writer, or readers (one named), with a writer waiting for them
+/// or about to, which the reason says.
+#[cfg(unix)]
+pub(super) fn sqlite_holder(path: &std::path::Path) -> std::io::Result<Option<Found>> {
+    let held = swaplock::SqliteRwLock::new(path).holding()?;
+    let found = |pid: i32, mode: &str, reason: Option<String>| Found {
+        pid: Some(i64::from(pid)),
+        host: None,
+        mode: mode.into(),
+        reason,
+        age: None,
+        lease: None,
+        standing: "alive",
+    };
+    let pid = |p: i32| match p {
+        -1 => "-1 (an open file description lock)".to_owned(),
+        p => p.to_string(),
+    };
+    let writer = match (held.pending, held.reserved) {
+        (Some(w), _) => Some(format!(
+            "a writer waits for the readers, holding pending: pid {}",
+            pid(w)
+        )),
+        (None, Some(w)) => Some(format!("a writer holds reserved: pid {}", pid(w))),
+        (None, None) => None,
+    };
+    Ok(
+        match (held.exclusive, held.shared, held.pending, held.reserved) {
+            (Some(w), ..) => Some(found(w, "exclusive", None)),
+            (None, Some(r), ..) => Some(found(r, "shared", writer)),
+            (None, None, Some(w), _) => Some(found(w, "pending", None)),
+            (None, None, None, Some(w)) => Some(found(w, "reserved", None)),
+            (None, None, None, None) => None,
+        },
+    )
 }
 
 /// Who holds soft lock `lock`, as a contender judges it.
