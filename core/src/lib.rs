@@ -16,6 +16,8 @@
 //! - [`decide`]: staleness verdicts, the unchanged-marker watch, lifetime
 //!   and lease expiry, and the with-lock-ex identity check.
 //! - [`wait`]: the clocks and the caller's patience both acquire loops use.
+//! - [`strict`]: filelock's strict lock: its sentinel and claim records,
+//!   names, what sits at its lock path, and who wins its doorway.
 //!
 //! ```
 //! use swaplock_core::record::{classify, Classified, Content, Reader};
@@ -47,6 +49,7 @@ pub mod pytext;
 pub mod record;
 pub mod soft;
 pub mod start;
+pub mod strict;
 pub mod wait;
 
 pub use decimal::Decimal;

@@ -1,12 +1,17 @@
 //! Every record parser on arbitrary bytes: no panic, and whatever parses
-//! and is encodable reads back to the same fields.
+//! and is encodable reads back to the same fields. A strict claim record,
+//! which carries its token, is read as the claim of the token its second
+//! line names (or of a fixed one), and re-encodes to the same bytes.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use swaplock_core::names::Token;
 use swaplock_core::record::{
     classify, decode, parse_placeholder, Classified, Content, Reader, Record, V1Record, V2Record,
     MAX_RECORD_LEN,
 };
+use swaplock_core::strict::claim::{encode_claim, parse_claim};
+use swaplock_core::strict::RECORD_LIMIT;
 
 fn round_trip(record: Record<'_>) {
     if record.validate().is_err() {
@@ -28,7 +33,24 @@ fn round_trip(record: Record<'_>) {
     }
 }
 
+/// A strict claim record: no panic; a parsed one encodes back to its
+/// exact bytes (the parser takes canonical fields only).
+fn strict_claim(data: &[u8]) {
+    let named = data.split(|&b| b == b'\n').nth(1);
+    let token = named
+        .and_then(Token::parse_hex)
+        .unwrap_or(Token([0x5a; 16]));
+    let Ok(claim) = parse_claim(&token, data) else {
+        return;
+    };
+    let mut buf = [0u8; RECORD_LIMIT];
+    let n = encode_claim(&token, claim.pid, claim.host(), claim.start, &mut buf)
+        .expect("a parsed claim encodes");
+    assert_eq!(&buf[..n], data);
+}
+
 fuzz_target!(|data: &[u8]| {
+    strict_claim(data);
     let content = Content::Bytes(data);
     for reader in [Reader::Protocol1, Reader::Protocol2] {
         match classify(content, reader) {
