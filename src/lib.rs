@@ -120,6 +120,11 @@ pub use kernel::open_file::{OpenFileGuard, OpenFileLock};
 pub use kernel::{FileLock, FileLockGuard};
 pub mod soft;
 pub use soft::{SoftLock, SoftLockGuard};
+#[cfg(unix)]
+#[cfg_attr(docsrs, doc(cfg(unix)))]
+pub mod strict;
+#[cfg(unix)]
+pub use strict::{StrictLock, StrictLockGuard};
 #[cfg(feature = "etcd")]
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub mod etcd;

@@ -17,5 +17,8 @@
 pub mod kernel;
 #[cfg(target_vendor = "apple")]
 pub mod soft;
+/// The strict lock's directories, links and `fsync`: the shared POSIX calls.
+#[cfg(target_vendor = "apple")]
+pub use swaplock_unix::strict;
 #[cfg(target_vendor = "apple")]
 pub mod supervise;

@@ -8,7 +8,8 @@
 //! [`Errno`](swaplock_core::Errno), unchanged. What differs between the
 //! systems is a [`soft::Platform`], which each adapter implements.
 //! [`supervise`] holds the same kind of forwards for the commands that run
-//! a program under a lock: pipes, process groups, signals, the terminal.
+//! a program under a lock: pipes, process groups, signals, the terminal;
+//! [`strict`] the strict lock's directories, links and `fsync`.
 //!
 //! On other targets this crate is empty.
 // docs.rs labels each platform's and feature's items with what they need.
@@ -24,5 +25,7 @@ pub mod kernel;
 pub mod soft;
 #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 pub mod stat;
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+pub mod strict;
 #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 pub mod supervise;

@@ -10,6 +10,7 @@
 
 use super::claim::{ClaimName, ClaimState};
 use crate::names::Token;
+use crate::wait::Wait;
 use core::time::Duration;
 
 /// How many claims a scan keeps. A scan that proves more to exist is
@@ -113,6 +114,47 @@ pub fn retry_pause(poll: Duration, attempt: u32, random: u64) -> Duration {
         n => random % n.saturating_add(1),
     };
     (poll / 2).saturating_add(Duration::from_nanos(offset))
+}
+
+/// A strict lock's patience: how long an acquire may wait, counted from
+/// its start, with a [`retry_pause`] between attempts (the last one cut
+/// to the time left). The first attempt always runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Jittered {
+    /// How long to keep trying.
+    pub wait: Wait<Duration>,
+    /// The poll interval the pauses are drawn around.
+    pub poll: Duration,
+    /// Attempts found busy so far.
+    pub attempts: u32,
+}
+
+impl Jittered {
+    /// A patience that has seen no attempt.
+    pub const fn new(wait: Wait<Duration>, poll: Duration) -> Self {
+        Jittered {
+            wait,
+            poll,
+            attempts: 0,
+        }
+    }
+
+    /// After an attempt that found the lock busy `elapsed` into the
+    /// acquire: the pause before the next one, drawn from `random`, or
+    /// `None` to give up.
+    pub fn busy(&mut self, elapsed: Duration, random: u64) -> Option<Duration> {
+        let pause = retry_pause(self.poll, self.attempts, random);
+        self.attempts = self.attempts.saturating_add(1);
+        match self.wait {
+            Wait::No => None,
+            Wait::Forever => Some(pause),
+            Wait::Until(timeout) => match timeout.saturating_sub(elapsed) {
+                Duration::ZERO => None,
+                left => Some(left.min(pause)),
+            },
+        }
+    }
 }
 
 /// The mode the coordination and claims' directories are made with, for

@@ -407,6 +407,27 @@ fn retry_pauses_are_jittered_around_the_interval() {
 }
 
 #[test]
+fn a_patience_gives_up_at_its_deadline_and_jitters_until_then() {
+    use crate::wait::Wait;
+    use core::time::Duration;
+    let ms = Duration::from_millis;
+    let mut once = Jittered::new(Wait::No, ms(50));
+    assert_eq!(once.busy(ms(0), 7), None);
+    let mut until = Jittered::new(Wait::Until(ms(120)), ms(50));
+    let first = until.busy(ms(0), 7).unwrap();
+    assert!(first >= ms(25) && first <= ms(75));
+    assert_eq!(until.busy(ms(110), u64::MAX), Some(ms(10)));
+    assert_eq!(until.busy(ms(120), 7), None);
+    assert_eq!(until.attempts, 3);
+    let mut forever = Jittered::new(Wait::Forever, ms(50));
+    assert!(forever.busy(ms(1 << 40), 3).is_some());
+    assert_eq!(
+        Jittered::new(Wait::Until(ms(0)), ms(50)).busy(ms(0), 1),
+        None
+    );
+}
+
+#[test]
 fn directories_take_filelocks_modes() {
     assert_eq!(directory_mode(0o666), 0o777);
     assert_eq!(directory_mode(0o600), 0o700);
