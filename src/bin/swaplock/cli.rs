@@ -14,6 +14,8 @@ use windows::run;
 
 mod break_lock;
 mod status;
+#[cfg(unix)]
+mod strict;
 mod take;
 #[cfg(windows)]
 mod windows;
@@ -39,7 +41,7 @@ pub(crate) const USAGE: &str = "usage: swaplock run [OPTIONS] LOCKFILE COMMAND [
        swaplock --help | --version      swaplock COMMAND --help
 
 Runs a command while holding a lock, or says who holds one.
-KIND is fcntl, flock, soft, marker (the default) or lease; see
+KIND is fcntl, flock, soft, marker (the default), lease or strict; see
 `swaplock run --help` for the options and exit statuses, and swaplock(1).";
 
 /// `swaplock run --help`.
@@ -50,7 +52,7 @@ Runs COMMAND (or SHELL COMMAND, by sh -c) while holding the lock LOCKFILE.
 With --etcd the lock is NAME in etcd instead, as `etcdctl lock NAME` takes it.
 
 options:
-  --kind KIND       fcntl | flock | soft | marker (default) | lease
+  --kind KIND       fcntl | flock | soft | marker (default) | lease | strict
   --wait            wait for the lock (the default)
   --fail, -n        exit with the conflict status at once if the lock is held
                     (even with --timeout, as flock(1)'s -n)
@@ -106,7 +108,8 @@ pub(crate) const STATUS_USAGE: &str = "usage: swaplock status [--kind KIND] [--j
        swaplock status --etcd URL[,URL...] [--json] NAME
 
 Says who holds the lock LOCKFILE, judged as a contender judges it. KIND is
-fcntl, flock, soft, marker (the default) or lease. For fcntl the holder is
+fcntl, flock, soft, marker (the default), lease or strict (every claim,
+and what sits at the lock path). For fcntl the holder is
 the lock's query (F_GETLK: PID -1 for an open file description lock); for
 flock, the kernel's lock table (/proc/locks) on Linux and Android.
 With --etcd, says which key holds the etcd lock NAME (the one with the
@@ -120,10 +123,12 @@ pub(crate) const BREAK_USAGE: &str =
     "usage: swaplock break [--kind KIND] [--lease SECS] [--force] LOCKFILE
 
 Removes a stale soft-lock marker by the same safe path a contender uses,
-and explains why a marker stays. KIND is soft, marker (the default) or
-lease; a lease is judged with the duration its marker publishes unless
---lease gives one. --force removes the marker of a holder that may be
-alive: mutual exclusion with it is lost.
+and explains why a marker stays. KIND is soft, marker (the default),
+lease or strict; a lease is judged with the duration its marker publishes
+unless --lease gives one. --force removes the marker of a holder that may
+be alive: mutual exclusion with it is lost. A strict lock never expires:
+break removes the claims of holders this host proves gone, and --force
+removes every claim.
 
 exit status: 0 once the lock is free, 1 when it refuses or fails, 2 usage
 error.";
@@ -133,6 +138,8 @@ enum LockKind {
     Fcntl,
     Flock,
     Soft(Kind),
+    /// filelock's `StrictSoftFileLock` (POSIX systems only).
+    Strict,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -216,9 +223,17 @@ fn kind(value: OsString) -> Result<LockKind, String> {
         Some("soft") => LockKind::Soft(Kind::Soft),
         Some("marker") => LockKind::Soft(Kind::Marker),
         Some("lease") => LockKind::Soft(Kind::Lease),
+        Some("strict") if cfg!(windows) => {
+            return Err(
+                "the strict kind is for POSIX systems: it needs hard links and \
+                        directory descriptors"
+                    .into(),
+            )
+        }
+        Some("strict") => LockKind::Strict,
         _ => {
             return Err(format!(
-                "unknown kind {}: fcntl, flock, soft, marker or lease",
+                "unknown kind {}: fcntl, flock, soft, marker, lease or strict",
                 value.to_string_lossy()
             ))
         }

@@ -53,6 +53,7 @@ pub(super) fn kind_name(kind: LockKind) -> &'static str {
         LockKind::Soft(Kind::Soft) => "soft",
         LockKind::Soft(Kind::Marker) => "marker",
         LockKind::Soft(_) => "lease",
+        LockKind::Strict => "strict",
     }
 }
 
@@ -67,6 +68,10 @@ pub(super) fn find_holder(opts: &Options) -> std::io::Result<Option<Found>> {
         LockKind::Fcntl => FileLock::new(&path),
         LockKind::Flock => FileLock::flock(&path),
         LockKind::Soft(kind) => return soft_holder(soft_lock(opts, kind)),
+        #[cfg(unix)]
+        LockKind::Strict => return strict::holder(&path),
+        #[cfg(windows)]
+        LockKind::Strict => return Ok(None),
     };
     // An fcntl query needs the file; a missing one is free.
     if opts.kind == LockKind::Fcntl && std::fs::symlink_metadata(&path).is_err() {
@@ -289,6 +294,10 @@ pub(super) fn filesystem(_: &std::path::Path) -> Option<(String, String)> {
 }
 
 pub(super) fn status(opts: Options) -> i32 {
+    #[cfg(unix)]
+    if opts.kind == LockKind::Strict {
+        return strict::status(&opts);
+    }
     let path = opts.rest[0].to_string_lossy().into_owned();
     let fs = filesystem(std::path::Path::new(&opts.rest[0]));
     let found = match find_holder(&opts) {

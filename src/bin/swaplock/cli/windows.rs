@@ -37,6 +37,8 @@ pub(super) fn run(opts: Options) -> i32 {
                 Err(code) => return code,
             }
         }
+        // Refused by the option parser on Windows.
+        LockKind::Strict => return 2,
         LockKind::Soft(kind) => {
             let flag = Arc::clone(&lost);
             let lock = soft_lock(&opts, kind)
