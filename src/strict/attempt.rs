@@ -31,6 +31,9 @@ pub(super) enum Blocker {
     Occupant(String),
     /// Claims: another contender's, or the doorway was lost.
     Claims,
+    /// The sentinel came or went while the attempt looked at the lock
+    /// path.
+    Sentinel,
 }
 
 /// A won attempt: what the hold keeps.
@@ -286,15 +289,13 @@ impl StrictLock {
         loop {
             let (description, state, key) = match self.look(dir, me)? {
                 AtLock::Sentinel(fd, id) => return Ok(Ok((fd, id))),
-                AtLock::Missing if published => {
-                    return Ok(Err(Blocker::Occupant("nothing (the sentinel went)".into())))
-                }
+                AtLock::Missing if published => return Ok(Err(Blocker::Sentinel)),
                 AtLock::Missing => {
                     self.reap_sentinel_litter(dir)?;
                     match self.publish(dir, &self.base, SENTINEL)? {
                         Published::Linked | Published::Taken => {}
                         Published::Reclaimed | Published::Replaced => {
-                            return Ok(Err(Blocker::Occupant("a sentinel being made".into())))
+                            return Ok(Err(Blocker::Sentinel))
                         }
                     }
                     published = true;
@@ -402,7 +403,7 @@ impl StrictLock {
 
     /// The error of an acquire that gave up on a busy lock: filelock's
     /// timeout text, and a sentence that names what was in the way.
-    pub(super) fn busy(&self, wait: Wait<Duration>, blocker: Blocker, me: &Me) -> io::Error {
+    pub(super) fn busy(&self, wait: Wait<Duration>, blocker: Blocker) -> io::Error {
         let kind = if wait.timed() {
             io::ErrorKind::TimedOut
         } else {
@@ -413,7 +414,10 @@ impl StrictLock {
                 "{description} sits at the lock path in place of the strict sentinel (a strict \
                  lock and a soft lock must not share a path)"
             ),
-            Blocker::Claims => self.holder_sentence(me),
+            Blocker::Claims => self.holder_sentence(),
+            Blocker::Sentinel => "the sentinel at the lock path was being made or removed by \
+                                  another process"
+                .into(),
         };
         let source = io::Error::new(
             kind,

@@ -289,7 +289,7 @@ impl StrictLock {
     /// Who holds the lock, for a busy lock's report: the holder of the
     /// held claim with the smallest token (or of the smallest intent), how
     /// it stands, and what an operator can do.
-    pub(super) fn holder_sentence(&self, _me: &Me) -> String {
+    pub(super) fn holder_sentence(&self) -> String {
         let claims = match self.claims() {
             Ok(claims) => claims,
             Err(e) => return format!("its claims cannot be read ({e})"),

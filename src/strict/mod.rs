@@ -395,7 +395,7 @@ impl StrictLock {
                 attempt::Attempt::Busy(blocker) => blocker,
             };
             let Some(pause) = patience.busy(began.elapsed(), random_u64()) else {
-                return Err(self.busy(wait, blocker, &me));
+                return Err(self.busy(wait, blocker));
             };
             if let Some(hook) = hook.as_mut() {
                 let status = StrictWait {
