@@ -22,7 +22,8 @@ pub const CLAIM_MAGIC: &[u8] = b"filelock-strict-v1";
 /// The longest host name a claim record can carry, in bytes: a record is
 /// at most [`RECORD_LIMIT`](super::RECORD_LIMIT) bytes and spells each
 /// byte of the host with two hex digits.
-pub const CLAIM_HOST_MAX: usize = super::RECORD_LIMIT / 2;
+pub const CLAIM_HOST_MAX: usize = 512;
+const _: () = assert!(2 * CLAIM_HOST_MAX == super::RECORD_LIMIT);
 
 /// A claim's host name, decoded from its hex.
 pub type ClaimHost = heapless::String<CLAIM_HOST_MAX>;
@@ -216,7 +217,7 @@ fn nibble(c: u8) -> Option<u8> {
 
 /// The host from its canonical lowercase hex, or `None`.
 fn parse_host(hex: &[u8]) -> Option<ClaimHost> {
-    if !hex.len().is_multiple_of(2) || hex.len() / 2 > CLAIM_HOST_MAX {
+    if !hex.len().is_multiple_of(2) {
         return None;
     }
     let mut bytes: heapless::Vec<u8, CLAIM_HOST_MAX> = heapless::Vec::new();

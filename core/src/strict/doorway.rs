@@ -55,12 +55,6 @@ impl Scan {
     pub fn claims(&self) -> &[ClaimName] {
         &self.claims
     }
-
-    fn has(&self, state: ClaimState, token: &Token) -> bool {
-        self.claims
-            .iter()
-            .any(|c| c.state == state && c.token == *token)
-    }
 }
 
 /// Step 3: whether an attempt may publish its intent. Any claim at all
@@ -86,10 +80,10 @@ pub fn may_link_held(scan: &Scan, token: &Token) -> bool {
 /// won. Only when both our intent and our held claim are listed and no
 /// claim of any state carries a smaller token.
 pub fn won(scan: &Scan, token: &Token) -> bool {
-    !scan.overflowed()
-        && scan.has(ClaimState::Intent, token)
-        && scan.has(ClaimState::Held, token)
-        && scan.claims.iter().all(|c| c.key() >= token.0)
+    // A listing names each claim once: two claims of our token are our
+    // intent and our held claim.
+    let ours = scan.claims.iter().filter(|c| c.token == *token).count();
+    !scan.overflowed() && ours == 2 && scan.claims.iter().all(|c| c.key() >= token.0)
 }
 
 /// The pause before attempt `attempt` (0 for the pause after the first

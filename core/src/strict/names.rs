@@ -53,10 +53,9 @@ fn is_hex32(text: &[u8]) -> bool {
 /// private name: `.`, the public name (possibly empty), the last
 /// `.private-v1-` in it, 32 lowercase hex digits, `.tmp`.
 pub fn private_public_name(entry: &[u8]) -> Option<&[u8]> {
-    if entry.len() < 1 + TMP_SUFFIX.len() || entry[0] != b'.' {
-        return None;
-    }
-    let middle = entry[1..].strip_suffix(TMP_SUFFIX)?;
+    // The leading dot and the suffix do not overlap: `.tmp` is no private
+    // name, as filelock's slicing of it finds none.
+    let middle = entry.strip_prefix(b".")?.strip_suffix(TMP_SUFFIX)?;
     let at = middle
         .windows(PRIVATE_MARKER.len())
         .rposition(|w| w == PRIVATE_MARKER)?;

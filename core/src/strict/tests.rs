@@ -178,6 +178,27 @@ fn every_field_is_read_as_filelock_reads_it() {
     );
     let long = with_field(4, &"1".repeat(RECORD_LIMIT));
     assert_eq!(parse(&long), Err(MalformedClaim::TooLong));
+    // Exactly the limit is fine; one byte more is not.
+    let start = RECORD_LIMIT - (OBSERVED.len() - OBSERVED_START.len());
+    assert_eq!(with_field(4, &"1".repeat(start)).len(), RECORD_LIMIT);
+    assert!(parse(&with_field(4, &"1".repeat(start))).is_ok());
+    assert_eq!(
+        parse(&with_field(4, &"1".repeat(start + 1))),
+        Err(MalformedClaim::TooLong)
+    );
+    // A seventh field, empty (a trailing empty line) or without its own
+    // newline.
+    let mut trailing = OBSERVED.to_vec();
+    trailing.push(b'\n');
+    assert_eq!(parse(&trailing), Err(MalformedClaim::FieldCount));
+    let mut unended = OBSERVED.to_vec();
+    unended.push(b'x');
+    assert_eq!(parse(&unended), Err(MalformedClaim::FieldCount));
+    // The reasons print as filelock's words, with the cause.
+    assert_eq!(
+        format!("{}", MalformedClaim::Pid),
+        "malformed claim record (no PID in 1..2147483647)"
+    );
 }
 
 #[test]
@@ -268,6 +289,19 @@ fn litter_names_and_what_a_scan_makes_of_each_entry() {
             "{ignored}"
         );
     }
+    for none in [
+        &b""[..],
+        b".",
+        b".tmp",
+        b"..tmp",
+        b"a.private-v1-2ccc0000000000000000000000000000.tmp",
+    ] {
+        assert_eq!(private_public_name(none), None, "{none:?}");
+    }
+    assert_eq!(
+        private_public_name(format!("..private-v1-{h}.tmp").as_bytes()),
+        Some(&b""[..])
+    );
     // The last marker decides, as Python's rpartition does.
     let nested = format!(".a.private-v1-{h}.private-v1-{h}.tmp");
     let inner = format!("a.private-v1-{h}");
@@ -432,6 +466,8 @@ fn directories_take_filelocks_modes() {
     assert_eq!(directory_mode(0o666), 0o777);
     assert_eq!(directory_mode(0o600), 0o700);
     assert_eq!(directory_mode(0o640), 0o750);
+    assert_eq!(directory_mode(0o755), 0o755);
+    assert_eq!(directory_mode(0o7644), 0o755);
     // mkdir under umask 022, then the sticky bit.
     assert_eq!(settled_directory_mode(0o40755, 0o777), Some(0o1755));
     assert_eq!(settled_directory_mode(0o41755, 0o777), None);
