@@ -1,4 +1,4 @@
-//! The strict lock on its own (PROTOCOL 16): threads of one process take
+//! The strict lock on its own (PROTOCOL 17): threads of one process take
 //! turns through the claims; names that would not fit, and a directory
 //! swapped for a symlink, are refused before anything is made; and a
 //! contender killed at any link or unlink of its attempt leaves nothing

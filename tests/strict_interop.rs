@@ -1,6 +1,6 @@
 //! The strict lock against the real Python filelock 4.2.11's
 //! `StrictSoftFileLock`, in both directions, with real processes
-//! (PROTOCOL 16): records and modes are byte-exact and read alike, a
+//! (PROTOCOL 17): records and modes are byte-exact and read alike, a
 //! holder excludes the other side, a storm of both sides never overlaps,
 //! a killed holder blocks until its claims are broken, what sits at the
 //! lock path gets the same verdict at the same time, litter is reaped
@@ -439,7 +439,7 @@ fn a_killed_holder_blocks_until_its_claims_are_broken() {
     live.release();
 }
 
-/// One row of PROTOCOL 16.6: what is put at the lock path, and whether
+/// One row of PROTOCOL 17.6: what is put at the lock path, and whether
 /// both sides fail on it (else they time out).
 struct Row {
     name: &'static str,

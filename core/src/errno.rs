@@ -72,6 +72,9 @@ errnos! {
     /// `EDEADLK`: a blocking classic `fcntl` lock would deadlock with
     /// another process's.
     DEADLK = linux 35, apple 11, windows 36;
+    /// `EMLINK`: too many links (what FreeBSD's `O_NOFOLLOW` gives on a
+    /// symlink).
+    MLINK = linux 31, apple 31, windows 31;
     /// `EROFS`: read-only file system.
     ROFS = linux 30, apple 30, windows 30;
     /// `EDQUOT`: disk quota exceeded (Windows has none; Winsock's number

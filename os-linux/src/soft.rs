@@ -65,6 +65,9 @@ pub type LinuxOs<'d> = swaplock_unix::soft::UnixOs<'d, Linux>;
 /// The soft-lock operations on one directory, on this system.
 pub type SoftOs<'d> = LinuxOs<'d>;
 
+/// The read-write lock's files (`swaplock_unix::rw`) on this system.
+pub type RwFiles = swaplock_unix::rw::RwFiles<Linux>;
+
 /// `getrandom(16 bytes)` — 128 bits for a derived name or a lease token;
 /// where the kernel has no `getrandom` (before Linux 3.17, as on many
 /// Android 5-7 devices: `ENOSYS`) or a seccomp policy refuses it (`EPERM`),

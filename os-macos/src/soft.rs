@@ -55,6 +55,9 @@ pub type MacOsOs<'d> = swaplock_unix::soft::UnixOs<'d, MacOs>;
 /// The soft-lock operations on one directory, on this system.
 pub type SoftOs<'d> = MacOsOs<'d>;
 
+/// The read-write lock's files (`swaplock_unix::rw`) on this system.
+pub type RwFiles = swaplock_unix::rw::RwFiles<MacOs>;
+
 /// `arc4random_buf(16 bytes)` — 128 bits for a derived name or a lease
 /// token. It cannot fail.
 ///

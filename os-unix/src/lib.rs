@@ -7,7 +7,8 @@
 //! here: decisions are the core's. Errors come back as the core's
 //! [`Errno`](swaplock_core::Errno), unchanged. What differs between the
 //! systems is a [`soft::Platform`], which each adapter implements.
-//! [`supervise`] holds the same kind of forwards for the commands that run
+//! [`rw`] performs the read-write lock's file operations over the soft
+//! kinds' own. [`supervise`] holds the same kind of forwards for the commands that run
 //! a program under a lock: pipes, process groups, signals, the terminal;
 //! [`strict`] the strict lock's directories, links and `fsync`.
 //!
@@ -21,6 +22,8 @@
 
 #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 pub mod kernel;
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+pub mod rw;
 #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 pub mod soft;
 #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]

@@ -53,7 +53,7 @@ pub(crate) fn permissions(bits: u32) -> Mode {
 }
 
 /// A file name as a C string, in a stack buffer.
-pub(crate) fn c_name(name: &[u8]) -> Result<heapless::Vec<u8, 256>, Errno> {
+fn c_name(name: &[u8]) -> Result<heapless::Vec<u8, 256>, Errno> {
     if name.contains(&0) {
         return Err(Errno::INVAL);
     }
@@ -65,10 +65,7 @@ pub(crate) fn c_name(name: &[u8]) -> Result<heapless::Vec<u8, 256>, Errno> {
     Ok(buf)
 }
 
-pub(crate) fn with_name<T>(
-    name: &[u8],
-    f: impl FnOnce(&CStr) -> rustix::io::Result<T>,
-) -> Result<T, Errno> {
+fn with_name<T>(name: &[u8], f: impl FnOnce(&CStr) -> rustix::io::Result<T>) -> Result<T, Errno> {
     let buf = c_name(name)?;
     let c = CStr::from_bytes_with_nul(&buf).map_err(|_| Errno::INVAL)?;
     f(c).map_err(errno)

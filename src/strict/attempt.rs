@@ -1,14 +1,16 @@
-//! One attempt (PROTOCOL 16.5): the directories, the sentinel and what
-//! else sits at the lock path (16.6), the doorway, and the clean-up of a
+//! One attempt (PROTOCOL 17.5): the directories, the sentinel and what
+//! else sits at the lock path (17.6), the doorway, and the clean-up of a
 //! lost attempt; and the busy lock's report.
 
-use super::scan::{no_hard_links, Published};
+use super::scan::Published;
 use super::*;
+use std::os::fd::AsFd;
 use swaplock_core::decide::{FileId, WatchKey};
+use swaplock_core::rw::files::{foreign_owner, no_hard_links, Owner};
 use swaplock_core::soft::{Clock, Dir as _, NodeKind};
 use swaplock_core::strict::claim::encode_claim;
 use swaplock_core::strict::doorway::{
-    directory_mode, foreign_directory, may_link_held, may_publish, settled_directory_mode, won,
+    directory_mode, may_link_held, may_publish, settled_directory_mode, won,
 };
 use swaplock_core::strict::occupant::{judge_occupant, Look, Occupant};
 use swaplock_core::strict::{
@@ -147,7 +149,11 @@ impl StrictLock {
             return Ok(false);
         }
         let (intent_name, held_name) = (intent.encode(), held.encode());
-        match sys::link_at(&dirs.claims, intent_name.as_bytes(), held_name.as_bytes()) {
+        let linked = c(intent_name.as_bytes()).and_then(|from| {
+            let to = c(held_name.as_bytes())?;
+            sys::link_at(dirs.claims.as_fd(), &from, &to)
+        });
+        match linked {
             Ok(()) => {}
             Err(e) if e == Errno::EXIST => {
                 let mut os = SoftOs::on(&dirs.claims);
@@ -219,7 +225,7 @@ impl StrictLock {
     }
 
     /// Opens the lock's directory, creating it if missing, then makes and
-    /// settles the coordination and claims' directories (PROTOCOL 16.1).
+    /// settles the coordination and claims' directories (PROTOCOL 17.1).
     pub(super) fn open_dirs(&self) -> io::Result<Dirs> {
         let lock = match os::open_dir(&self.dir) {
             Ok(fd) => fd,
@@ -246,12 +252,13 @@ impl StrictLock {
     /// sticky parent, and sets the mode of one this account owns.
     fn settled_dir(&self, parent: &Dir, name: &[u8], mode: u32) -> io::Result<Dir> {
         let shown = String::from_utf8_lossy(name);
-        match sys::mkdir_at(parent, name, mode) {
+        let made = c(name).and_then(|n| sys::mkdir_at(parent.as_fd(), &n, mode));
+        match made {
             Ok(()) => {}
             Err(e) if e == Errno::EXIST => {}
             Err(e) => return Err(self.invalid(None, format!("cannot create {shown}: {e}"))),
         }
-        let dir = match sys::open_dir_at(parent, name) {
+        let dir = match c(name).and_then(|n| sys::open_dir_nofollow(parent.as_fd(), &n)) {
             Ok(dir) => dir,
             Err(e) if e == Errno::LOOP || e == Errno::NOTDIR => {
                 return Err(self.invalid(None, format!("{shown} is not a real directory")))
@@ -261,8 +268,12 @@ impl StrictLock {
         let looked = sys::owner_and_mode(&dir).and_then(|d| Ok((d, sys::owner_and_mode(parent)?)));
         let ((uid, st_mode), (parent_uid, parent_mode)) =
             looked.map_err(|e| self.invalid(None, format!("cannot inspect {shown}: {e}")))?;
-        let euid = sys::euid();
-        if foreign_directory(uid, parent_uid, parent_mode & 0o1000 != 0, euid) {
+        let euid = sys::effective_uid();
+        let owner = |uid, mode: u32| Owner {
+            uid,
+            sticky: mode & 0o1000 != 0,
+        };
+        if foreign_owner(owner(uid, st_mode), owner(parent_uid, parent_mode), euid).is_some() {
             return Err(self.invalid(
                 None,
                 format!(
@@ -332,7 +343,7 @@ impl StrictLock {
         }
     }
 
-    /// What sits at the lock path (PROTOCOL 16.6): an `lstat`, then for a
+    /// What sits at the lock path (PROTOCOL 17.6): an `lstat`, then for a
     /// regular file a non-following, non-blocking open, an `fstat` that
     /// must show the same file, and a read of at most 1025 bytes.
     pub(super) fn look(&self, dir: &Dir, me: &Me) -> io::Result<AtLock> {

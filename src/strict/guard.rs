@@ -1,4 +1,4 @@
-//! A held strict lock: its guard and its release (PROTOCOL 16.7).
+//! A held strict lock: its guard and its release (PROTOCOL 17.7).
 
 use super::attempt::Hold;
 use super::*;

@@ -1,5 +1,5 @@
 //! What a strict lock's files say, and an operator's remedies
-//! (PROTOCOL 16.7): the claims and their holders' standing, what sits at
+//! (PROTOCOL 17.7): the claims and their holders' standing, what sits at
 //! the lock path, the break of a dead holder's claims, and the forced
 //! break of any.
 
@@ -158,7 +158,7 @@ impl StrictLock {
     /// a holder that lives, or that cannot be judged from here (another
     /// host, a failed probe), are kept and reported. Safe while others
     /// contend: a dead holder acts no more, and no contender's win counts
-    /// on its claims (PROTOCOL 16.7).
+    /// on its claims (PROTOCOL 17.7).
     ///
     /// ```no_run
     /// use swaplock::StrictLock;
@@ -275,7 +275,9 @@ impl StrictLock {
         };
         let mut coordination = self.base.clone();
         let _ = coordination.extend_from_slice(COORDINATION_SUFFIX);
-        let open = |parent: &Dir, name: &[u8]| match sys::open_dir_at(parent, name) {
+        let open = |parent: &Dir, name: &[u8]| match c(name)
+            .and_then(|n| sys::open_dir_nofollow(std::os::fd::AsFd::as_fd(parent), &n))
+        {
             Ok(dir) => Ok(Some(dir)),
             Err(e) if e == Errno::NOENT => Ok(None),
             Err(e) => Err(self.invalid(None, format!("cannot open claim directory: {e}"))),

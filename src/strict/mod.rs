@@ -1,6 +1,6 @@
 //! The strict lock: Python filelock 4.2.11's `StrictSoftFileLock`, for
 //! filesystems where kernel locks fail and no holder may ever be broken on
-//! a guess (PROTOCOL 16).
+//! a guess (PROTOCOL 17).
 //!
 //! A permanent sentinel sits at the lock path; each contender publishes
 //! an immutable claim under `<lock>.filelock/claims/`, by a hard link of a
@@ -62,7 +62,7 @@ pub use inspect::{BreakReport, ClaimInfo, LockPath};
 pub use swaplock_core::strict::claim::ClaimState;
 
 /// The default pause between attempts, as filelock's `poll_interval`
-/// (each pause is drawn at random around it: PROTOCOL 16.5).
+/// (each pause is drawn at random around it: PROTOCOL 17.5).
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(50);
 
 /// The strict locks this process holds, by canonical path: a thread that
@@ -73,7 +73,7 @@ static HELD: held::Held<Arc<Path>> = crate::lists::ProcessMutex::new(Vec::new())
 #[derive(Default)]
 struct Memory {
     /// How long the file at the lock path that no lock parses has been
-    /// seen unchanged (PROTOCOL 16.6).
+    /// seen unchanged (PROTOCOL 17.6).
     watch: UnchangedWatch,
     /// Our claims an attempt could not remove: removed at the next.
     leftovers: Vec<ClaimName>,
@@ -431,6 +431,12 @@ impl StrictLock {
         );
         LockError::io(&self.path, Step::Lock, kind, source)
     }
+}
+
+/// A name as the adapter's calls take it. The names a strict lock acts
+/// on are built by it or listed from a directory: none holds a NUL.
+fn c(name: &[u8]) -> Result<CString, Errno> {
+    CString::new(name).map_err(|_| Errno::INVAL)
 }
 
 /// 64 random bits, for a pause.

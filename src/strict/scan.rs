@@ -1,9 +1,11 @@
-//! Publication by private file and link (PROTOCOL 16.3), and the scan of
+//! Publication by private file and link (PROTOCOL 17.3), and the scan of
 //! the claims: litter reaped on the filesystem's clock, each claim read,
-//! proved to exist and parsed (PROTOCOL 16.4).
+//! proved to exist and parsed (PROTOCOL 17.4).
 
 use super::*;
+use std::os::fd::AsFd;
 use swaplock_core::decide::{FileId, FileTime};
+use swaplock_core::rw::files::no_hard_links;
 use swaplock_core::soft::{Dir as _, Entropy, NodeKind};
 use swaplock_core::strict::claim::parse_claim;
 use swaplock_core::strict::doorway::Scan;
@@ -23,20 +25,6 @@ pub(super) enum Published {
     Reclaimed,
     /// The public name was linked, then found to be another file.
     Replaced,
-}
-
-/// Whether `link` failing with `errno` means the filesystem has no hard
-/// links: `EPERM` (FAT and exFAT have no link operation), `ENOSYS`,
-/// `EXDEV`, `EOPNOTSUPP`, `ENOTSUP`.
-pub(super) fn no_hard_links(errno: Errno) -> bool {
-    [
-        Errno::PERM,
-        Errno::NOSYS,
-        Errno::XDEV,
-        Errno::OPNOTSUPP,
-        Errno::NOTSUP,
-    ]
-    .contains(&errno)
 }
 
 /// One claim a scan read: its name, record and file.
@@ -73,7 +61,7 @@ enum Read {
 }
 
 impl StrictLock {
-    /// Publishes `record` under `public` in `dir` (PROTOCOL 16.3).
+    /// Publishes `record` under `public` in `dir` (PROTOCOL 17.3).
     pub(super) fn publish(&self, dir: &Dir, public: &[u8], record: &[u8]) -> io::Result<Published> {
         let mut os = SoftOs::on(dir);
         let private = private_name(public, &os.token())
@@ -94,7 +82,7 @@ impl StrictLock {
                     Err(e) => return Err(e),
                 }
             }
-            sys::fsync(&file)?;
+            sys::fsync(file.as_fd())?;
             Ok(ours)
         })();
         let ours = match outcome {
@@ -106,7 +94,8 @@ impl StrictLock {
             }
         };
         drop(file);
-        let linked = match sys::link_at(dir, &private, public) {
+        let names = c(&private).and_then(|from| Ok((from, c(public)?)));
+        let linked = match names.and_then(|(from, to)| sys::link_at(dir.as_fd(), &from, &to)) {
             Ok(()) => Ok(()),
             Err(e) if e == Errno::EXIST => match os.lstat(public) {
                 Ok(st) if st.id == ours => Ok(()),
@@ -130,7 +119,7 @@ impl StrictLock {
         }
     }
 
-    /// Reaps the sentinel's litter in the lock's directory (PROTOCOL 16.5
+    /// Reaps the sentinel's litter in the lock's directory (PROTOCOL 17.5
     /// step 2), by the rule of a scan's litter.
     pub(super) fn reap_sentinel_litter(&self, dir: &Dir) -> io::Result<()> {
         let names = list(dir).map_err(|e| {
@@ -151,7 +140,7 @@ impl StrictLock {
         })
     }
 
-    /// Scans the claims' directory (PROTOCOL 16.4). A `thorough` scan, an
+    /// Scans the claims' directory (PROTOCOL 17.4). A `thorough` scan, an
     /// attempt's, reads the filesystem's clock to reap old litter and
     /// proves each claim exists on the server; an inspection does neither.
     pub(super) fn scan(&self, dir: &Dir, thorough: bool) -> io::Result<Scanned> {
@@ -293,7 +282,8 @@ impl StrictLock {
     fn exists_on_server(&self, dir: &Dir, name: &[u8], id: FileId) -> io::Result<bool> {
         let mut os = SoftOs::on(dir);
         let probe = probe_name(&os.token());
-        match sys::link_at(dir, name, &probe) {
+        let names = c(name).and_then(|from| Ok((from, c(&probe)?)));
+        match names.and_then(|(from, to)| sys::link_at(dir.as_fd(), &from, &to)) {
             Ok(()) => {}
             Err(e) if e == Errno::NOENT || e == Errno::STALE => return Ok(false),
             Err(e) if e == Errno::EXIST && os.lstat(&probe).is_ok_and(|st| st.id == id) => {}

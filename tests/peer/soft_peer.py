@@ -13,7 +13,8 @@
                                                     N holds, each creating WITNESS with O_EXCL for 5 ms and
                                                     appending the PID to LOG, 0-10 ms apart; print collisions
 
-KIND is soft, marker or lease.
+KIND is soft, marker or lease; for hold, also filelock (FileLock, a kernel lock)
+or rw (a SoftReadWriteLock writer).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import random
 import sys
 import time
 
-from filelock import MarkerSoftFileLock, SoftFileLease, SoftFileLock, StrictSoftFileLock, Timeout
+from filelock import FileLock, MarkerSoftFileLock, SoftFileLease, SoftFileLock, SoftReadWriteLock, StrictSoftFileLock, Timeout
 from filelock import _identity, _util
 
 
@@ -33,6 +34,10 @@ def make(kind: str, path: str, lease: float | None = None, heartbeat: float | No
         return SoftFileLock(path, **kw)
     if kind == "marker":
         return MarkerSoftFileLock(path, **kw)
+    if kind == "filelock":
+        return FileLock(path, **kw)
+    if kind == "rw":
+        return SoftReadWriteLock(path, **kw)
     events = []
 
     def on_compromise(c) -> None:
@@ -52,7 +57,10 @@ def main() -> None:
         lease = float(args[2]) if len(args) > 2 else None
         heartbeat = float(args[3]) if len(args) > 3 else None
         lock = make(kind, path, lease, heartbeat)
-        lock.acquire()
+        if kind == "rw":
+            lock.acquire_write()
+        else:
+            lock.acquire()
         start = _identity.process_start_token(os.getpid())
         print(json.dumps({"pid": os.getpid(), "start": None if start is None else str(start),
                           "host": _identity.host_name(), "token": getattr(lock, "token", None)}), flush=True)

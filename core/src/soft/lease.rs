@@ -107,6 +107,10 @@ pub enum Compromise {
     /// holder's own clock: the lease may have expired there (an etcd
     /// lock's keep-alive unanswered past its deadline).
     Unreachable,
+    /// A peer evicted this holder: the read-write lock's latest snapshot
+    /// no longer names it, or its holder record was removed or replaced
+    /// (filelock's `reason='evicted'`).
+    Evicted,
 }
 
 /// Turns heartbeat results into a compromise report (PROTOCOL 7.15): the

@@ -61,7 +61,7 @@ impl Holder {
     /// attempt did not name.
     pub fn remedy(&self) -> Option<Remedy> {
         match self {
-            Holder::Unknown => None,
+            Holder::Unknown | Holder::Local { .. } => None,
             Holder::Recordless => Some(Standing::Never.remedy()),
             Holder::Foreign { .. } => Some(Standing::Held(HeldBecause::OtherHost).remedy()),
         }
@@ -182,9 +182,10 @@ pub(super) fn is_stale<O: Processes + ?Sized>(
     matches!(owner_standing(os, cfg, owner), Standing::Stale { .. })
 }
 
-/// Names the holder of a marker whose owner this host cannot probe, as
-/// filelock's `Timeout` does: an empty marker, or a record (read as this
-/// kind reads it, protocol 1 as the fallback) naming another host.
+/// Names the holder of a marker, as far as filelock's `Timeout` names one
+/// (an empty marker, or a record, read as this kind reads it with protocol
+/// 1 as the fallback, naming another host), or the PID of a holder on this
+/// host, whose end a waiter may wait for.
 pub fn describe_holder(content: Content<'_>, kind: Kind, this_host: &str) -> Holder {
     let Ok(text) = crate::record::decode(content) else {
         return Holder::Unknown;
@@ -200,7 +201,7 @@ pub fn describe_holder(content: Content<'_>, kind: Kind, this_host: &str) -> Hol
         return Holder::Unknown;
     };
     if owner.host == this_host {
-        return Holder::Unknown;
+        return Holder::Local { pid: owner.pid };
     }
     let mut host = HostName::new();
     // A recorded host longer than a host name is cut for the report only.

@@ -1,5 +1,5 @@
 //! A strict lock's claims: their names (`intent-v1-<T>.claim`,
-//! `held-v1-<T>.claim`) and their records (PROTOCOL 16.2), parsed as
+//! `held-v1-<T>.claim`) and their records (PROTOCOL 17.2), parsed as
 //! filelock 4.2.11 parses them and encoded byte for byte as it writes them.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! Who wins from a scan of the claims (PROTOCOL 16.5): the decisions of
+//! Who wins from a scan of the claims (PROTOCOL 17.5): the decisions of
 //! the doorway's steps 3, 5 and 7 over the set of claims a scan proved to
 //! exist, the pause between attempts, and the directories' modes.
 //!
@@ -92,7 +92,7 @@ pub fn won(scan: &Scan, token: &Token) -> bool {
 /// filelock draws a jittered pause only when the interval is below 50 ms
 /// and otherwise keeps a fixed cadence, on which two contenders that lose
 /// to each other (each sees the other's smaller token or held claim, and
-/// both retry) can keep meeting (PROTOCOL 16.8). Here every pause is drawn
+/// both retry) can keep meeting (PROTOCOL 17.8). Here every pause is drawn
 /// from a window that starts at half the interval and widens, doubling per
 /// attempt, to `max(interval, 50 ms)`: the mean stays near the interval,
 /// and contenders drift apart.
@@ -171,16 +171,4 @@ pub const fn settled_directory_mode(st_mode: u32, dir_mode: u32) -> Option<u32> 
     } else {
         Some(settled)
     }
-}
-
-/// Whether a directory found in place is another account's under a sticky
-/// parent (as `/tmp` is), where it is outside the lock's control: its
-/// owner is neither this account nor the parent's owner.
-pub const fn foreign_directory(
-    dir_uid: u32,
-    parent_uid: u32,
-    parent_sticky: bool,
-    euid: u32,
-) -> bool {
-    parent_sticky && dir_uid != euid && dir_uid != parent_uid
 }

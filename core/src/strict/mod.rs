@@ -1,7 +1,7 @@
 //! The strict lock of Python filelock 4.2.11 (`StrictSoftFileLock`): a
 //! permanent sentinel at the lock path and immutable claim files under
 //! `<lock>.filelock/claims/`, won through a two-phase doorway whose
-//! smallest token wins (PROTOCOL 16).
+//! smallest token wins (PROTOCOL 17).
 //!
 //! What is here is the protocol's part that decides, as pure functions:
 //! the bytes of the sentinel and of a claim ([`claim`]), the names a
@@ -11,7 +11,7 @@
 //! facade's `StrictLock` performs the syscalls and asks these functions
 //! at each step.
 //!
-//! Invariants kept here (PROTOCOL 16.9):
+//! Invariants kept here (PROTOCOL 17.9):
 //! - ST3: a contender wins only from a scan in which its intent and its
 //!   held claim are both listed and its token is the smallest;
 //! - ST5: a claim this crate encodes parses back to the same fields, and

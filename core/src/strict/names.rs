@@ -1,4 +1,4 @@
-//! The dot names a strict lock creates and reaps (PROTOCOL 16.1, 16.4):
+//! The dot names a strict lock creates and reaps (PROTOCOL 17.1, 17.4):
 //! a record's private file before its link,
 //! `.<public>.private-v1-<hex32>.tmp`, and an existence proof's link,
 //! `.probe-v1-<hex32>.tmp`; and what a scan makes of each entry of the

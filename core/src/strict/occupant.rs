@@ -1,5 +1,5 @@
-//! What a strict lock makes of the file at its lock path (PROTOCOL 16.6),
-//! and how its claims' holders stand (PROTOCOL 16.7).
+//! What a strict lock makes of the file at its lock path (PROTOCOL 17.6),
+//! and how its claims' holders stand (PROTOCOL 17.7).
 //!
 //! Only the sentinel lets an attempt go on. A soft lock's marker whose
 //! holder may live is contention; one whose holder this host proves gone,

@@ -474,10 +474,6 @@ fn directories_take_filelocks_modes() {
     assert_eq!(settled_directory_mode(0o40700, 0o700), Some(0o1700));
     // A wider directory narrows to the mode; set-gid stays.
     assert_eq!(settled_directory_mode(0o42777, 0o700), Some(0o3700));
-    assert!(foreign_directory(1000, 0, true, 0));
-    assert!(!foreign_directory(1000, 1000, true, 0));
-    assert!(!foreign_directory(1000, 0, false, 0));
-    assert!(!foreign_directory(0, 5, true, 0));
 }
 
 /// Processes as a test tells them: who is alive, and start tokens.

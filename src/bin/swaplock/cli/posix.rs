@@ -36,6 +36,7 @@ pub(super) fn run(opts: Options) -> i32 {
     match opts.kind {
         LockKind::Fcntl | LockKind::Flock => run_kernel(opts),
         LockKind::Soft(kind) => run_soft(opts, kind),
+        LockKind::Rw => run_rw(opts),
         LockKind::Strict => run_strict(opts),
     }
 }
@@ -56,6 +57,31 @@ fn run_strict(opts: Options) -> i32 {
         Err(code) => return code,
     };
     let path = guard.path().display().to_string();
+    supervise(&opts, &events, &path, guard)
+}
+
+/// `run --kind rw`: held by the supervisor as a soft lock is, the command
+/// told the generation that granted it.
+fn run_rw(opts: Options) -> i32 {
+    let events = match Events::new() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("swaplock: cannot make a pipe: {e}");
+            return 255;
+        }
+    };
+    let lock = rw_lock(&opts).on_compromise(|_| sys::wake(LEASE_EVENT));
+    let guard = match take(
+        &opts,
+        &RwTake {
+            lock: &lock,
+            shared: opts.shared,
+        },
+    ) {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    let path = lock.path().display().to_string();
     supervise(&opts, &events, &path, guard)
 }
 
@@ -237,6 +263,7 @@ fn lost_because(c: Compromise) -> String {
         Compromise::RefreshFailed(errno) => format!("it could not be refreshed: {errno}"),
         Compromise::LeaseExpired => "etcd says the lease expired".into(),
         Compromise::Unreachable => "etcd answered no keep-alive within the lease's TTL".into(),
+        Compromise::Evicted => "a peer evicted it from the lock's log".into(),
         other => format!("{other:?}"),
     }
 }
@@ -305,6 +332,23 @@ impl Held for SoftLockGuard {
     }
     fn release(self) -> std::io::Result<()> {
         SoftLockGuard::release(self)
+    }
+}
+
+/// A read-write lock's hold: lost when evicted; the command gets the
+/// generation that granted it as its fencing token.
+impl Held for swaplock::SoftRwGuard {
+    fn compromise(&self) -> Option<Compromise> {
+        swaplock::SoftRwGuard::compromise(self)
+    }
+    fn lease_lost(&self) -> Option<Compromise> {
+        swaplock::SoftRwGuard::lease_lost(self)
+    }
+    fn release(self) -> std::io::Result<()> {
+        swaplock::SoftRwGuard::release(self)
+    }
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![("SWAPLOCK_FENCING_TOKEN", self.generation().to_string())]
     }
 }
 

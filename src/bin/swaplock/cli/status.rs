@@ -53,6 +53,7 @@ pub(super) fn kind_name(kind: LockKind) -> &'static str {
         LockKind::Soft(Kind::Soft) => "soft",
         LockKind::Soft(Kind::Marker) => "marker",
         LockKind::Soft(_) => "lease",
+        LockKind::Rw => "rw",
         LockKind::Strict => "strict",
     }
 }
@@ -68,6 +69,16 @@ pub(super) fn find_holder(opts: &Options) -> std::io::Result<Option<Found>> {
         LockKind::Fcntl => FileLock::new(&path),
         LockKind::Flock => FileLock::flock(&path),
         LockKind::Soft(kind) => return soft_holder(soft_lock(opts, kind)),
+        #[cfg(unix)]
+        LockKind::Rw => return rw_holder(opts),
+        #[cfg(windows)]
+        LockKind::Rw => {
+            let kind = std::io::ErrorKind::Unsupported;
+            return Err(std::io::Error::new(
+                kind,
+                "the read-write lock is for POSIX systems",
+            ));
+        }
         #[cfg(unix)]
         LockKind::Strict => return strict::holder(&path),
         #[cfg(windows)]
@@ -293,6 +304,17 @@ pub(super) fn filesystem(_: &std::path::Path) -> Option<(String, String)> {
     None
 }
 
+/// Another kind of lock at or beside the path of a soft lock of `opts`
+/// (`None` for the other kinds, and where it cannot be read).
+pub(super) fn find_mismatch(opts: &Options) -> Option<swaplock::soft::KindMismatch> {
+    match opts.kind {
+        LockKind::Soft(kind) if opts.etcd.is_none() => {
+            soft_lock(opts, kind).mismatch().ok().flatten()
+        }
+        _ => None,
+    }
+}
+
 pub(super) fn status(opts: Options) -> i32 {
     #[cfg(unix)]
     if opts.kind == LockKind::Strict {
@@ -300,6 +322,11 @@ pub(super) fn status(opts: Options) -> i32 {
     }
     let path = opts.rest[0].to_string_lossy().into_owned();
     let fs = filesystem(std::path::Path::new(&opts.rest[0]));
+    #[cfg(unix)]
+    if opts.kind == LockKind::Rw {
+        return rw_status(&opts, fs);
+    }
+    let mismatch = find_mismatch(&opts);
     let found = match find_holder(&opts) {
         Ok(found) => found,
         Err(e) => {
@@ -313,6 +340,9 @@ pub(super) fn status(opts: Options) -> i32 {
     let held = i32::from(found.is_some());
     if !opts.json {
         status_text(found);
+        if let Some(m) = &mismatch {
+            println!("another kind of lock: {m}");
+        }
         if let Some((text, _)) = fs {
             println!("{text}");
         }
@@ -336,8 +366,16 @@ pub(super) fn status(opts: Options) -> i32 {
                 json_string(f.standing),
             ),
         };
+        let mismatch = mismatch.map_or("null".into(), |m| {
+            format!(
+                "{{\"code\":{},\"message\":{}}}",
+                json_string(m.code()),
+                json_string(&m.to_string())
+            )
+        });
         println!(
-            "{{\"path\":{},\"kind\":{},\"held\":{},\"holder\":{holder},\"filesystem\":{}}}",
+            "{{\"path\":{},\"kind\":{},\"held\":{},\"holder\":{holder},\"filesystem\":{},\
+             \"mismatch\":{mismatch}}}",
             json_string(&path),
             json_string(kind_name(opts.kind)),
             found.is_some(),
