@@ -20,6 +20,8 @@
 //! - [`wait`]: the clocks and the caller's patience both acquire loops use.
 //! - [`rw`]: the read-write soft lock's generation log (filelock's
 //!   `SoftReadWriteLock`): its records, names and decisions.
+//! - [`strict`]: filelock's strict lock: its sentinel and claim records,
+//!   names, what sits at its lock path, and who wins its doorway.
 //!
 //! ```
 //! use swaplock_core::record::{classify, Classified, Content, Reader};
@@ -54,6 +56,7 @@ pub mod rw;
 pub mod soft;
 pub mod sqlite;
 pub mod start;
+pub mod strict;
 pub mod wait;
 
 pub use decimal::Decimal;

@@ -19,6 +19,9 @@ pub mod fs;
 pub mod kernel;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod soft;
+/// The strict lock's directories, links and `fsync`: the shared POSIX calls.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub use swaplock_unix::strict;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod sqlite {
     //! The SQLite lock's syscalls: the shared POSIX ones of

@@ -17,6 +17,9 @@
 pub mod kernel;
 #[cfg(target_vendor = "apple")]
 pub mod soft;
+/// The strict lock's directories, links and `fsync`: the shared POSIX calls.
+#[cfg(target_vendor = "apple")]
+pub use swaplock_unix::strict;
 #[cfg(target_vendor = "apple")]
 pub mod sqlite {
     //! The SQLite lock's syscalls: the shared POSIX ones of

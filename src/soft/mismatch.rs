@@ -101,8 +101,8 @@ impl std::fmt::Display for KindMismatch {
                 f,
                 "'{path}' is the sentinel of a strict lock (filelock's StrictSoftFileLock), \
                  which stays at its path for ever: no {this} lock acquires it; take it as a \
-                 strict lock, or, if no strict lock uses it any more, run \
-                 `swaplock break --force {path}`"
+                 strict lock (`StrictLock`, `--kind strict`), or, if no strict lock uses it \
+                 any more, run `swaplock break --force {path}`"
             ),
             Mismatch::ReadWriteLog => write!(
                 f,

@@ -136,6 +136,19 @@ pub(super) fn owner_standing<O: Processes + ?Sized>(
         true => owner.host,
         false => cfg.host,
     };
+    owner_verdict(os, host, owner)
+}
+
+/// The fail-closed verdict on a recorded owner for a process on host
+/// `this_host` (PROTOCOL 4.5, invariant I8), whatever the record's kind:
+/// another host is never probed, and only a proven death or a recycled
+/// PID is stale. The strict lock judges its claims' holders by it too.
+pub fn owner_verdict<O: Processes + ?Sized>(
+    os: &mut O,
+    this_host: &str,
+    owner: &Owner<'_>,
+) -> Standing {
+    let host = this_host;
     if owner.host != host {
         return Standing::Held(HeldBecause::OtherHost);
     }

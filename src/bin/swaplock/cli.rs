@@ -16,6 +16,8 @@ mod break_lock;
 #[cfg(unix)]
 mod rw;
 mod status;
+#[cfg(unix)]
+mod strict;
 mod take;
 #[cfg(windows)]
 mod windows;
@@ -44,8 +46,8 @@ pub(crate) const USAGE: &str = "usage: swaplock run [OPTIONS] LOCKFILE COMMAND [
        swaplock --help | --version      swaplock COMMAND --help
 
 Runs a command while holding a lock, or says who holds one.
-KIND is fcntl, flock, sqlite, soft, marker (the default), lease or rw (the
-read-write lock of filelock's SoftReadWriteLock); see
+KIND is fcntl, flock, sqlite, soft, marker (the default), lease, rw (the
+read-write lock of filelock's SoftReadWriteLock) or strict; see
 `swaplock run --help` for the options and exit statuses, and swaplock(1).";
 
 /// `swaplock run --help`.
@@ -57,7 +59,7 @@ With --etcd the lock is NAME in etcd instead, as `etcdctl lock NAME` takes it.
 
 options:
   --kind KIND       fcntl | flock | sqlite | soft | marker (default) | lease
-                    | rw; sqlite: the lock of Python filelock's
+                    | rw | strict; sqlite: the lock of Python filelock's
                     ReadWriteLock (SQLite's own locks on the database
                     LOCKFILE, which is never written), a writer, or a
                     reader with -s
@@ -121,15 +123,16 @@ pub(crate) const STATUS_USAGE: &str = "usage: swaplock status [--kind KIND] [--j
        swaplock status --etcd URL[,URL...] [--json] NAME
 
 Says who holds the lock LOCKFILE, judged as a contender judges it. KIND is
-fcntl, flock, sqlite, soft, marker (the default), lease or rw. For rw: the
-latest generation, the writer and every reader, each with its PID, host,
-the age of its record and whether it is alive (this host's processes by
-PID, another host's by how recently its record changed). For fcntl the
-holder is the lock's query (F_GETLK: PID -1 for an open file description
-lock); for flock, the kernel's lock table (/proc/locks) on Linux and
-Android; for sqlite, F_GETLK on SQLite's lock bytes: a writer (exclusive),
-or readers (shared, one PID) and a writer waiting for them (pending) or
-about to (reserved).
+fcntl, flock, sqlite, soft, marker (the default), lease, rw or strict. For
+rw: the latest generation, the writer and every reader, each with its PID,
+host, the age of its record and whether it is alive (this host's processes
+by PID, another host's by how recently its record changed). For strict:
+every claim, and what sits at the lock path. For fcntl the holder is the
+lock's query (F_GETLK: PID -1 for an open file description lock); for
+flock, the kernel's lock table (/proc/locks) on Linux and Android; for
+sqlite, F_GETLK on SQLite's lock bytes: a writer (exclusive), or readers
+(shared, one PID) and a writer waiting for them (pending) or about to
+(reserved).
 With --etcd, says which key holds the etcd lock NAME (the one with the
 lowest create revision under NAME/): its lease and create revision.
 --json prints one JSON object (schema in swaplock(1)).
@@ -142,14 +145,16 @@ pub(crate) const BREAK_USAGE: &str =
 
 Removes a stale soft-lock marker by the same safe path a contender uses,
 and explains why a marker stays. KIND is soft, marker (the default),
-lease or rw; a lease is judged with the duration its marker publishes unless
---lease gives one. --force removes the marker of a holder that may be
-alive: mutual exclusion with it is lost.
+lease, rw or strict; a lease is judged with the duration its marker
+publishes unless --lease gives one. --force removes the marker of a
+holder that may be alive: mutual exclusion with it is lost.
 For rw, stale members are evicted by a commit of the log without them, as
 a contender evicts: one whose record is gone or whose process on this host
 is dead at once, one of another host once its record has stayed unchanged
 for --lease SECS (default 90) or its own lease if longer; a live one stays
 unless --force.
+A strict lock never expires: break removes the claims of holders this
+host proves gone, and --force removes every claim.
 
 exit status: 0 once the lock is free, 1 when it refuses or fails, 2 usage
 error.";
@@ -164,6 +169,8 @@ enum LockKind {
     Soft(Kind),
     /// The read-write soft lock (`swaplock::rw`).
     Rw,
+    /// filelock's `StrictSoftFileLock` (POSIX systems only).
+    Strict,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -258,9 +265,17 @@ fn kind(value: OsString) -> Result<LockKind, String> {
             )
         }
         Some("rw") => LockKind::Rw,
+        Some("strict") if cfg!(windows) => {
+            return Err(
+                "the strict kind is for POSIX systems: it needs hard links and \
+                        directory descriptors"
+                    .into(),
+            )
+        }
+        Some("strict") => LockKind::Strict,
         _ => {
             return Err(format!(
-                "unknown kind {}: fcntl, flock, sqlite, soft, marker, lease or rw",
+                "unknown kind {}: fcntl, flock, sqlite, soft, marker, lease, rw or strict",
                 value.to_string_lossy()
             ))
         }
@@ -432,7 +447,7 @@ fn parse(sub: Sub, args: Vec<OsString>) -> Result<Parsed, String> {
         LockKind::Fcntl | LockKind::Flock | LockKind::Rw => true,
         #[cfg(unix)]
         LockKind::Sqlite => true,
-        LockKind::Soft(_) => false,
+        LockKind::Soft(_) | LockKind::Strict => false,
     };
     if o.shared && !shares {
         return Err("--shared needs --kind fcntl, flock, sqlite or rw".into());

@@ -39,7 +39,27 @@ pub(super) fn run(opts: Options) -> i32 {
         LockKind::Sqlite => sqlite::run_sqlite(opts),
         LockKind::Soft(kind) => run_soft(opts, kind),
         LockKind::Rw => run_rw(opts),
+        LockKind::Strict => run_strict(opts),
     }
+}
+
+/// `run --kind strict`: a supervisor holds the claims, as for a soft
+/// kind (nothing expires, so nothing is lost while the command runs).
+fn run_strict(opts: Options) -> i32 {
+    let events = match Events::new() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("swaplock: cannot make a pipe: {e}");
+            return 255;
+        }
+    };
+    let lock = swaplock::StrictLock::new(PathBuf::from(&opts.rest[0]));
+    let guard = match take(&opts, &lock) {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    let path = guard.path().display().to_string();
+    supervise(&opts, &events, &path, guard)
 }
 
 /// `run --kind rw`: held by the supervisor as a soft lock is, the command
@@ -331,6 +351,19 @@ impl Held for swaplock::SoftRwGuard {
     }
     fn env(&self) -> Vec<(&'static str, String)> {
         vec![("SWAPLOCK_FENCING_TOKEN", self.generation().to_string())]
+    }
+}
+
+/// A strict lock: nothing expires, so nothing is lost while held.
+impl Held for swaplock::StrictLockGuard {
+    fn compromise(&self) -> Option<Compromise> {
+        None
+    }
+    fn lease_lost(&self) -> Option<Compromise> {
+        None
+    }
+    fn release(self) -> std::io::Result<()> {
+        swaplock::StrictLockGuard::release(self)
     }
 }
 

@@ -56,6 +56,7 @@ pub(super) fn kind_name(kind: LockKind) -> &'static str {
         LockKind::Soft(Kind::Marker) => "marker",
         LockKind::Soft(_) => "lease",
         LockKind::Rw => "rw",
+        LockKind::Strict => "strict",
     }
 }
 
@@ -82,6 +83,10 @@ pub(super) fn find_holder(opts: &Options) -> std::io::Result<Option<Found>> {
                 "the read-write lock is for POSIX systems",
             ));
         }
+        #[cfg(unix)]
+        LockKind::Strict => return strict::holder(&path),
+        #[cfg(windows)]
+        LockKind::Strict => return Ok(None),
     };
     // An fcntl query needs the file; a missing one is free.
     if opts.kind == LockKind::Fcntl && std::fs::symlink_metadata(&path).is_err() {
@@ -353,6 +358,10 @@ pub(super) fn find_mismatch(opts: &Options) -> Option<swaplock::soft::KindMismat
 }
 
 pub(super) fn status(opts: Options) -> i32 {
+    #[cfg(unix)]
+    if opts.kind == LockKind::Strict {
+        return strict::status(&opts);
+    }
     let path = opts.rest[0].to_string_lossy().into_owned();
     let fs = filesystem(std::path::Path::new(&opts.rest[0]));
     #[cfg(unix)]

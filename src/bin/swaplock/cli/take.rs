@@ -119,6 +119,27 @@ impl Acquire for SoftLock {
     }
 }
 
+#[cfg(unix)]
+impl Acquire for swaplock::StrictLock {
+    type Guard = swaplock::StrictLockGuard;
+    fn lock(&self) -> std::io::Result<Self::Guard> {
+        swaplock::StrictLock::lock(self)
+    }
+    fn try_lock(&self) -> std::io::Result<Self::Guard> {
+        swaplock::StrictLock::try_lock(self)
+    }
+    fn lock_timeout(&self, timeout: Duration) -> std::io::Result<Self::Guard> {
+        swaplock::StrictLock::lock_timeout(self, timeout)
+    }
+    fn lock_with(
+        &self,
+        timeout: Option<Duration>,
+        hook: &mut dyn FnMut(Duration) -> std::ops::ControlFlow<()>,
+    ) -> std::io::Result<Self::Guard> {
+        swaplock::StrictLock::lock_with(self, timeout, |wait| hook(wait.waited()))
+    }
+}
+
 /// Takes a lock as the options say (wait, fail, quiet, timeout); on
 /// failure, the exit status (after printing why). `--fail` never waits,
 /// a timeout given or not, as flock(1)'s `-n`.
