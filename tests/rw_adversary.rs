@@ -45,7 +45,6 @@ fn plant_reader(path: &Path, n: u128, reader: &str) {
 /// panicked: its entry must be committed away, and this process must be
 /// able to take the lock again.
 #[test]
-#[ignore = "finding: a panicking wait hook leaves the writer in the log and the process busy for ever"]
 fn a_panicking_wait_hook_leaves_neither_a_writer_in_the_log_nor_a_busy_process() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lock");

@@ -304,7 +304,22 @@ impl SoftRwLock {
         }
         *slot = Slot::Busy;
         drop(slot);
-        let taken = self.participate(&shared, mode, terms, patience, began, &mut hook);
+        // Whatever panics in the wait (the caller's hook, a logger called
+        // from it), the participant leaves the log, a writer entered there
+        // no longer keeps readers out, and the path is free for this
+        // process's other threads, before the panic goes on.
+        let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.participate(&shared, mode, terms, patience, began, &mut hook)
+        }));
+        let taken = match taken {
+            Ok(taken) => taken,
+            Err(panic) => {
+                let _ = leave(&shared);
+                *lock(&shared.slot) = Slot::Free;
+                shared.changed.notify_all();
+                std::panic::resume_unwind(panic);
+            }
+        };
         let mut slot = lock(&shared.slot);
         let guard = taken.map(|hold| {
             let guard =
