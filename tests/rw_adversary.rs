@@ -81,7 +81,6 @@ fn a_panicking_wait_hook_leaves_neither_a_writer_in_the_log_nor_a_busy_process()
 /// accepts and writes: `generation=99999999999999999999` is valid) stops
 /// every commit. The error must say so, not blame the number of members.
 #[test]
-#[ignore = "finding: the last generation is reported as too many members"]
 fn a_log_at_the_last_generation_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lock");

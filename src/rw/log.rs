@@ -15,7 +15,7 @@ use swaplock_core::rw::names::{
 };
 use swaplock_core::rw::record::{
     encode_epoch, head_generation, head_record, is_valid_epoch, normalize, parse_generation,
-    Snapshot, SnapshotRecord,
+    Invalid, Snapshot, SnapshotRecord,
 };
 use swaplock_core::Errno;
 
@@ -77,7 +77,11 @@ impl State {
             writer: self.writer,
             readers: &self.readers,
         };
-        record.validate().map_err(RwError::Encode)?;
+        record.validate().map_err(|why| match why {
+            // Past 20 digits: the log is spent, whatever its members.
+            Invalid::Generation => RwError::Exhausted,
+            other => RwError::Encode(other),
+        })?;
         let mut buf = vec![0u8; record.encoded_len()];
         record.encode(&mut buf).map_err(RwError::Encode)?;
         Ok(buf)
