@@ -58,7 +58,8 @@ fn a_panicking_wait_hook_leaves_neither_a_writer_in_the_log_nor_a_busy_process()
     // ran: it must have left the log again.
     let (writer, _) = snapshot(&path, newest(&path)).unwrap();
     assert_eq!(
-        writer, None,
+        writer,
+        None,
         "the panicked writer is still named at generation {}: every reader stays out \
          until its record ages out",
         newest(&path)
