@@ -102,3 +102,30 @@ fn a_log_at_the_last_generation_says_so() {
     );
     assert_ne!(e.kind(), ErrorKind::WouldBlock, "{text}");
 }
+
+/// `swaplock run --kind rw --lease SECS` sets the stale threshold, its
+/// heartbeat a third of it, and keeps filelock's poll of 0.25 s, which must
+/// stay below the threshold. A lease too short for that is the user's
+/// `--lease`, and the message must say so: not `poll_interval` or
+/// `heartbeat_interval`, which the command line never sets.
+#[test]
+#[ignore = "finding: a short --lease for rw is blamed on intervals the command line never sets"]
+fn a_lease_too_short_for_the_read_write_lock_names_the_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    for lease in ["0", "0.2", "0.25"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_swaplock"))
+            .args(["run", "--kind", "rw", "--lease", lease])
+            .arg(&path)
+            .arg("true")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "a usage error: {err}");
+        assert!(
+            err.contains("--lease") && !err.contains("_interval"),
+            "--lease {lease}: {err}"
+        );
+    }
+    assert!(!log_dir(&path).exists(), "refused before anything is made");
+}
