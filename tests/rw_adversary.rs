@@ -109,7 +109,6 @@ fn a_log_at_the_last_generation_says_so() {
 /// `--lease`, and the message must say so: not `poll_interval` or
 /// `heartbeat_interval`, which the command line never sets.
 #[test]
-#[ignore = "finding: a short --lease for rw is blamed on intervals the command line never sets"]
 fn a_lease_too_short_for_the_read_write_lock_names_the_option() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lock");
