@@ -137,7 +137,6 @@ fn a_lease_too_short_for_the_read_write_lock_names_the_option() {
 /// record can be back, alive, long before that commit: the break must not
 /// evict it then, since it was not forced.
 #[test]
-#[ignore = "finding: break evicts a member that made its record again while another member was watched"]
 fn break_never_evicts_a_member_whose_record_came_back_while_another_was_watched() {
     use std::io::BufRead;
     const BACK: &str = "fedcba9876543210fedcba9876543210";
