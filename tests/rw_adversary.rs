@@ -190,7 +190,6 @@ fn break_never_evicts_a_member_whose_record_came_back_while_another_was_watched(
 /// each object dropped after its one poll, must evict a crashed writer
 /// once its record has stayed unchanged for the threshold.
 #[test]
-#[ignore = "finding: the ledger dies with the last lock object, so one object per attempt never evicts (C-RW9)"]
 fn a_new_lock_object_for_each_attempt_still_evicts_a_dead_writer() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lock");
