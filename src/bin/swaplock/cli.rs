@@ -443,6 +443,16 @@ fn parse(sub: Sub, args: Vec<OsString>) -> Result<Parsed, String> {
     if o.lease.is_some() && !matches!(o.kind, LockKind::Soft(Kind::Lease) | LockKind::Rw) {
         return Err("--lease needs --kind lease or --kind rw".into());
     }
+    if let (LockKind::Rw, Some(lease)) = (o.kind, o.lease) {
+        // filelock's poll must stay below the threshold (RW8), and the
+        // heartbeat, a third of it, above zero.
+        if lease <= swaplock::rw::DEFAULT_POLL {
+            return Err(format!(
+                "--lease {lease:?} is too short for --kind rw: it must exceed the poll of {:?}",
+                swaplock::rw::DEFAULT_POLL
+            ));
+        }
+    }
     let shares = match o.kind {
         LockKind::Fcntl | LockKind::Flock | LockKind::Rw => true,
         #[cfg(unix)]
