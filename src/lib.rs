@@ -135,6 +135,8 @@ pub use soft::{SoftLock, SoftLockGuard};
 pub mod sqlite;
 #[cfg(unix)]
 pub use sqlite::{SqliteRwGuard, SqliteRwLock};
+#[cfg(unix)]
+#[cfg_attr(docsrs, doc(cfg(unix)))]
 pub mod strict;
 #[cfg(unix)]
 pub use strict::{StrictLock, StrictLockGuard};

@@ -290,9 +290,14 @@ impl Watch {
             }
         }
         self.ended = None;
-        self.exit = Pid::from_raw(pid)
-            .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok())
-            .map(|fd| (pid, fd));
+        // rustix offers pidfd_open on Linux only: an Android waiter polls.
+        #[cfg(target_os = "linux")]
+        let opened = Pid::from_raw(pid).and_then(|p| {
+            rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok()
+        });
+        #[cfg(not(target_os = "linux"))]
+        let opened: Option<OwnedFd> = None;
+        self.exit = opened.map(|fd| (pid, fd));
         match self.exit {
             Some(_) => ExitWatch::Watching,
             None => ExitWatch::Unwatched,

@@ -443,6 +443,7 @@ fn parse(sub: Sub, args: Vec<OsString>) -> Result<Parsed, String> {
     if o.lease.is_some() && !matches!(o.kind, LockKind::Soft(Kind::Lease) | LockKind::Rw) {
         return Err("--lease needs --kind lease or --kind rw".into());
     }
+    #[cfg(unix)]
     if let (LockKind::Rw, Some(lease)) = (o.kind, o.lease) {
         // filelock's poll must stay below the threshold (RW8), and the
         // heartbeat, a third of it, above zero.
