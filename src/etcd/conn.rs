@@ -42,12 +42,18 @@ impl Conn {
         let Ok(options) = lock.options(&files, self.as_user) else {
             return false;
         };
-        match Client::connect(self.endpoints.clone(), Some(options)).await {
-            Ok(client) => {
+        // Authenticating may meet a member that froze: a bounded try,
+        // which the next failure makes again.
+        let made = tokio::time::timeout(
+            (lock.request_timeout / 3).max(Duration::from_millis(500)),
+            Client::connect(self.endpoints.clone(), Some(options)),
+        );
+        match made.await {
+            Ok(Ok(client)) => {
                 *crate::sync::lock(&self.current) = (client, files);
                 true
             }
-            Err(_) => false,
+            _ => false,
         }
     }
 }
@@ -185,9 +191,15 @@ impl EtcdLock {
                 Err(_) => return Err(self.silent(what, judged.last())),
             };
             let cause = diagnose::cause(&e);
-            match judged.next(cause.clone()) {
+            let next = judged.next(cause.clone());
+            // Credentials renewed on disk since the client was made (a
+            // certificate the member now refuses, a CA that no longer
+            // verifies it): the request is made again with them.
+            if next != Next::Reauthenticate && conn.renew(self).await && Instant::now() < deadline {
+                continue;
+            }
+            match next {
                 Next::Retry if Instant::now() + RETRY_PAUSE < deadline => {
-                    conn.renew(self).await;
                     tokio::time::sleep(RETRY_PAUSE).await;
                 }
                 Next::Reauthenticate if !reauthenticated => {
