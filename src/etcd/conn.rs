@@ -46,7 +46,7 @@ impl Conn {
         // which the next failure makes again.
         let made = tokio::time::timeout(
             (lock.request_timeout / 3).max(Duration::from_millis(500)),
-            Client::connect(self.endpoints.clone(), Some(options)),
+            lock.open(self.endpoints.clone(), options, &files),
         );
         match made.await {
             Ok(Ok(client)) => {
@@ -79,11 +79,9 @@ impl EtcdLock {
             let options = self
                 .options(&files, as_user)
                 .map_err(|why| self.refused(&why))?;
-            let made = tokio::time::timeout_at(
-                deadline,
-                Client::connect(endpoints.to_vec(), Some(options)),
-            )
-            .await;
+            let made =
+                tokio::time::timeout_at(deadline, self.open(endpoints.to_vec(), options, &files))
+                    .await;
             let e = match made {
                 Ok(Ok(client)) => {
                     return Ok(Conn {
@@ -125,7 +123,27 @@ impl EtcdLock {
         let options = self
             .options(&files, as_user)
             .map_err(etcd_client::Error::InvalidArgs)?;
-        Client::connect(&self.endpoints[k..=k], Some(options)).await
+        self.open(self.endpoints[k..=k].to_vec(), options, &files)
+            .await
+    }
+
+    /// A client of `endpoints` with `options`, made with `files`: over
+    /// the channel of [`tls::Unverified`] where the members' certificates go
+    /// unverified.
+    async fn open(
+        &self,
+        endpoints: Vec<String>,
+        options: ConnectOptions,
+        files: &Files,
+    ) -> Result<Client, etcd_client::Error> {
+        #[cfg(feature = "etcd-tls")]
+        if let Some(tls) = self.tls.as_deref().filter(|t| t.skips_verify()) {
+            let tls = tls::options(tls, files).map_err(etcd_client::Error::InvalidArgs)?;
+            let channel = tls::Unverified { tls };
+            return Client::connect_with_balanced_channel(endpoints, Some(options), channel).await;
+        }
+        let _ = files;
+        Client::connect(endpoints, Some(options)).await
     }
 
     /// The options of a client made with `files` (and the lock's user,

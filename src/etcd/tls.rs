@@ -33,6 +33,7 @@ pub struct EtcdTls {
     cert: Option<PathBuf>,
     key: Option<PathBuf>,
     server_name: Option<String>,
+    skip_verify: bool,
 }
 
 impl EtcdTls {
@@ -69,6 +70,23 @@ impl EtcdTls {
         self
     }
 
+    /// Accepts any certificate a member presents, as etcdctl's
+    /// `--insecure-skip-tls-verify`: for a test cluster only. The traffic
+    /// is still encrypted, and the handshake's signature checked against
+    /// the certificate the member presented, but nothing says that member
+    /// is the cluster's: anyone who can answer at the endpoints can grant
+    /// the lock to every contender at once. A CA bundle, if given, is not
+    /// used.
+    pub fn insecure_skip_verify(mut self) -> Self {
+        self.skip_verify = true;
+        self
+    }
+
+    /// Whether the members' certificates go unverified.
+    pub fn skips_verify(&self) -> bool {
+        self.skip_verify
+    }
+
     /// The CA bundle's path.
     pub fn ca_path(&self) -> Option<&Path> {
         self.ca.as_deref()
@@ -91,7 +109,7 @@ impl EtcdTls {
 
     /// Refuses settings that cannot work, before anything is read.
     pub(super) fn check(&self) -> Result<(), String> {
-        if self.ca.is_none() {
+        if self.ca.is_none() && !self.skip_verify {
             return Err(
                 "TLS needs the CA bundle that signed the members' certificates \
                  (--cacert, EtcdTls::ca)"
@@ -115,8 +133,8 @@ impl EtcdTls {
                 .map_err(|e| format!("cannot read the {what} {}: {e}", path.display()))
         };
         let ca = match &self.ca {
-            Some(path) => read("CA bundle", path)?,
-            None => Vec::new(),
+            Some(path) if !self.skip_verify => read("CA bundle", path)?,
+            _ => Vec::new(),
         };
         let identity = match (&self.cert, &self.key) {
             (Some(cert), Some(key)) => {
@@ -205,15 +223,18 @@ pub(super) fn options(tls: &EtcdTls, files: &Files) -> Result<etcd_client::TlsOp
     use swaplock_core::etcd::cert::Validity;
     let shown = |p: &Option<PathBuf>| p.as_deref().map(Path::display).map(|d| d.to_string());
     let ca_path = shown(&tls.ca).unwrap_or_default();
-    let bundle = CertificateDer::pem_slice_iter(&files.ca)
-        .filter(Result::is_ok)
-        .count();
-    if bundle == 0 {
-        return Err(format!(
-            "the CA bundle {ca_path} holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
-        ));
+    let mut options = TlsOptions::new();
+    if !tls.skip_verify {
+        let bundle = CertificateDer::pem_slice_iter(&files.ca)
+            .filter(Result::is_ok)
+            .count();
+        if bundle == 0 {
+            return Err(format!(
+                "the CA bundle {ca_path} holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
+            ));
+        }
+        options = options.ca_certificate(Certificate::from_pem(&files.ca));
     }
-    let mut options = TlsOptions::new().ca_certificate(Certificate::from_pem(&files.ca));
     if let Some((cert, key)) = &files.identity {
         let cert_path = shown(&tls.cert).unwrap_or_default();
         let der = first_der(cert).ok_or_else(|| {
@@ -264,4 +285,117 @@ fn utc(secs: i64) -> String {
         "{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC",
         t.year, t.month, t.day, t.hour, t.minute, t.second
     )
+}
+
+/// The balanced channel of `--insecure-skip-tls-verify`: etcd-client's own
+/// (tonic's), whose endpoints, as etcd-client makes them, have their TLS
+/// made again with `tls` and a verifier that accepts any certificate.
+#[cfg(feature = "etcd-tls")]
+pub(super) struct Unverified {
+    pub(super) tls: etcd_client::TlsOptions,
+}
+
+#[cfg(feature = "etcd-tls")]
+impl etcd_client::BalancedChannelBuilder for Unverified {
+    type Error = etcd_client::Error;
+
+    fn balanced_channel(
+        self,
+        capacity: usize,
+    ) -> Result<
+        (
+            etcd_client::Channel,
+            tokio::sync::mpsc::Sender<
+                tonic::transport::channel::Change<
+                    tonic::codegen::http::Uri,
+                    tonic::transport::Endpoint,
+                >,
+            >,
+        ),
+        Self::Error,
+    > {
+        use tonic::transport::channel::Change;
+        let (channel, inner) = tonic::transport::Channel::balance_channel(capacity);
+        let (tx, mut rx) =
+            tokio::sync::mpsc::channel::<Change<_, tonic::transport::Endpoint>>(capacity);
+        // The provider tonic's `tls-ring` makes its connections with (rustls
+        // deprecates it for its key exchanges; only its signature
+        // algorithms serve here).
+        #[allow(deprecated)]
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier: Arc<dyn rustls::client::danger::ServerCertVerifier> =
+            Arc::new(AnyCertificate(provider));
+        // Lives as long as the client that holds `tx`.
+        tokio::spawn(async move {
+            while let Some(change) = rx.recv().await {
+                let change = match change {
+                    Change::Insert(uri, endpoint) => {
+                        match endpoint.tls_config_with_verifier(self.tls.clone(), verifier.clone())
+                        {
+                            Ok(endpoint) => Change::Insert(uri, endpoint),
+                            // Never reached: etcd-client made it with TLS.
+                            Err(_) => continue,
+                        }
+                    }
+                    other => other,
+                };
+                if inner.send(change).await.is_err() {
+                    break;
+                }
+            }
+        });
+        Ok((etcd_client::Channel::Tonic(channel), tx))
+    }
+}
+
+/// A verifier that takes any certificate as the member's, and checks only
+/// that the handshake was signed with its key.
+#[cfg(feature = "etcd-tls")]
+#[derive(Debug)]
+struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+#[cfg(feature = "etcd-tls")]
+impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
 }

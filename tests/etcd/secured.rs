@@ -342,11 +342,34 @@ fn every_bad_credential_is_one_sentence_that_names_the_endpoint_and_the_cause() 
         2,
         &["--password would show the password", "--password-file"],
     );
+    // Skipping verification, asked for by name: no CA needed, and a
+    // member of another CA is taken; from etcdctl's variable, refused.
+    let unverified = Access {
+        tls: Some(Tls {
+            ca: pki.pem("other"),
+            identity: pki.tls("ca", Some("locker")).identity,
+        }),
+        ..cert.clone()
+    };
+    let (out, _) = attempt(&unverified, &["--insecure-skip-tls-verify"], &[], "locks/x");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && said.contains("not verified"),
+        "{out:?}"
+    );
     refused(
-        "skipping verification",
-        attempt(&cert, &["--insecure-skip-tls-verify"], &[], "locks/x"),
+        "skipping verification from the environment",
+        attempt(
+            &cert,
+            &[],
+            &[("ETCDCTL_INSECURE_SKIP_TLS_VERIFY", "true")],
+            "locks/x",
+        ),
         2,
-        &["always verifies"],
+        &[
+            "ETCDCTL_INSECURE_SKIP_TLS_VERIFY is refused",
+            "asked for by name",
+        ],
     );
     password_prompt(&cert, dir.path());
     password_hidden(&cert, dir.path());

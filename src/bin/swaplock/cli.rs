@@ -97,8 +97,11 @@ etcdctl 3.4):
   --tls-server-name NAME
                     the name the members' certificates must carry, for
                     endpoints given by IP address (not etcdctl's)
-  (--password and --insecure-skip-tls-verify are refused: the first shows
-  the password in ps, the second would take a lock from any server)
+  --insecure-skip-tls-verify
+                    accept any certificate from the members (test clusters
+                    only: whoever answers can grant the lock); only as this
+                    flag, never from ETCDCTL_INSECURE_SKIP_TLS_VERIFY
+  (etcdctl's --password is refused: it would show the password in ps)
   -v, --verbose     say who holds the lock while waiting
   -h, --help        this help
 Options take their value as --opt VALUE or --opt=VALUE; -- ends them.

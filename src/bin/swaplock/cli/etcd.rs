@@ -16,7 +16,8 @@ pub(super) fn lock(opts: &Options) -> Result<EtcdLock, String> {
     let tls_given = settings.cacert.is_some()
         || settings.cert.is_some()
         || settings.key.is_some()
-        || settings.server_name.is_some();
+        || settings.server_name.is_some()
+        || settings.insecure;
     if tls_given {
         let mut tls = EtcdTls::new();
         if let Some(ca) = settings.cacert {
@@ -30,6 +31,13 @@ pub(super) fn lock(opts: &Options) -> Result<EtcdLock, String> {
         }
         if let Some(name) = settings.server_name {
             tls = tls.server_name(name);
+        }
+        if settings.insecure {
+            eprintln!(
+                "swaplock: --insecure-skip-tls-verify: the members' certificates are not \
+                 verified; whoever answers at the endpoints can grant this lock to anyone"
+            );
+            tls = tls.insecure_skip_verify();
         }
         lock = lock.tls(tls);
     }

@@ -158,6 +158,8 @@ pub(super) struct EtcdSettings {
     pub(super) cert: Option<OsString>,
     pub(super) key: Option<OsString>,
     pub(super) server_name: Option<String>,
+    /// `--insecure-skip-tls-verify`.
+    pub(super) insecure: bool,
     pub(super) user: Option<(String, Password)>,
 }
 
@@ -186,12 +188,14 @@ pub(super) fn resolve(
             ));
         }
     }
-    if flags.insecure_skip_tls_verify || env("ETCDCTL_INSECURE_SKIP_TLS_VERIFY").is_some() {
+    // Skipping verification takes a lock from whoever answers at the
+    // endpoints: only when asked for by name, never by a variable left in
+    // the environment for etcdctl.
+    if env("ETCDCTL_INSECURE_SKIP_TLS_VERIFY").is_some() {
         return Err(
-            "--insecure-skip-tls-verify: swaplock always verifies the members' \
-             certificates, so that a lock is never taken from an impostor: give the CA \
-             that signed them (--cacert), or the member's own certificate if it signed \
-             itself, and --tls-server-name where the endpoints' names are not in it"
+            "ETCDCTL_INSECURE_SKIP_TLS_VERIFY is refused: skipping the verification \
+             of the members' certificates must be asked for by name, on the command line \
+             (--insecure-skip-tls-verify); better, give the CA that signed them (--cacert)"
                 .into(),
         );
     }
@@ -266,6 +270,7 @@ pub(super) fn resolve(
         cert: file(&flags.cert, "ETCDCTL_CERT"),
         key: file(&flags.key, "ETCDCTL_KEY"),
         server_name,
+        insecure: flags.insecure_skip_tls_verify,
         user,
     })
 }
@@ -427,11 +432,15 @@ mod tests {
     }
 
     #[test]
-    fn skipping_verification_or_a_password_in_the_arguments_is_refused() {
-        let said = resolved("", &["--insecure-skip-tls-verify"], &[]).unwrap_err();
-        assert!(said.contains("--cacert"), "{said}");
+    fn skipping_verification_only_by_name_and_no_password_in_the_arguments() {
+        assert!(
+            resolved("", &["--insecure-skip-tls-verify"], &[])
+                .unwrap()
+                .insecure
+        );
+        assert!(!resolved("", &[], &[]).unwrap().insecure);
         let said = resolved("", &[], &[("ETCDCTL_INSECURE_SKIP_TLS_VERIFY", "true")]).unwrap_err();
-        assert!(said.contains("always verifies"), "{said}");
+        assert!(said.contains("asked for by name"), "{said}");
         let mut p = lexopt::Parser::from_args(["x"]);
         let said = EtcdFlags::default().take("password", &mut p).unwrap_err();
         assert!(said.contains("--password-file"), "{said}");
