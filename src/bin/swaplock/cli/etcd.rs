@@ -1,5 +1,6 @@
 use super::etcd_flags::{resolve, Password};
 use super::*;
+#[cfg(unix)]
 use std::io::{BufRead, IsTerminal, Write};
 use swaplock::etcd::{EtcdLock, EtcdTls};
 
@@ -89,8 +90,19 @@ fn password_file(path: &std::ffi::OsStr) -> Result<String, String> {
         .map_err(|_| format!("the password in {shown} is not UTF-8 text"))
 }
 
+/// The password of `name`: no prompt where the command has no terminal
+/// control.
+#[cfg(not(unix))]
+fn prompt(name: &str) -> Result<String, String> {
+    Err(format!(
+        "--user {name} without a password: give it in a file (--password-file), in \
+         ETCDCTL_PASSWORD, or as --user NAME:PASSWORD"
+    ))
+}
+
 /// The password of `name`, asked on the terminal of standard input with
 /// echo off, as etcdctl asks it.
+#[cfg(unix)]
 fn prompt(name: &str) -> Result<String, String> {
     let stdin = std::io::stdin();
     if !stdin.is_terminal() {
