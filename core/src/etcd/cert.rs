@@ -162,7 +162,7 @@ fn element(input: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
         let (bytes, rest) = rest.split_at(count);
         let len = bytes
             .iter()
-            .fold(0usize, |len, &b| (len << 8) | usize::from(b));
+            .fold(0usize, |len, &b| (len << 8) + usize::from(b));
         (len, rest)
     };
     if rest.len() < len {
@@ -290,6 +290,14 @@ mod tests {
         assert_eq!(utc(b"700101000000Z"), Some(0));
         assert_eq!(utc(b"491231235959Z"), Some(2_524_607_999));
         assert_eq!(utc(b"000229120000Z"), Some(951_825_600));
+        assert_eq!(utc(b"500101000000Z"), Some(-631_152_000), "1950");
+        assert_eq!(utc(b"700101000060Z"), Some(60), "a leap second");
+        assert_eq!(utc(b"700101000061Z"), None);
+        assert_eq!(utc(b"700101006000Z"), None);
+        assert_eq!(utc(b"700101240000Z"), None);
+        assert_eq!(utc(b"700132000000Z"), None);
+        assert_eq!(utc(b"700100000000Z"), None);
+        assert_eq!(utc(b"700001000000Z"), None);
         assert_eq!(utc(b"700101000000"), None, "no zone");
         assert_eq!(utc(b"701301000000Z"), None, "month 13");
         assert_eq!(utc(b"70010100000aZ"), None);
@@ -323,6 +331,15 @@ mod tests {
             (1_796_434_756, (2026, 12, 5, 1, 39, 16)),
             (4_294_967_295, (2106, 2, 7, 6, 28, 15)),
             (-1, (1969, 12, 31, 23, 59, 59)),
+            // Around the century's day that is not a leap day, and the
+            // last day of a 400-year era, where each term of the
+            // conversion counts.
+            (4_107_456_000, (2100, 2, 28, 0, 0, 0)),
+            (4_107_542_400, (2100, 3, 1, 0, 0, 0)),
+            (13_574_606_400, (2400, 2, 29, 12, 0, 0)),
+            (13_574_649_600, (2400, 3, 1, 0, 0, 0)),
+            (-11_670_998_400, (1600, 2, 29, 0, 0, 0)),
+            (951_868_800, (2000, 3, 1, 0, 0, 0)),
         ] {
             let t = Utc::from_unix(secs);
             assert_eq!(
@@ -355,7 +372,25 @@ mod tests {
             let _ = read(changed);
         }
         // A long-form length of five bytes, and one past the end.
-        assert_eq!(element(&[0x30, 0x85, 1, 0, 0, 0, 0], SEQUENCE), None);
+        assert_eq!(element(&[0x30, 0x85, 0, 0, 0, 0, 1, 7], SEQUENCE), None);
+        assert_eq!(
+            element(&[0x30, 0x84, 0, 0, 0, 1, 7, 8], SEQUENCE),
+            Some((&[7u8][..], &[8u8][..]))
+        );
+        assert_eq!(
+            element(&[0x30, 0x81, 0], SEQUENCE),
+            Some((&[][..], &[][..]))
+        );
+        assert_eq!(element(&[0x30, 0x81], SEQUENCE), None);
+        assert_eq!(element(&[0x30, 0x7f], SEQUENCE), None);
+        // The indefinite length (0x80) is BER's, not DER's.
+        let mut indefinite = [0u8; 130];
+        indefinite[0] = 0x30;
+        indefinite[1] = 0x80;
+        assert_eq!(element(&indefinite, SEQUENCE), None);
+        assert_eq!(digits(b"12", 2), Some((12, &b""[..])));
+        assert_eq!(digits(b"1", 2), None);
+        assert_eq!(digits(b"1x", 2), None);
         assert_eq!(element(&[0x30, 0x82, 0xff, 0xff], SEQUENCE), None);
         assert_eq!(element(&[0x30, 0x80], SEQUENCE), None);
     }

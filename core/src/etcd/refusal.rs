@@ -13,7 +13,6 @@
 mod code {
     pub(super) const CANCELLED: i32 = 1;
     pub(super) const UNKNOWN: i32 = 2;
-    pub(super) const INVALID_ARGUMENT: i32 = 3;
     pub(super) const PERMISSION_DENIED: i32 = 7;
     pub(super) const FAILED_PRECONDITION: i32 = 9;
     pub(super) const UNAVAILABLE: i32 = 14;
@@ -96,7 +95,6 @@ pub fn refusal(code: i32, message: &str) -> Refusal {
         code::FAILED_PRECONDITION if said("etcdserver: user name not found") => {
             Refusal::BadCredentials
         }
-        code::INVALID_ARGUMENT | code::FAILED_PRECONDITION => Refusal::Other,
         _ => Refusal::Other,
     }
 }
@@ -138,6 +136,12 @@ mod tests {
                 "etcdserver: user name not found",
                 Refusal::BadCredentials,
             ),
+            (
+                9,
+                "etcdserver: root user does not have root role",
+                Refusal::Other,
+            ),
+            (16, "unauthenticated", Refusal::TokenExpired),
             (14, "etcdserver: no leader", Refusal::Unreachable),
             (14, "tcp connect error", Refusal::Unreachable),
             (1, "operation was canceled", Refusal::Unreachable),
