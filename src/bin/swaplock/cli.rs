@@ -13,6 +13,7 @@ use posix::run;
 use windows::run;
 
 mod break_lock;
+mod etcd_flags;
 #[cfg(unix)]
 mod rw;
 mod status;
@@ -40,8 +41,8 @@ pub(crate) const USAGE: &str = "usage: swaplock run [OPTIONS] LOCKFILE COMMAND [
        swaplock run [OPTIONS] LOCKFILE -c 'SHELL COMMAND'
        swaplock status [--kind KIND] [--json] LOCKFILE
        swaplock run --kind rw [-s] [--lease SECS] LOCKFILE COMMAND [ARGS...]
-       swaplock run --etcd URL[,URL...] [OPTIONS] NAME COMMAND [ARGS...]
-       swaplock status --etcd URL[,URL...] [--json] NAME
+       swaplock run --etcd [URL[,URL...]] [ETCD OPTIONS] [OPTIONS] NAME COMMAND [ARGS...]
+       swaplock status --etcd [URL[,URL...]] [ETCD OPTIONS] [--json] NAME
        swaplock break [--kind KIND] [--lease SECS] [--force] LOCKFILE
        swaplock --help | --version      swaplock COMMAND --help
 
@@ -81,13 +82,40 @@ options:
                     threshold, written as the record's lease (default 90;
                     heartbeat a third of it); etcd: the lease TTL
                     (default 60)
-  --etcd URL[,URL...]
+  --etcd [URL[,URL...]]
                     the lock NAME in the etcd cluster at these endpoints
-                    (http:// URLs), by etcd's recipe: etcdctl lock peers
-                    exclude each other with it; the command gets
-                    SWAPLOCK_FENCING_TOKEN, ETCD_LOCK_KEY and ETCD_LOCK_REV.
-                    Keys live under NAME/: a name must not be another's
-                    prefix up to a slash (a holder of a/b blocks a)
+                    (http:// or https:// URLs, or HOST:PORT), by etcd's
+                    recipe: etcdctl lock peers exclude each other with it;
+                    the command gets SWAPLOCK_FENCING_TOKEN, ETCD_LOCK_KEY
+                    and ETCD_LOCK_REV. Keys live under NAME/: a name must
+                    not be another's prefix up to a slash (a holder of a/b
+                    blocks a). Without URLs: --endpoints, ETCDCTL_ENDPOINTS
+                    or 127.0.0.1:2379
+
+etcd options, as etcdctl's (each also from its ETCDCTL_* variable, e.g.
+ETCDCTL_CACERT; a flag and its own variable both set is an error, as in
+etcdctl 3.4):
+  --endpoints URL[,URL...]  the endpoints (ETCDCTL_ENDPOINTS)
+  --cacert FILE     the CA bundle that verifies the members (TLS)
+  --cert FILE, --key FILE
+                    the client certificate and key (mutual TLS); without
+                    --user, a cluster with authentication on takes the
+                    certificate's common name as the user
+  --user NAME[:PASSWORD]
+                    authenticate as NAME; without a password, from
+                    --password-file, ETCDCTL_PASSWORD or a prompt on the
+                    terminal (echo off). A password given here is hidden
+                    from ps once read, but was visible until then
+  --password-file FILE
+                    the password: the file's first line (not etcdctl's)
+  --tls-server-name NAME
+                    the name the members' certificates must carry, for
+                    endpoints given by IP address (not etcdctl's)
+  --insecure-skip-tls-verify
+                    accept any certificate from the members (test clusters
+                    only: whoever answers can grant the lock); only as this
+                    flag, never from ETCDCTL_INSECURE_SKIP_TLS_VERIFY
+  (etcdctl's --password is refused: it would show the password in ps)
   -v, --verbose     say who holds the lock while waiting
   -h, --help        this help
 Options take their value as --opt VALUE or --opt=VALUE; -- ends them.
@@ -100,7 +128,8 @@ exit status: the command's (128 + N if signal N ended it), or
        command was stopped (its group got SIGKILL at once)
   74   soft kinds, rw and etcd: the command succeeded but the lock could not be released
        (a failed command keeps its status; the message is printed either way)
-  2    usage error
+  2    usage error (etcd: also conflicting settings, a password that cannot
+       be read)
 Use -E to tell a held lock from the command's own statuses, as flock(1).
 
 With --kind rw the command gets SWAPLOCK_FENCING_TOKEN, the generation
@@ -120,7 +149,7 @@ what the command changes.";
 
 /// `swaplock status --help`.
 pub(crate) const STATUS_USAGE: &str = "usage: swaplock status [--kind KIND] [--json] LOCKFILE
-       swaplock status --etcd URL[,URL...] [--json] NAME
+       swaplock status --etcd [URL[,URL...]] [ETCD OPTIONS] [--json] NAME
 
 Says who holds the lock LOCKFILE, judged as a contender judges it. KIND is
 fcntl, flock, sqlite, soft, marker (the default), lease, rw or strict. For
@@ -134,7 +163,8 @@ sqlite, F_GETLK on SQLite's lock bytes: a writer (exclusive), or readers
 (shared, one PID) and a writer waiting for them (pending) or about to
 (reserved).
 With --etcd, says which key holds the etcd lock NAME (the one with the
-lowest create revision under NAME/): its lease and create revision.
+lowest create revision under NAME/): its lease and create revision; the
+etcd options are run's (see `swaplock run --help`).
 --json prints one JSON object (schema in swaplock(1)).
 
 exit status: 0 free, 1 held, 2 error or usage error.";
@@ -210,8 +240,11 @@ struct Options {
     conflict: i32,
     verbose: bool,
     json: bool,
-    /// `--etcd`: the endpoints of an etcd lock, comma-separated.
+    /// `--etcd`: the endpoints of an etcd lock, comma-separated (empty:
+    /// given by `--endpoints`, `ETCDCTL_ENDPOINTS` or etcdctl's default).
     etcd: Option<String>,
+    /// etcdctl's connection flags (`--endpoints`, `--cacert`, ...).
+    etcd_flags: Box<etcd_flags::EtcdFlags>,
     /// The lock file, then the command and its arguments.
     rest: Vec<OsString>,
 }
@@ -304,6 +337,7 @@ fn parse(sub: Sub, args: Vec<OsString>) -> Result<Parsed, String> {
         verbose: false,
         json: false,
         etcd: None,
+        etcd_flags: Default::default(),
         rest: Vec::new(),
     };
     let mut kind_given = false;
@@ -323,9 +357,7 @@ fn parse(sub: Sub, args: Vec<OsString>) -> Result<Parsed, String> {
             }
             Long("etcd") => {
                 only("--etcd", &[Sub::Run, Sub::Status])?;
-                let urls = value(&mut p)?;
-                let urls = urls.to_str().ok_or("--etcd takes URLs, as text")?;
-                o.etcd = Some(urls.to_owned());
+                o.etcd = Some(etcd_flags::etcd_urls(&mut p)?);
             }
             Long("wait") => {
                 only("--wait", &[Sub::Run])?;
@@ -403,6 +435,13 @@ fn parse(sub: Sub, args: Vec<OsString>) -> Result<Parsed, String> {
                     break;
                 }
             }
+            Long(name) => {
+                let name = name.to_owned();
+                if !o.etcd_flags.take(&name, &mut p)? {
+                    return Err(format!("invalid option '--{name}'"));
+                }
+                only(&format!("--{name}"), &[Sub::Run, Sub::Status])?;
+            }
             _ => return Err(arg.unexpected().to_string()),
         }
     }
@@ -436,6 +475,9 @@ fn parse(sub: Sub, args: Vec<OsString>) -> Result<Parsed, String> {
                 .into());
         }
         return Ok(Parsed::Options(o));
+    }
+    if let Some(flag) = o.etcd_flags.first() {
+        return Err(format!("--{flag} applies to etcd locks: give --etcd"));
     }
     if o.lifetime.is_some() && !matches!(o.kind, LockKind::Soft(_)) {
         return Err("--lifetime applies to soft kinds: soft, marker or lease".into());

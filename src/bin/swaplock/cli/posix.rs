@@ -14,7 +14,7 @@ mod warden;
 /// `run --etcd`: as a lease, with the variables `etcdctl lock`
 /// exports.
 #[cfg(feature = "etcd")]
-pub(super) fn run_etcd(opts: Options, lock: fn(&Options) -> swaplock::etcd::EtcdLock) -> i32 {
+pub(super) fn run_etcd(opts: Options, lock: swaplock::etcd::EtcdLock) -> i32 {
     // The pipe exists before the lock, so that the keep-alive's
     // report can never come before it.
     let events = match Events::new() {
@@ -24,7 +24,7 @@ pub(super) fn run_etcd(opts: Options, lock: fn(&Options) -> swaplock::etcd::Etcd
             return 255;
         }
     };
-    let lock = lock(&opts).on_compromise(|_| sys::wake(LEASE_EVENT));
+    let lock = lock.on_compromise(|_| sys::wake(LEASE_EVENT));
     let guard = match take(&opts, &lock) {
         Ok(g) => g,
         Err(code) => return code,
