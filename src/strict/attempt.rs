@@ -367,7 +367,7 @@ impl StrictLock {
             NodeKind::Regular => match os.open_read(&self.base) {
                 Err(e) if e == Errno::NOENT => return Ok(AtLock::Missing),
                 Err(e) => Look::Unreadable(e),
-                Ok(fd) => match read_same(&mut os, &fd, st.id, &mut buf) {
+                Ok(fd) => match super::scan::read_same(&mut os, &fd, st.id, &mut buf) {
                     Ok(n) => {
                         opened = Some(fd);
                         Look::Content(&buf[..n])
@@ -392,24 +392,6 @@ impl StrictLock {
             state,
             key,
         })
-    }
-
-    /// The error of a filesystem whose `link` fails with `errno`.
-    pub(super) fn no_hard_links(&self, errno: Errno) -> io::Error {
-        let kind = io::ErrorKind::Unsupported;
-        let source = io::Error::new(
-            kind,
-            Explained(Box::new(Invalid {
-                path: self.path.clone(),
-                claim: None,
-                reason: format!(
-                    "filesystem does not support atomic no-replace hard-link publication (link: \
-                     {errno}): a strict lock publishes every claim by a hard link; use another \
-                     kind of lock on this filesystem"
-                ),
-            })),
-        );
-        LockError::io(&self.path, Step::Lock, kind, source)
     }
 
     /// The error of an acquire that gave up on a busy lock: filelock's
@@ -438,34 +420,6 @@ impl StrictLock {
             })),
         );
         LockError::io(&self.path, Step::Lock, kind, source)
-    }
-}
-
-/// Reads at most `buf`'s length from `fd`, which `fstat` must show to be
-/// the regular file `id`: `EAGAIN` if it is another (replaced while
-/// opened), `EFBIG` for more than [`RECORD_LIMIT`] bytes.
-pub(super) fn read_same(
-    os: &mut SoftOs<'_>,
-    fd: &OwnedFd,
-    id: FileId,
-    buf: &mut [u8; RECORD_LIMIT + 1],
-) -> Result<usize, Errno> {
-    let st = os.fstat(fd)?;
-    if st.kind != NodeKind::Regular || st.id != id {
-        return Err(Errno::AGAIN);
-    }
-    let mut n = 0;
-    while n < buf.len() {
-        match os.read(fd, &mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e == Errno::INTR => {}
-            Err(e) => return Err(e),
-        }
-    }
-    match n > RECORD_LIMIT {
-        true => Err(Errno::from_raw(libc::EFBIG)),
-        false => Ok(n),
     }
 }
 

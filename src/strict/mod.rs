@@ -151,6 +151,24 @@ impl StrictWait<'_> {
 type Hook<'a> = dyn FnMut(&StrictWait<'_>) -> ControlFlow<()> + 'a;
 
 impl StrictLock {
+    /// The error of a filesystem whose `link` fails with `errno`.
+    pub(super) fn no_hard_links(&self, errno: Errno) -> io::Error {
+        let kind = io::ErrorKind::Unsupported;
+        let source = io::Error::new(
+            kind,
+            Explained(Box::new(Invalid {
+                path: self.path.clone(),
+                claim: None,
+                reason: format!(
+                    "filesystem does not support atomic no-replace hard-link publication (link: \
+                     {errno}): a strict lock publishes every claim by a hard link; use another \
+                     kind of lock on this filesystem"
+                ),
+            })),
+        );
+        LockError::io(&self.path, Step::Lock, kind, source)
+    }
+
     /// A strict lock on `path`. A path whose final component is empty, or
     /// longer than [`MAX_LOCK_NAME`] (206) bytes, fails at the first lock
     /// call, before anything is created.

@@ -326,7 +326,7 @@ fn read_claim(os: &mut SoftOs<'_>, name: &[u8]) -> Result<Read, String> {
         Err(e) => return Err(e.to_string()),
     };
     let mut buf = [0u8; RECORD_LIMIT + 1];
-    match super::attempt::read_same(os, &fd, st.id, &mut buf) {
+    match read_same(os, &fd, st.id, &mut buf) {
         Ok(n) => Ok(Read::Record(buf[..n].to_vec(), st.id, st.mtime)),
         Err(e) if e == Errno::AGAIN => Err("changed while opening".into()),
         Err(e) if e.raw() == libc::EFBIG => Err(format!("exceeds {RECORD_LIMIT} bytes")),
@@ -359,5 +359,33 @@ fn remove_private(os: &mut SoftOs<'_>, name: &[u8], id: Option<FileId>) {
     if ours {
         // A private file left behind is litter the next scan reaps.
         let _ = os.unlink(name);
+    }
+}
+
+/// Reads at most `buf`'s length from `fd`, which `fstat` must show to be
+/// the regular file `id`: `EAGAIN` if it is another (replaced while
+/// opened), `EFBIG` for more than [`RECORD_LIMIT`] bytes.
+pub(super) fn read_same(
+    os: &mut SoftOs<'_>,
+    fd: &OwnedFd,
+    id: FileId,
+    buf: &mut [u8; RECORD_LIMIT + 1],
+) -> Result<usize, Errno> {
+    let st = os.fstat(fd)?;
+    if st.kind != NodeKind::Regular || st.id != id {
+        return Err(Errno::AGAIN);
+    }
+    let mut n = 0;
+    while n < buf.len() {
+        match os.read(fd, &mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e == Errno::INTR => {}
+            Err(e) => return Err(e),
+        }
+    }
+    match n > RECORD_LIMIT {
+        true => Err(Errno::from_raw(libc::EFBIG)),
+        false => Ok(n),
     }
 }
