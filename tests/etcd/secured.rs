@@ -442,6 +442,17 @@ fn on_terminal(mut cmd: Command, typed: &str) -> (i32, String) {
     // The parent's copy of the slave is in `cmd`: dropped with it, so that
     // the master reads EIO once the child is gone.
     drop(cmd);
+    // A child that never finishes (a prompt that lost what was typed) is
+    // killed after the safety net, which ends the reads below.
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let pid = child.id() as libc::pid_t;
+    let watchdog = std::thread::spawn(move || {
+        let late = finished.recv_timeout(SAFETY);
+        if late == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+            // SAFETY: a signal to our own child, not yet reaped.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    });
     let mut screen = Vec::new();
     let mut typed_yet = false;
     let mut buf = [0u8; 256];
@@ -456,6 +467,8 @@ fn on_terminal(mut cmd: Command, typed: &str) -> (i32, String) {
         }
     }
     let status = exit_of(&mut child, "the prompted command");
+    drop(done);
+    watchdog.join().unwrap();
     (
         status.code().unwrap_or(-1),
         String::from_utf8_lossy(&screen).into_owned(),

@@ -111,10 +111,13 @@ fn prompt(name: &str) -> Result<String, String> {
              give it in a file (--password-file), in ETCDCTL_PASSWORD, or as --user NAME:PASSWORD"
         ));
     }
-    eprint!("Password: ");
-    let _ = std::io::stderr().flush();
+    // Echo off first, which also discards what was typed before (TCSAFLUSH),
+    // and only then the prompt: a password typed at the prompt is never
+    // thrown away by a flush that comes after it.
     let quiet = swaplock::supervise::quiet_terminal(swaplock::supervise::stdin())
         .map_err(|e| format!("cannot turn the terminal's echo off for the password: {e}"))?;
+    eprint!("Password: ");
+    let _ = std::io::stderr().flush();
     let mut line = String::new();
     let read = stdin.lock().read_line(&mut line);
     let _ = swaplock::supervise::restore_terminal(swaplock::supervise::stdin(), &quiet);
