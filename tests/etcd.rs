@@ -26,6 +26,8 @@ mod harness;
 #[cfg(feature = "etcd-tls")]
 #[path = "etcd/pki.rs"]
 mod pki;
+#[path = "etcd/review.rs"]
+mod review;
 #[cfg(feature = "etcd-tls")]
 #[path = "etcd/secured.rs"]
 mod secured;
