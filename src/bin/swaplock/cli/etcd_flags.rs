@@ -204,6 +204,12 @@ pub(super) fn resolve(
             .into_string()
             .map_err(|v| format!("{what} must be text: {}", v.to_string_lossy()))
     };
+    // A value that may hold the password is never repeated.
+    let secret = |value: OsString, what: &str| {
+        value
+            .into_string()
+            .map_err(|_| format!("{what} must be text (UTF-8); its value is not shown"))
+    };
     let endpoints = if !urls.is_empty() {
         if flags.endpoints.is_some() {
             return Err("the endpoints were given twice: by --etcd URLS and --endpoints".into());
@@ -231,8 +237,8 @@ pub(super) fn resolve(
         None => None,
     };
     let user = match (&flags.user, env("ETCDCTL_USER")) {
-        (Some(u), _) => Some((text(u.clone(), "--user")?, true)),
-        (None, Some(u)) => Some((text(u, "ETCDCTL_USER")?, false)),
+        (Some(u), _) => Some((secret(u.clone(), "--user")?, true)),
+        (None, Some(u)) => Some((secret(u, "ETCDCTL_USER")?, false)),
         (None, None) => None,
     };
     let user = match user {
@@ -246,7 +252,10 @@ pub(super) fn resolve(
             // With a password apart, the whole of --user is the name, as
             // etcdctl takes it.
             (Some(f), _) => (user, Password::File(f.clone())),
-            (None, Some(p)) => (user, Password::InEnvironment(text(p, "ETCDCTL_PASSWORD")?)),
+            (None, Some(p)) => (
+                user,
+                Password::InEnvironment(secret(p, "ETCDCTL_PASSWORD")?),
+            ),
             (None, None) => match user.split_once(':') {
                 Some((name, password)) if from_flag => {
                     (name.to_owned(), Password::InArguments(password.to_owned()))
