@@ -62,7 +62,6 @@ fn a_password_that_is_not_text_shows_in_no_error() {
 }
 
 #[test]
-#[ignore = "finding: ETCDCTL_USER set empty and ETCDCTL_INSECURE_SKIP_TLS_VERIFY=false are refused, which etcdctl takes"]
 fn etcdctls_variables_set_empty_or_false_are_taken_as_etcdctl_takes_them() {
     let etcd = Etcd::start(1);
     let url = etcd.members[0].client.clone();
