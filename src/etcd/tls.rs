@@ -263,11 +263,28 @@ pub(super) fn options(tls: &EtcdTls, files: &Files) -> Result<etcd_client::TlsOp
                 ))
             }
         }
-        if rustls::pki_types::PrivateKeyDer::from_pem_slice(key).is_err() {
+        let key_path = shown(&tls.key).unwrap_or_default();
+        let Ok(key_der) = rustls::pki_types::PrivateKeyDer::from_pem_slice(key) else {
             return Err(format!(
-                "the client key {} holds no PEM private key",
-                shown(&tls.key).unwrap_or_default()
+                "the client key {key_path} holds no PEM private key"
             ));
+        };
+        // A key that is not the certificate's (one file of the two
+        // renewed) fails the handshake with a cause that blames the member.
+        let chain = CertificateDer::pem_slice_iter(cert)
+            .filter_map(Result::ok)
+            .collect();
+        #[allow(deprecated)]
+        let provider = rustls::crypto::ring::default_provider();
+        match rustls::sign::CertifiedKey::from_der(chain, key_der, &provider) {
+            Ok(_) => {}
+            Err(rustls::Error::InconsistentKeys(_)) => {
+                return Err(format!(
+                    "the client key {key_path} is not the key of the client certificate \
+                     {cert_path}{about}: give the key it was made with"
+                ))
+            }
+            Err(e) => return Err(format!("the client key {key_path} cannot be used: {e}")),
         }
         options = options.identity(Identity::from_pem(cert, key));
     }
