@@ -30,7 +30,7 @@ mod pki;
 mod review;
 #[cfg(feature = "etcd-tls")]
 #[path = "etcd/secured.rs"]
-mod secured;
+pub(crate) mod secured;
 
 use common::{free_port, swaplock};
 use harness::*;

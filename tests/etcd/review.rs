@@ -154,3 +154,38 @@ fn a_client_key_that_does_not_match_its_certificate_is_one_sentence_at_once() {
         "retried for {took:?}: {said}"
     );
 }
+
+/// `--user NAME:PASSWORD` typed while `ETCDCTL_PASSWORD` is set (left
+/// in the environment, say): etcdctl's rule takes the whole value as the
+/// name. The part after the colon is then a password the user typed,
+/// which must show neither in the error (etcdctl's names no user) nor in
+/// `ps` while it runs.
+#[cfg(feature = "etcd-tls")]
+#[test]
+#[ignore = "finding: --user NAME:PASSWORD with ETCDCTL_PASSWORD set echoes the typed password in the error, and leaves it in ps"]
+fn a_password_typed_after_the_user_while_the_variable_is_set_is_not_echoed() {
+    use crate::secured::{secured_member, PASSWORD};
+    let dir = tempfile::tempdir().unwrap();
+    let (etcd, pki) = secured_member(&dir.path().join("pki"));
+    let cert = etcd.admin.with_tls(pki.tls("ca", Some("locker")));
+    let typed = format!("locker:{PASSWORD}");
+    let out = cert
+        .swaplock("run")
+        .args(["--user", &typed, "locks/x", "true"])
+        .env("ETCDCTL_PASSWORD", "left-over")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    let theirs = cert
+        .etcdctl()
+        .args(["--user", &typed, "get", "locks/x"])
+        .env("ETCDCTL_PASSWORD", "left-over")
+        .output()
+        .unwrap();
+    let theirs_said = String::from_utf8_lossy(&theirs.stderr);
+    assert!(!theirs.status.success(), "{theirs_said}");
+    assert!(!theirs_said.contains(PASSWORD), "etcdctl: {theirs_said}");
+    assert!(!said.contains(PASSWORD), "the typed password shows: {said}");
+}
