@@ -129,8 +129,18 @@ impl EtcdTls {
     /// The files, as they are now.
     pub(super) fn read(&self) -> Result<Files, String> {
         let read = |what: &str, path: &Path| {
-            std::fs::read(path)
-                .map_err(|e| format!("cannot read the {what} {}: {e}", path.display()))
+            let cannot = |e: io::Error| format!("cannot read the {what} {}: {e}", path.display());
+            // A pipe gives its contents once, and a named one with no
+            // writer blocks a read: the lock's thread, which keeps the
+            // lease alive, would wait on it at the next reconnection.
+            if !std::fs::metadata(path).map_err(cannot)?.is_file() {
+                return Err(format!(
+                    "the {what} {} is not a regular file (a pipe?): it is read again at \
+                     every connection; give a file",
+                    path.display()
+                ));
+            }
+            std::fs::read(path).map_err(cannot)
         };
         let ca = match &self.ca {
             Some(path) if !self.skip_verify => read("CA bundle", path)?,

@@ -198,7 +198,6 @@ fn a_password_typed_after_the_user_while_the_variable_is_set_is_not_echoed() {
 /// or stops its command (exit 75) before the next holder starts.
 #[cfg(feature = "etcd-tls")]
 #[test]
-#[ignore = "finding: a client key in a named pipe is read again at a reconnection, blocks the lock's thread, and the holder runs on after its lease expired"]
 fn a_client_key_in_a_named_pipe_never_leaves_a_holder_running_after_its_lease() {
     use crate::pki::Pki;
     let dir = tempfile::tempdir().unwrap();
