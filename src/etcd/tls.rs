@@ -281,20 +281,23 @@ pub(super) fn options(tls: &EtcdTls, files: &Files) -> Result<etcd_client::TlsOp
         };
         // A key that is not the certificate's (one file of the two
         // renewed) fails the handshake with a cause that blames the member.
+        // (A certificate webpki cannot parse, such as an X.509 v1 one, goes
+        // unchecked: the member decides.)
+        #[allow(deprecated)]
+        let provider = rustls::crypto::ring::default_provider();
+        let signing = provider
+            .key_provider
+            .load_private_key(key_der)
+            .map_err(|e| format!("the client key {key_path} cannot be used: {e}"))?;
         let chain = CertificateDer::pem_slice_iter(cert)
             .filter_map(Result::ok)
             .collect();
-        #[allow(deprecated)]
-        let provider = rustls::crypto::ring::default_provider();
-        match rustls::sign::CertifiedKey::from_der(chain, key_der, &provider) {
-            Ok(_) => {}
-            Err(rustls::Error::InconsistentKeys(_)) => {
-                return Err(format!(
-                    "the client key {key_path} is not the key of the client certificate \
-                     {cert_path}{about}: give the key it was made with"
-                ))
-            }
-            Err(e) => return Err(format!("the client key {key_path} cannot be used: {e}")),
+        let mismatch = rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch);
+        if rustls::sign::CertifiedKey::new(chain, signing).keys_match() == Err(mismatch) {
+            return Err(format!(
+                "the client key {key_path} is not the key of the client certificate \
+                 {cert_path}{about}: give the key it was made with"
+            ));
         }
         options = options.identity(Identity::from_pem(cert, key));
     }
