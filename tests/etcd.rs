@@ -26,9 +26,11 @@ mod harness;
 #[cfg(feature = "etcd-tls")]
 #[path = "etcd/pki.rs"]
 mod pki;
+#[path = "etcd/review.rs"]
+mod review;
 #[cfg(feature = "etcd-tls")]
 #[path = "etcd/secured.rs"]
-mod secured;
+pub(crate) mod secured;
 
 use common::{free_port, swaplock};
 use harness::*;

@@ -129,8 +129,18 @@ impl EtcdTls {
     /// The files, as they are now.
     pub(super) fn read(&self) -> Result<Files, String> {
         let read = |what: &str, path: &Path| {
-            std::fs::read(path)
-                .map_err(|e| format!("cannot read the {what} {}: {e}", path.display()))
+            let cannot = |e: io::Error| format!("cannot read the {what} {}: {e}", path.display());
+            // A pipe gives its contents once, and a named one with no
+            // writer blocks a read: the lock's thread, which keeps the
+            // lease alive, would wait on it at the next reconnection.
+            if !std::fs::metadata(path).map_err(cannot)?.is_file() {
+                return Err(format!(
+                    "the {what} {} is not a regular file (a pipe?): it is read again at \
+                     every connection; give a file",
+                    path.display()
+                ));
+            }
+            std::fs::read(path).map_err(cannot)
         };
         let ca = match &self.ca {
             Some(path) if !self.skip_verify => read("CA bundle", path)?,
@@ -263,10 +273,30 @@ pub(super) fn options(tls: &EtcdTls, files: &Files) -> Result<etcd_client::TlsOp
                 ))
             }
         }
-        if rustls::pki_types::PrivateKeyDer::from_pem_slice(key).is_err() {
+        let key_path = shown(&tls.key).unwrap_or_default();
+        let Ok(key_der) = rustls::pki_types::PrivateKeyDer::from_pem_slice(key) else {
             return Err(format!(
-                "the client key {} holds no PEM private key",
-                shown(&tls.key).unwrap_or_default()
+                "the client key {key_path} holds no PEM private key"
+            ));
+        };
+        // A key that is not the certificate's (one file of the two
+        // renewed) fails the handshake with a cause that blames the member.
+        // (A certificate webpki cannot parse, such as an X.509 v1 one, goes
+        // unchecked: the member decides.)
+        #[allow(deprecated)]
+        let provider = rustls::crypto::ring::default_provider();
+        let signing = provider
+            .key_provider
+            .load_private_key(key_der)
+            .map_err(|e| format!("the client key {key_path} cannot be used: {e}"))?;
+        let chain = CertificateDer::pem_slice_iter(cert)
+            .filter_map(Result::ok)
+            .collect();
+        let mismatch = rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch);
+        if rustls::sign::CertifiedKey::new(chain, signing).keys_match() == Err(mismatch) {
+            return Err(format!(
+                "the client key {key_path} is not the key of the client certificate \
+                 {cert_path}{about}: give the key it was made with"
             ));
         }
         options = options.identity(Identity::from_pem(cert, key));

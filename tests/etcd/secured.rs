@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The password of user `locker`.
-const PASSWORD: &str = "lock-pw-7";
+pub(crate) const PASSWORD: &str = "lock-pw-7";
 
 /// The certificates: CAs `ca` and `other`; the members' `member`; clients
 /// `root`, `locker` (a user with the role on `locks/`), `stranger` (a user
@@ -105,7 +105,7 @@ fn enable_auth(admin: &Access) {
 }
 
 /// A secured member, its certificates in `dir`.
-fn secured_member(dir: &Path) -> (Etcd, Pki) {
+pub(crate) fn secured_member(dir: &Path) -> (Etcd, Pki) {
     let pki = pki(dir);
     let etcd = Etcd::start_with(
         1,

@@ -188,10 +188,15 @@ pub(super) fn resolve(
             ));
         }
     }
+    // Past that rule, a variable set empty is unset, as etcdctl takes it.
+    let env = |var: &str| env(var).filter(|v| !v.is_empty());
     // Skipping verification takes a lock from whoever answers at the
     // endpoints: only when asked for by name, never by a variable left in
-    // the environment for etcdctl.
-    if env("ETCDCTL_INSECURE_SKIP_TLS_VERIFY").is_some() {
+    // the environment for etcdctl; set to false (in Go's words for it),
+    // the variable asks for what is done anyway.
+    let skip = env("ETCDCTL_INSECURE_SKIP_TLS_VERIFY");
+    let false_words = ["0", "f", "F", "false", "FALSE", "False"];
+    if skip.is_some_and(|v| !false_words.iter().any(|w| v == *w)) {
         return Err(
             "ETCDCTL_INSECURE_SKIP_TLS_VERIFY is refused: skipping the verification \
              of the members' certificates must be asked for by name, on the command line \
@@ -203,6 +208,12 @@ pub(super) fn resolve(
         value
             .into_string()
             .map_err(|v| format!("{what} must be text: {}", v.to_string_lossy()))
+    };
+    // A value that may hold the password is never repeated.
+    let secret = |value: OsString, what: &str| {
+        value
+            .into_string()
+            .map_err(|_| format!("{what} must be text (UTF-8); its value is not shown"))
     };
     let endpoints = if !urls.is_empty() {
         if flags.endpoints.is_some() {
@@ -231,8 +242,8 @@ pub(super) fn resolve(
         None => None,
     };
     let user = match (&flags.user, env("ETCDCTL_USER")) {
-        (Some(u), _) => Some((text(u.clone(), "--user")?, true)),
-        (None, Some(u)) => Some((text(u, "ETCDCTL_USER")?, false)),
+        (Some(u), _) => Some((secret(u.clone(), "--user")?, true)),
+        (None, Some(u)) => Some((secret(u, "ETCDCTL_USER")?, false)),
         (None, None) => None,
     };
     let user = match user {
@@ -246,7 +257,10 @@ pub(super) fn resolve(
             // With a password apart, the whole of --user is the name, as
             // etcdctl takes it.
             (Some(f), _) => (user, Password::File(f.clone())),
-            (None, Some(p)) => (user, Password::InEnvironment(text(p, "ETCDCTL_PASSWORD")?)),
+            (None, Some(p)) => (
+                user,
+                Password::InEnvironment(secret(p, "ETCDCTL_PASSWORD")?),
+            ),
             (None, None) => match user.split_once(':') {
                 Some((name, password)) if from_flag => {
                     (name.to_owned(), Password::InArguments(password.to_owned()))
@@ -364,6 +378,14 @@ mod tests {
         );
         assert!(resolved("http://a:1", &["--endpoints", "c:3"], &[]).is_err());
         assert!(resolved("", &[], &[("ETCDCTL_DISCOVERY_SRV", "example.com")]).is_err());
+        // Set empty, a variable is unset, but still conflicts with its flag.
+        let empty = [("ETCDCTL_ENDPOINTS", ""), ("ETCDCTL_USER", "")];
+        let s = resolved("", &[], &empty).unwrap();
+        assert_eq!(
+            (s.endpoints, s.user),
+            (vec![DEFAULT_ENDPOINT.to_owned()], None)
+        );
+        assert!(resolved("", &["--endpoints", "c:3"], &empty).is_err());
     }
 
     #[test]
@@ -441,6 +463,10 @@ mod tests {
         assert!(!resolved("", &[], &[]).unwrap().insecure);
         let said = resolved("", &[], &[("ETCDCTL_INSECURE_SKIP_TLS_VERIFY", "true")]).unwrap_err();
         assert!(said.contains("asked for by name"), "{said}");
+        for off in ["", "false", "0"] {
+            let s = resolved("", &[], &[("ETCDCTL_INSECURE_SKIP_TLS_VERIFY", off)]).unwrap();
+            assert!(!s.insecure, "{off:?}");
+        }
         let mut p = lexopt::Parser::from_args(["x"]);
         let said = EtcdFlags::default().take("password", &mut p).unwrap_err();
         assert!(said.contains("--password-file"), "{said}");
