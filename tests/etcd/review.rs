@@ -162,7 +162,6 @@ fn a_client_key_that_does_not_match_its_certificate_is_one_sentence_at_once() {
 /// `ps` while it runs.
 #[cfg(feature = "etcd-tls")]
 #[test]
-#[ignore = "finding: --user NAME:PASSWORD with ETCDCTL_PASSWORD set echoes the typed password in the error, and leaves it in ps"]
 fn a_password_typed_after_the_user_while_the_variable_is_set_is_not_echoed() {
     use crate::secured::{secured_member, PASSWORD};
     let dir = tempfile::tempdir().unwrap();

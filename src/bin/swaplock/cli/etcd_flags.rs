@@ -253,9 +253,23 @@ pub(super) fn resolve(
             }
             None
         }
+        // With a password apart, etcdctl takes the whole of --user as the
+        // name; a colon there may then be a password typed after the name,
+        // which would show in an error naming the user and in `ps` for the
+        // whole run: refused, without repeating the value.
+        Some((user, from_flag))
+            if user.contains(':')
+                && (flags.password_file.is_some() || env("ETCDCTL_PASSWORD").is_some()) =>
+        {
+            let whence = if from_flag { "--user" } else { "ETCDCTL_USER" };
+            return Err(format!(
+                "{whence} holds a ':' while a password is also given apart (--password-file or \
+                 ETCDCTL_PASSWORD): what follows the ':' may be a password, which would be \
+                 taken as part of the user name; give the user name alone, or the password \
+                 one way only"
+            ));
+        }
         Some((user, from_flag)) => Some(match (&flags.password_file, env("ETCDCTL_PASSWORD")) {
-            // With a password apart, the whole of --user is the name, as
-            // etcdctl takes it.
             (Some(f), _) => (user, Password::File(f.clone())),
             (None, Some(p)) => (
                 user,
@@ -402,10 +416,31 @@ mod tests {
             user(&["--user", "locker"], &[]),
             Some(("locker".into(), Password::Prompt))
         );
-        // A password apart: the whole of --user is the name.
+        // A password apart and a colon in the user: refused, the value not
+        // repeated (it may hold a password).
+        for (args, vars) in [
+            (
+                &["--user", "a:secret"][..],
+                &[("ETCDCTL_PASSWORD", "pw")][..],
+            ),
+            (
+                &["--user", "a:secret", "--password-file", "/run/pw"][..],
+                &[][..],
+            ),
+            (
+                &[][..],
+                &[("ETCDCTL_USER", "a:secret"), ("ETCDCTL_PASSWORD", "pw")][..],
+            ),
+        ] {
+            let refused = resolved("", args, vars).unwrap_err();
+            assert!(
+                refused.contains("holds a ':'") && !refused.contains("secret"),
+                "{refused}"
+            );
+        }
         assert_eq!(
-            user(&["--user", "a:b"], &[("ETCDCTL_PASSWORD", "pw")]),
-            Some(("a:b".into(), Password::InEnvironment("pw".into())))
+            user(&["--user", "a"], &[("ETCDCTL_PASSWORD", "pw")]),
+            Some(("a".into(), Password::InEnvironment("pw".into())))
         );
         assert_eq!(
             user(&["--user", "a", "--password-file", "/run/pw"], &[]),
