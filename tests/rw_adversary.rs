@@ -113,7 +113,7 @@ fn a_lease_too_short_for_the_read_write_lock_names_the_option() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lock");
     for lease in ["0", "0.2", "0.25"] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_swaplock"))
+        let out = common::command(&common::swaplock(), "swaplock")
             .args(["run", "--kind", "rw", "--lease", lease])
             .arg(&path)
             .arg("true")
@@ -151,7 +151,7 @@ fn break_never_evicts_a_member_whose_record_came_back_while_another_was_watched(
         format!("filelock-rw/1\ngeneration=1\nwriter={BACK}\nreader={READER}\n"),
     )
     .unwrap();
-    let mut breaker = std::process::Command::new(env!("CARGO_BIN_EXE_swaplock"))
+    let mut breaker = common::command(&common::swaplock(), "swaplock")
         .args(["break", "--kind", "rw", "--lease", "3"])
         .arg(&path)
         .stdout(std::process::Stdio::piped())

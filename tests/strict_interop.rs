@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 use std::io::ErrorKind;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime};
 use swaplock::strict::{ClaimState, LockPath, StrictLock};
 use swaplock::SoftLock;
@@ -302,7 +302,7 @@ fn storm(poll_ms: u64) -> (u64, usize, Duration) {
     );
     let rusts: Vec<_> = (0..3)
         .map(|_| {
-            Command::new(std::env::current_exe().unwrap())
+            common::command(&std::env::current_exe().unwrap(), "worker")
                 .args([
                     "--ignored",
                     "--exact",
