@@ -13,6 +13,7 @@
 use crate::sync::{Mutex, PoisonError};
 use std::any::Any;
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
 crate::sync::thread_local! {
@@ -39,9 +40,35 @@ fn install() {
     ONCE.call_once(|| {
         // SAFETY: the handlers are `extern "C"` functions that stay valid
         // for the life of the process.
-        unsafe { libc::pthread_atfork(Some(prepare), Some(resume), Some(resume)) };
+        unsafe { libc::pthread_atfork(Some(prepare), Some(resume), Some(resume_child)) };
+        INSTALLED.store(true, Ordering::Release);
     });
 }
+
+/// Whether the handlers were registered as the program started (and so
+/// run at every fork since): [`crate::pid`] keeps the process's ID only
+/// then.
+#[inline]
+pub(crate) fn handlers_from_start() -> bool {
+    AT_START && INSTALLED.load(Ordering::Acquire)
+}
+
+/// Set once the handlers are registered.
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// Whether [`INSTALL_AT_START`] registers the handlers (where the
+/// constructor section is known).
+const AT_START: bool = cfg!(any(
+    target_os = "linux",
+    target_os = "android",
+    target_os = "freebsd",
+    target_os = "netbsd",
+    target_os = "openbsd",
+    target_os = "dragonfly",
+    target_os = "illumos",
+    target_os = "solaris",
+    target_vendor = "apple"
+));
 
 /// Registers the handlers as the program starts, before `main` and any
 /// thread of it, so that no fork can race their registration. Registered
@@ -100,4 +127,10 @@ pub(crate) extern "C" fn prepare() {
 /// Lets them go, in the parent and in the child.
 pub(crate) extern "C" fn resume() {
     HELD_ACROSS_FORK.with(|held| held.borrow_mut().clear());
+}
+
+/// In the child: forgets the parent's process ID, then lets the lists go.
+extern "C" fn resume_child() {
+    crate::pid::forget();
+    resume();
 }

@@ -17,7 +17,7 @@ pub(crate) fn by_this_thread<K: Send + 'static>(
     mut is: impl FnMut(&K) -> bool,
 ) -> bool {
     let me = thread::current().id();
-    let pid = std::process::id();
+    let pid = crate::pid::id();
     held.lock()
         .iter()
         .any(|(k, t, p)| *t == me && *p == pid && is(k))
@@ -30,7 +30,7 @@ pub(crate) fn by_this_process<K: Send + 'static>(
     held: &'static Held<K>,
     mut is: impl FnMut(&K) -> bool,
 ) -> bool {
-    let pid = std::process::id();
+    let pid = crate::pid::id();
     held.lock().iter().any(|(k, _, p)| *p == pid && is(k))
 }
 
@@ -54,19 +54,19 @@ impl<K: PartialEq + Clone + Send + 'static> Registered<K> {
     /// Enters `key` as held by this thread.
     pub(crate) fn new(held: &'static Held<K>, key: K) -> Self {
         let thread = thread::current().id();
-        held.lock().push((key.clone(), thread, std::process::id()));
+        held.lock().push((key.clone(), thread, crate::pid::id()));
         Registered {
             held,
             key,
             thread,
-            pid: std::process::id(),
+            pid: crate::pid::id(),
         }
     }
 }
 
 impl<K: PartialEq + Send + 'static> Drop for Registered<K> {
     fn drop(&mut self) {
-        if self.pid != std::process::id() {
+        if self.pid != crate::pid::id() {
             return;
         }
         let mut held = self.held.lock();

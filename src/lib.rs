@@ -101,6 +101,7 @@ mod model;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 #[cfg_attr(docsrs, doc(cfg(any(target_os = "linux", target_os = "android"))))]
 pub mod netfs;
+mod pid;
 mod sync;
 pub use error::{LockError, Step};
 

@@ -128,7 +128,7 @@ impl EtcdLockGuard {
 
     /// Whether this process was forked from the one that took the lock.
     pub(super) fn forked(&self) -> bool {
-        std::process::id() != self.pid
+        crate::pid::id() != self.pid
     }
 
     pub(super) fn release_inner(&mut self) -> io::Result<()> {

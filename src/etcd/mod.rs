@@ -416,7 +416,7 @@ impl EtcdLock {
                 taken,
                 state,
                 session: Some(Session { orders, thread }),
-                pid: std::process::id(),
+                pid: crate::pid::id(),
             }),
             Ok(Err(e)) => {
                 let _ = thread.join();

@@ -161,7 +161,7 @@ impl FileLock {
         let guard = Settled::Done(match reached {
             Reached::Held(fd, id) => Ok(FileLockGuard(Inner::Kernel {
                 fd,
-                pid: std::process::id(),
+                pid: crate::pid::id(),
                 registered: scope
                     .excludes_own_process()
                     .then(|| self::register(id, self.kind, shared)),

@@ -73,7 +73,7 @@ impl FileLockGuard {
                 ..
             } => {
                 #[cfg(unix)]
-                if pid != std::process::id() {
+                if pid != crate::pid::id() {
                     fd.forget_lock();
                     return Err(forked(&path, Step::Unlock, pid));
                 }
@@ -150,7 +150,7 @@ impl FileLockGuard {
                 ..
             } => {
                 #[cfg(unix)]
-                if pid != std::process::id() {
+                if pid != crate::pid::id() {
                     fd.forget_lock();
                     return Err(forked(&path, Step::Remove, pid));
                 }

@@ -84,7 +84,7 @@ static CHANGED: Condvar = Condvar::new();
 
 fn files() -> MutexGuard<'static, Files> {
     let mut files = FILES.lock();
-    let pid = std::process::id();
+    let pid = crate::pid::id();
     if files.pid != pid {
         // A forked child (or the first use): nothing of the parent's is
         // held here. Its descriptors are copies; closing them releases
@@ -488,7 +488,7 @@ impl<O: Calls> Threads<O> {
             fd: Some(fd),
             registered,
             call: self.os.call(),
-            pid: std::process::id(),
+            pid: crate::pid::id(),
         }
     }
 }
@@ -721,7 +721,7 @@ impl Drop for GuardFd {
         let Some(fd) = self.fd.take() else {
             return;
         };
-        if self.pid != std::process::id() {
+        if self.pid != crate::pid::id() {
             // A forked child: the lock is the parent's, and nothing of the
             // parent's registry is the child's; but the child's own locks
             // on the file must outlive this close.

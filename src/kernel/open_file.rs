@@ -123,7 +123,7 @@ impl Holding {
     /// Releases the lock; in a forked child only closes the descriptor
     /// (the lock is the parent's), with the error that says so.
     fn release(self, name: &Arc<Path>) -> io::Result<()> {
-        if self.pid != std::process::id() {
+        if self.pid != crate::pid::id() {
             #[cfg(unix)]
             self.file.forget_lock();
             return Err(LockError::forked(name, Step::Unlock, self.pid, "the lock"));
@@ -364,7 +364,7 @@ impl OpenFileLock {
     /// lock left to the parent).
     fn state(&self) -> MutexGuard<'_, State> {
         let mut state = crate::sync::lock(&self.state);
-        let pid = std::process::id();
+        let pid = crate::pid::id();
         if state.pid != pid {
             state.pid = pid;
             state.readers = 0;
@@ -384,7 +384,7 @@ impl OpenFileLock {
         let guard = |shared| OpenFileGuard {
             lock: self,
             shared,
-            pid: std::process::id(),
+            pid: crate::pid::id(),
         };
         let scope = Scope::new(self.kind, false, shared);
         let mut state = self.state();
@@ -436,7 +436,7 @@ impl OpenFileLock {
                     file,
                     scope,
                     registered: kernel::register(id, self.kind, shared),
-                    pid: std::process::id(),
+                    pid: crate::pid::id(),
                 });
                 state.readers = usize::from(shared);
                 Ok(guard(shared))

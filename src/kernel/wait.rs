@@ -462,7 +462,7 @@ fn join(job: &Job) -> Option<Arc<Slot>> {
     if inodes::owned_by_description(job.scope.call()) != Some(true) {
         return None;
     }
-    let pid = std::process::id();
+    let pid = crate::pid::id();
     let mut list = waiting();
     // A forked child's copy of its parent's list names threads it does not
     // have, whose slots a parent's thread may have held locked at the

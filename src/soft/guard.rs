@@ -283,7 +283,7 @@ impl Hold {
             return false;
         };
         let kind = self.lock.kind;
-        let pid = std::process::id();
+        let pid = crate::pid::id();
         let wanted = |w: &Waiter| *w.key == *key && w.kind == kind && w.pid == pid;
         if !waiters().iter().any(wanted) {
             return false;

@@ -30,7 +30,7 @@ pub(super) static REENTRANT: crate::lists::ProcessMutex<Reentrant> =
 
 /// This thread's live reentrant hold of `key`, shared.
 pub(super) fn reentered(key: &Path) -> Option<Arc<Hold>> {
-    let me = (crate::sync::thread::current().id(), std::process::id());
+    let me = (crate::sync::thread::current().id(), crate::pid::id());
     let mut holds = REENTRANT.lock();
     holds.retain(|(_, _, h)| h.strong_count() > 0);
     holds
@@ -41,7 +41,7 @@ pub(super) fn reentered(key: &Path) -> Option<Arc<Hold>> {
 
 /// Enters a new reentrant hold of `key` as this thread's.
 pub(super) fn enter_reentrant(key: Arc<Path>, hold: &Arc<Hold>) {
-    let me = (crate::sync::thread::current().id(), std::process::id());
+    let me = (crate::sync::thread::current().id(), crate::pid::id());
     let mut holds = REENTRANT.lock();
     holds.retain(|(_, _, h)| h.strong_count() > 0);
     holds.push((key, me, Arc::downgrade(hold)));

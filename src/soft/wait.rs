@@ -132,7 +132,7 @@ pub fn waiting_threads(path: &Path) -> usize {
     let Some(key) = SoftLock::soft(path).key() else {
         return 0;
     };
-    let pid = std::process::id();
+    let pid = crate::pid::id();
     waiters()
         .iter()
         .filter(|w| *w.key == *key && w.pid == pid)
@@ -169,7 +169,7 @@ impl<'d> Waiting<'d> {
         waiters().push(Waiter {
             key: Arc::clone(&self.key),
             kind: self.kind,
-            pid: std::process::id(),
+            pid: crate::pid::id(),
             dir,
             slot: Arc::clone(&slot),
         });

@@ -502,7 +502,7 @@ impl SqliteRwLock {
             path: Arc::clone(&self.path),
             mode,
             held: Some(held),
-            pid: std::process::id(),
+            pid: crate::pid::id(),
         };
         match protocol::named(id, os::stat_id(&self.sys_path, false)) {
             Named::Same => Ok(Attempt::Held(guard)),
@@ -582,7 +582,7 @@ impl SqliteRwGuard {
     /// a child forked while the guard was held, the lock is the parent's:
     /// nothing is released, and the error says so.
     pub fn release(mut self) -> io::Result<()> {
-        if self.pid != std::process::id() {
+        if self.pid != crate::pid::id() {
             self.forget();
             return Err(LockError::forked(
                 &self.path,
@@ -621,7 +621,7 @@ impl SqliteRwGuard {
 
 impl Drop for SqliteRwGuard {
     fn drop(&mut self) {
-        match self.pid == std::process::id() {
+        match self.pid == crate::pid::id() {
             true => {
                 let _ = self.unlock();
             }

@@ -85,7 +85,7 @@ static FILES: crate::lists::ProcessMutex<Files> = crate::lists::ProcessMutex::ne
 
 fn files() -> MutexGuard<'static, Files> {
     let mut files = FILES.lock();
-    let pid = std::process::id();
+    let pid = crate::pid::id();
     if files.pid != pid {
         // Copies of the parent's descriptors, holding nothing of its.
         files.pid = pid;

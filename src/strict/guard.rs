@@ -29,7 +29,7 @@ impl StrictLockGuard {
         StrictLockGuard {
             lock,
             hold: Some(hold),
-            pid: std::process::id(),
+            pid: crate::pid::id(),
             _registered: registered,
         }
     }
@@ -89,7 +89,7 @@ impl StrictLockGuard {
         let Some(hold) = self.hold.take() else {
             return Ok(());
         };
-        if self.pid != std::process::id() {
+        if self.pid != crate::pid::id() {
             return Err(LockError::forked(
                 &self.lock.path,
                 Step::Unlock,
