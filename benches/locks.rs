@@ -14,7 +14,9 @@
 //! - heap allocations per uncontended cycle;
 //! - the contention curves (`--curves`, `locks/curves.rs`): 1 to 128
 //!   processes hammering one lock, for every kind beside raw `flock(2)` and
-//!   filelock's classes: throughput, wait p50 and p99, Jain's fairness.
+//!   filelock's classes: throughput, wait p50 and p99, Jain's fairness;
+//! - the takeover after SIGKILL against the size of the lock's directory
+//!   (`--scan`, `locks/scan.rs`), 0 to a million files beside the lock.
 //!
 //! ```text
 //! cargo bench --bench locks                # the full run (about a minute)
@@ -31,6 +33,9 @@
 //! cargo bench --bench locks -- --curves --witness-check
 //!                                          # processes without a lock: passes if the
 //!                                          # overlap witness catches them
+//! cargo bench --bench locks -- --scan      # only the takeovers against the
+//!                                          # directory's size (a million files)
+//! cargo bench --bench locks -- --scan --quick  # 0 and 10,000 files, 3 kills
 //! ```
 //!
 //! `SWAPLOCK_BENCH_WITH_LOCK_EX` names another `with-lock-ex` to time (the
@@ -40,6 +45,9 @@
 #[cfg(any(target_os = "linux", target_os = "android"))]
 #[path = "locks/curves.rs"]
 mod curves;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[path = "locks/scan.rs"]
+mod scan;
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod linux {
@@ -398,6 +406,9 @@ mod linux {
         }
         if args.iter().any(|a| a == "--curves") {
             return crate::curves::run(dir.path(), quick);
+        }
+        if args.iter().any(|a| a == "--scan") {
+            return crate::scan::run(dir.path(), quick);
         }
         let at = |name: &str| dir.path().join(name);
 
