@@ -148,6 +148,22 @@ pub fn write_name(lock_base: &[u8], writer: Pid, token: &Token) -> Result<Name, 
     )
 }
 
+/// What follows the lock's name in [`queue_name`].
+pub const QUEUE: &[u8] = b".queue";
+
+/// `<lock_base>.queue`: the side file where this host's waiters for a soft
+/// lock queue in the kernel (PROTOCOL 7.20), so that one of them at a time
+/// watches the marker. Never a marker, never read or written: an empty
+/// file whose kernel locks only order the waiters. No other name derived
+/// from the lock's ends so, and the recovery scan takes it for none.
+pub fn queue_name(lock_base: &[u8]) -> Result<Name, NameTooLong> {
+    let mut name = Name::new();
+    for part in [lock_base, QUEUE] {
+        name.extend_from_slice(part).map_err(|_| NameTooLong)?;
+    }
+    Ok(name)
+}
+
 /// `<lock_base>.restore.<recoverer>.<token>`: a recoverer's claim name.
 pub fn restore_name(lock_base: &[u8], recoverer: Pid, token: &Token) -> Result<Name, NameTooLong> {
     let mut digits = [0u8; 10];
@@ -398,6 +414,21 @@ mod tests {
         let name = pid_break_name(&longest[..MAX_LOCK_NAME], widest, &token).unwrap();
         assert!(name.len() < NAME_MAX);
         assert_eq!(restore_name(&longest, widest, &token), Err(NameTooLong));
+    }
+
+    #[test]
+    fn the_queue_name_fits_and_is_no_name_the_recovery_scan_takes() {
+        let longest = [b'a'; MAX_LOCK_NAME];
+        let name = queue_name(&longest).unwrap();
+        assert!(name.len() < NAME_MAX);
+        let name = queue_name(b"l.lock").unwrap();
+        assert_eq!(name.as_slice(), b"l.lock.queue");
+        assert_eq!(parse_derived(b"l.lock", &name), None);
+        assert_eq!(parse_derived_in(NameCase::AsciiInsensitive, b"l.lock", &name), None);
+        // Nor is another lock's marker or derived name its queue: a lock
+        // named `l.lock.queue` is a lock of its own, whose own queue is
+        // `l.lock.queue.queue`.
+        assert_eq!(queue_name(&name).unwrap().as_slice(), b"l.lock.queue.queue");
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub mod fs;
 pub mod kernel;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod soft;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub mod queue;
 /// The strict lock's directories, links and `fsync`: the shared POSIX calls.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub use swaplock_unix::strict;

@@ -117,7 +117,15 @@ impl SoftLock {
             },
             waiting,
             (dir, &self.dir_path, &self.base),
+            queue::Queue::new(
+                dir,
+                &self.base,
+                cfg.marker_mode(),
+                key.clone(),
+                wait.waits(),
+            ),
         );
+        patience.join_first = wait.waits() && key.as_deref().is_some_and(queue::contended);
         patience.hook = hook.map(|hook| (hook, self));
         #[cfg(feature = "log")]
         {
@@ -153,6 +161,8 @@ impl SoftLock {
             }
         };
         *crate::sync::lock(&self.contender) = contender;
+        // The next waiter of this host watches from now on.
+        patience.queue.leave();
         let handed = patience.waiting.as_mut().and_then(Waiting::leave);
         // A cancelled wait holds nothing, even a hold handed over since.
         let handed = match handed {

@@ -156,6 +156,7 @@ use sys::{Dir, DirName, File};
 mod acquire;
 mod guard;
 mod mismatch;
+mod queue;
 mod registry;
 mod status;
 mod wait;
@@ -173,6 +174,8 @@ pub use status::{Advice, OwnerInfo};
 pub use wait::{waiting_threads, WaitStatus, MISMATCH_AFTER};
 #[cfg(all(test, swaplock_model, any(target_os = "linux", target_os = "android")))]
 pub(crate) use wake::bells;
+#[doc(hidden)]
+pub use queue::queue_threads;
 
 /// The default pause between attempts, as filelock's `poll_interval`.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(50);

@@ -58,6 +58,16 @@ pub(super) fn notify_release() {
     crate::async_wait::wake_all(&mut release_wakers());
 }
 
+/// Wakes this process's waiters on the release condition variable, as a
+/// release does, for a waiter whose turn came in its host's queue
+/// ([`queue`](super::queue)); watchers' bells are not rung: their waits
+/// are no business of the queue's.
+pub(super) fn notify_turn() {
+    let (count, released) = &RELEASES;
+    *count.lock() += 1;
+    released.notify_all();
+}
+
 /// Whether an acquire failed for want of descriptors (`EMFILE`,
 /// `ENFILE`), which a watch's own may have taken.
 #[cfg(feature = "tokio")]

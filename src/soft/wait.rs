@@ -13,6 +13,12 @@ pub(super) struct WakeOnRelease<'d, 'h> {
     /// ends the pause at once.
     pub(super) seen: u64,
     pub(super) waiting: Option<Waiting<'d>>,
+    /// This wait's place in its host's queue (PROTOCOL 7.20): behind its
+    /// head, the wait does not watch the marker.
+    pub(super) queue: queue::Queue<'d>,
+    /// Whether the first attempt waits for its turn in the queue, which
+    /// this process left last with others in it (PROTOCOL 7.20).
+    pub(super) join_first: bool,
     /// The lock: its directory, open and by path, and its name.
     pub(super) lock: (&'d Dir, &'d Path, &'d [u8]),
     /// Where the kernel reports changes of the lock path, the pause ends
@@ -77,11 +83,14 @@ impl<'d> WakeOnRelease<'d, '_> {
         deadline: Deadline,
         waiting: Option<Waiting<'d>>,
         lock: (&'d Dir, &'d Path, &'d [u8]),
+        queue: queue::Queue<'d>,
     ) -> Self {
         WakeOnRelease {
             deadline,
             seen: 0,
             waiting,
+            queue,
+            join_first: false,
             lock,
             watcher: wake::Watcher::new(),
             hook: None,
@@ -222,8 +231,37 @@ impl WakeOnRelease<'_, '_> {
     }
 }
 
+impl WakeOnRelease<'_, '_> {
+    /// Before the first attempt of a lock this process left others queued
+    /// for: joins the queue and, behind its head, waits for the turn, a
+    /// release of this process, or one pause (PROTOCOL 7.20), so that a
+    /// waiter that just let the lock go does not take it again ahead of
+    /// those that waited.
+    fn wait_for_turn_first(&mut self) {
+        let Some(pause) = Patience::<Holder>::busy(&mut self.deadline, &Holder::Unknown, Duration::ZERO) else {
+            return;
+        };
+        let (count, released) = &RELEASES;
+        // Read before the turn is: a turn given since rings the count.
+        let seen = *count.lock();
+        if self.queue.standing() != queue::Standing::Behind {
+            return;
+        }
+        let guard = count.lock();
+        drop(crate::sync::wait_timeout_while(
+            released,
+            guard,
+            pause,
+            |now| *now == seen,
+        ));
+    }
+}
+
 impl Patience<Holder> for WakeOnRelease<'_, '_> {
     fn attempting(&mut self) {
+        if std::mem::take(&mut self.join_first) {
+            self.wait_for_turn_first();
+        }
         #[cfg(feature = "log")]
         if let Some(lock) = self.soft {
             debug!(
@@ -274,6 +312,26 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
         }
         if self.handed() {
             return None;
+        }
+        if self.queue.standing() == queue::Standing::Behind {
+            // Behind the head of this host's queue (PROTOCOL 7.20): no
+            // watch, so that a release wakes the head alone. The turn
+            // counts as a release of this process, as does a hand-over,
+            // so neither is missed here; the pause bounds the wait as
+            // without the queue.
+            let (count, released) = &RELEASES;
+            let guard = count.lock();
+            let seen = self.seen;
+            drop(crate::sync::wait_timeout_while(
+                released,
+                guard,
+                pause,
+                |now| *now == seen,
+            ));
+            if self.handed() {
+                return None;
+            }
+            return Some(Duration::ZERO);
         }
         let (dir, dir_path, name) = self.lock;
         match self.watcher.start(dir, dir_path, name) {

@@ -66,7 +66,7 @@ pub struct Config<'a> {
 
 impl Config<'_> {
     /// The mode our marker files are created with (PROTOCOL 2.8).
-    pub(super) fn marker_mode(&self) -> u32 {
+    pub fn marker_mode(&self) -> u32 {
         self.mode.unwrap_or(0o666) & !0o022
     }
 }

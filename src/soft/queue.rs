@@ -1,0 +1,392 @@
+//! The host queue of a soft lock's waiters (PROTOCOL 7.20): waiters of
+//! this host queue in the kernel on a side file beside the lock, so that
+//! only the queue's head watches the marker and races for it at a
+//! release; the others wait, without a watch, for their turn, a release
+//! or hand-over of their own process, or their poll. A release then wakes
+//! one waiter of the host, not all of them (the thundering herd).
+//!
+//! The queue only chooses who looks first: the marker's exclusive create
+//! still grants the lock, and every waiter still attempts at least once a
+//! poll interval. Any failure (the side file cannot be made or locked, a
+//! thread cannot be started, a fork) leaves the wait as it was without a
+//! queue.
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod imp {
+    use super::super::Dir;
+    use crate::adapter::queue as os;
+    use crate::sync::atomic::{AtomicUsize, Ordering};
+    use crate::sync::Mutex;
+    use std::os::fd::{AsFd, OwnedFd};
+    use std::path::Path;
+    use std::sync::Arc;
+    use swaplock_core::names::{queue_name, Name};
+    use swaplock_core::Errno;
+
+    /// Where a waiter stands in the queue.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum Standing {
+        /// The head: it watches the marker, as every waiter did before.
+        Head,
+        /// Behind the head: it waits for its turn, a release or hand-over
+        /// of this process, or its poll, without watching.
+        Behind,
+        /// No queue for this wait: it waits as without one.
+        Off,
+    }
+
+    /// The turn of one member, as its waiting thread and its waiter see it.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Turn {
+        /// The waiting thread waits for the turn in the kernel.
+        Waiting,
+        /// The turn is this member's: it is the head.
+        Mine,
+        /// The waiting thread's lock call failed: no turn comes.
+        Failed,
+        /// The waiter left: a turn the waiting thread gets is given up.
+        Left,
+    }
+
+    /// One member: its open of the side file (its locks are the open file
+    /// description's), and its turn.
+    struct Member {
+        fd: OwnedFd,
+        turn: Mutex<Turn>,
+    }
+
+    /// A wait's place in its host's queue.
+    pub(crate) struct Queue<'d> {
+        /// The lock's directory and the side file's name; `None`: no queue.
+        at: Option<(&'d Dir, Name)>,
+        mode: u32,
+        /// The lock's canonical path, which [`CONTENDED`] lists.
+        key: Option<Arc<Path>>,
+        state: State,
+    }
+
+    /// The locks (by canonical path) this process last left a queue of
+    /// with another member still in it: its next wait for one joins the
+    /// queue before its first attempt, so that it does not take the lock
+    /// ahead of the waiters already queued as soon as it let it go. A wait
+    /// that leaves as the only member takes its lock off. At most
+    /// [`MOST_CONTENDED`], the oldest dropped first.
+    static CONTENDED: crate::lists::ProcessMutex<Vec<(u32, Arc<Path>)>> =
+        crate::lists::ProcessMutex::new(Vec::new());
+    const MOST_CONTENDED: usize = 16;
+
+    /// Whether this process's waits for `key` join the queue first.
+    pub(crate) fn contended(key: &Path) -> bool {
+        let pid = crate::pid::id();
+        CONTENDED
+            .lock()
+            .iter()
+            .any(|(p, k)| *p == pid && **k == *key)
+    }
+
+    fn mark(key: &Arc<Path>, on: bool) {
+        let pid = crate::pid::id();
+        let mut list = CONTENDED.lock();
+        // A forked child's copy names its parent's.
+        list.retain(|(p, k)| *p == pid && **k != **key);
+        if on {
+            if list.len() >= MOST_CONTENDED {
+                list.remove(0);
+            }
+            list.push((pid, Arc::clone(key)));
+        }
+    }
+
+    enum State {
+        /// Not joined yet: joins at its first busy attempt.
+        Out,
+        /// A member, of the process that joined.
+        In(Arc<Member>, u32),
+        /// No queue for this wait.
+        Off,
+    }
+
+    /// How many waiting threads live in this process: each waits for a
+    /// turn in the kernel, and one whose waiter left waits on until the
+    /// turn comes (a head that is stopped keeps it); past this many, a
+    /// wait goes without the queue.
+    const MOST_THREADS: usize = 64;
+    static THREADS: AtomicUsize = AtomicUsize::new(0);
+
+    /// How many waiting threads live (for tests).
+    #[doc(hidden)]
+    pub fn queue_threads() -> usize {
+        THREADS.load(Ordering::SeqCst)
+    }
+
+    /// How many times a joiner opens the side file again when it was
+    /// removed or replaced under it.
+    const REOPENS: u32 = 3;
+
+    impl<'d> Queue<'d> {
+        /// The queue of the lock `base` in `dir`, whose markers have
+        /// `mode` (the side file gets it too); `enabled` false: none.
+        pub(crate) fn new(
+            dir: &'d Dir,
+            base: &[u8],
+            mode: u32,
+            key: Option<Arc<Path>>,
+            enabled: bool,
+        ) -> Self {
+            let at = match enabled {
+                true => queue_name(base).ok().map(|name| (dir, name)),
+                false => None,
+            };
+            Queue {
+                at,
+                mode,
+                key,
+                state: State::Out,
+            }
+        }
+
+        /// Where this wait stands, joining the queue at the first call.
+        pub(crate) fn standing(&mut self) -> Standing {
+            if let State::Out = self.state {
+                self.state = self.join();
+            }
+            let State::In(member, pid) = &self.state else {
+                return Standing::Off;
+            };
+            if *pid != crate::pid::id() {
+                // A forked child's copy of its parent's place: the open file
+                // description is the parent's, and so are its locks.
+                self.forget();
+                return Standing::Off;
+            }
+            let turn = *crate::sync::lock(&member.turn);
+            match turn {
+                Turn::Mine => Standing::Head,
+                Turn::Waiting => Standing::Behind,
+                Turn::Failed | Turn::Left => {
+                    self.leave();
+                    Standing::Off
+                }
+            }
+        }
+
+        fn join(&self) -> State {
+            let Some((dir, name)) = &self.at else {
+                return State::Off;
+            };
+            for _ in 0..REOPENS {
+                crate::sync::syscall();
+                let Ok(fd) = os::open(dir.as_fd(), name, self.mode) else {
+                    return State::Off;
+                };
+                match os::join(fd.as_fd()) {
+                    Ok(()) => {}
+                    // The last member removes the file: open it anew.
+                    Err(e) if e == Errno::AGAIN || e == Errno::ACCES => continue,
+                    Err(_) => return State::Off,
+                }
+                if !os::still_there(dir.as_fd(), name, fd.as_fd()) {
+                    continue;
+                }
+                crate::sync::syscall();
+                let turn = match os::take_turn(fd.as_fd(), false) {
+                    Ok(()) => Turn::Mine,
+                    Err(e) if e == Errno::AGAIN || e == Errno::ACCES => Turn::Waiting,
+                    Err(_) => return State::Off,
+                };
+                let member = Arc::new(Member {
+                    fd,
+                    turn: Mutex::new(turn),
+                });
+                if turn == Turn::Waiting && !wait_for_turn(&member) {
+                    *crate::sync::lock(&member.turn) = Turn::Left;
+                    let _ = self.let_go(member);
+                    return State::Off;
+                }
+                return State::In(member, crate::pid::id());
+            }
+            State::Off
+        }
+
+        /// Leaves the queue: gives up its turn, or the turn its waiting
+        /// thread gets; the last member removes the file.
+        pub(crate) fn leave(&mut self) {
+            let State::In(member, pid) = std::mem::replace(&mut self.state, State::Off) else {
+                return;
+            };
+            if pid != crate::pid::id() {
+                self.state = State::In(member, pid);
+                return self.forget();
+            }
+            let was = std::mem::replace(&mut *crate::sync::lock(&member.turn), Turn::Left);
+            if was == Turn::Mine {
+                crate::sync::syscall();
+                let _ = os::end_turn(member.fd.as_fd());
+            }
+            let alone = self.let_go(member);
+            if let Some(key) = &self.key {
+                mark(key, !alone);
+            }
+        }
+
+        /// Closes this open of the side file (once its waiting thread is
+        /// done with it too), removing the file first if no other member
+        /// has it; whether none had.
+        fn let_go(&self, member: Arc<Member>) -> bool {
+            let Some((dir, name)) = &self.at else {
+                return true;
+            };
+            crate::sync::syscall();
+            let alone = os::alone(member.fd.as_fd());
+            if alone && os::still_there(dir.as_fd(), name, member.fd.as_fd()) {
+                let _ = os::remove(dir.as_fd(), name);
+            }
+            drop(member);
+            alone
+        }
+
+        /// A forked child's place: its descriptor is left open, never
+        /// closed, unlocked or used (its number may be reused by the child's
+        /// own files if the child closed it).
+        fn forget(&mut self) {
+            if let State::In(member, _) = std::mem::replace(&mut self.state, State::Off) {
+                std::mem::forget(member);
+            }
+        }
+    }
+
+    impl Drop for Queue<'_> {
+        fn drop(&mut self) {
+            self.leave();
+        }
+    }
+
+    /// Starts the thread that waits in the kernel for `member`'s turn;
+    /// `false` if none could be started.
+    fn wait_for_turn(member: &Arc<Member>) -> bool {
+        if THREADS.fetch_add(1, Ordering::SeqCst) >= MOST_THREADS {
+            THREADS.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        let member = Arc::clone(member);
+        let started = crate::sync::thread::Builder::new()
+            .name("swaplock-queue".into())
+            .stack_size(64 * 1024)
+            .spawn(move || {
+                wait_in_kernel(&member);
+                drop(member);
+                THREADS.fetch_sub(1, Ordering::SeqCst);
+            });
+        if started.is_err() {
+            THREADS.fetch_sub(1, Ordering::SeqCst);
+        }
+        started.is_ok()
+    }
+
+    /// Waits in the kernel for the turn, then hands it to the waiter, or
+    /// gives it up if the waiter left.
+    fn wait_in_kernel(member: &Member) {
+        let got = take_turn_waiting(member);
+        let mut turn = crate::sync::lock(&member.turn);
+        match (*turn, got) {
+            (Turn::Waiting, Ok(())) => *turn = Turn::Mine,
+            (Turn::Waiting, Err(_)) => *turn = Turn::Failed,
+            (_, Ok(())) => {
+                crate::sync::syscall();
+                let _ = os::end_turn(member.fd.as_fd());
+            }
+            (_, Err(_)) => {}
+        }
+        drop(turn);
+        super::super::notify_turn();
+    }
+
+    /// The waiting lock call. Under the model checker it is a loop of
+    /// attempts that lets another thread run between them, as the kernel
+    /// lock's (`src/kernel/inodes.rs`).
+    fn take_turn_waiting(member: &Member) -> Result<(), Errno> {
+        #[cfg(swaplock_model)]
+        {
+            let mut blocked = false;
+            loop {
+                crate::sync::syscall();
+                match os::take_turn(member.fd.as_fd(), false) {
+                    Err(e) if e == Errno::AGAIN || e == Errno::ACCES => {
+                        if !blocked {
+                            blocked = true;
+                            crate::sync::model::block(1);
+                        }
+                        if *crate::sync::lock(&member.turn) == Turn::Left {
+                            // Outside the model the call waits on; here it
+                            // ends, as the turn it would get is given up.
+                            crate::sync::model::block(-1);
+                            return Err(e);
+                        }
+                    }
+                    done => {
+                        if blocked {
+                            crate::sync::model::block(-1);
+                        }
+                        return done;
+                    }
+                }
+            }
+        }
+        #[cfg(not(swaplock_model))]
+        loop {
+            match os::take_turn(member.fd.as_fd(), true) {
+                Err(e) if e == Errno::INTR => continue,
+                done => return done,
+            }
+        }
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+mod imp {
+    use super::super::Dir;
+
+    /// Where a waiter stands: here, always without a queue.
+    #[allow(dead_code)] // The queue's answers, never given here.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum Standing {
+        Head,
+        Behind,
+        Off,
+    }
+
+    /// No host queue here: waiters poll.
+    pub(crate) struct Queue;
+
+    impl Queue {
+        pub(crate) fn new(
+            _: &Dir,
+            _: &[u8],
+            _: u32,
+            _: Option<std::sync::Arc<std::path::Path>>,
+            _: bool,
+        ) -> Self {
+            Queue
+        }
+
+        pub(crate) fn standing(&mut self) -> Standing {
+            Standing::Off
+        }
+
+        pub(crate) fn leave(&mut self) {}
+    }
+
+    /// No queue here, so none is joined first.
+    pub(crate) fn contended(_: &std::path::Path) -> bool {
+        false
+    }
+
+    /// No waiting threads here.
+    #[doc(hidden)]
+    pub fn queue_threads() -> usize {
+        0
+    }
+}
+
+pub use imp::queue_threads;
+pub(crate) use imp::{contended, Queue, Standing};
