@@ -424,7 +424,10 @@ mod tests {
         let name = queue_name(b"l.lock").unwrap();
         assert_eq!(name.as_slice(), b"l.lock.queue");
         assert_eq!(parse_derived(b"l.lock", &name), None);
-        assert_eq!(parse_derived_in(NameCase::AsciiInsensitive, b"l.lock", &name), None);
+        assert_eq!(
+            parse_derived_in(NameCase::AsciiInsensitive, b"l.lock", &name),
+            None
+        );
         // Nor is another lock's marker or derived name its queue: a lock
         // named `l.lock.queue` is a lock of its own, whose own queue is
         // `l.lock.queue.queue`.

@@ -18,9 +18,9 @@ pub mod fs;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod kernel;
 #[cfg(any(target_os = "linux", target_os = "android"))]
-pub mod soft;
-#[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod queue;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub mod soft;
 /// The strict lock's directories, links and `fsync`: the shared POSIX calls.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub use swaplock_unix::strict;

@@ -1,9 +1,13 @@
 //! The host queue of a soft lock's waiters (PROTOCOL 7.20): an empty side
 //! file beside the lock, `<L>.queue`, whose open file description locks
 //! (`F_OFD_SETLK`, Linux 3.15) order this host's waiters so that one at a
-//! time, the queue's head, watches the marker. Byte 0 is the head's turn,
-//! taken exclusively; byte 1 is every member's, taken shared, so that the
-//! last member to leave knows it is the last and may remove the file.
+//! time, the queue's head, watches the marker. Each member draws a ticket
+//! (a counter in the file, drawn under the lock of byte 0) and holds the
+//! ticket's byte until it leaves; it is the head once its predecessor's
+//! byte is free, so members take turns in the order they drew, and one
+//! that leaves (or dies: the kernel drops its locks) wakes its successor
+//! alone. Byte 1 is every member's, taken shared, so that the last member
+//! to leave knows it is the last and may remove the file.
 //!
 //! Nothing here grants the soft lock: the marker's exclusive create still
 //! does. Every call reports its failure, and the caller then waits as it
@@ -23,7 +27,12 @@ fn errno(e: rustix::io::Errno) -> Errno {
 /// symbolic link and never blocking (a FIFO put there). Anything but a
 /// regular file is refused with `EINVAL`.
 pub fn open(dir: BorrowedFd<'_>, name: &[u8], mode: u32) -> Result<OwnedFd, Errno> {
-    let flags = OFlags::RDWR | OFlags::CREATE | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY;
+    let flags = OFlags::RDWR
+        | OFlags::CREATE
+        | OFlags::CLOEXEC
+        | OFlags::NOFOLLOW
+        | OFlags::NONBLOCK
+        | OFlags::NOCTTY;
     let fd = rustix::fs::openat(dir, name, flags, Mode::from_raw_mode(mode as _)).map_err(errno)?;
     let st = rustix::fs::fstat(&fd).map_err(errno)?;
     if FileType::from_raw_mode(st.st_mode as _) != FileType::RegularFile {
@@ -50,10 +59,18 @@ pub fn remove(dir: BorrowedFd<'_>, name: &[u8]) -> Result<(), Errno> {
     rustix::fs::unlinkat(dir, name, AtFlags::empty()).map_err(errno)
 }
 
-/// The byte of the head's turn.
-const TURN: i64 = 0;
+/// The byte that guards the ticket counter, held while a ticket is drawn.
+const DRAWING: i64 = 0;
 /// The byte every member holds shared.
 const MEMBERS: i64 = 1;
+/// Where the ticket counter is kept: the next ticket, 8 bytes little-endian.
+const COUNTER: u64 = 8;
+/// The byte of ticket `t` is `SLOTS + t`: its member holds it until it
+/// leaves, and its successor waits for it.
+const SLOTS: i64 = 1 << 20;
+/// How many bytes past the counter a drawer tries before it gives up: the
+/// counter may lag (its writer was killed before writing it).
+const PROBES: u64 = 1024;
 
 /// Joins the queue: a shared lock on the members' byte, without waiting
 /// (`EAGAIN` while the last member removes the file).
@@ -68,16 +85,62 @@ pub fn alone(fd: BorrowedFd<'_>) -> bool {
     ofd(fd, MEMBERS, libc::F_WRLCK as _, false).is_ok()
 }
 
-/// Takes the head's turn: at once or `EAGAIN`; with `wait`, once it is
-/// free (`EINTR` when a signal interrupts the wait).
-pub fn take_turn(fd: BorrowedFd<'_>, wait: bool) -> Result<(), Errno> {
-    ofd(fd, TURN, libc::F_WRLCK as _, wait)
+/// Draws a ticket: with the counter's byte held (at once, `EAGAIN`
+/// otherwise; with `wait`, once it is free), the first ticket from the
+/// counter on whose byte nobody holds, its byte taken and the counter
+/// moved past it. The member holds its ticket's byte until it leaves.
+pub fn draw(fd: BorrowedFd<'_>, wait: bool) -> Result<u64, Errno> {
+    ofd(fd, DRAWING, libc::F_WRLCK as _, wait)?;
+    let drawn = draw_held(fd);
+    let _ = ofd(fd, DRAWING, libc::F_UNLCK as _, false);
+    drawn
 }
 
-/// Gives the head's turn up: the kernel wakes the member that waits
-/// longest for it (its waiters form a chain: a release wakes one).
-pub fn end_turn(fd: BorrowedFd<'_>) -> Result<(), Errno> {
-    ofd(fd, TURN, libc::F_UNLCK as _, false)
+fn draw_held(fd: BorrowedFd<'_>) -> Result<u64, Errno> {
+    let mut counter = [0u8; 8];
+    let next = match rustix::io::pread(fd, &mut counter, COUNTER) {
+        Ok(8) => u64::from_le_bytes(counter),
+        Ok(_) => 1,
+        Err(e) => return Err(errno(e)),
+    };
+    // Never 0 (whose predecessor would be byte SLOTS - 1), nor so large
+    // that a byte's offset overflows.
+    let next = next.clamp(1, 1 << 60);
+    for ticket in next..next + PROBES {
+        match ofd(fd, slot(ticket), libc::F_WRLCK as _, false) {
+            Ok(()) => {
+                let _ = rustix::io::pwrite(fd, &(ticket + 1).to_le_bytes(), COUNTER);
+                return Ok(ticket);
+            }
+            Err(e) if e == Errno::AGAIN || e == Errno::ACCES => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Errno::AGAIN)
+}
+
+fn slot(ticket: u64) -> i64 {
+    SLOTS + ticket as i64
+}
+
+/// Whether the member before `ticket` has left (its byte is free): with
+/// `wait`, waits until it has (`EINTR` when a signal interrupts).
+pub fn ahead_left(fd: BorrowedFd<'_>, ticket: u64, wait: bool) -> Result<bool, Errno> {
+    let before = slot(ticket - 1);
+    match ofd(fd, before, libc::F_WRLCK as _, wait) {
+        Ok(()) => {
+            let _ = ofd(fd, before, libc::F_UNLCK as _, false);
+            Ok(true)
+        }
+        Err(e) if !wait && (e == Errno::AGAIN || e == Errno::ACCES) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Leaves the place of `ticket`: the kernel wakes its successor, who
+/// waits for that byte alone.
+pub fn leave(fd: BorrowedFd<'_>, ticket: u64) -> Result<(), Errno> {
+    ofd(fd, slot(ticket), libc::F_UNLCK as _, false)
 }
 
 /// `F_OFD_SETLK` and `F_OFD_SETLKW` (Linux 3.15), as the kernel adapter

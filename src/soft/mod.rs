@@ -169,13 +169,13 @@ use wait::*;
 
 pub use guard::SoftLockGuard;
 pub use mismatch::{KindMismatch, Mismatch};
+#[doc(hidden)]
+pub use queue::queue_threads;
 use status::Busy;
 pub use status::{Advice, OwnerInfo};
 pub use wait::{waiting_threads, WaitStatus, MISMATCH_AFTER};
 #[cfg(all(test, swaplock_model, any(target_os = "linux", target_os = "android")))]
 pub(crate) use wake::bells;
-#[doc(hidden)]
-pub use queue::queue_threads;
 
 /// The default pause between attempts, as filelock's `poll_interval`.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(50);

@@ -38,21 +38,22 @@ mod imp {
     /// The turn of one member, as its waiting thread and its waiter see it.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     enum Turn {
-        /// The waiting thread waits for the turn in the kernel.
+        /// The waiting thread waits in the kernel: for a ticket, or for
+        /// the member before it to leave.
         Waiting,
         /// The turn is this member's: it is the head.
         Mine,
         /// The waiting thread's lock call failed: no turn comes.
         Failed,
-        /// The waiter left: a turn the waiting thread gets is given up.
+        /// The waiter left: the waiting thread gives up what it gets.
         Left,
     }
 
     /// One member: its open of the side file (its locks are the open file
-    /// description's), and its turn.
+    /// description's), its turn, and its ticket once drawn.
     struct Member {
         fd: OwnedFd,
-        turn: Mutex<Turn>,
+        at: Mutex<(Turn, Option<u64>)>,
     }
 
     /// A wait's place in its host's queue.
@@ -159,7 +160,7 @@ mod imp {
                 self.forget();
                 return Standing::Off;
             }
-            let turn = *crate::sync::lock(&member.turn);
+            let turn = crate::sync::lock(&member.at).0;
             match turn {
                 Turn::Mine => Standing::Head,
                 Turn::Waiting => Standing::Behind,
@@ -189,17 +190,25 @@ mod imp {
                     continue;
                 }
                 crate::sync::syscall();
-                let turn = match os::take_turn(fd.as_fd(), false) {
-                    Ok(()) => Turn::Mine,
-                    Err(e) if e == Errno::AGAIN || e == Errno::ACCES => Turn::Waiting,
+                let (turn, ticket) = match os::draw(fd.as_fd(), false) {
+                    Ok(ticket) => match os::ahead_left(fd.as_fd(), ticket, false) {
+                        Ok(true) => (Turn::Mine, Some(ticket)),
+                        Ok(false) => (Turn::Waiting, Some(ticket)),
+                        Err(_) => {
+                            let _ = os::leave(fd.as_fd(), ticket);
+                            return State::Off;
+                        }
+                    },
+                    // Another draws now: the waiting thread draws after it.
+                    Err(e) if e == Errno::AGAIN || e == Errno::ACCES => (Turn::Waiting, None),
                     Err(_) => return State::Off,
                 };
                 let member = Arc::new(Member {
                     fd,
-                    turn: Mutex::new(turn),
+                    at: Mutex::new((turn, ticket)),
                 });
                 if turn == Turn::Waiting && !wait_for_turn(&member) {
-                    *crate::sync::lock(&member.turn) = Turn::Left;
+                    member.leave();
                     let _ = self.let_go(member);
                     return State::Off;
                 }
@@ -218,11 +227,7 @@ mod imp {
                 self.state = State::In(member, pid);
                 return self.forget();
             }
-            let was = std::mem::replace(&mut *crate::sync::lock(&member.turn), Turn::Left);
-            if was == Turn::Mine {
-                crate::sync::syscall();
-                let _ = os::end_turn(member.fd.as_fd());
-            }
+            member.leave();
             let alone = self.let_go(member);
             if let Some(key) = &self.key {
                 mark(key, !alone);
@@ -283,42 +288,78 @@ mod imp {
         started.is_ok()
     }
 
-    /// Waits in the kernel for the turn, then hands it to the waiter, or
-    /// gives it up if the waiter left.
-    fn wait_in_kernel(member: &Member) {
-        let got = take_turn_waiting(member);
-        let mut turn = crate::sync::lock(&member.turn);
-        match (*turn, got) {
-            (Turn::Waiting, Ok(())) => *turn = Turn::Mine,
-            (Turn::Waiting, Err(_)) => *turn = Turn::Failed,
-            (_, Ok(())) => {
+    impl Member {
+        /// Leaves its place: the member after it may go ahead.
+        fn leave(&self) {
+            let mut at = crate::sync::lock(&self.at);
+            at.0 = Turn::Left;
+            if let Some(ticket) = at.1.take() {
                 crate::sync::syscall();
-                let _ = os::end_turn(member.fd.as_fd());
+                let _ = os::leave(self.fd.as_fd(), ticket);
             }
-            (_, Err(_)) => {}
         }
-        drop(turn);
+    }
+
+    /// Waits in the kernel for a ticket (if the waiter could not draw one
+    /// at once) and for the member before it to leave, then hands the turn
+    /// to the waiter; what it gets after the waiter left, it gives up.
+    fn wait_in_kernel(member: &Member) {
+        let drawn = crate::sync::lock(&member.at).1;
+        let ticket = match drawn {
+            Some(ticket) => Ok(ticket),
+            None => blocking(member, |fd, wait| os::draw(fd, wait)),
+        };
+        let ticket = match ticket {
+            Ok(ticket) => {
+                let mut at = crate::sync::lock(&member.at);
+                if at.0 != Turn::Waiting {
+                    let _ = os::leave(member.fd.as_fd(), ticket);
+                    drop(at);
+                    return super::super::notify_turn();
+                }
+                at.1 = Some(ticket);
+                Ok(ticket)
+            }
+            Err(e) => Err(e),
+        };
+        let ahead = ticket.and_then(|t| {
+            blocking(member, |fd, wait| match os::ahead_left(fd, t, wait) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(Errno::AGAIN),
+                Err(e) => Err(e),
+            })
+        });
+        let mut at = crate::sync::lock(&member.at);
+        if at.0 == Turn::Waiting {
+            at.0 = match ahead {
+                Ok(()) => Turn::Mine,
+                Err(_) => Turn::Failed,
+            };
+        }
+        drop(at);
         super::super::notify_turn();
     }
 
-    /// The waiting lock call. Under the model checker it is a loop of
-    /// attempts that lets another thread run between them, as the kernel
-    /// lock's (`src/kernel/inodes.rs`).
-    fn take_turn_waiting(member: &Member) -> Result<(), Errno> {
+    /// A waiting lock call, `call(fd, wait)`, again after `EINTR`. Under
+    /// the model checker it is a loop of attempts that lets another thread
+    /// run between them, as the kernel lock's (`src/kernel/inodes.rs`),
+    /// and ends once the waiter left.
+    fn blocking<T>(
+        member: &Member,
+        call: impl Fn(std::os::fd::BorrowedFd<'_>, bool) -> Result<T, Errno>,
+    ) -> Result<T, Errno> {
         #[cfg(swaplock_model)]
         {
             let mut blocked = false;
             loop {
                 crate::sync::syscall();
-                match os::take_turn(member.fd.as_fd(), false) {
+                match call(member.fd.as_fd(), false) {
                     Err(e) if e == Errno::AGAIN || e == Errno::ACCES => {
                         if !blocked {
                             blocked = true;
                             crate::sync::model::block(1);
                         }
-                        if *crate::sync::lock(&member.turn) == Turn::Left {
-                            // Outside the model the call waits on; here it
-                            // ends, as the turn it would get is given up.
+                        if crate::sync::lock(&member.at).0 == Turn::Left {
                             crate::sync::model::block(-1);
                             return Err(e);
                         }
@@ -334,7 +375,7 @@ mod imp {
         }
         #[cfg(not(swaplock_model))]
         loop {
-            match os::take_turn(member.fd.as_fd(), true) {
+            match call(member.fd.as_fd(), true) {
                 Err(e) if e == Errno::INTR => continue,
                 done => return done,
             }

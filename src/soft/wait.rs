@@ -238,7 +238,9 @@ impl WakeOnRelease<'_, '_> {
     /// waiter that just let the lock go does not take it again ahead of
     /// those that waited.
     fn wait_for_turn_first(&mut self) {
-        let Some(pause) = Patience::<Holder>::busy(&mut self.deadline, &Holder::Unknown, Duration::ZERO) else {
+        let Some(pause) =
+            Patience::<Holder>::busy(&mut self.deadline, &Holder::Unknown, Duration::ZERO)
+        else {
             return;
         };
         let (count, released) = &RELEASES;
