@@ -20,6 +20,8 @@
 #[cfg(feature = "tokio")]
 mod asynchronous;
 #[cfg(any(target_os = "linux", target_os = "android"))]
+mod queue;
+#[cfg(any(target_os = "linux", target_os = "android"))]
 mod watch;
 
 use crate::SoftLock;

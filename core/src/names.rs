@@ -153,9 +153,9 @@ pub const QUEUE: &[u8] = b".queue";
 
 /// `<lock_base>.queue`: the side file where this host's waiters for a soft
 /// lock queue in the kernel (PROTOCOL 7.20), so that one of them at a time
-/// watches the marker. Never a marker, never read or written: an empty
-/// file whose kernel locks only order the waiters. No other name derived
-/// from the lock's ends so, and the recovery scan takes it for none.
+/// watches the marker. Never a marker: it holds the queue's ticket counter,
+/// and its kernel locks order the waiters. No other name derived from the
+/// lock's ends so, and the recovery scan takes it for none.
 pub fn queue_name(lock_base: &[u8]) -> Result<Name, NameTooLong> {
     let mut name = Name::new();
     for part in [lock_base, QUEUE] {

@@ -50,10 +50,22 @@ mod imp {
     }
 
     /// One member: its open of the side file (its locks are the open file
-    /// description's), its turn, and its ticket once drawn.
+    /// description's), and where it is.
     struct Member {
         fd: OwnedFd,
-        at: Mutex<(Turn, Option<u64>)>,
+        at: Mutex<At>,
+    }
+
+    struct At {
+        turn: Turn,
+        /// Its ticket, once drawn, until it leaves its place.
+        ticket: Option<u64>,
+        /// Whether its waiting thread is at work.
+        thread: bool,
+        /// The directory (a descriptor of its own) and the side file's
+        /// name, when the waiter left before the waiting thread was done:
+        /// the thread then removes the file if it is the last member.
+        tidy: Option<(OwnedFd, Name)>,
     }
 
     /// A wait's place in its host's queue.
@@ -160,7 +172,7 @@ mod imp {
                 self.forget();
                 return Standing::Off;
             }
-            let turn = crate::sync::lock(&member.at).0;
+            let turn = crate::sync::lock(&member.at).turn;
             match turn {
                 Turn::Mine => Standing::Head,
                 Turn::Waiting => Standing::Behind,
@@ -205,10 +217,15 @@ mod imp {
                 };
                 let member = Arc::new(Member {
                     fd,
-                    at: Mutex::new((turn, ticket)),
+                    at: Mutex::new(At {
+                        turn,
+                        ticket,
+                        thread: false,
+                        tidy: None,
+                    }),
                 });
                 if turn == Turn::Waiting && !wait_for_turn(&member) {
-                    member.leave();
+                    member.leave(|| None);
                     let _ = self.let_go(member);
                     return State::Off;
                 }
@@ -227,8 +244,14 @@ mod imp {
                 self.state = State::In(member, pid);
                 return self.forget();
             }
-            member.leave();
-            let alone = self.let_go(member);
+            let at = &self.at;
+            let handed = member.leave(|| {
+                let (dir, name) = at.as_ref()?;
+                Some((dir.try_clone().ok()?, name.clone()))
+            });
+            // Its waiting thread, still at work, removes the file if it
+            // turns out the last member.
+            let alone = !handed && self.let_go(member);
             if let Some(key) = &self.key {
                 mark(key, !alone);
             }
@@ -238,16 +261,10 @@ mod imp {
         /// done with it too), removing the file first if no other member
         /// has it; whether none had.
         fn let_go(&self, member: Arc<Member>) -> bool {
-            let Some((dir, name)) = &self.at else {
-                return true;
-            };
-            crate::sync::syscall();
-            let alone = os::alone(member.fd.as_fd());
-            if alone && os::still_there(dir.as_fd(), name, member.fd.as_fd()) {
-                let _ = os::remove(dir.as_fd(), name);
+            match &self.at {
+                Some((dir, name)) => tidy(&member, dir.as_fd(), name),
+                None => true,
             }
-            drop(member);
-            alone
         }
 
         /// A forked child's place: its descriptor is left open, never
@@ -273,30 +290,49 @@ mod imp {
             THREADS.fetch_sub(1, Ordering::SeqCst);
             return false;
         }
-        let member = Arc::clone(member);
+        crate::sync::lock(&member.at).thread = true;
+        let theirs = Arc::clone(member);
         let started = crate::sync::thread::Builder::new()
             .name("swaplock-queue".into())
             .stack_size(64 * 1024)
             .spawn(move || {
-                wait_in_kernel(&member);
-                drop(member);
+                wait_in_kernel(&theirs);
+                drop(theirs);
                 THREADS.fetch_sub(1, Ordering::SeqCst);
             });
         if started.is_err() {
             THREADS.fetch_sub(1, Ordering::SeqCst);
+            crate::sync::lock(&member.at).thread = false;
         }
         started.is_ok()
     }
 
+    /// Removes the side file if `member` is its last member and it is
+    /// still at its name; whether it was the last.
+    fn tidy(member: &Member, dir: std::os::fd::BorrowedFd<'_>, name: &[u8]) -> bool {
+        crate::sync::syscall();
+        let alone = os::alone(member.fd.as_fd());
+        if alone && os::still_there(dir, name, member.fd.as_fd()) {
+            let _ = os::remove(dir, name);
+        }
+        alone
+    }
+
     impl Member {
-        /// Leaves its place: the member after it may go ahead.
-        fn leave(&self) {
+        /// Leaves its place: the member after it may go ahead. Whether its
+        /// waiting thread is still at work, and was given what `tidy`
+        /// gives to remove the file once done.
+        fn leave(&self, tidy: impl FnOnce() -> Option<(OwnedFd, Name)>) -> bool {
             let mut at = crate::sync::lock(&self.at);
-            at.0 = Turn::Left;
-            if let Some(ticket) = at.1.take() {
+            at.turn = Turn::Left;
+            if let Some(ticket) = at.ticket.take() {
                 crate::sync::syscall();
                 let _ = os::leave(self.fd.as_fd(), ticket);
             }
+            if at.thread {
+                at.tidy = tidy();
+            }
+            at.thread
         }
     }
 
@@ -304,24 +340,21 @@ mod imp {
     /// at once) and for the member before it to leave, then hands the turn
     /// to the waiter; what it gets after the waiter left, it gives up.
     fn wait_in_kernel(member: &Member) {
-        let drawn = crate::sync::lock(&member.at).1;
+        let drawn = crate::sync::lock(&member.at).ticket;
         let ticket = match drawn {
             Some(ticket) => Ok(ticket),
             None => blocking(member, |fd, wait| os::draw(fd, wait)),
         };
-        let ticket = match ticket {
-            Ok(ticket) => {
-                let mut at = crate::sync::lock(&member.at);
-                if at.0 != Turn::Waiting {
-                    let _ = os::leave(member.fd.as_fd(), ticket);
-                    drop(at);
-                    return super::super::notify_turn();
-                }
-                at.1 = Some(ticket);
-                Ok(ticket)
+        let ticket = ticket.and_then(|ticket| {
+            let mut at = crate::sync::lock(&member.at);
+            if at.turn != Turn::Waiting {
+                // The waiter left: the place goes too.
+                let _ = os::leave(member.fd.as_fd(), ticket);
+                return Err(Errno::AGAIN);
             }
-            Err(e) => Err(e),
-        };
+            at.ticket = Some(ticket);
+            Ok(ticket)
+        });
         let ahead = ticket.and_then(|t| {
             blocking(member, |fd, wait| match os::ahead_left(fd, t, wait) {
                 Ok(true) => Ok(()),
@@ -330,13 +363,18 @@ mod imp {
             })
         });
         let mut at = crate::sync::lock(&member.at);
-        if at.0 == Turn::Waiting {
-            at.0 = match ahead {
+        if at.turn == Turn::Waiting {
+            at.turn = match ahead {
                 Ok(()) => Turn::Mine,
                 Err(_) => Turn::Failed,
             };
         }
+        at.thread = false;
+        let left = at.tidy.take();
         drop(at);
+        if let Some((dir, name)) = left {
+            tidy(member, dir.as_fd(), &name);
+        }
         super::super::notify_turn();
     }
 
@@ -359,7 +397,7 @@ mod imp {
                             blocked = true;
                             crate::sync::model::block(1);
                         }
-                        if crate::sync::lock(&member.at).0 == Turn::Left {
+                        if crate::sync::lock(&member.at).turn == Turn::Left {
                             crate::sync::model::block(-1);
                             return Err(e);
                         }

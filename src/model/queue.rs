@@ -1,0 +1,128 @@
+//! The host queue of soft waiters (PROTOCOL 7.20) under the model: threads
+//! of one process queue on the side file as processes do (each wait has
+//! its own open file description, whose locks are the kernel's, of the
+//! real file), each behind one waits for its turn on a waiting thread of
+//! its own (its blocking lock call a loop of attempts here), and a turn
+//! that never comes fails the run (the model's pauses never end unless a
+//! test lets them).
+
+use super::{explore, Inside};
+use crate::SoftLock;
+use shuttle::thread;
+use std::io::ErrorKind;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Waits until no waiting thread of the queue lives: one whose waiter
+/// left ends once the place before it is free, which the last leaver
+/// made so.
+fn no_queue_thread_left() {
+    while crate::soft::queue_threads() != 0 {
+        thread::yield_now();
+    }
+}
+
+/// What the queue leaves once every wait is over: no waiting thread, no
+/// side file, and a lock anyone takes at once.
+fn nothing_left(path: &Path) {
+    no_queue_thread_left();
+    let queue = path.with_extension("lock.queue");
+    assert!(!queue.exists(), "the side file was left");
+    assert!(!path.exists(), "the marker was left");
+    assert_eq!(crate::soft::waiting_threads(path), 0, "a waiter was left");
+    SoftLock::marker(path)
+        .try_lock()
+        .unwrap()
+        .release()
+        .unwrap();
+}
+
+/// Three threads take one lock twice each: the second time, a thread
+/// whose first wait left others queued joins the queue before its first
+/// attempt. Never two holders, every thread gets the lock each time, and
+/// nothing is left.
+fn take_turns_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let path: Arc<Path> = dir.path().join("a.lock").into();
+    let inside = Arc::new(Inside::default());
+    let threads: Vec<_> = (0..3)
+        .map(|_| {
+            let (path, inside) = (Arc::clone(&path), Arc::clone(&inside));
+            thread::spawn(move || {
+                for _ in 0..2 {
+                    let guard = SoftLock::marker(&*path).lock().unwrap();
+                    inside.enter();
+                    inside.leave();
+                    guard.release().unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    nothing_left(&path);
+}
+
+#[test]
+fn queued_soft_waits_take_turns_and_leave_no_thread_or_side_file() {
+    explore(300, take_turns_twice);
+}
+
+/// The same, the head watching the marker with inotify.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[test]
+fn queued_watched_soft_waits_take_turns_and_leave_no_thread_or_side_file() {
+    explore(300, || {
+        crate::sync::model::watches(true);
+        take_turns_twice();
+        crate::sync::model::watches(false);
+    });
+}
+
+/// With the model's timed waits timing out, a timed wait that gives up
+/// while queued (behind a head, or as the head) leaves its place: the
+/// untimed waiter behind or beside it still gets the lock, no two hold at
+/// once, and nothing is left once its waiting thread has ended.
+#[test]
+fn a_timed_wait_that_gives_up_while_queued_leaves_its_place() {
+    explore(300, || {
+        crate::sync::model::timeouts(true);
+        let dir = tempfile::tempdir().unwrap();
+        let path: Arc<Path> = dir.path().join("a.lock").into();
+        let inside = Arc::new(Inside::default());
+        let first = SoftLock::marker(&*path).try_lock().unwrap();
+        let untimed = {
+            let (path, inside) = (Arc::clone(&path), Arc::clone(&inside));
+            thread::spawn(move || {
+                let guard = SoftLock::marker(&*path).lock().unwrap();
+                inside.enter();
+                inside.leave();
+                guard.release().unwrap();
+            })
+        };
+        let timed = {
+            let (path, inside) = (Arc::clone(&path), Arc::clone(&inside));
+            thread::spawn(move || {
+                let lock = SoftLock::marker(&*path).poll_interval(Duration::from_secs(1200));
+                match lock.lock_timeout(Duration::from_secs(3600)) {
+                    Ok(guard) => {
+                        inside.enter();
+                        inside.leave();
+                        guard.release().unwrap();
+                    }
+                    Err(e) => assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}"),
+                }
+            })
+        };
+        thread::yield_now();
+        inside.enter();
+        inside.leave();
+        first.release().unwrap();
+        untimed.join().unwrap();
+        timed.join().unwrap();
+        nothing_left(&path);
+        crate::sync::model::timeouts(false);
+    });
+}

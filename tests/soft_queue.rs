@@ -1,0 +1,393 @@
+//! The host queue of soft waiters (PROTOCOL 7.20) is an optimisation
+//! only: whatever happens to its members or its side file, the marker
+//! alone grants the lock and every live waiter still takes it.
+//!
+//! - 16 processes take one lock while random ones (holders and waiters,
+//!   queue heads among them) are SIGKILLed or SIGSTOPped and later
+//!   continued; an independent witness (an exclusive create in a directory
+//!   of its own) and a checker of the entries' order find no overlap, and
+//!   every process not killed finishes.
+//! - A side file that cannot be made (a directory or a FIFO at its name)
+//!   or that is removed and replaced while waiters queue on it leaves
+//!   every waiter taking the lock.
+//! - Waiters that queue leave no side file once the last has gone.
+
+#![cfg(any(target_os = "linux", target_os = "android"))]
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+use swaplock::soft::{Kind, SoftLock};
+
+/// The environment variable that makes this test binary a worker:
+/// `KIND<US>LOCK<US>WITNESS<US>ITERATIONS`.
+const WORKER: &str = "SWAPLOCK_QUEUE_WORKER";
+/// A worker's exit status when it found another holder inside.
+const OVERLAP: i32 = 3;
+/// A worker's poll interval: the bound of a wait whose queue's head is
+/// stopped.
+const POLL: Duration = Duration::from_millis(10);
+
+/// The body of each child process: takes the lock ITERATIONS times,
+/// printing `E i` once inside (after the witness is made) and `X i`
+/// before it lets go (after the witness is removed).
+#[test]
+#[ignore = "entry point of the queue tests' child processes"]
+fn worker() {
+    let Ok(spec) = std::env::var(WORKER) else {
+        return;
+    };
+    let parts: Vec<&str> = spec.split('\u{1f}').collect();
+    let [kind, lock, witness, iters] = parts[..] else {
+        panic!("bad worker spec {spec:?}")
+    };
+    let kind = match kind {
+        "soft" => Kind::Soft,
+        "marker" => Kind::Marker,
+        _ => Kind::Lease,
+    };
+    let lock = SoftLock::new(kind, lock).poll_interval(POLL);
+    let mut out = std::io::stdout().lock();
+    for i in 0..iters.parse::<u32>().unwrap() {
+        let guard = lock.lock().unwrap();
+        if std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(witness)
+            .is_err()
+        {
+            std::process::exit(OVERLAP);
+        }
+        writeln!(out, "E {i}").unwrap();
+        out.flush().unwrap();
+        if std::fs::remove_file(witness).is_err() {
+            std::process::exit(OVERLAP);
+        }
+        writeln!(out, "X {i}").unwrap();
+        out.flush().unwrap();
+        guard.release().unwrap();
+    }
+}
+
+/// What the workers report: a line, or their end.
+enum Event {
+    Line(u32, String),
+    Ended(u32, ExitStatus),
+}
+
+/// Starts `n` workers on `lock`, each taking it `iters` times; their pids
+/// and the channel of their events.
+fn start(
+    kind: &str,
+    lock: &Path,
+    witness: &Path,
+    n: usize,
+    iters: u32,
+) -> (Vec<u32>, mpsc::Receiver<Event>) {
+    let exe = std::env::current_exe().unwrap();
+    let spec = [
+        kind,
+        lock.to_str().unwrap(),
+        witness.to_str().unwrap(),
+        &iters.to_string(),
+    ]
+    .join("\u{1f}");
+    let (tx, rx) = mpsc::channel();
+    let mut pids = Vec::new();
+    for _ in 0..n {
+        let mut child = common::command(&exe, "worker")
+            .args(["--ignored", "--exact", "worker", "--test-threads=1", "-q"])
+            .env(WORKER, &spec)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        pids.push(pid);
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in out.lines() {
+                let Ok(line) = line else { break };
+                let _ = tx.send(Event::Line(pid, line));
+            }
+            let status = child.wait().unwrap();
+            let _ = tx.send(Event::Ended(pid, status));
+        });
+    }
+    (pids, rx)
+}
+
+fn signal(pid: u32, sig: i32) {
+    // SAFETY: a signal to a child of this test, which is not yet reaped
+    // (its thread reaps it only after its output ends).
+    unsafe { libc::kill(pid as i32, sig) };
+}
+
+/// xorshift64*: the test's choices, from a fixed seed.
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+/// How long without any entry before the test looks at why: a stopped
+/// holder (then it continues everyone stopped), or a wedge.
+const STALL: Duration = Duration::from_secs(2);
+/// How long without any entry, and no stopped holder, is a wedge: far
+/// past any wait's bound here (the poll, 10 ms), for a loaded machine.
+const WEDGE: Duration = Duration::from_secs(60);
+
+/// Runs `n` workers while the test kills and stops random ones; checks
+/// the order of entries, and that every worker it did not kill finished.
+/// How many it killed and stopped.
+fn storm(kind: &str, dir: &Path, n: usize, iters: u32, seed: u64) -> (usize, usize) {
+    let lock = dir.join("storm.lock");
+    let witness_dir = dir.join("witness");
+    std::fs::create_dir(&witness_dir).unwrap();
+    let witness = witness_dir.join("inside");
+    let (pids, events) = start(kind, &lock, &witness, n, iters);
+    let mut rng = Rng(seed);
+    let mut running: HashSet<u32> = pids.iter().copied().collect();
+    let mut killed = HashSet::new();
+    // The stopped, each with the count of entries after which it goes on.
+    let mut stopped: HashMap<u32, usize> = HashMap::new();
+    let mut stops = 0;
+    let mut inside: Option<(u32, String)> = None;
+    let mut entries = 0usize;
+    let mut done = 0;
+    let mut quiet = Duration::ZERO;
+    while done < pids.len() {
+        let event = match events.recv_timeout(STALL) {
+            Ok(e) => e,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let holder = SoftLock::soft(&lock)
+                    .owner()
+                    .ok()
+                    .flatten()
+                    .and_then(|o| o.pid);
+                if holder.is_some_and(|h| stopped.contains_key(&h))
+                    || stopped.len() == running.len()
+                {
+                    // A stopped holder keeps everyone out, as it must.
+                    for (pid, _) in stopped.drain() {
+                        signal(pid, libc::SIGCONT);
+                    }
+                    quiet = Duration::ZERO;
+                    continue;
+                }
+                quiet += STALL;
+                assert!(
+                    quiet < WEDGE,
+                    "{kind}: no entry for {quiet:?}, the holder {holder:?} not stopped (stopped: {:?}): a wedge",
+                    stopped.keys().collect::<Vec<_>>()
+                );
+                continue;
+            }
+            Err(e) => panic!("{kind}: the workers' channel: {e}"),
+        };
+        quiet = Duration::ZERO;
+        match event {
+            Event::Line(pid, line) => {
+                let (what, i) = line.split_once(' ').unwrap();
+                match what {
+                    "E" => {
+                        if let Some((holder, _)) = &inside {
+                            assert!(
+                                killed.contains(holder),
+                                "{kind}: {pid} entered while {holder} was inside"
+                            );
+                        }
+                        inside = Some((pid, i.to_owned()));
+                        entries += 1;
+                    }
+                    "X" => {
+                        assert_eq!(
+                            inside,
+                            Some((pid, i.to_owned())),
+                            "{kind}: exit without its entry"
+                        );
+                        inside = None;
+                    }
+                    other => panic!("{kind}: unknown line {other:?}"),
+                }
+                // Those stopped long enough go on.
+                let due: Vec<u32> = stopped
+                    .iter()
+                    .filter(|(_, at)| **at <= entries)
+                    .map(|(p, _)| *p)
+                    .collect();
+                for pid in due {
+                    stopped.remove(&pid);
+                    signal(pid, libc::SIGCONT);
+                }
+                if what == "E" && entries % 25 == 0 {
+                    let live: Vec<u32> = running
+                        .iter()
+                        .copied()
+                        .filter(|p| !stopped.contains_key(p))
+                        .collect();
+                    let victim = live[rng.below(live.len() as u64) as usize];
+                    if rng.below(3) == 0 && killed.len() < n / 4 {
+                        killed.insert(victim);
+                        signal(victim, libc::SIGKILL);
+                    } else {
+                        stops += 1;
+                        stopped.insert(victim, entries + 40 + rng.below(80) as usize);
+                        signal(victim, libc::SIGSTOP);
+                    }
+                }
+            }
+            Event::Ended(pid, status) => {
+                done += 1;
+                running.remove(&pid);
+                if stopped.remove(&pid).is_some() {
+                    // Cannot be: a stopped process does not end.
+                    panic!("{kind}: {pid} ended while stopped: {status:?}");
+                }
+                if killed.contains(&pid) {
+                    assert_eq!(
+                        status.signal(),
+                        Some(libc::SIGKILL),
+                        "{kind}: {pid}: {status:?}"
+                    );
+                    if inside.as_ref().is_some_and(|(h, _)| *h == pid) {
+                        inside = None;
+                    }
+                } else {
+                    assert_ne!(
+                        status.code(),
+                        Some(OVERLAP),
+                        "{kind}: {pid} found another holder inside"
+                    );
+                    assert!(status.success(), "{kind}: {pid} failed: {status:?}");
+                }
+            }
+        }
+    }
+    (killed.len(), stops)
+}
+
+#[test]
+fn waiters_queued_on_one_host_survive_kills_and_stops_with_no_overlap_and_no_wedge() {
+    for (kind, seed) in [("soft", 11), ("marker", 23), ("lease", 37)] {
+        let dir = tempfile::tempdir().unwrap();
+        let (kills, stops) = storm(kind, dir.path(), 16, 60, seed);
+        eprintln!("{kind}: 16 processes, {kills} killed, {stops} stopped, no overlap, all others finished");
+        assert!(
+            kills > 0 && stops > 0,
+            "{kind}: the storm killed {kills} and stopped {stops}"
+        );
+    }
+}
+
+/// Runs `n` workers to their end with nothing done to them.
+fn calm(dir: &Path, n: usize, iters: u32) {
+    let lock = dir.join("calm.lock");
+    let witness_dir = dir.join("witness");
+    std::fs::create_dir_all(&witness_dir).unwrap();
+    let (pids, events) = start("soft", &lock, &witness_dir.join("inside"), n, iters);
+    let mut ended = 0;
+    let mut entries = 0;
+    while ended < pids.len() {
+        match events
+            .recv_timeout(WEDGE)
+            .expect("no entry for a minute: a wedge")
+        {
+            Event::Line(_, line) if line.starts_with('E') => entries += 1,
+            Event::Line(..) => {}
+            Event::Ended(pid, status) => {
+                ended += 1;
+                assert!(status.success(), "{pid}: {status:?}");
+            }
+        }
+    }
+    assert_eq!(entries, n * iters as usize);
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    common::others(dir, &["witness"])
+}
+
+#[test]
+fn the_last_waiter_to_leave_removes_the_side_file() {
+    let dir = tempfile::tempdir().unwrap();
+    calm(dir.path(), 8, 100);
+    assert_eq!(
+        names(dir.path()),
+        Vec::<String>::new(),
+        "files left beside the lock"
+    );
+}
+
+#[test]
+fn a_side_file_that_cannot_be_made_leaves_waiters_waiting_as_before() {
+    // A directory at its name (an open of it for writing fails), then a
+    // FIFO (refused: not a regular file; never blocked on).
+    for what in ["directory", "fifo"] {
+        let dir = tempfile::tempdir().unwrap();
+        let queue = dir.path().join("calm.lock.queue");
+        match what {
+            "directory" => std::fs::create_dir(&queue).unwrap(),
+            _ => {
+                let c = std::ffi::CString::new(queue.to_str().unwrap()).unwrap();
+                // SAFETY: a plain mkfifo with a valid path.
+                assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+            }
+        }
+        calm(dir.path(), 8, 60);
+        assert_eq!(
+            names(dir.path()),
+            vec!["calm.lock.queue".to_owned()],
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn a_side_file_removed_and_replaced_under_its_members_leaves_every_waiter_taking_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("calm.lock");
+    let queue: PathBuf = dir.path().join("calm.lock.queue");
+    let witness_dir = dir.path().join("witness");
+    std::fs::create_dir(&witness_dir).unwrap();
+    let (pids, events) = start("soft", &lock, &witness_dir.join("inside"), 8, 100);
+    let mut ended = 0;
+    let mut entries = 0;
+    while ended < pids.len() {
+        match events
+            .recv_timeout(WEDGE)
+            .expect("no entry for a minute: a wedge")
+        {
+            Event::Line(_, line) if line.starts_with('E') => {
+                entries += 1;
+                // Every tenth entry: the side file removed, or replaced by
+                // another file (with a counter of its own).
+                match entries % 20 {
+                    0 => drop(std::fs::remove_file(&queue)),
+                    10 => {
+                        let other = dir.path().join("other");
+                        std::fs::write(&other, 7u64.to_le_bytes().repeat(2)).unwrap();
+                        std::fs::rename(&other, &queue).unwrap();
+                    }
+                    _ => {}
+                }
+            }
+            Event::Line(..) => {}
+            Event::Ended(pid, status) => {
+                ended += 1;
+                assert!(status.success(), "{pid}: {status:?}");
+            }
+        }
+    }
+    assert_eq!(entries, 800);
+}
