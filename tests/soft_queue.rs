@@ -26,7 +26,9 @@ use std::time::Duration;
 use swaplock::soft::{Kind, SoftLock};
 
 /// The environment variable that makes this test binary a worker:
-/// `KIND<US>LOCK<US>WITNESS<US>ITERATIONS`.
+/// `KIND<US>LOCK<US>WITNESS<US>ITERATIONS`. Each worker appends its entries
+/// and exits to `WITNESS.log` too, one `write(2)` on an `O_APPEND` file
+/// each, in the order they happened: the checker reads that.
 const WORKER: &str = "SWAPLOCK_QUEUE_WORKER";
 /// A worker's exit status when it found another holder inside.
 const OVERLAP: i32 = 3;
@@ -54,6 +56,12 @@ fn worker() {
     };
     let lock = SoftLock::new(kind, lock).poll_interval(POLL);
     let mut out = std::io::stdout().lock();
+    let mut log = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(format!("{witness}.log"))
+        .unwrap();
+    let pid = std::process::id();
     for i in 0..iters.parse::<u32>().unwrap() {
         let guard = lock.lock().unwrap();
         if std::fs::OpenOptions::new()
@@ -64,11 +72,13 @@ fn worker() {
         {
             std::process::exit(OVERLAP);
         }
+        log.write_all(format!("E {pid} {i}\n").as_bytes()).unwrap();
         writeln!(out, "E {i}").unwrap();
         out.flush().unwrap();
         if std::fs::remove_file(witness).is_err() {
             std::process::exit(OVERLAP);
         }
+        log.write_all(format!("X {pid} {i}\n").as_bytes()).unwrap();
         writeln!(out, "X {i}").unwrap();
         out.flush().unwrap();
         guard.release().unwrap();
@@ -77,7 +87,7 @@ fn worker() {
 
 /// What the workers report: a line, or their end.
 enum Event {
-    Line(u32, String),
+    Line(String),
     Ended(u32, ExitStatus),
 }
 
@@ -114,7 +124,7 @@ fn start(
         std::thread::spawn(move || {
             for line in out.lines() {
                 let Ok(line) = line else { break };
-                let _ = tx.send(Event::Line(pid, line));
+                let _ = tx.send(Event::Line(line));
             }
             let status = child.wait().unwrap();
             let _ = tx.send(Event::Ended(pid, status));
@@ -127,6 +137,19 @@ fn signal(pid: u32, sig: i32) {
     // SAFETY: a signal to a child of this test, which is not yet reaped
     // (its thread reaps it only after its output ends).
     unsafe { libc::kill(pid as i32, sig) };
+}
+
+/// Kills the workers still alive when a failed check ends the test, so
+/// that none stays stopped or waiting.
+struct Reap(Vec<u32>);
+impl Drop for Reap {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            for pid in &self.0 {
+                signal(*pid, libc::SIGKILL);
+            }
+        }
+    }
 }
 
 /// xorshift64*: the test's choices, from a fixed seed.
@@ -156,13 +179,13 @@ fn storm(kind: &str, dir: &Path, n: usize, iters: u32, seed: u64) -> (usize, usi
     std::fs::create_dir(&witness_dir).unwrap();
     let witness = witness_dir.join("inside");
     let (pids, events) = start(kind, &lock, &witness, n, iters);
+    let _reap = Reap(pids.clone());
     let mut rng = Rng(seed);
     let mut running: HashSet<u32> = pids.iter().copied().collect();
     let mut killed = HashSet::new();
     // The stopped, each with the count of entries after which it goes on.
     let mut stopped: HashMap<u32, usize> = HashMap::new();
     let mut stops = 0;
-    let mut inside: Option<(u32, String)> = None;
     let mut entries = 0usize;
     let mut done = 0;
     let mut quiet = Duration::ZERO;
@@ -197,28 +220,13 @@ fn storm(kind: &str, dir: &Path, n: usize, iters: u32, seed: u64) -> (usize, usi
         };
         quiet = Duration::ZERO;
         match event {
-            Event::Line(pid, line) => {
-                let (what, i) = line.split_once(' ').unwrap();
-                match what {
-                    "E" => {
-                        if let Some((holder, _)) = &inside {
-                            assert!(
-                                killed.contains(holder),
-                                "{kind}: {pid} entered while {holder} was inside"
-                            );
-                        }
-                        inside = Some((pid, i.to_owned()));
-                        entries += 1;
-                    }
-                    "X" => {
-                        assert_eq!(
-                            inside,
-                            Some((pid, i.to_owned())),
-                            "{kind}: exit without its entry"
-                        );
-                        inside = None;
-                    }
-                    other => panic!("{kind}: unknown line {other:?}"),
+            Event::Line(line) => {
+                // The test harness's own lines aside.
+                let Some((what @ ("E" | "X"), _)) = line.split_once(' ') else {
+                    continue;
+                };
+                if what == "E" {
+                    entries += 1;
                 }
                 // Those stopped long enough go on.
                 let due: Vec<u32> = stopped
@@ -230,7 +238,7 @@ fn storm(kind: &str, dir: &Path, n: usize, iters: u32, seed: u64) -> (usize, usi
                     stopped.remove(&pid);
                     signal(pid, libc::SIGCONT);
                 }
-                if what == "E" && entries % 25 == 0 {
+                if what == "E" && entries.is_multiple_of(25) {
                     let live: Vec<u32> = running
                         .iter()
                         .copied()
@@ -250,19 +258,14 @@ fn storm(kind: &str, dir: &Path, n: usize, iters: u32, seed: u64) -> (usize, usi
             Event::Ended(pid, status) => {
                 done += 1;
                 running.remove(&pid);
-                if stopped.remove(&pid).is_some() {
-                    // Cannot be: a stopped process does not end.
-                    panic!("{kind}: {pid} ended while stopped: {status:?}");
-                }
+                // Stopped as it exited: the signal came too late.
+                stopped.remove(&pid);
                 if killed.contains(&pid) {
                     assert_eq!(
                         status.signal(),
                         Some(libc::SIGKILL),
                         "{kind}: {pid}: {status:?}"
                     );
-                    if inside.as_ref().is_some_and(|(h, _)| *h == pid) {
-                        inside = None;
-                    }
                 } else {
                     assert_ne!(
                         status.code(),
@@ -274,7 +277,40 @@ fn storm(kind: &str, dir: &Path, n: usize, iters: u32, seed: u64) -> (usize, usi
             }
         }
     }
+    check_log(kind, &witness, &killed);
     (killed.len(), stops)
+}
+
+/// The independent checker: in the workers' log, an entry while another
+/// holder that was not killed is inside is an overlap, and every exit
+/// matches the entry before it.
+fn check_log(kind: &str, witness: &Path, killed: &HashSet<u32>) {
+    let text = std::fs::read_to_string(witness.with_extension("log")).unwrap();
+    let mut inside: Option<(&str, &str)> = None;
+    for (n, line) in text.lines().enumerate() {
+        let mut f = line.split(' ');
+        let (what, pid, i) = (f.next().unwrap(), f.next().unwrap(), f.next().unwrap());
+        match what {
+            "E" => {
+                if let Some((holder, _)) = inside {
+                    assert!(
+                        killed.contains(&holder.parse().unwrap()),
+                        "{kind}: line {n}: {pid} entered while {holder} was inside"
+                    );
+                }
+                inside = Some((pid, i));
+            }
+            "X" => {
+                assert_eq!(
+                    inside,
+                    Some((pid, i)),
+                    "{kind}: line {n}: an exit without its entry"
+                );
+                inside = None;
+            }
+            other => panic!("{kind}: line {n}: unknown record {other:?}"),
+        }
+    }
 }
 
 #[test]
@@ -303,8 +339,8 @@ fn calm(dir: &Path, n: usize, iters: u32) {
             .recv_timeout(WEDGE)
             .expect("no entry for a minute: a wedge")
         {
-            Event::Line(_, line) if line.starts_with('E') => entries += 1,
-            Event::Line(..) => {}
+            Event::Line(line) if line.starts_with("E ") => entries += 1,
+            Event::Line(_) => {}
             Event::Ended(pid, status) => {
                 ended += 1;
                 assert!(status.success(), "{pid}: {status:?}");
@@ -368,7 +404,7 @@ fn a_side_file_removed_and_replaced_under_its_members_leaves_every_waiter_taking
             .recv_timeout(WEDGE)
             .expect("no entry for a minute: a wedge")
         {
-            Event::Line(_, line) if line.starts_with('E') => {
+            Event::Line(line) if line.starts_with("E ") => {
                 entries += 1;
                 // Every tenth entry: the side file removed, or replaced by
                 // another file (with a counter of its own).
@@ -382,7 +418,7 @@ fn a_side_file_removed_and_replaced_under_its_members_leaves_every_waiter_taking
                     _ => {}
                 }
             }
-            Event::Line(..) => {}
+            Event::Line(_) => {}
             Event::Ended(pid, status) => {
                 ended += 1;
                 assert!(status.success(), "{pid}: {status:?}");

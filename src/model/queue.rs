@@ -65,20 +65,30 @@ fn take_turns_twice() {
     nothing_left(&path);
 }
 
+/// How many waiting threads the queue started so far: a test's runs must
+/// have queued some waiter behind a head.
+fn started() -> usize {
+    crate::soft::QUEUE_STARTED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 #[test]
 fn queued_soft_waits_take_turns_and_leave_no_thread_or_side_file() {
+    let before = started();
     explore(300, take_turns_twice);
+    assert!(started() > before, "no waiter queued behind a head");
 }
 
 /// The same, the head watching the marker with inotify.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 #[test]
 fn queued_watched_soft_waits_take_turns_and_leave_no_thread_or_side_file() {
+    let before = started();
     explore(300, || {
         crate::sync::model::watches(true);
         take_turns_twice();
         crate::sync::model::watches(false);
     });
+    assert!(started() > before, "no waiter queued behind a head");
 }
 
 /// With the model's timed waits timing out, a timed wait that gives up

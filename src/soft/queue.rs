@@ -132,6 +132,12 @@ mod imp {
         THREADS.load(Ordering::SeqCst)
     }
 
+    /// How many waiting threads started, ever (for the model's tests: some
+    /// of their runs must queue behind a head).
+    #[cfg(all(test, swaplock_model))]
+    pub(crate) static STARTED: std::sync::atomic::AtomicUsize =
+        std::sync::atomic::AtomicUsize::new(0);
+
     /// How many times a joiner opens the side file again when it was
     /// removed or replaced under it.
     const REOPENS: u32 = 3;
@@ -291,6 +297,8 @@ mod imp {
             return false;
         }
         crate::sync::lock(&member.at).thread = true;
+        #[cfg(all(test, swaplock_model))]
+        STARTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let theirs = Arc::clone(member);
         let started = crate::sync::thread::Builder::new()
             .name("swaplock-queue".into())
@@ -343,7 +351,7 @@ mod imp {
         let drawn = crate::sync::lock(&member.at).ticket;
         let ticket = match drawn {
             Some(ticket) => Ok(ticket),
-            None => blocking(member, |fd, wait| os::draw(fd, wait)),
+            None => blocking(member, os::draw),
         };
         let ticket = ticket.and_then(|ticket| {
             let mut at = crate::sync::lock(&member.at);
@@ -468,4 +476,6 @@ mod imp {
 }
 
 pub use imp::queue_threads;
+#[cfg(all(test, swaplock_model, any(target_os = "linux", target_os = "android")))]
+pub(crate) use imp::STARTED;
 pub(crate) use imp::{contended, Queue, Standing};
