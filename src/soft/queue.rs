@@ -289,16 +289,21 @@ mod imp {
         }
     }
 
-    /// Starts the thread that waits in the kernel for `member`'s turn;
-    /// `false` if none could be started.
+    /// Starts the thread that waits in the kernel for `member`'s turn (or
+    /// hands the work to an idle one); `false` if none could be started.
     fn wait_for_turn(member: &Arc<Member>) -> bool {
-        if THREADS.fetch_add(1, Ordering::SeqCst) >= MOST_THREADS {
-            THREADS.fetch_sub(1, Ordering::SeqCst);
-            return false;
-        }
         crate::sync::lock(&member.at).thread = true;
         #[cfg(all(test, swaplock_model))]
         STARTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        #[cfg(not(swaplock_model))]
+        if idle::hand(member) {
+            return true;
+        }
+        if THREADS.fetch_add(1, Ordering::SeqCst) >= MOST_THREADS {
+            THREADS.fetch_sub(1, Ordering::SeqCst);
+            crate::sync::lock(&member.at).thread = false;
+            return false;
+        }
         let theirs = Arc::clone(member);
         let started = crate::sync::thread::Builder::new()
             .name("swaplock-queue".into())
@@ -306,6 +311,12 @@ mod imp {
             .spawn(move || {
                 wait_in_kernel(&theirs);
                 drop(theirs);
+                // Kept a while for the next wait of the process: starting
+                // a thread costs more than the wait's own calls.
+                #[cfg(not(swaplock_model))]
+                while let Some(next) = idle::next() {
+                    wait_in_kernel(&next);
+                }
                 THREADS.fetch_sub(1, Ordering::SeqCst);
             });
         if started.is_err() {
@@ -313,6 +324,81 @@ mod imp {
             crate::sync::lock(&member.at).thread = false;
         }
         started.is_ok()
+    }
+
+    /// Waiting threads whose wait is over, kept a while for the next one
+    /// of the process. Not under the model, whose threads must end.
+    #[cfg(not(swaplock_model))]
+    mod idle {
+        use super::Member;
+        use std::sync::{Arc, Condvar};
+        use std::time::{Duration, Instant};
+
+        /// How long an idle waiting thread waits for work before it ends.
+        const KEPT_FOR: Duration = Duration::from_secs(2);
+
+        struct Idle {
+            /// The process these are of: a forked child has none of them.
+            pid: u32,
+            /// Waiting threads idle and not yet given work.
+            idle: usize,
+            jobs: Vec<Arc<Member>>,
+        }
+
+        static IDLE: crate::lists::ProcessMutex<Idle> = crate::lists::ProcessMutex::new(Idle {
+            pid: 0,
+            idle: 0,
+            jobs: Vec::new(),
+        });
+        static WORK: Condvar = Condvar::new();
+
+        fn this_process(list: &mut Idle) {
+            let pid = crate::pid::id();
+            if list.pid != pid {
+                // A forked child's copy: its parent's threads are not here.
+                for job in std::mem::take(&mut list.jobs) {
+                    std::mem::forget(job);
+                }
+                list.pid = pid;
+                list.idle = 0;
+            }
+        }
+
+        /// Gives `member`'s wait to an idle waiting thread, if one is.
+        pub(super) fn hand(member: &Arc<Member>) -> bool {
+            let mut list = IDLE.lock();
+            this_process(&mut list);
+            if list.idle == 0 {
+                return false;
+            }
+            list.idle -= 1;
+            list.jobs.push(Arc::clone(member));
+            WORK.notify_one();
+            true
+        }
+
+        /// The next wait for an idle waiting thread; `None` once it has
+        /// waited [`KEPT_FOR`] for none.
+        pub(super) fn next() -> Option<Arc<Member>> {
+            let until = Instant::now() + KEPT_FOR;
+            let mut list = IDLE.lock();
+            this_process(&mut list);
+            list.idle += 1;
+            loop {
+                if let Some(job) = list.jobs.pop() {
+                    return Some(job);
+                }
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    list.idle -= 1;
+                    return None;
+                }
+                list = WORK
+                    .wait_timeout(list, left)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+        }
     }
 
     /// Removes the side file if `member` is its last member and it is
