@@ -427,3 +427,53 @@ fn a_side_file_removed_and_replaced_under_its_members_leaves_every_waiter_taking
     }
     assert_eq!(entries, 800);
 }
+
+/// A child forked while threads of its parent are queued (one the head,
+/// one behind it on its waiting thread) inherits their descriptors, not
+/// their threads: its own wait still takes the lock once the parent's
+/// threads are done, and theirs take it too.
+#[test]
+fn a_child_forked_while_its_parents_threads_are_queued_takes_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    let first = SoftLock::soft(&path).try_lock().unwrap();
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                SoftLock::soft(&path)
+                    .poll_interval(POLL)
+                    .lock()
+                    .unwrap()
+                    .release()
+                    .unwrap();
+            })
+        })
+        .collect();
+    // One waits behind the other on a waiting thread of the queue.
+    while swaplock::soft::queue_threads() == 0 {
+        std::thread::yield_now();
+    }
+    // SAFETY: the child only calls into the library and leaves by _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let took = SoftLock::soft(&path)
+            .poll_interval(POLL)
+            .lock_timeout(Duration::from_secs(60))
+            .and_then(|g| g.release());
+        // SAFETY: ends the child at once.
+        unsafe { libc::_exit(i32::from(took.is_err())) }
+    }
+    first.release().unwrap();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child forked above.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child did not take the lock: {status:#x}"
+    );
+}
