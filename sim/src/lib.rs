@@ -60,6 +60,7 @@
 //! | [`model`] | the model filesystem |
 //! | [`naive`] | the deliberately broken pre-fix policy |
 //! | [`mutants`] | the protocol-mutation run: each guard of the shipped protocol undone, and the searches that must notice |
+//! | [`rw`] | the read-write lock's simulator, apart: its model filesystem, oracle, scenarios, searches and mutants, sharing only the coroutine stacks |
 
 mod actors;
 mod cast;
@@ -73,6 +74,7 @@ pub mod naive;
 mod oracle;
 mod os;
 mod planned;
+pub mod rw;
 mod runtime;
 mod scenario;
 mod schedule;
