@@ -182,6 +182,8 @@ pub enum Mutant {
     RwNoPredecessorAfter,
     /// Keep a landed commit of N whatever lead the listing or HEAD shows over it (RW11).
     RwNoLeadCheck,
+    /// Check only that the predecessor of N exists, as filelock does, not that it is the very record the successor was built on (RW10, RW11).
+    RwPredecessorByName,
     /// Commit without reading the epoch again first: a commit may land in a log that replaced the one read (RW10).
     RwCommitIgnoresEpoch,
     /// Keep the remembered latest generation when the epoch changes (RW10).
@@ -284,6 +286,7 @@ impl Mutant {
         Mutant::RwNoPredecessorBefore,
         Mutant::RwNoPredecessorAfter,
         Mutant::RwNoLeadCheck,
+        Mutant::RwPredecessorByName,
         Mutant::RwCommitIgnoresEpoch,
         Mutant::RwMemoryOutlivesEpoch,
         Mutant::RwOverwriteUnchecked,
@@ -307,6 +310,7 @@ impl Mutant {
         Mutant::RwNoPredecessorBefore,
         Mutant::RwNoPredecessorAfter,
         Mutant::RwNoLeadCheck,
+        Mutant::RwPredecessorByName,
         Mutant::RwCommitIgnoresEpoch,
         Mutant::RwMemoryOutlivesEpoch,
         Mutant::RwOverwriteUnchecked,
@@ -328,6 +332,7 @@ impl Mutant {
     /// filelock's exact steps (the simulator's naive policy).
     pub const RW_STRICTER: &'static [Mutant] = &[
         Mutant::RwNoNewLogConfirm,
+        Mutant::RwPredecessorByName,
         Mutant::RwNoSyncBeforeGrant,
         Mutant::RwSweptTempIsError,
         Mutant::RwNoReprepare,
@@ -406,6 +411,7 @@ impl Mutant {
             Mutant::RwNoPredecessorBefore => "rw-no-predecessor-before",
             Mutant::RwNoPredecessorAfter => "rw-no-predecessor-after",
             Mutant::RwNoLeadCheck => "rw-no-lead-check",
+            Mutant::RwPredecessorByName => "rw-predecessor-by-name",
             Mutant::RwCommitIgnoresEpoch => "rw-commit-ignores-epoch",
             Mutant::RwMemoryOutlivesEpoch => "rw-memory-outlives-epoch",
             Mutant::RwOverwriteUnchecked => "rw-overwrite-unchecked",

@@ -119,13 +119,27 @@ pub(super) fn encode_successor(
 }
 
 impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
-    /// Whether the predecessor of `n` exists (for the first, whether
-    /// there is none to ask about).
-    fn predecessor(&mut self, files: &mut impl Files, n: u128) -> Result<bool, Error> {
-        match n > 1 {
-            true => self.exists(files, n - 1),
-            false => Ok(false),
+    /// Whether the predecessor of `n` is still the very record the
+    /// successor in snapshot buffer `at` was built on (the other buffer
+    /// holds it, `built_on` bytes): filelock asks only that it exist, which
+    /// a log removed and grown again to the same generation also passes
+    /// (PROTOCOL 16, "Where swaplock is stricter"). For the first, there is
+    /// none to ask about.
+    fn predecessor(
+        &mut self,
+        files: &mut impl Files,
+        n: u128,
+        at: usize,
+        built_on: usize,
+    ) -> Result<bool, Error> {
+        if n <= 1 {
+            return Ok(false);
         }
+        let Some(len) = self.read_scratch(files, GEN, &gen_name(n - 1)?)? else {
+            return Ok(false);
+        };
+        let read = &self.bufs.snapshots[1 - at].as_ref()[..built_on];
+        Ok(self.scratch(len) == read || active(Mutant::RwPredecessorByName))
     }
 
     /// Whether the first generation may be committed: the server says no
@@ -156,15 +170,18 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
     }
 
     /// Commits the successor encoded in snapshot buffer `at` (after the
-    /// epoch's room, `len` bytes) as generation `n` (PROTOCOL 16.5).
-    /// `grant`: winning it grants a hold, so its link is made durable
-    /// before it counts (C-RW5).
+    /// epoch's room, `len` bytes) as generation `n` (PROTOCOL 16.5), built
+    /// on the latest snapshot read, which the other buffer holds
+    /// (`built_on` bytes). `grant`: winning it grants a hold, so its link
+    /// is made durable before it counts (C-RW5).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn commit(
         &mut self,
         files: &mut impl Files,
         env: &mut impl Env,
         at: usize,
         len: usize,
+        built_on: usize,
         n: u128,
         grant: bool,
     ) -> Result<Committed, Error> {
@@ -173,7 +190,8 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
         if !active(Mutant::RwCommitIgnoresEpoch) && self.epoch_now(files)? != self.epoch {
             return Ok(Committed::Lost);
         }
-        let before = self.predecessor(files, n)? || active(Mutant::RwNoPredecessorBefore);
+        let before =
+            self.predecessor(files, n, at, built_on)? || active(Mutant::RwNoPredecessorBefore);
         let bound = n == 1 && self.head(files)?.0;
         if !extends(n, before, bound) {
             return Ok(Committed::Lost);
@@ -208,7 +226,8 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
         // 3. Nobody leads by a window, and the predecessor survived (RW11).
         let listed_max = Self::listed_max(files)?;
         let (bound, head) = self.head(files)?;
-        let still = self.predecessor(files, n)? || active(Mutant::RwNoPredecessorAfter);
+        let still =
+            self.predecessor(files, n, at, built_on)? || active(Mutant::RwNoPredecessorAfter);
         let (listed_max, head) = match active(Mutant::RwNoLeadCheck) {
             true => (None, None),
             false => (listed_max, head),

@@ -247,7 +247,8 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
         n: u128,
         grant: bool,
     ) -> Result<bool, Error> {
-        match self.commit(files, env, at, len, n, grant)? {
+        let built_on = self.held()?.len;
+        match self.commit(files, env, at, len, built_on, n, grant)? {
             Committed::Won => {}
             Committed::Lost => return Ok(false),
             Committed::NoLog => {
@@ -345,7 +346,7 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
             };
             let keep = |_: usize, t: &Token| *t != p.token;
             let len = encode_successor(&s, n, writer, &keep, None, into.as_mut())?;
-            match self.commit(files, env, 1 - held.at, len, n, false)? {
+            match self.commit(files, env, 1 - held.at, len, held.len, n, false)? {
                 Committed::Won => return Ok(()),
                 Committed::Lost => {}
                 // No log: nothing names us any more.
