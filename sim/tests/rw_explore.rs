@@ -5,7 +5,7 @@
 //! judging it.
 //!
 //! `SWAPLOCK_RW_SCHEDULES` sets the number of random schedules (default
-//! 12,000, shared among the scenarios); `SWAPLOCK_RW_PREEMPTIONS` the
+//! 8,000, shared among the scenarios); `SWAPLOCK_RW_PREEMPTIONS` the
 //! preemption bound of the exhaustive cases (default 2).
 
 use swaplock_sim::rw::{explore, run_seed, scenarios, Progress, Role, Scenario};
@@ -23,7 +23,7 @@ const FAULT_ONE_IN: u64 = 400;
 #[test]
 fn random_schedules_of_every_scenario_find_no_violation_and_every_run_is_judged() {
     let all = scenarios();
-    let per = env("SWAPLOCK_RW_SCHEDULES", 12_000) / all.len() as u64;
+    let per = env("SWAPLOCK_RW_SCHEDULES", 8_000) / all.len() as u64;
     let mut total = (0, 0, 0, 0);
     for (i, scenario) in all.iter().enumerate() {
         let (mut steps, mut grants, mut fenced, mut stale, mut judged) = (0, 0, 0, 0, 0);
@@ -44,9 +44,18 @@ fn random_schedules_of_every_scenario_find_no_violation_and_every_run_is_judged(
             "{:<40} {per} schedules, {steps} steps, {grants} grants ({fenced} beside an evicted holder, fenced), {stale} stale answers",
             scenario.name
         );
-        assert_eq!(judged, per, "{}: runs the progress check could not judge", scenario.name);
+        assert_eq!(
+            judged, per,
+            "{}: runs the progress check could not judge",
+            scenario.name
+        );
         assert!(grants >= per, "{}: fewer grants than runs", scenario.name);
-        total = (total.0 + per, total.1 + steps, total.2 + grants, total.3 + fenced);
+        total = (
+            total.0 + per,
+            total.1 + steps,
+            total.2 + grants,
+            total.3 + fenced,
+        );
     }
     eprintln!(
         "read-write: {} random schedules, {} steps, {} grants, {} fenced",
@@ -83,8 +92,15 @@ fn every_schedule_of_small_cases_within_the_budgets_finds_no_violation() {
     for (scenario, p, f) in cases {
         match explore(&scenario, p, f, 30_000) {
             Ok(n) => {
-                eprintln!("{:<40} {p} preemptions, {f} faults: {n} schedules", scenario.name);
-                assert!(n > 10, "{}: the exploration ran only {n} schedules", scenario.name);
+                eprintln!(
+                    "{:<40} {p} preemptions, {f} faults: {n} schedules",
+                    scenario.name
+                );
+                assert!(
+                    n > 10,
+                    "{}: the exploration ran only {n} schedules",
+                    scenario.name
+                );
                 total += n;
             }
             Err(v) => panic!("{v}"),

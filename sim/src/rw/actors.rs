@@ -15,7 +15,6 @@ use swaplock_core::host::HostName;
 use swaplock_core::rw::driver::{BoundedLedger, Buffers, Config, Env, Instance};
 use swaplock_core::rw::files::Area;
 use swaplock_core::rw::member::BeatWatch;
-use swaplock_core::rw::names::EPOCH;
 use swaplock_core::Pid;
 
 /// A simulated lock: the driver's memory with small buffers (the model's
@@ -43,15 +42,27 @@ pub(crate) fn instance(world: &World, me: usize, timing: &Timing) -> SimInstance
         host: HostName::try_from(world.hosts[p.host]).expect("short host names"),
     };
     let buf = || vec![0u8; BUFFER];
-    Instance::new(config, BoundedLedger::new(), Buffers::new(buf(), buf(), buf()))
+    Instance::new(
+        config,
+        BoundedLedger::new(),
+        Buffers::new(buf(), buf(), buf()),
+    )
 }
 
 /// Process `me`'s life.
-pub(crate) fn live(world: &Rc<RefCell<World>>, me: usize, role: Role, start: Duration, timing: Timing, slot: &Rc<RefCell<Slot>>, yielder: &corosensei::Yielder<(), ()>) {
+pub(crate) fn live(
+    world: &Rc<RefCell<World>>,
+    me: usize,
+    role: Role,
+    start: Duration,
+    timing: Timing,
+    slot: &Rc<RefCell<Slot>>,
+    yielder: &corosensei::Yielder<(), ()>,
+) {
     let prepared = slot.borrow().prepared;
     let mut files = SimFiles::new(Rc::clone(world), me, yielder, prepared);
     if !start.is_zero() {
-        files.sleep(start);
+        files.sleep_from_start(start);
     }
     match role {
         Role::RemoveGen => {
@@ -70,7 +81,9 @@ pub(crate) fn live(world: &Rc<RefCell<World>>, me: usize, role: Role, start: Dur
                 me,
             };
             for _ in 0..rounds {
-                acquisition(&mut files, &mut env, &mut lock, mode, patience, hold, &timing);
+                acquisition(
+                    &mut files, &mut env, &mut lock, mode, patience, hold, &timing,
+                );
             }
             let mut slot = slot.borrow_mut();
             slot.instance = Some(lock);
@@ -107,14 +120,8 @@ fn acquisition(
         match lock.advance(files, env, &mut p) {
             Ok(true) => {
                 granted = true;
-                let epoch = {
-                    let w = files.world.borrow();
-                    w.fs.content(&(dir(Area::Generations), EPOCH.to_vec()))
-                        .map(<[u8]>::to_vec)
-                };
                 files.ghost(What::Granted {
                     generation: p.generation().unwrap_or(0),
-                    epoch,
                 });
                 break;
             }
@@ -155,6 +162,11 @@ impl SimFiles<'_> {
         w.fs.now = w.time;
         w.steps += 1;
         w.fs.remove_dir(d);
-        w.note(self.me, format_args!("OPERATOR removes directory {d} and all in it"));
+        w.note(
+            self.me,
+            format_args!("OPERATOR removes directory {d} and all in it"),
+        );
+        let me = self.me;
+        w.record(me, What::RemovedLog);
     }
 }

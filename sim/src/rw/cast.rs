@@ -65,10 +65,13 @@ pub struct Process {
     pub host: usize,
     /// Its PID on that host.
     pub pid: u32,
-    /// How long after the start it begins.
+    /// When it begins, after the run's start.
     pub start: Duration,
     /// What it does.
     pub role: Role,
+    /// Its own intervals, where they differ from the scenario's (a peer
+    /// configured with a longer threshold writes a longer lease).
+    pub timing: Option<Timing>,
 }
 
 /// What the schedule may inject, and how often at most in one run.

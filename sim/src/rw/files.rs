@@ -58,7 +58,9 @@ impl std::fmt::Debug for Names {
             .map(|n| {
                 let n = String::from_utf8_lossy(n);
                 match n.len() {
-                    20 if n.bytes().all(|b| b.is_ascii_digit()) => n.trim_start_matches('0').to_string(),
+                    20 if n.bytes().all(|b| b.is_ascii_digit()) => {
+                        n.trim_start_matches('0').to_string()
+                    }
                     l if l > 16 => n.chars().take(16).collect(),
                     _ => n.to_string(),
                 }
@@ -79,7 +81,12 @@ pub(crate) struct SimFiles<'y> {
 }
 
 impl<'y> SimFiles<'y> {
-    pub(crate) fn new(world: Rc<RefCell<World>>, me: usize, yielder: &'y Yielder<(), ()>, prepared: bool) -> Self {
+    pub(crate) fn new(
+        world: Rc<RefCell<World>>,
+        me: usize,
+        yielder: &'y Yielder<(), ()>,
+        prepared: bool,
+    ) -> Self {
         SimFiles {
             world,
             me,
@@ -90,7 +97,12 @@ impl<'y> SimFiles<'y> {
 
     /// Suspends until scheduled to run `op`; then a step of time passes
     /// and `apply` runs on the world with the answer the scheduler chose.
-    fn step<T: std::fmt::Debug>(&mut self, op: Op, what: impl FnOnce() -> String, apply: impl FnOnce(&mut World, usize, u8) -> T) -> T {
+    fn step<T: std::fmt::Debug>(
+        &mut self,
+        op: Op,
+        what: impl FnOnce() -> String,
+        apply: impl FnOnce(&mut World, usize, u8) -> T,
+    ) -> T {
         self.world.borrow_mut().procs[self.me].pending = op;
         self.yielder.suspend(());
         let mut w = self.world.borrow_mut();
@@ -109,6 +121,15 @@ impl<'y> SimFiles<'y> {
     /// Suspends to the scheduler.
     pub(crate) fn suspend(&self) {
         self.yielder.suspend(());
+    }
+
+    /// Sleeps until `d` after the run's start (no time if that passed).
+    pub(crate) fn sleep_from_start(&mut self, d: Duration) {
+        let at = super::world::START + d.as_nanos() as u64;
+        let now = self.world.borrow().time;
+        if at > now {
+            self.sleep(Duration::from_nanos(at - now));
+        }
     }
 
     /// Sleeps `d`: runnable again once that much time has passed.
@@ -158,158 +179,232 @@ impl Files for SimFiles<'_> {
         if self.prepared && !force {
             return Ok(());
         }
-        self.step(Op::Other, || format!("prepare(force: {force})"), |w, _, _| {
-            for d in [ROOT, dir(Area::Generations), dir(Area::Holders)] {
-                let _ = w.fs.mkdir(d);
-            }
-        });
+        self.step(
+            Op::Other,
+            || format!("prepare(force: {force})"),
+            |w, _, _| {
+                for d in [ROOT, dir(Area::Generations), dir(Area::Holders)] {
+                    let _ = w.fs.mkdir(d);
+                }
+            },
+        );
         self.prepared = true;
         Ok(())
     }
 
     fn read(&mut self, area: Area, name: &[u8], buf: &mut [u8]) -> Result<Read, FsError> {
         let k = key(area, name);
-        self.step(Op::Read(k.clone()), || format!("read {}", shown(area, name)), |w, me, v| {
-            let Some(ino) = Self::lookup(w, me, &k, v) else {
-                return Ok(Read::Missing);
-            };
-            let data = w.fs.inodes.get(&ino).map(|i| i.data.as_slice()).unwrap_or(&[]);
-            let n = data.len().min(buf.len());
-            buf[..n].copy_from_slice(&data[..n]);
-            Ok(Read::Bytes(n))
-        })
+        self.step(
+            Op::Read(k.clone()),
+            || format!("read {}", shown(area, name)),
+            |w, me, v| {
+                let Some(ino) = Self::lookup(w, me, &k, v) else {
+                    return Ok(Read::Missing);
+                };
+                let data =
+                    w.fs.inodes
+                        .get(&ino)
+                        .map(|i| i.data.as_slice())
+                        .unwrap_or(&[]);
+                let n = data.len().min(buf.len());
+                buf[..n].copy_from_slice(&data[..n]);
+                Ok(Read::Bytes(n))
+            },
+        )
     }
 
-    fn create(&mut self, area: Area, name: &[u8], data: &[u8], durable: bool) -> Result<FileId, FsError> {
+    fn create(
+        &mut self,
+        area: Area,
+        name: &[u8],
+        data: &[u8],
+        durable: bool,
+    ) -> Result<FileId, FsError> {
         let k = key(area, name);
-        let made = self.step(Op::Other, || format!("create {}", shown(area, name)), |w, me, _| {
-            let now = w.time;
-            let made = w.fs.create(&k, now);
-            let h = w.procs[me].host;
-            w.fs.own_change(h, &k, made.is_ok());
-            if let Ok(ino) = made {
-                w.fs.pin(ino);
-                w.procs[me].open.push(ino);
-            }
-            made
-        });
+        let made = self.step(
+            Op::Other,
+            || format!("create {}", shown(area, name)),
+            |w, me, _| {
+                let now = w.time;
+                let made = w.fs.create(&k, now);
+                let h = w.procs[me].host;
+                w.fs.own_change(h, &k, made.is_ok());
+                if let Ok(ino) = made {
+                    w.fs.pin(ino);
+                    w.procs[me].open.push(ino);
+                }
+                made
+            },
+        );
         let ino = made.map_err(FsError::Os)?;
-        let holder = (area == Area::Holders).then(|| Token::parse_hex(name)).flatten();
-        self.step(Op::Other, || format!("write {} B{}", data.len(), if durable { ", fsync" } else { "" }), |w, me, _| {
-            let now = w.time;
-            w.fs.write(ino, data, now);
-            if durable {
-                w.fs.fsync(ino);
-            }
-            if let (Some(t), Some(_)) = (holder, w.fs.lookup(&k).filter(|&i| i == ino)) {
-                w.record(me, What::WroteRecord(t.0));
-            }
-            w.close(me, ino);
-        });
+        let holder = (area == Area::Holders)
+            .then(|| Token::parse_hex(name))
+            .flatten();
+        self.step(
+            Op::Other,
+            || {
+                format!(
+                    "write {} B{}",
+                    data.len(),
+                    if durable { ", fsync" } else { "" }
+                )
+            },
+            |w, me, _| {
+                let now = w.time;
+                w.fs.write(ino, data, now);
+                if durable {
+                    w.fs.fsync(ino);
+                }
+                if let (Some(t), Some(_)) = (holder, w.fs.lookup(&k).filter(|&i| i == ino)) {
+                    w.record(me, What::WroteRecord(t.0));
+                }
+                w.close(me, ino);
+            },
+        );
         Ok(id(ino))
     }
 
-    fn overwrite(&mut self, area: Area, name: &[u8], data: &[u8], want: FileId) -> Result<bool, FsError> {
+    fn overwrite(
+        &mut self,
+        area: Area,
+        name: &[u8],
+        data: &[u8],
+        want: FileId,
+    ) -> Result<bool, FsError> {
         let k = key(area, name);
-        let opened = self.step(Op::Open(k.clone()), || format!("open {} to rewrite", shown(area, name)), |w, me, v| {
-            let ino = Self::lookup(w, me, &k, v)?;
-            let node = w.fs.inodes.get(&ino)?;
-            let st = Stat {
-                id: id(ino),
-                kind: NodeKind::Regular,
-                nlink: u64::from(node.nlink),
-                mtime: FileTime::default(),
-                ctime: FileTime::default(),
-            };
-            let fits = overwrite_fits(&st, want);
-            w.fs.pin(ino);
-            w.procs[me].open.push(ino);
-            if !fits {
-                w.close(me, ino);
-            }
-            fits.then_some(ino)
-        });
+        let opened = self.step(
+            Op::Open(k.clone()),
+            || format!("open {} to rewrite", shown(area, name)),
+            |w, me, v| {
+                let ino = Self::lookup(w, me, &k, v)?;
+                let node = w.fs.inodes.get(&ino)?;
+                let st = Stat {
+                    id: id(ino),
+                    kind: NodeKind::Regular,
+                    nlink: u64::from(node.nlink),
+                    mtime: FileTime::default(),
+                    ctime: FileTime::default(),
+                };
+                let fits = overwrite_fits(&st, want);
+                w.fs.pin(ino);
+                w.procs[me].open.push(ino);
+                if !fits {
+                    w.close(me, ino);
+                }
+                fits.then_some(ino)
+            },
+        );
         let Some(ino) = opened else {
             return Ok(false);
         };
-        let holder = (area == Area::Holders).then(|| Token::parse_hex(name)).flatten();
-        self.step(Op::Other, || format!("write {} B", data.len()), |w, me, _| {
-            let now = w.time;
-            w.fs.write(ino, data, now);
-            if let (Some(t), Some(_)) = (holder, w.fs.lookup(&k).filter(|&i| i == ino)) {
-                w.record(me, What::WroteRecord(t.0));
-            }
-            w.close(me, ino);
-        });
+        let holder = (area == Area::Holders)
+            .then(|| Token::parse_hex(name))
+            .flatten();
+        self.step(
+            Op::Other,
+            || format!("write {} B", data.len()),
+            |w, me, _| {
+                let now = w.time;
+                w.fs.write(ino, data, now);
+                if let (Some(t), Some(_)) = (holder, w.fs.lookup(&k).filter(|&i| i == ino)) {
+                    w.record(me, What::WroteRecord(t.0));
+                }
+                w.close(me, ino);
+            },
+        );
         Ok(true)
     }
 
     fn link(&mut self, area: Area, from: &[u8], to: &[u8]) -> Result<bool, FsError> {
         let (kf, kt) = (key(area, from), key(area, to));
-        let call = self.step(Op::Link(kt.clone()), || format!("link {} {}", shown(area, from), shown(area, to)), |w, me, v| {
-            let call = w.fs.link(&kf, &kt);
-            if call.is_ok() && area == Area::Generations {
-                // The grant, if it is one, happens here, when the server
-                // links, whatever its reply says or when it comes.
-                w.record(me, What::Linked(to.to_vec()));
-            }
-            let h = w.procs[me].host;
-            w.fs.own_change(h, &kt, call.is_ok());
-            match (call, !w.calm && w.retransmits && v > 0) {
-                // The reply was lost and the retransmit found the name taken.
-                (Ok(()), true) => Err(Errno::EXIST),
-                (call, _) => call,
-            }
-        });
-        self.step(Op::Other, || "lstat both names".to_string(), |w, _, _| {
-            let (a, b) = (w.fs.lookup(&kf), w.fs.lookup(&kt));
-            link_outcome(call, a.map(id), b.map(id))
-        })
+        let call = self.step(
+            Op::Link(kt.clone()),
+            || format!("link {} {}", shown(area, from), shown(area, to)),
+            |w, me, v| {
+                let call = w.fs.link(&kf, &kt);
+                if call.is_ok() && area == Area::Generations {
+                    // The grant, if it is one, happens here, when the server
+                    // links, whatever its reply says or when it comes.
+                    let incarnation = w.fs.made[dir(Area::Generations)];
+                    w.record(me, What::Linked(to.to_vec(), incarnation));
+                }
+                let h = w.procs[me].host;
+                w.fs.own_change(h, &kt, call.is_ok());
+                match (call, !w.calm && w.retransmits && v > 0) {
+                    // The reply was lost and the retransmit found the name taken.
+                    (Ok(()), true) => Err(Errno::EXIST),
+                    (call, _) => call,
+                }
+            },
+        );
+        self.step(
+            Op::Other,
+            || "lstat both names".to_string(),
+            |w, _, _| {
+                let (a, b) = (w.fs.lookup(&kf), w.fs.lookup(&kt));
+                link_outcome(call, a.map(id), b.map(id))
+            },
+        )
     }
 
     fn replace(&mut self, area: Area, from: &[u8], to: &[u8]) -> Result<bool, FsError> {
         let (kf, kt) = (key(area, from), key(area, to));
-        self.step(Op::Other, || format!("rename {} over {}", shown(area, from), shown(area, to)), |w, me, _| {
-            let done = w.fs.rename(&kf, &kt);
-            let h = w.procs[me].host;
-            w.fs.own_change(h, &kf, done.is_ok());
-            w.fs.own_change(h, &kt, done.is_ok());
-            done.map(|()| true).map_err(FsError::Os)
-        })
+        self.step(
+            Op::Other,
+            || format!("rename {} over {}", shown(area, from), shown(area, to)),
+            |w, me, _| {
+                let done = w.fs.rename(&kf, &kt);
+                let h = w.procs[me].host;
+                w.fs.own_change(h, &kf, done.is_ok());
+                w.fs.own_change(h, &kt, done.is_ok());
+                done.map(|()| true).map_err(FsError::Os)
+            },
+        )
     }
 
     fn unlink(&mut self, area: Area, name: &[u8]) -> Result<(), FsError> {
         let k = key(area, name);
-        self.step(Op::Other, || format!("unlink {}", shown(area, name)), |w, me, _| {
-            let done = w.fs.unlink(&k);
-            let h = w.procs[me].host;
-            w.fs.own_change(h, &k, done.is_ok());
-            if done.is_ok() && area == Area::Holders {
-                w.record(me, What::RemovedRecord(name.to_vec()));
-            }
-            Ok(())
-        })
+        self.step(
+            Op::Other,
+            || format!("unlink {}", shown(area, name)),
+            |w, me, _| {
+                let done = w.fs.unlink(&k);
+                let h = w.procs[me].host;
+                w.fs.own_change(h, &k, done.is_ok());
+                if done.is_ok() && area == Area::Holders {
+                    w.record(me, What::RemovedRecord(name.to_vec()));
+                }
+                if done.is_ok() && area == Area::Generations {
+                    w.record(me, What::RemovedGeneration(name.to_vec()));
+                }
+                Ok(())
+            },
+        )
     }
 
     fn list(&mut self, area: Area, visit: &mut dyn FnMut(&[u8])) -> Result<(), FsError> {
         let d = dir(area);
-        let names = self.step(Op::List(d), || format!("list {}", shown(area, b"")), |w, me, v| {
-            let h = w.procs[me].host;
-            match (w.calm, w.fs.stale_listing(h, d), w.fs.viewing(h, d)) {
-                (false, Some(cached), _) if v == 0 => {
-                    w.fs.stale_answers[h] += 1;
-                    w.record(me, What::StaleAnswer);
-                    w.note(me, format_args!("(answered from its host's cache)"));
-                    return Names(cached);
+        let names = self.step(
+            Op::List(d),
+            || format!("list {}", shown(area, b"")),
+            |w, me, v| {
+                let h = w.procs[me].host;
+                match (w.calm, w.fs.stale_listing(h, d), w.fs.viewing(h, d)) {
+                    (false, Some(cached), _) if v == 0 => {
+                        w.fs.stale_answers[h] += 1;
+                        w.record(me, What::StaleAnswer);
+                        w.note(me, format_args!("(answered from its host's cache)"));
+                        return Names(cached);
+                    }
+                    (false, None, true) => {}
+                    _ => w.fs.revalidate(h, d),
                 }
-                (false, None, true) => {}
-                _ => w.fs.revalidate(h, d),
-            }
-            Names(match w.fs.reachable(d) {
-                true => w.fs.list(d),
-                false => Vec::new(),
-            })
-        });
+                Names(match w.fs.reachable(d) {
+                    true => w.fs.list(d),
+                    false => Vec::new(),
+                })
+            },
+        );
         for n in &names.0 {
             visit(n);
         }
@@ -317,10 +412,14 @@ impl Files for SimFiles<'_> {
     }
 
     fn sync(&mut self, area: Area) -> Result<(), FsError> {
-        self.step(Op::Other, || format!("fsync {}", shown(area, b"")), |w, _, _| {
-            w.fs.barrier();
-            Ok(())
-        })
+        self.step(
+            Op::Other,
+            || format!("fsync {}", shown(area, b"")),
+            |w, _, _| {
+                w.fs.barrier();
+                Ok(())
+            },
+        )
     }
 }
 

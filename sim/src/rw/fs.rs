@@ -79,6 +79,10 @@ enum Undo {
 pub(crate) struct Fs {
     /// Whether the root, `gen/` and `holders/` exist.
     pub(crate) dirs: [bool; 3],
+    /// How many times each directory was made: a log's incarnation is
+    /// that of `gen/` (its epoch file's bytes may change within one, from
+    /// empty to a token, when its creator writes it late).
+    pub(crate) made: [u64; 3],
     pub(crate) names: BTreeMap<Key, u64>,
     pub(crate) inodes: BTreeMap<u64, Inode>,
     journal: Vec<Undo>,
@@ -115,6 +119,7 @@ impl Fs {
     pub(crate) fn new(hosts: usize, cache_for: u64) -> Self {
         Fs {
             dirs: [false; 3],
+            made: [0; 3],
             names: BTreeMap::new(),
             inodes: BTreeMap::new(),
             journal: Vec::new(),
@@ -166,7 +171,10 @@ impl Fs {
 
     /// Drops `ino` once nothing names it and no undo could name it again.
     fn release(&mut self, ino: u64) {
-        let held = self.inodes.get(&ino).is_some_and(|i| i.nlink > 0 || i.open > 0)
+        let held = self
+            .inodes
+            .get(&ino)
+            .is_some_and(|i| i.nlink > 0 || i.open > 0)
             || self.journal.iter().any(|u| match u {
                 Undo::Removed(_, i) => *i == ino,
                 Undo::Renamed { replaced, .. } => *replaced == Some(ino),
@@ -186,6 +194,7 @@ impl Fs {
             return Err(Errno::EXIST);
         }
         self.dirs[d] = true;
+        self.made[d] += 1;
         self.journal.push(Undo::Made(d));
         Ok(())
     }
@@ -360,7 +369,9 @@ impl Fs {
         // with it.
         let before = self.names.clone();
         for _ in 0..lose {
-            let Some(undo) = self.journal.pop() else { break };
+            let Some(undo) = self.journal.pop() else {
+                break;
+            };
             match undo {
                 Undo::Added(k) => {
                     if let Some(ino) = self.names.remove(&k) {
@@ -390,10 +401,12 @@ impl Fs {
             }
         }
         self.journal.clear();
-        let keys: std::collections::BTreeSet<Key> = before.keys().chain(self.names.keys()).cloned().collect();
+        let keys: std::collections::BTreeSet<Key> =
+            before.keys().chain(self.names.keys()).cloned().collect();
         for k in keys {
             if before.get(&k) != self.names.get(&k) {
-                self.history.push((self.now, k.clone(), before.get(&k).copied()));
+                self.history
+                    .push((self.now, k.clone(), before.get(&k).copied()));
             }
         }
         let dead: Vec<u64> = self
@@ -465,13 +478,23 @@ impl Fs {
         let at = self.view(h, d)?;
         let own = &self.own[h];
         let mut keys: Vec<&Key> = self.names.keys().filter(|k| k.0 == d).collect();
-        keys.extend(self.history.iter().filter(|(t, k, _)| *t > at && k.0 == d).map(|(_, k, _)| k));
+        keys.extend(
+            self.history
+                .iter()
+                .filter(|(t, k, _)| *t > at && k.0 == d)
+                .map(|(_, k, _)| k),
+        );
         keys.extend(own.keys().filter(|k| k.0 == d));
         keys.sort();
         keys.dedup();
         let cached: Vec<Vec<u8>> = keys
             .into_iter()
-            .filter(|k| own.get(*k).copied().unwrap_or_else(|| self.named_at(k, at)).is_some())
+            .filter(|k| {
+                own.get(*k)
+                    .copied()
+                    .unwrap_or_else(|| self.named_at(k, at))
+                    .is_some()
+            })
             .map(|k| k.1.clone())
             .collect();
         let mut fresh = self.list(d);

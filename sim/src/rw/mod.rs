@@ -52,4 +52,6 @@ mod world;
 pub use cast::{Faults, Process, Role, Scenario, Start, Timing};
 pub use runtime::{Fault, Progress, Sim};
 pub use scenario::{index_of, scenarios};
-pub use schedule::{apply, explore, run, run_seed, Action, Chooser, Explorer, FromBytes, Outcome, Random, Recording};
+pub use schedule::{
+    apply, explore, run, run_seed, Action, Chooser, Explorer, FromBytes, Outcome, Random, Recording,
+};

@@ -21,14 +21,76 @@ pub use swaplock_core::mutant::Mutant;
 /// The naive policy: filelock's exact steps where swaplock is stricter.
 pub const NAIVE: &[Mutant] = Mutant::RW_STRICTER;
 
-/// Mutants argued equivalent in PROTOCOL 16's section on where swaplock
-/// is stricter: no run the oracle judges tells them from the shipped
-/// driver.
-pub const EQUIVALENT: &[Mutant] = &[];
+/// Single mutants argued equivalent in PROTOCOL 16.12: no run the oracle judges tells them from the
+/// shipped driver (or, within a group of [`GROUPS`], the others' guards
+/// cover them).
+pub const EQUIVALENT: &[Mutant] = &[
+    // A landed link answered EEXIST is taken for lost: the next attempt
+    // finds the participant named and commits again; a grant comes one
+    // commit later, never beside another.
+    Mutant::RwLinkByReturnCode,
+    // Only a process outside the protocol makes a holder's name open
+    // another file, or one with two names.
+    Mutant::RwOverwriteUnchecked,
+    // Covered by the predecessor check after the link ([`GROUPS`]).
+    Mutant::RwNoPredecessorBefore,
+    // Covered by the predecessor checks, which find a log grown again to
+    // the same generation holding another record there ([`GROUPS`]).
+    Mutant::RwCommitIgnoresEpoch,
+    // Covered by the predecessor checks while compaction runs oldest
+    // first, and by compaction's order while they hold ([`GROUPS`]).
+    Mutant::RwNoLeadCheck,
+    Mutant::RwCompactNewestFirst,
+];
 
-/// Every read-write mutant not argued equivalent.
-pub fn catalogue() -> Vec<Mutant> {
-    Mutant::RW.iter().copied().filter(|m| !EQUIVALENT.contains(m)).collect()
+/// Groups of guards that cover each other: alone, each mutant survives
+/// (another guard of the group holds); together they must be killed, or
+/// be [`OPEN`].
+pub const GROUPS: &[&[Mutant]] = &[
+    // A commit into a slot compaction freed under a participant stopped
+    // across a window: the check before the link and the one after cover
+    // each other; the lead check is blind where the listing is a stale
+    // cache (RW11).
+    &[Mutant::RwNoPredecessorBefore, Mutant::RwNoPredecessorAfter],
+    // A commit built on the log an operator removed, into the log grown
+    // again: the epoch read again before the link, and the predecessor
+    // compared with the record built on, cover each other (RW10).
+    &[Mutant::RwCommitIgnoresEpoch, Mutant::RwPredecessorByName],
+    // A commit into a slot a compaction stopped midway left free above a
+    // generation it left: with compaction oldest first no such slot
+    // exists, and without it the lead check refuses it (RW11, RW12).
+    &[Mutant::RwNoLeadCheck, Mutant::RwCompactNewestFirst],
+];
+
+/// Entries no search has killed yet, each with what its race needs
+/// (PROTOCOL 16.12). The kept-schedule test
+/// reports them and fails once one is killed, so that this list stays
+/// true.
+pub const OPEN: &[&[Mutant]] = &[
+    // HEAD moved back only costs probes unless a reader starting there
+    // (patience 1) meets a hole below the head, and the shipped compaction
+    // leaves none: its race needs a hole, so a compaction out of order too.
+    &[Mutant::RwHeadOverNewer],
+    // Three faults in one run: a winner stopped before its compaction, the
+    // next one's compaction killed midway (newest first, leaving a slot free
+    // above a generation), and a participant stopped across the window.
+    &[Mutant::RwNoLeadCheck, Mutant::RwCompactNewestFirst],
+];
+
+/// Everything the read-write mutation run mutates: every single mutant not
+/// argued equivalent, then the groups.
+pub fn catalogue() -> Vec<&'static [Mutant]> {
+    let single = Mutant::RW
+        .iter()
+        .filter(|m| !EQUIVALENT.contains(m))
+        .map(std::slice::from_ref);
+    single.chain(GROUPS.iter().copied()).collect()
+}
+
+/// An entry's name: its mutants' names joined by `+`.
+pub fn name(entry: &[Mutant]) -> String {
+    let names: Vec<&str> = entry.iter().map(|m| m.name()).collect();
+    names.join("+")
 }
 
 /// Switches `ms` on for this thread until the returned value is dropped.
@@ -48,7 +110,9 @@ impl Drop for Selected {
 
 /// The directory of the read-write findings.
 pub fn findings_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("findings").join("rw")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("findings")
+        .join("rw")
 }
 
 /// The directory of the schedules that killed read-write mutants.
@@ -154,7 +218,9 @@ pub fn hunt(per_scenario: u64, corpus: Option<&Path>) -> Option<Kill> {
         }
     }
     for path in corpus.map(files).unwrap_or_default() {
-        let Ok(data) = std::fs::read(&path) else { continue };
+        let Ok(data) = std::fs::read(&path) else {
+            continue;
+        };
         if let Some(what) = kill(&data) {
             return Some(Kill {
                 by: "fuzz corpus",

@@ -3,26 +3,29 @@
 //! the server's files as the step left them, and keeps the first
 //! violation.
 //!
-//! - **Fencing** ([`Oracle::fencing`]): the generations granted under one
+//! - **Fencing** (`Oracle::fencing`): the generations granted under one
 //!   epoch strictly increase, in the order the grants happen. A resource
 //!   that refuses anything older than the highest it has seen then refuses
 //!   every holder a later grant superseded.
-//! - **Exclusion** ([`Oracle::exclusion`]): no writer holds beside another
+//! - **Exclusion** (`Oracle::exclusion`): no writer holds beside another
 //!   holder, unless the earlier one was stopped, suspended or late past
 //!   its lease during its acquisition (an eviction filelock makes by
 //!   design, C-RW4: it holds until its next heartbeat), and then the
-//!   earlier one's generation is the smaller, under the same epoch.
-//! - **Punctual members stay** ([`Oracle::eviction`]): a commit that drops
-//!   a member, or a removal of a participant's record by another process,
-//!   never hits a live participant acquiring or holding that was never
-//!   stopped, suspended or late (RW6, RW7, RW8).
-//! - **Writers enter** ([`Oracle::writer_entered`]): a punctual writer that
+//!   earlier one's generation is the smaller, in the same log (one
+//!   incarnation of `gen/`: fencing tokens restart with a new one).
+//! - **Punctual members stay** (`Oracle::linked`): a commit that drops a
+//!   member, once it counts (a later generation is linked on it, or it
+//!   grants its committer; a commit its committer refuses and removes
+//!   first does not), or a removal of a participant's record by another
+//!   process, never hits a live participant acquiring or holding that was
+//!   never stopped, suspended or late (RW6, RW7, RW8).
+//! - **Writers enter** (`Oracle::writer_entered`): a punctual writer that
 //!   gives up, with no stale answer from its host, found some writer named
 //!   during its wait (itself, entered before the drain, or a holder): a
 //!   writer that never enters starves behind overlapping readers (RW5).
 //! - **No error** : an acquire or a leave fails only where the scenario
 //!   injects what makes it fail (none does).
-//! - **Never a wedge, nothing lost** ([`Oracle::progress_bound`], judged by
+//! - **Never a wedge, nothing lost** (`Oracle::progress_bound`, judged by
 //!   [`Sim::check_progress`](super::Sim::check_progress)): once faults
 //!   stop, a fresh writer alone is granted within the longest lease it
 //!   must honour plus a few polls, holds long enough to sweep, leaves, and
@@ -34,12 +37,16 @@ use super::fs::{dir, Key};
 use super::world::{Event, What, World};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::time::Duration;
 use swaplock_core::names::Token;
 use swaplock_core::rw::files::Area;
-use std::time::Duration;
 use swaplock_core::rw::names::{generation_name, parse_generation_name};
 use swaplock_core::rw::record::{holder_lease, parse_generation};
 use swaplock_core::rw::Mode;
+
+/// What the driver says when every generation a find names is gone and
+/// nothing past them reads ([`Error::NoSnapshot`](swaplock_core::rw::driver::Error)).
+const NO_SNAPSHOT: &str = "generation log names no readable snapshot";
 
 /// Where a process stands in its acquisition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,14 +68,17 @@ struct Life {
     token: Option<[u8; 16]>,
     mode: Mode,
     phase: Phase,
-    /// The grant: generation, epoch, and the order its commit landed in.
-    grant: Option<(u128, Option<Vec<u8>>, u64)>,
+    /// The grant: generation, the log's incarnation, and the order its
+    /// commit landed in.
+    grant: Option<(u128, u64, u64)>,
     /// Stopped, suspended or late during this acquisition.
     excused: bool,
     /// A writer was named by a generation linked during this acquisition.
     writer_seen: bool,
     /// Its host answered it from a cache during this acquisition.
     stale: bool,
+    /// An operator removed the log during this acquisition.
+    removed: bool,
 }
 
 impl Life {
@@ -82,6 +92,7 @@ impl Life {
             excused: false,
             writer_seen: false,
             stale: false,
+            removed: false,
         }
     }
 }
@@ -89,14 +100,23 @@ impl Life {
 /// The invariants' judge, and what it has learnt so far.
 pub(crate) struct Oracle {
     lives: Vec<Life>,
-    /// Every grant: the order its commit landed in, its generation, its
-    /// epoch (the server's bytes).
-    granted: Vec<(u64, u128, Option<Vec<u8>>)>,
-    /// The order each process's landed links of generations came in.
-    landed: BTreeMap<(usize, u128), u64>,
+    /// Every grant: the order its commit landed in, its generation, the
+    /// incarnation of `gen/` it landed in.
+    granted: Vec<(u64, u128, u64)>,
+    /// The order each process's landed links of generations came in, and
+    /// the incarnation of `gen/` they landed in.
+    landed: BTreeMap<(usize, u128), (u64, u64)>,
     links: u64,
     /// The progress check's fresh writer.
     fresh: Option<usize>,
+    /// Generations linked that drop a punctual participant, until they
+    /// count: once a later generation is linked on them, or their
+    /// committer is granted by them (and forgotten if their committer
+    /// removes them first, refusing its own commit).
+    pending: BTreeMap<u128, String>,
+    /// Acquisitions that failed because their host's view of gen/ was older
+    /// than a window of commits.
+    pub(crate) blind_errors: u64,
     /// How late (accumulated waits past its wake, since its record was
     /// last written) a process may run before it counts as paused.
     late_limit: u64,
@@ -110,11 +130,17 @@ pub(crate) struct Oracle {
 }
 
 fn gen_key(n: u128) -> Key {
-    (dir(Area::Generations), generation_name(n).unwrap_or_default().to_vec())
+    (
+        dir(Area::Generations),
+        generation_name(n).unwrap_or_default().to_vec(),
+    )
 }
 
+/// A snapshot's writer and readers, as raw tokens.
+type Membership = (Option<[u8; 16]>, Vec<[u8; 16]>);
+
 /// The members of the server's generation `n`, if it reads.
-fn members(w: &World, n: u128) -> Option<(Option<[u8; 16]>, Vec<[u8; 16]>)> {
+fn members(w: &World, n: u128) -> Option<Membership> {
     let bytes = w.fs.content(&gen_key(n))?;
     let s = parse_generation(bytes, n).ok()?;
     Some((s.writer.map(|t| t.0), s.readers().map(|t| t.0).collect()))
@@ -128,6 +154,8 @@ impl Oracle {
             landed: BTreeMap::new(),
             links: 0,
             fresh: None,
+            pending: BTreeMap::new(),
+            blind_errors: 0,
             late_limit: (scenario.timing.threshold.as_nanos() / 4) as u64,
             timing: scenario.timing,
             violation: None,
@@ -143,22 +171,30 @@ impl Oracle {
         }
     }
 
-    /// Reads the events since the last look, then the world.
+    /// Reads the world's lateness, then the events since the last look.
     pub(crate) fn check(&mut self, w: &mut World) {
         while self.lives.len() < w.procs.len() {
             self.lives.push(Life::new());
         }
-        let events = std::mem::take(&mut w.events);
-        for e in events {
-            self.event(w, e);
-        }
+        // A process runnable but not run past the limit (since its record
+        // was last written) counts as paused from now: a starved process is
+        // a stopped one.
         for (i, p) in w.procs.iter().enumerate() {
-            if p.late > self.late_limit && self.lives[i].token.is_some() && !self.lives[i].excused {
-                self.lives[i].excused = true;
+            let waiting = match p.alive && p.wake <= w.time {
+                true => w.time.saturating_sub(p.wake.max(p.ready_since)),
+                false => 0,
+            };
+            let life = &mut self.lives[i];
+            if p.late + waiting > self.late_limit && life.token.is_some() && !life.excused {
+                life.excused = true;
                 if w.tracing() {
                     let _ = writeln!(w.trace, "    (p{i} OVERSLEPT: it counts as paused)");
                 }
             }
+        }
+        let events = std::mem::take(&mut w.events);
+        for e in events {
+            self.event(w, e);
         }
     }
 
@@ -177,12 +213,21 @@ impl Oracle {
                 w.procs[who].late = 0;
             }
             What::PollStart => {}
-            What::Granted { generation, epoch } => {
+            What::Granted { generation } => {
+                let now = w.fs.made[dir(Area::Generations)];
                 self.grants += 1;
                 *self.grants_by.entry(who).or_default() += 1;
-                // A grant happens when its commit lands, not when its
-                // process, perhaps stopped since, reports it.
-                let seq = self.landed.get(&(who, generation)).copied().unwrap_or(self.links);
+                // A grant happens when its commit lands, in the log it
+                // lands in, not when its process, perhaps stopped since,
+                // reports it.
+                let (seq, epoch) = self
+                    .landed
+                    .get(&(who, generation))
+                    .copied()
+                    .unwrap_or((self.links, now));
+                if let Some(v) = self.pending.remove(&generation) {
+                    self.fail(v);
+                }
                 self.fencing(who, generation, &epoch, seq);
                 self.exclusion(who, generation, &epoch, seq);
                 let life = &mut self.lives[who];
@@ -202,17 +247,34 @@ impl Oracle {
                 life.token = None;
                 life.grant = None;
             }
+            // A host whose view of gen/ is older than a whole window of
+            // commits finds none of the generations it names, twice: the
+            // driver reports it, as filelock does (PROTOCOL 16.4), and the
+            // caller tries again once the cache expires. A liveness cost of
+            // stale caches, not a violation.
+            What::Failed(why) if why == NO_SNAPSHOT && self.lives[who].stale => {
+                self.blind_errors += 1;
+            }
             What::Failed(why) => self.fail(format!("p{who}: the driver failed: {why}")),
             What::WroteRecord(t) => {
                 if self.lives[who].token == Some(t) {
                     w.procs[who].late = 0;
                 }
             }
-            What::Linked(name) => {
+            What::Linked(name, epoch) => {
                 if let Some(n) = parse_generation_name(&name) {
                     self.links += 1;
-                    self.landed.insert((who, n), self.links);
+                    self.landed.insert((who, n), (self.links, epoch));
+                    // Built on n − 1: an eviction it made counts.
+                    if let Some(v) = n.checked_sub(1).and_then(|p| self.pending.remove(&p)) {
+                        self.fail(v);
+                    }
                     self.linked(w, who, n);
+                }
+            }
+            What::RemovedGeneration(name) => {
+                if let Some(n) = parse_generation_name(&name) {
+                    self.pending.remove(&n);
                 }
             }
             What::RemovedRecord(name) => {
@@ -227,29 +289,39 @@ impl Oracle {
                 life.phase = Phase::Idle;
             }
             What::Stopped { .. } => self.lives[who].excused = true,
+            What::RemovedLog => {
+                // A removal ends every hold and wait by design (PROTOCOL
+                // 16.9): those evicted so learn it at their next look.
+                for life in &mut self.lives {
+                    if life.token.is_some() {
+                        life.removed = true;
+                        life.excused = true;
+                    }
+                }
+            }
         }
     }
 
-    /// Fencing: the generations granted under one epoch strictly increase
+    /// Fencing: the generations granted in one log strictly increase
     /// in the order their commits landed.
-    fn fencing(&mut self, who: usize, generation: u128, epoch: &Option<Vec<u8>>, seq: u64) {
+    fn fencing(&mut self, who: usize, generation: u128, epoch: &u64, seq: u64) {
         let clash = self.granted.iter().find(|(s, g, e)| {
             e == epoch && ((*s < seq && *g >= generation) || (*s > seq && *g <= generation))
         });
         if let Some((_, g, _)) = clash {
             let g = *g;
             self.fail(format!(
-                "fencing: p{who} was granted at generation {generation}, and another grant under the same epoch at {g}, in the other order: the fencing token repeats or goes back"
+                "fencing: p{who} was granted at generation {generation}, and another grant in the same log (one incarnation of gen/) at {g}, in the other order: the fencing token repeats or goes back"
             ));
             return;
         }
-        self.granted.push((seq, generation, epoch.clone()));
+        self.granted.push((seq, generation, *epoch));
     }
 
     /// Exclusion: a new grant beside a holder, with a writer among them,
     /// only where the one whose commit landed first was excused and the
     /// fencing token orders it first.
-    fn exclusion(&mut self, who: usize, generation: u128, epoch: &Option<Vec<u8>>, seq: u64) {
+    fn exclusion(&mut self, who: usize, generation: u128, epoch: &u64, seq: u64) {
         let mode = self.lives[who].mode;
         let excused = self.lives[who].excused;
         for (i, other) in self.lives.iter().enumerate() {
@@ -259,16 +331,22 @@ impl Oracle {
             if mode == Mode::Read && other.mode == Mode::Read {
                 continue;
             }
-            let Some((g, e, s)) = &other.grant else { continue };
+            let Some((g, e, s)) = &other.grant else {
+                continue;
+            };
             let what = format!(
                 "p{who} granted {} at generation {generation} while p{i} holds {} since generation {g}",
                 mode.as_str(),
                 other.mode.as_str()
             );
-            let (first_excused, first_g, then_g) = match *s < seq {
-                true => (other.excused, *g, generation),
-                false => (excused, generation, *g),
+            let (first_excused, first_g, then_g, first_removed) = match *s < seq {
+                true => (other.excused, *g, generation, other.removed),
+                false => (excused, generation, *g, self.lives[who].removed),
             };
+            if first_removed && e != epoch {
+                // Held in a log an operator removed: unordered by design.
+                continue;
+            }
             if !first_excused {
                 let v = format!("exclusion: {what}, the first never stopped, suspended or late");
                 self.violation.get_or_insert(v);
@@ -306,7 +384,7 @@ impl Oracle {
             }
             if let Some(i) = self.punctual_owner(t) {
                 if i != who {
-                    self.fail(format!(
+                    self.pending.entry(n).or_insert_with(|| format!(
                         "eviction: p{who}'s generation {n} drops p{i}, a live participant that was never stopped, suspended or late (RW7)"
                     ));
                 }
@@ -360,10 +438,9 @@ impl Oracle {
     pub(crate) fn progress_bound(&self, w: &World) -> u32 {
         let mut wait = self.timing.threshold;
         for n in w.fs.list(dir(Area::Holders)) {
-            let lease = w
-                .fs
-                .content(&(dir(Area::Holders), n.clone()))
-                .and_then(holder_lease);
+            let lease =
+                w.fs.content(&(dir(Area::Holders), n.clone()))
+                    .and_then(holder_lease);
             // The shipped rule (stale_after), whatever mutant is on: the
             // bound is what the lock promises.
             let lease = lease
@@ -372,6 +449,17 @@ impl Oracle {
             wait = wait.max(lease.min(self.timing.max_lease));
         }
         (wait.as_nanos() / self.timing.poll.as_nanos()) as u32 + 10
+    }
+
+    /// The evictions still pending once a run is over count if their
+    /// generation is still there.
+    pub(crate) fn settle(&mut self, w: &World) {
+        let left: Vec<(u128, String)> = std::mem::take(&mut self.pending).into_iter().collect();
+        for (n, v) in left {
+            if members(w, n).is_some() {
+                self.fail(v);
+            }
+        }
     }
 
     /// How many times process `who` was granted.

@@ -6,7 +6,7 @@
 //! progress check's fresh writer ([`Sim::check_progress`]).
 
 use super::actors::{self, Slot};
-use super::cast::{Role, Scenario, Start};
+use super::cast::{Role, Scenario, Start, Timing};
 use super::fs::{dir, Fs, Key};
 use super::oracle::Oracle;
 use super::world::{What, World};
@@ -16,7 +16,9 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use swaplock_core::names::Token;
 use swaplock_core::rw::files::Area;
-use swaplock_core::rw::names::{generation_name, is_temporary_name, parse_generation_name, EPOCH, HEAD, RETAINED};
+use swaplock_core::rw::names::{
+    generation_name, is_temporary_name, parse_generation_name, EPOCH, HEAD, RETAINED,
+};
 use swaplock_core::rw::record::{encode_epoch, HolderRecord, SnapshotRecord};
 use swaplock_core::rw::Mode;
 use swaplock_core::Pid;
@@ -72,8 +74,15 @@ pub struct Sim {
 }
 
 /// The coroutine of process `me`.
-fn coroutine(world: &Rc<RefCell<World>>, me: usize, role: Role, start: std::time::Duration, scenario: &Scenario, slot: &Rc<RefCell<Slot>>) -> Co {
-    let (world, slot, timing) = (Rc::clone(world), Rc::clone(slot), scenario.timing);
+fn coroutine(
+    world: &Rc<RefCell<World>>,
+    me: usize,
+    role: Role,
+    start: std::time::Duration,
+    timing: Timing,
+    slot: &Rc<RefCell<Slot>>,
+) -> Co {
+    let (world, slot) = (Rc::clone(world), Rc::clone(slot));
     Coroutine::with_stack(take_stack(), move |yielder: &Yielder<(), ()>, ()| {
         actors::live(&world, me, role, start, timing, &slot, yielder);
     })
@@ -103,10 +112,32 @@ impl Sim {
             .processes
             .iter()
             .enumerate()
-            .map(|(i, p)| Some(coroutine(&world, i, p.role, p.start, scenario, &slots[i])))
+            .map(|(i, p)| {
+                Some(coroutine(
+                    &world,
+                    i,
+                    p.role,
+                    p.start,
+                    p.timing.unwrap_or(scenario.timing),
+                    &slots[i],
+                ))
+            })
             .collect();
         let mut oracle = Oracle::new(scenario);
         oracle.check(&mut world.borrow_mut());
+        // Each process runs up to its first file operation (or the sleep
+        // until its start), which is where a schedule first meets it.
+        let mut coroutines: Vec<Option<Co>> = coroutines;
+        for slot in coroutines.iter_mut() {
+            let finished = slot
+                .as_mut()
+                .is_some_and(|co| matches!(co.resume(()), CoroutineResult::Return(())));
+            if finished {
+                if let Some(co) = slot.take() {
+                    return_stack(co);
+                }
+            }
+        }
         Sim {
             world,
             oracle,
@@ -123,7 +154,9 @@ impl Sim {
     pub fn runnable_into(&mut self, out: &mut Vec<usize>) {
         out.clear();
         let mut w = self.world.borrow_mut();
-        let live: Vec<usize> = (0..self.coroutines.len()).filter(|&i| self.coroutines[i].is_some()).collect();
+        let live: Vec<usize> = (0..self.coroutines.len())
+            .filter(|&i| self.coroutines[i].is_some())
+            .collect();
         if let Some(wake) = live.iter().map(|&i| w.procs[i].wake).min() {
             if wake > w.time {
                 w.time = wake;
@@ -218,7 +251,10 @@ impl Sim {
         let until = w.time + self.scenario.timing.pause().as_nanos() as u64;
         w.procs[i].wake = w.procs[i].wake.max(until);
         w.record(i, What::Stopped { until });
-        w.note(i, format_args!("is STOPPED for {:?}", self.scenario.timing.pause()));
+        w.note(
+            i,
+            format_args!("is STOPPED for {:?}", self.scenario.timing.pause()),
+        );
         self.oracle.check(&mut w);
     }
 
@@ -245,7 +281,9 @@ impl Sim {
     /// newest `lose` name operations not yet synced are lost, and data not
     /// synced reads back empty.
     pub fn crash(&mut self, lose: usize) {
-        let Some(h) = self.scenario.disk_host else { return };
+        let Some(h) = self.scenario.disk_host else {
+            return;
+        };
         self.used.crashes += 1;
         let on: Vec<usize> = (0..self.coroutines.len())
             .filter(|&i| self.coroutines[i].is_some() && self.world.borrow().procs[i].host == h)
@@ -259,7 +297,9 @@ impl Sim {
         w.fs.forget(h);
         let name = w.hosts[h];
         let lost = lose.min(unsynced);
-        w.say(format_args!("host {name} CRASHES, losing {lost} of {unsynced} unsynced name operations"));
+        w.say(format_args!(
+            "host {name} CRASHES, losing {lost} of {unsynced} unsynced name operations"
+        ));
         self.oracle.check(&mut w);
     }
 
@@ -277,6 +317,7 @@ impl Sim {
     /// (twice the threshold), and leave; then no record, no temporary and
     /// no more than a window and one of generations may be left.
     pub fn check_progress(&mut self) {
+        self.oracle.settle(&self.world.borrow());
         if self.coroutines.iter().any(Option::is_some) || self.oracle.violation.is_some() {
             return;
         }
@@ -301,7 +342,10 @@ impl Sim {
                 ),
             };
             let fresh = w.spawn(pid, host);
-            w.note(fresh, format_args!("PROGRESS: a fresh writer, alone, with {bound} polls"));
+            w.note(
+                fresh,
+                format_args!("PROGRESS: a fresh writer, alone, with {bound} polls"),
+            );
             (fresh, slot, bound)
         };
         let role = Role::Participant {
@@ -310,7 +354,14 @@ impl Sim {
             patience: bound,
             hold: timing.threshold * 2 + timing.heartbeat,
         };
-        let co = coroutine(&self.world, fresh, role, std::time::Duration::ZERO, &self.scenario, &slot);
+        let co = coroutine(
+            &self.world,
+            fresh,
+            role,
+            std::time::Duration::ZERO,
+            timing,
+            &slot,
+        );
         self.coroutines.push(Some(co));
         self.oracle.fresh(fresh);
         let mut steps = 0;
@@ -325,11 +376,15 @@ impl Sim {
             return;
         }
         if self.coroutines[fresh].is_some() {
-            self.oracle.fail(format!("wedge: the fresh writer was still running after {FRESH_STEPS} steps"));
+            self.oracle.fail(format!(
+                "wedge: the fresh writer was still running after {FRESH_STEPS} steps"
+            ));
             return;
         }
         if self.oracle.grants_of(fresh) == 0 {
-            self.oracle.fail(format!("wedge: a fresh writer alone was not granted in {bound} polls"));
+            self.oracle.fail(format!(
+                "wedge: a fresh writer alone was not granted in {bound} polls"
+            ));
             return;
         }
         let w = self.world.borrow();
@@ -340,8 +395,15 @@ impl Sim {
             .map(|n| String::from_utf8_lossy(n).into_owned())
             .collect();
         let records = w.fs.list(dir(Area::Holders));
-        let generations = gens.iter().filter(|n| parse_generation_name(n).is_some()).count();
-        let lost = match (temporaries.is_empty(), records.is_empty(), generations <= RETAINED as usize + 1) {
+        let generations = gens
+            .iter()
+            .filter(|n| parse_generation_name(n).is_some())
+            .count();
+        let lost = match (
+            temporaries.is_empty(),
+            records.is_empty(),
+            generations <= RETAINED as usize + 1,
+        ) {
             (false, _, _) => Some(format!("temporaries {temporaries:?}")),
             (_, false, _) => Some(format!("{} holder records", records.len())),
             (_, _, false) => Some(format!("{generations} generations")),
@@ -349,7 +411,9 @@ impl Sim {
         };
         drop(w);
         match lost {
-            Some(what) => self.oracle.fail(format!("nothing lost: after the fresh writer's sweeps and leave, {what} are left")),
+            Some(what) => self.oracle.fail(format!(
+                "nothing lost: after the fresh writer's sweeps and leave, {what} are left"
+            )),
             None => self.progress = Progress::Took,
         }
     }
@@ -411,7 +475,12 @@ fn planted(i: u8) -> Token {
 
 /// Builds the state `start` names.
 fn setup(w: &mut World, start: Start) {
-    let gen = |n: u128| -> Key { (dir(Area::Generations), generation_name(n).unwrap_or_default().to_vec()) };
+    let gen = |n: u128| -> Key {
+        (
+            dir(Area::Generations),
+            generation_name(n).unwrap_or_default().to_vec(),
+        )
+    };
     let put = |w: &mut World, k: Key, data: &[u8]| {
         let now = w.time;
         if let Ok(ino) = w.fs.create(&k, now) {

@@ -19,7 +19,16 @@ fn part(host: usize, pid: u32, mode: Mode, rounds: u32, hold_ms: u64, start_ms: 
             patience: 60,
             hold: MS(hold_ms),
         },
+        timing: None,
     }
+}
+
+/// [`part`], giving up after `patience` polls.
+fn patient(mut p: Process, polls: u32) -> Process {
+    if let Role::Participant { patience, .. } = &mut p.role {
+        *patience = polls;
+    }
+    p
 }
 
 /// A scenario on one host's local disk, with these processes.
@@ -87,13 +96,14 @@ pub fn scenarios() -> Vec<Scenario> {
                 ..Faults::default()
             },
         ),
-        // 2: overlapping readers and a writer that must get in (RW5).
+        // 2: overlapping readers, five times each, and a writer that must
+        // get in before they are done (RW5).
         local(
             "a-writer-behind-overlapping-readers",
             vec![
-                part(0, 11, Read, 3, 300, 0),
-                part(0, 12, Read, 3, 300, 150),
-                part(0, 13, Write, 1, 100, 100),
+                part(0, 11, Read, 5, 300, 0),
+                part(0, 12, Read, 5, 300, 150),
+                patient(part(0, 13, Write, 1, 100, 100), 20),
             ],
             Faults::default(),
         ),
@@ -118,6 +128,7 @@ pub fn scenarios() -> Vec<Scenario> {
                         pid: 12,
                         start: MS(400),
                         role: Role::RemoveGen,
+                        timing: None,
                     },
                 ],
                 Faults::default(),
@@ -126,7 +137,11 @@ pub fn scenarios() -> Vec<Scenario> {
         // 5: a crashed writer asking a lease of 1e+20 (C-RW8).
         Scenario {
             start: Start::DeadWriter { lease: 1e20 },
-            ..local("a-dead-writer-asking-for-ever", vec![part(0, 11, Read, 1, 100, 0)], Faults::default())
+            ..local(
+                "a-dead-writer-asking-for-ever",
+                vec![part(0, 11, Read, 1, 100, 0)],
+                Faults::default(),
+            )
         },
         // 6: two hosts over NFS: caches, retransmits, kills, pauses,
         // suspends.
@@ -163,21 +178,81 @@ pub fn scenarios() -> Vec<Scenario> {
         Scenario {
             wcc: false,
             ..nfs(
-            "busy-log-through-caches",
-            vec![
-                part(0, 11, Write, 4, 50, 0),
-                part(0, 12, Read, 4, 50, 0),
-                part(1, 21, Read, 4, 50, 0),
-                part(1, 22, Write, 4, 50, 0),
-            ],
-            kill,
-        )
+                "busy-log-through-caches",
+                vec![
+                    part(0, 11, Write, 4, 50, 0),
+                    part(0, 12, Read, 4, 50, 0),
+                    part(1, 21, Read, 4, 50, 0),
+                    part(1, 22, Write, 4, 50, 0),
+                ],
+                kill,
+            )
         },
         // 9: a committer stopped between its temporary and its link while a
         // peer sweeps (C-RW6).
         local(
             "a-stopped-committer",
             vec![part(0, 11, Write, 2, 100, 0), part(0, 12, Read, 3, 100, 0)],
+            Faults {
+                pauses: 1,
+                ..Faults::default()
+            },
+        ),
+        // 10: a holder configured with a longer threshold, which its record
+        // asks as its lease, beats slower than a contender's threshold
+        // (RW7).
+        local(
+            "a-holder-asking-a-longer-lease",
+            vec![
+                Process {
+                    timing: Some(Timing {
+                        heartbeat: MS(500),
+                        threshold: MS(1500),
+                        ..Timing::DEFAULT
+                    }),
+                    ..part(0, 11, Write, 1, 2000, 0)
+                },
+                patient(part(0, 12, Read, 1, 100, 50), 100),
+            ],
+            Faults::default(),
+        ),
+        // 11: a participant stopped across a whole window of commits, on a
+        // host whose cache of gen/ outlives the stop (RW11).
+        Scenario {
+            cache_for: MS(5000),
+            wcc: false,
+            ..nfs(
+                "a-participant-stopped-across-a-window",
+                vec![
+                    part(0, 11, Write, 30, 0, 0),
+                    part(0, 12, Write, 30, 0, 0),
+                    part(1, 21, Read, 3, 50, 0),
+                ],
+                Faults {
+                    pauses: 1,
+                    kills: 1,
+                    ..Faults::default()
+                },
+            )
+        },
+        // 12: a participant stopped between its read of the log and its
+        // commit while an operator removes gen/ and others start a new log
+        // (RW10).
+        local(
+            "a-participant-stopped-while-gen-is-removed",
+            vec![
+                part(0, 11, Write, 1, 0, 0),
+                part(0, 12, Write, 1, 100, 150),
+                Process {
+                    host: 0,
+                    pid: 13,
+                    start: MS(300),
+                    role: Role::RemoveGen,
+                    timing: None,
+                },
+                part(0, 14, Read, 1, 5000, 350),
+                part(0, 15, Read, 1, 5000, 400),
+            ],
             Faults {
                 pauses: 1,
                 ..Faults::default()

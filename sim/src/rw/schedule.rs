@@ -83,7 +83,8 @@ impl Chooser for Random {
     fn choose(&mut self, sim: &Sim, runnable: &[usize]) -> Action {
         let i = runnable[self.below(runnable.len() as u64) as usize];
         if self.below(self.fault_one_in) == 0 {
-            let fault = [Fault::Kill, Fault::Pause, Fault::Suspend, Fault::Crash][self.below(4) as usize];
+            let fault =
+                [Fault::Kill, Fault::Pause, Fault::Suspend, Fault::Crash][self.below(4) as usize];
             if sim.can(fault) {
                 return match fault {
                     Fault::Kill => Action::Kill(i),
@@ -125,7 +126,9 @@ impl Chooser for FromBytes<'_> {
         let fault = match b {
             0xf0..=0xf3 if sim.can(Fault::Kill) => Some(Action::Kill(pick(b - 0xf0))),
             0xf4..=0xf7 if sim.can(Fault::Pause) => Some(Action::Pause(pick(b - 0xf4))),
-            0xf8..=0xfb if sim.can(Fault::Suspend) => Some(Action::Suspend(usize::from(b - 0xf8) % sim.hosts())),
+            0xf8..=0xfb if sim.can(Fault::Suspend) => {
+                Some(Action::Suspend(usize::from(b - 0xf8) % sim.hosts()))
+            }
             0xff if sim.can(Fault::Crash) => Some(Action::Crash(usize::MAX)),
             0xfc..=0xfe if sim.can(Fault::Crash) => Some(Action::Crash(usize::from(b - 0xfc))),
             _ => None,
@@ -164,7 +167,12 @@ impl<C: Chooser> Recording<C> {
 impl<C: Chooser> Chooser for Recording<C> {
     fn choose(&mut self, sim: &Sim, runnable: &[usize]) -> Action {
         let action = self.inner.choose(sim, runnable);
-        let at = |i: usize| runnable.iter().position(|&r| r == i).and_then(|p| u8::try_from(p).ok());
+        let at = |i: usize| {
+            runnable
+                .iter()
+                .position(|&r| r == i)
+                .and_then(|p| u8::try_from(p).ok())
+        };
         let byte = match action {
             Action::Step(i, v) => at(i).filter(|&p| p < 32 && v < 7).map(|p| p | (v << 5)),
             Action::Kill(i) => at(i).filter(|&p| p < 4).map(|p| 0xf0 + p),
@@ -187,7 +195,13 @@ pub const MAX_STEPS: u64 = 30_000;
 /// Runs `scenario` to the end under `chooser`, stopping at the first
 /// violation; `max_steps` bounds a run. A run that ends with no violation
 /// then has its progress checked.
-pub fn run(scenario: &Scenario, seed: u64, chooser: &mut dyn Chooser, tracing: bool, max_steps: u64) -> Sim {
+pub fn run(
+    scenario: &Scenario,
+    seed: u64,
+    chooser: &mut dyn Chooser,
+    tracing: bool,
+    max_steps: u64,
+) -> Sim {
     let mut sim = Sim::new(scenario, seed, tracing);
     let mut steps = 0;
     let mut runnable = Vec::new();
@@ -222,7 +236,13 @@ pub struct Outcome {
 /// Runs `scenario` under the random schedule of `seed`; on a violation,
 /// runs it again with a trace and returns it.
 pub fn run_seed(scenario: &Scenario, seed: u64, fault_one_in: u64) -> Result<Outcome, Violation> {
-    let sim = run(scenario, seed, &mut Random::new(seed, fault_one_in), false, MAX_STEPS);
+    let sim = run(
+        scenario,
+        seed,
+        &mut Random::new(seed, fault_one_in),
+        false,
+        MAX_STEPS,
+    );
     if !sim.failed() {
         let (steps, grants, fenced) = sim.figures();
         return Ok(Outcome {
@@ -233,8 +253,16 @@ pub fn run_seed(scenario: &Scenario, seed: u64, fault_one_in: u64) -> Result<Out
             progress: sim.progress(),
         });
     }
-    let traced = run(scenario, seed, &mut Random::new(seed, fault_one_in), true, MAX_STEPS);
-    let mut v = traced.violation().expect("the same seed replays the same violation");
+    let traced = run(
+        scenario,
+        seed,
+        &mut Random::new(seed, fault_one_in),
+        true,
+        MAX_STEPS,
+    );
+    let mut v = traced
+        .violation()
+        .expect("the same seed replays the same violation");
     v.what = format!("{} seed {seed}: {}", scenario.name, v.what);
     Err(v)
 }
@@ -300,7 +328,10 @@ impl Chooser for Explorer {
         }
         if self.faults > 0 {
             for &i in runnable {
-                for (f, a) in [(Fault::Kill, Action::Kill(i)), (Fault::Pause, Action::Pause(i))] {
+                for (f, a) in [
+                    (Fault::Kill, Action::Kill(i)),
+                    (Fault::Pause, Action::Pause(i)),
+                ] {
                     if sim.can(f) {
                         options.push((a, false));
                     }
@@ -336,7 +367,12 @@ impl Chooser for Explorer {
 
 /// Explores every schedule of `scenario` within the budgets; the number
 /// of schedules run, or the first violation.
-pub fn explore(scenario: &Scenario, preemptions: u32, faults: u32, max_steps: u64) -> Result<u64, Violation> {
+pub fn explore(
+    scenario: &Scenario,
+    preemptions: u32,
+    faults: u32,
+    max_steps: u64,
+) -> Result<u64, Violation> {
     let mut prefix = Some(Vec::new());
     let mut schedules = 0u64;
     while let Some(p) = prefix {

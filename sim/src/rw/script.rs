@@ -63,12 +63,24 @@ impl Script {
         self.step_with(p, 0)
     }
 
-    /// Steps process `p` (answers from `variant`) until the last line it
-    /// traced contains `what`, at most `max` steps.
-    pub fn until_with(&mut self, p: usize, variant: u8, what: &str, max: usize) -> Result<(), Lost> {
+    /// Steps process `p` (answers from `variant`) until a line it traced
+    /// in a step contains `what`, at most `max` steps.
+    pub fn until_with(
+        &mut self,
+        p: usize,
+        variant: u8,
+        what: &str,
+        max: usize,
+    ) -> Result<(), Lost> {
+        let tag = format!(" p{p} ");
         for _ in 0..max {
+            let before = self.sim.trace().len();
             self.step_with(p, variant)?;
-            if self.last_of(p).contains(what) {
+            let trace = self.sim.trace();
+            if trace[before..]
+                .lines()
+                .any(|l| l.contains(&tag) && l.contains(what))
+            {
                 return Ok(());
             }
             if self.sim.failed() {

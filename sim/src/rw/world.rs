@@ -12,6 +12,9 @@ use swaplock_core::rw::Mode;
 /// Simulated time that one file operation takes, in nanoseconds.
 pub(crate) const STEP: u64 = 1_000_000;
 
+/// The simulated time a run starts at.
+pub(crate) const START: u64 = 10_000_000_000;
+
 /// What a process's next step does, as far as the scheduler must know: the
 /// operations the model may answer in more than one way.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,11 +59,8 @@ pub(crate) enum What {
     Published { token: [u8; 16], mode: Mode },
     /// A poll of its acquisition began.
     PollStart,
-    /// It was granted at `generation`, under the epoch the server held.
-    Granted {
-        generation: u128,
-        epoch: Option<Vec<u8>>,
-    },
+    /// It was granted at `generation`.
+    Granted { generation: u128 },
     /// Its heartbeat found the hold lost: it holds no more.
     Compromised,
     /// It ends its hold (release) or its wait (gave up after `polls`), and
@@ -73,16 +73,21 @@ pub(crate) enum What {
     /// It wrote the holder record `holders/<token>` (created or rewrote
     /// the file named so).
     WroteRecord([u8; 16]),
-    /// A link of its landed at `gen/<name>`.
-    Linked(Vec<u8>),
+    /// A link of its landed at `gen/<name>`, in this incarnation of
+    /// `gen/`.
+    Linked(Vec<u8>, u64),
     /// It removed `holders/<name>`.
     RemovedRecord(Vec<u8>),
+    /// It removed `gen/<name>`.
+    RemovedGeneration(Vec<u8>),
     /// Its host answered it from a cache what the server would not have.
     StaleAnswer,
     /// It was killed.
     Killed,
     /// It was stopped (SIGSTOP) or its host suspended, until `until`.
     Stopped { until: u64 },
+    /// It removed `gen/` (an operator): every hold ends there, by design.
+    RemovedLog,
 }
 
 /// One thing a process did.
@@ -126,9 +131,11 @@ impl World {
             fs,
             hosts,
             disk_host: None,
-            mono: (0..n).map(|h| 1_000_000_000_000 * (h as i128 + 1)).collect(),
+            mono: (0..n)
+                .map(|h| 1_000_000_000_000 * (h as i128 + 1))
+                .collect(),
             procs: Vec::new(),
-            time: 10_000_000_000,
+            time: START,
             rng: SplitMix64::new(seed ^ 0x7277),
             trace: String::new(),
             tracing,
@@ -193,7 +200,7 @@ impl World {
             let _ = writeln!(
                 self.trace,
                 "t={:>7.1}ms p{who} ({}@{}): {what}",
-                (self.time - 10_000_000_000) as f64 / 1e6,
+                (self.time - START) as f64 / 1e6,
                 p.pid,
                 self.hosts[p.host]
             );
@@ -206,7 +213,7 @@ impl World {
             let _ = writeln!(
                 self.trace,
                 "t={:>7.1}ms {what}",
-                (self.time - 10_000_000_000) as f64 / 1e6
+                (self.time - START) as f64 / 1e6
             );
         }
     }
