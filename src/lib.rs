@@ -118,6 +118,11 @@ compile_error!("swaplock has adapters for Linux, Android, Apple systems and Wind
 pub mod kernel;
 pub use kernel::open_file::{OpenFileGuard, OpenFileLock};
 pub use kernel::{FileLock, FileLockGuard};
+#[cfg(unix)]
+#[cfg_attr(docsrs, doc(cfg(unix)))]
+pub mod rw;
+#[cfg(unix)]
+pub use rw::{SoftRwGuard, SoftRwLock};
 pub mod soft;
 pub use soft::{SoftLock, SoftLockGuard};
 #[cfg(feature = "etcd")]

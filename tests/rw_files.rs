@@ -119,17 +119,19 @@ fn an_overwrite_goes_only_through_the_file_created_with_one_name() {
     std::fs::hard_link(l.root.join("holders/t"), l.root.join("holders/t2")).unwrap();
     assert!(!l.files.overwrite(HOLDERS, b"t", b"nonce=3\n", id).unwrap());
     std::fs::remove_file(l.root.join("holders/t2")).unwrap();
-    // Another file under the name.
+    // Another file renamed over the name (made while the record still
+    // existed, so that it cannot have inherited its inode number).
+    std::fs::write(l.root.join("holders/other"), b"planted\n").unwrap();
+    std::fs::rename(l.root.join("holders/other"), l.root.join("holders/t")).unwrap();
+    assert!(!l.files.overwrite(HOLDERS, b"t", b"nonce=5\n", id).unwrap());
+    assert_eq!(read(&mut l.files, HOLDERS, b"t").unwrap(), b"planted\n");
+    // The name missing.
     std::fs::remove_file(l.root.join("holders/t")).unwrap();
     assert!(
         !l.files.overwrite(HOLDERS, b"t", b"nonce=4\n", id).unwrap(),
         "missing"
     );
-    std::fs::write(l.root.join("holders/t"), b"planted\n").unwrap();
-    assert!(!l.files.overwrite(HOLDERS, b"t", b"nonce=5\n", id).unwrap());
-    assert_eq!(read(&mut l.files, HOLDERS, b"t").unwrap(), b"planted\n");
     // A FIFO answers at once.
-    std::fs::remove_file(l.root.join("holders/t")).unwrap();
     let fifo = std::ffi::CString::new(l.root.join("holders/t").to_str().unwrap()).unwrap();
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);

@@ -6,6 +6,8 @@
 #[cfg(target_os = "linux")]
 pub mod netfs;
 mod portable;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub mod rw;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod seccomp;
 pub mod stress;
@@ -132,6 +134,19 @@ impl Holder {
             },
             line.trim_end().to_owned(),
         )
+    }
+
+    /// A holder from a child already spawned, its first line read.
+    pub fn from_parts(
+        child: Child,
+        stdin: Option<ChildStdin>,
+        stdout: BufReader<ChildStdout>,
+    ) -> Self {
+        Holder {
+            child,
+            stdin,
+            stdout,
+        }
     }
 
     /// Tells the holder to finish and waits for it.

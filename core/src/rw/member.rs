@@ -349,3 +349,42 @@ impl BeatWatch {
         }
     }
 }
+
+/// How an operator's look (`swaplock status`, `swaplock break`) finds a
+/// member at once, before any watch of its record (PROTOCOL 16.10).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Look {
+    /// Its process on this host is alive (by PID: no start token is
+    /// recorded, so a reused PID reads as alive).
+    Alive,
+    /// Its process on this host is gone.
+    Dead,
+    /// Its record is gone: it cannot refresh, and peers evict it once
+    /// that has lasted their threshold.
+    Missing,
+    /// Another host's (or a PID that cannot be probed): only a watch of its
+    /// record over the threshold can tell.
+    Elsewhere,
+}
+
+/// A member as an operator's look finds it: its record's presence, and
+/// the probe of its PID when the record names this host (`None`
+/// otherwise).
+pub fn look(record: bool, here: Option<crate::decide::Liveness>) -> Look {
+    use crate::decide::Liveness;
+    match (record, here) {
+        (false, _) => Look::Missing,
+        (true, Some(Liveness::Alive)) => Look::Alive,
+        (true, Some(Liveness::Dead)) => Look::Dead,
+        (true, _) => Look::Elsewhere,
+    }
+}
+
+/// Whether a break evicts a member it found so without watching it: a
+/// missing record or a dead process. A live one only by force; one
+/// elsewhere only once watched unchanged for its lease ([`is_stale`]).
+pub fn evict_at_once(look: Look) -> bool {
+    matches!(look, Look::Missing | Look::Dead)
+}

@@ -677,3 +677,19 @@ fn heartbeats_report_an_eviction_at_once_and_failures_past_the_margin() {
     );
     assert_eq!(w.observe(Beat::Lost, secs(121)), Some(Compromise::Evicted));
 }
+
+#[test]
+fn an_operators_look_evicts_at_once_only_the_dead_and_the_recordless() {
+    use crate::decide::Liveness;
+    use crate::errno::Errno;
+    assert_eq!(look(false, Some(Liveness::Alive)), Look::Missing);
+    assert_eq!(look(true, Some(Liveness::Alive)), Look::Alive);
+    assert_eq!(look(true, Some(Liveness::Dead)), Look::Dead);
+    assert_eq!(
+        look(true, Some(Liveness::Unknown(Errno::INVAL))),
+        Look::Elsewhere
+    );
+    assert_eq!(look(true, None), Look::Elsewhere);
+    assert!(evict_at_once(Look::Dead) && evict_at_once(Look::Missing));
+    assert!(!evict_at_once(Look::Alive) && !evict_at_once(Look::Elsewhere));
+}

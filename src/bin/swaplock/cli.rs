@@ -13,12 +13,16 @@ use posix::run;
 use windows::run;
 
 mod break_lock;
+#[cfg(unix)]
+mod rw;
 mod status;
 mod take;
 #[cfg(windows)]
 mod windows;
 
 use break_lock::*;
+#[cfg(unix)]
+use rw::*;
 use status::*;
 use take::*;
 
@@ -33,13 +37,15 @@ const RELEASE_FAILED: i32 = 74;
 pub(crate) const USAGE: &str = "usage: swaplock run [OPTIONS] LOCKFILE COMMAND [ARGS...]
        swaplock run [OPTIONS] LOCKFILE -c 'SHELL COMMAND'
        swaplock status [--kind KIND] [--json] LOCKFILE
+       swaplock run --kind rw [-s] [--lease SECS] LOCKFILE COMMAND [ARGS...]
        swaplock run --etcd URL[,URL...] [OPTIONS] NAME COMMAND [ARGS...]
        swaplock status --etcd URL[,URL...] [--json] NAME
        swaplock break [--kind KIND] [--lease SECS] [--force] LOCKFILE
        swaplock --help | --version      swaplock COMMAND --help
 
 Runs a command while holding a lock, or says who holds one.
-KIND is fcntl, flock, soft, marker (the default) or lease; see
+KIND is fcntl, flock, soft, marker (the default), lease or rw (the
+read-write lock of filelock's SoftReadWriteLock); see
 `swaplock run --help` for the options and exit statuses, and swaplock(1).";
 
 /// `swaplock run --help`.
@@ -50,7 +56,7 @@ Runs COMMAND (or SHELL COMMAND, by sh -c) while holding the lock LOCKFILE.
 With --etcd the lock is NAME in etcd instead, as `etcdctl lock NAME` takes it.
 
 options:
-  --kind KIND       fcntl | flock | soft | marker (default) | lease
+  --kind KIND       fcntl | flock | soft | marker (default) | lease | rw
   --wait            wait for the lock (the default)
   --fail, -n        exit with the conflict status at once if the lock is held
                     (even with --timeout, as flock(1)'s -n)
@@ -59,14 +65,16 @@ options:
                     wait at most SECS, then exit with the conflict status
   -E N, --conflict-exit-code N
                     the conflict status (default 255)
-  -s, --shared      the shared (read) lock of a kernel kind: commands run
-                    under it together, and none while an exclusive holder
-                    has the lock
+  -s, --shared      the shared (read) lock of a kernel kind or of rw:
+                    commands run under it together, and none while an
+                    exclusive holder has the lock (rw: or waits for it)
   -c CMD, --command CMD
                     run CMD by sh -c instead of COMMAND ARGS
   --lifetime SECS   soft kinds: a marker older than SECS is broken
-  --lease SECS      lease: the lease duration (default 30); etcd: the lease
-                    TTL (default 60)
+  --lease SECS      lease: the lease duration (default 30); rw: the stale
+                    threshold, written as the record's lease (default 90;
+                    heartbeat a third of it); etcd: the lease TTL
+                    (default 60)
   --etcd URL[,URL...]
                     the lock NAME in the etcd cluster at these endpoints
                     (http:// URLs), by etcd's recipe: etcdctl lock peers
@@ -82,14 +90,17 @@ exit status: the command's (128 + N if signal N ended it), or
   255  the lock is held (--fail, --timeout; unless -E says otherwise), it
        cannot be taken, or the command cannot be started
   0    the lock is held under --quiet
-  75   soft kinds and etcd: the lease was lost while the command ran; the
+  75   soft kinds, rw and etcd: the lease was lost while the command ran; the
        command was stopped (its group got SIGKILL at once)
-  74   soft kinds and etcd: the command succeeded but the lock could not be released
+  74   soft kinds, rw and etcd: the command succeeded but the lock could not be released
        (a failed command keeps its status; the message is printed either way)
   2    usage error
 Use -E to tell a held lock from the command's own statuses, as flock(1).
 
-With soft kinds and etcd the command runs in its own process group under a
+With --kind rw the command gets SWAPLOCK_FENCING_TOKEN, the generation
+that granted the lock: have what it changes refuse older ones.
+
+With soft kinds, rw and etcd the command runs in its own process group under a
 supervisor that holds the lock; the group gets SIGINT, SIGTERM and SIGHUP
 (those not inherited as ignored), and whatever of it outlives the command
 gets SIGTERM, then SIGKILL after 2 s, before the lock is released. If the
@@ -106,7 +117,10 @@ pub(crate) const STATUS_USAGE: &str = "usage: swaplock status [--kind KIND] [--j
        swaplock status --etcd URL[,URL...] [--json] NAME
 
 Says who holds the lock LOCKFILE, judged as a contender judges it. KIND is
-fcntl, flock, soft, marker (the default) or lease. For fcntl the holder is
+fcntl, flock, soft, marker (the default), lease or rw. For rw: the latest
+generation, the writer and every reader, each with its PID, host, the age
+of its record and whether it is alive (this host's processes by PID,
+another host's by how recently its record changed). For fcntl the holder is
 the lock's query (F_GETLK: PID -1 for an open file description lock); for
 flock, the kernel's lock table (/proc/locks) on Linux and Android.
 With --etcd, says which key holds the etcd lock NAME (the one with the
@@ -120,10 +134,15 @@ pub(crate) const BREAK_USAGE: &str =
     "usage: swaplock break [--kind KIND] [--lease SECS] [--force] LOCKFILE
 
 Removes a stale soft-lock marker by the same safe path a contender uses,
-and explains why a marker stays. KIND is soft, marker (the default) or
-lease; a lease is judged with the duration its marker publishes unless
+and explains why a marker stays. KIND is soft, marker (the default),
+lease or rw; a lease is judged with the duration its marker publishes unless
 --lease gives one. --force removes the marker of a holder that may be
 alive: mutual exclusion with it is lost.
+For rw, stale members are evicted by a commit of the log without them, as
+a contender evicts: one whose record is gone or whose process on this host
+is dead at once, one of another host once its record has stayed unchanged
+for --lease SECS (default 90) or its own lease if longer; a live one stays
+unless --force.
 
 exit status: 0 once the lock is free, 1 when it refuses or fails, 2 usage
 error.";
@@ -133,6 +152,8 @@ enum LockKind {
     Fcntl,
     Flock,
     Soft(Kind),
+    /// The read-write soft lock (`swaplock::rw`).
+    Rw,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -216,9 +237,10 @@ fn kind(value: OsString) -> Result<LockKind, String> {
         Some("soft") => LockKind::Soft(Kind::Soft),
         Some("marker") => LockKind::Soft(Kind::Marker),
         Some("lease") => LockKind::Soft(Kind::Lease),
+        Some("rw") => LockKind::Rw,
         _ => {
             return Err(format!(
-                "unknown kind {}: fcntl, flock, soft, marker or lease",
+                "unknown kind {}: fcntl, flock, soft, marker, lease or rw",
                 value.to_string_lossy()
             ))
         }
@@ -383,11 +405,11 @@ fn parse(sub: Sub, args: Vec<OsString>) -> Result<Parsed, String> {
     if o.lifetime.is_some() && !matches!(o.kind, LockKind::Soft(_)) {
         return Err("--lifetime applies to soft kinds: soft, marker or lease".into());
     }
-    if o.lease.is_some() && o.kind != LockKind::Soft(Kind::Lease) {
-        return Err("--lease needs --kind lease".into());
+    if o.lease.is_some() && !matches!(o.kind, LockKind::Soft(Kind::Lease) | LockKind::Rw) {
+        return Err("--lease needs --kind lease or --kind rw".into());
     }
-    if o.shared && !matches!(o.kind, LockKind::Fcntl | LockKind::Flock) {
-        return Err("--shared needs a kernel kind: --kind fcntl or --kind flock".into());
+    if o.shared && !matches!(o.kind, LockKind::Fcntl | LockKind::Flock | LockKind::Rw) {
+        return Err("--shared needs --kind fcntl, flock or rw".into());
     }
     Ok(Parsed::Options(o))
 }

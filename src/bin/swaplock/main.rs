@@ -2,13 +2,13 @@
 //! soft locks.
 //!
 //! ```text
-//! swaplock run [--kind fcntl|flock|soft|marker|lease] [--wait|--fail|--quiet]
+//! swaplock run [--kind fcntl|flock|soft|marker|lease|rw] [--wait|--fail|--quiet]
 //!              [--shared|-s] [--timeout SECS] [--lifetime SECS] [--lease SECS]
 //!              LOCKFILE COMMAND [ARGS...]
-//! swaplock status [--kind soft|marker|lease] LOCKFILE
+//! swaplock status [--kind soft|marker|lease|rw] LOCKFILE
 //! swaplock run --etcd URL[,URL...] [--lease SECS] [...] NAME COMMAND [ARGS...]
 //! swaplock status --etcd URL[,URL...] NAME
-//! swaplock break [--kind soft|marker|lease] [--force] LOCKFILE
+//! swaplock break [--kind soft|marker|lease|rw] [--force] LOCKFILE
 //! ```
 //!
 //! `run` waits for the lock by default (`--fail`: exit 255 if it is held;
@@ -24,6 +24,10 @@
 //! `etcd`) takes an etcd lock by etcd's own recipe instead, supervised as a
 //! lease is, with the variables `etcdctl lock` exports. `swaplock --help` lists
 //! the exit statuses and what can still escape the lock.
+//!
+//! `--kind rw` is the read-write soft lock (filelock's `SoftReadWriteLock`):
+//! `run -s` reads, `run` writes, and the command gets the generation as
+//! `SWAPLOCK_FENCING_TOKEN`.
 //!
 //! `status` prints who holds the lock, judged as a contender judges it, and
 //! exits 0 when it is free, 1 when it is held. `break` removes a stale

@@ -6,6 +6,8 @@ use super::*;
 pub(super) fn break_lock(opts: Options) -> i32 {
     let kind = match opts.kind {
         LockKind::Soft(k) => k,
+        #[cfg(unix)]
+        LockKind::Rw => return rw_break(&opts),
         _ => {
             eprintln!("swaplock: break applies to soft locks; kernel locks never go stale");
             return 2;

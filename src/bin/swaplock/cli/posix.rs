@@ -36,7 +36,33 @@ pub(super) fn run(opts: Options) -> i32 {
     match opts.kind {
         LockKind::Fcntl | LockKind::Flock => run_kernel(opts),
         LockKind::Soft(kind) => run_soft(opts, kind),
+        LockKind::Rw => run_rw(opts),
     }
+}
+
+/// `run --kind rw`: held by the supervisor as a soft lock is, the command
+/// told the generation that granted it.
+fn run_rw(opts: Options) -> i32 {
+    let events = match Events::new() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("swaplock: cannot make a pipe: {e}");
+            return 255;
+        }
+    };
+    let lock = rw_lock(&opts).on_compromise(|_| sys::wake(LEASE_EVENT));
+    let guard = match take(
+        &opts,
+        &RwTake {
+            lock: &lock,
+            shared: opts.shared,
+        },
+    ) {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    let path = lock.path().display().to_string();
+    supervise(&opts, &events, &path, guard)
 }
 
 fn run_kernel(opts: Options) -> i32 {
@@ -286,6 +312,23 @@ impl Held for SoftLockGuard {
     }
     fn release(self) -> std::io::Result<()> {
         SoftLockGuard::release(self)
+    }
+}
+
+/// A read-write lock's hold: lost when evicted; the command gets the
+/// generation that granted it as its fencing token.
+impl Held for swaplock::SoftRwGuard {
+    fn compromise(&self) -> Option<Compromise> {
+        swaplock::SoftRwGuard::compromise(self)
+    }
+    fn lease_lost(&self) -> Option<Compromise> {
+        swaplock::SoftRwGuard::lease_lost(self)
+    }
+    fn release(self) -> std::io::Result<()> {
+        swaplock::SoftRwGuard::release(self)
+    }
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![("SWAPLOCK_FENCING_TOKEN", self.generation().to_string())]
     }
 }
 

@@ -53,6 +53,7 @@ pub(super) fn kind_name(kind: LockKind) -> &'static str {
         LockKind::Soft(Kind::Soft) => "soft",
         LockKind::Soft(Kind::Marker) => "marker",
         LockKind::Soft(_) => "lease",
+        LockKind::Rw => "rw",
     }
 }
 
@@ -67,6 +68,16 @@ pub(super) fn find_holder(opts: &Options) -> std::io::Result<Option<Found>> {
         LockKind::Fcntl => FileLock::new(&path),
         LockKind::Flock => FileLock::flock(&path),
         LockKind::Soft(kind) => return soft_holder(soft_lock(opts, kind)),
+        #[cfg(unix)]
+        LockKind::Rw => return rw_holder(opts),
+        #[cfg(windows)]
+        LockKind::Rw => {
+            let kind = std::io::ErrorKind::Unsupported;
+            return Err(std::io::Error::new(
+                kind,
+                "the read-write lock is for POSIX systems",
+            ));
+        }
     };
     // An fcntl query needs the file; a missing one is free.
     if opts.kind == LockKind::Fcntl && std::fs::symlink_metadata(&path).is_err() {
@@ -291,6 +302,10 @@ pub(super) fn filesystem(_: &std::path::Path) -> Option<(String, String)> {
 pub(super) fn status(opts: Options) -> i32 {
     let path = opts.rest[0].to_string_lossy().into_owned();
     let fs = filesystem(std::path::Path::new(&opts.rest[0]));
+    #[cfg(unix)]
+    if opts.kind == LockKind::Rw {
+        return rw_status(&opts, fs);
+    }
     let found = match find_holder(&opts) {
         Ok(found) => found,
         Err(e) => {

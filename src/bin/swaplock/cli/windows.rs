@@ -37,6 +37,10 @@ pub(super) fn run(opts: Options) -> i32 {
                 Err(code) => return code,
             }
         }
+        LockKind::Rw => {
+            eprintln!("swaplock: --kind rw: the read-write lock is for POSIX systems");
+            return 2;
+        }
         LockKind::Soft(kind) => {
             let flag = Arc::clone(&lost);
             let lock = soft_lock(&opts, kind)

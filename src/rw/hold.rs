@@ -1,0 +1,549 @@
+//! The process's side of a read-write lock (PROTOCOL 16.10): one
+//! participant per canonical path at a time, shared by every lock object
+//! of the path, its holds nested by level; the acquire that waits for this
+//! process's own hold before it joins the log; the heartbeat thread; and
+//! the guard.
+
+use super::error::RwError;
+use super::participant::{Ctx, Participant, Terms};
+use super::{Compromise, Mode, RwWaitStatus, SoftRwGuard, SoftRwLock};
+use crate::adapter::soft::{current_pid, host_name, monotonic_now, RwFiles};
+use crate::error::{LockError, Step};
+use crate::sync::atomic::{AtomicBool, Ordering};
+use crate::sync::thread::{JoinHandle, ThreadId};
+use crate::sync::{lock, mpsc, thread, wait_timeout, Condvar, Mutex};
+use std::io;
+use std::ops::ControlFlow;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+use swaplock_core::names::Token;
+use swaplock_core::rw::member::BeatWatch;
+
+/// The log's files, memory and ledger, and the participant of the hold
+/// being taken, held or left.
+pub(crate) struct Engine {
+    pub(crate) ctx: Ctx<RwFiles>,
+    pub(crate) participant: Option<Participant>,
+}
+
+/// Every lock object of this process on one canonical path.
+pub(crate) struct Shared {
+    /// The lock path as first given, for messages.
+    pub(crate) path: Arc<Path>,
+    /// The log's root, `<canonical L>.rw`.
+    pub(crate) root: PathBuf,
+    pub(crate) engine: Mutex<Engine>,
+    slot: Mutex<Slot>,
+    changed: Condvar,
+}
+
+/// Where the path's one participant stands.
+enum Slot {
+    /// No participant.
+    Free,
+    /// A thread is acquiring or leaving.
+    Busy,
+    /// Held.
+    Held(Hold),
+}
+
+/// A granted hold of this process.
+struct Hold {
+    mode: Mode,
+    /// The thread a write hold is pinned to.
+    writer: Option<ThreadId>,
+    /// Read levels per acquiring thread.
+    depths: Vec<(ThreadId, usize)>,
+    level: usize,
+    generation: u128,
+    token: Token,
+    lost: Arc<Mutex<Option<Compromise>>>,
+    heartbeat: Option<Heartbeat>,
+}
+
+struct Heartbeat {
+    stop: mpsc::Sender<()>,
+    thread: JoinHandle<()>,
+    /// Set once the hold is released: a late beat reports nothing.
+    released: Arc<AtomicBool>,
+}
+
+/// The canonical paths this process has locks on (and the process that
+/// made each: a forked child's locks are its own).
+static SHARED: crate::lists::ProcessMutex<Vec<(PathBuf, u32, Weak<Shared>)>> =
+    crate::lists::ProcessMutex::new(Vec::new());
+
+/// `realpath` of the lock's directory (made first if missing, as the first
+/// participant makes it anyway) and the final component, unresolved: the
+/// key filelock's singleton and root are named by.
+pub(crate) fn canonical(path: &Path, create: bool) -> io::Result<(PathBuf, PathBuf)> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a lock path must end in a file name",
+        )
+    })?;
+    if create {
+        std::fs::create_dir_all(dir)?;
+    }
+    let dir = std::fs::canonicalize(dir)?;
+    Ok((dir.join(name), dir))
+}
+
+/// A pause of `d` (cut short at most by a spurious wake-up): the seam's
+/// timed wait, on a condition nobody signals.
+pub(crate) fn pause(d: Duration) {
+    let (quiet, never) = (Mutex::new(()), Condvar::new());
+    drop(wait_timeout(&never, lock(&quiet), d));
+}
+
+/// The root of the log of the canonical lock path `canonical`.
+pub(crate) fn root_of(canonical: &Path) -> PathBuf {
+    let mut root = canonical.as_os_str().to_owned();
+    root.push(swaplock_core::rw::names::ROOT_SUFFIX);
+    root.into()
+}
+
+impl Shared {
+    fn new(path: &Arc<Path>, canonical: &Path, dir: &Path) -> io::Result<Arc<Self>> {
+        let root = root_of(canonical);
+        let files = RwFiles::new(root.as_os_str().as_bytes(), dir.as_os_str().as_bytes())
+            .map_err(|e| LockError::errno(path, Step::Open, e))?;
+        Ok(Arc::new(Shared {
+            path: Arc::clone(path),
+            root,
+            engine: Mutex::new(Engine {
+                ctx: Ctx::new(files),
+                participant: None,
+            }),
+            slot: Mutex::new(Slot::Free),
+            changed: Condvar::new(),
+        }))
+    }
+
+    /// This process's shared state of the lock at `path`.
+    pub(crate) fn of(path: &Arc<Path>) -> io::Result<Arc<Self>> {
+        let (canonical, dir) =
+            canonical(path, true).map_err(|e| LockError::io(path, Step::Open, e.kind(), e))?;
+        let pid = std::process::id();
+        let mut all = SHARED.lock();
+        all.retain(|(_, _, s)| s.strong_count() > 0);
+        if let Some(s) = all
+            .iter()
+            .filter(|(k, p, _)| *k == canonical && *p == pid)
+            .find_map(|(_, _, s)| s.upgrade())
+        {
+            return Ok(s);
+        }
+        let shared = Self::new(path, &canonical, &dir)?;
+        all.push((canonical, pid, Arc::downgrade(&shared)));
+        Ok(shared)
+    }
+
+    fn error(&self, e: RwError, step: Step) -> io::Error {
+        e.into_io(&self.path, &self.root, step)
+    }
+}
+
+/// What a thread's acquire may do with the process's hold.
+enum Join {
+    /// Nest in it.
+    Nest,
+    /// Wait for it to end.
+    Wait,
+    /// Refuse: waiting would never end (`what` it would be).
+    Refuse(&'static str),
+}
+
+impl Hold {
+    fn join(&self, mode: Mode, me: ThreadId) -> Join {
+        let reads = self.depths.iter().any(|(t, _)| *t == me);
+        match (self.mode, mode) {
+            (Mode::Read, Mode::Read) => Join::Nest,
+            (Mode::Write, Mode::Write) if self.writer == Some(me) => Join::Nest,
+            (Mode::Read, Mode::Write) if reads => Join::Refuse("upgrade"),
+            (Mode::Write, Mode::Read) if self.writer == Some(me) => Join::Refuse("downgrade"),
+            _ => Join::Wait,
+        }
+    }
+}
+
+/// How long an acquire waits.
+#[derive(Clone, Copy)]
+pub(crate) enum Patience {
+    /// One poll.
+    Once,
+    Forever,
+    Until(Instant),
+}
+
+/// A wait hook, as `read_with` and `write_with` take it.
+pub(crate) type Hook<'h> = Option<&'h mut dyn FnMut(&RwWaitStatus<'_>) -> ControlFlow<()>>;
+
+impl SoftRwLock {
+    fn refusal(&self, kind: io::ErrorKind, text: String) -> io::Error {
+        LockError::io(&self.path, Step::Lock, kind, io::Error::new(kind, text))
+    }
+
+    /// The error of a wait that ended without the lock.
+    fn gave_up(&self, patience: Patience, cancelled: bool) -> io::Error {
+        let kind = match (cancelled, patience) {
+            (true, _) => io::ErrorKind::Interrupted,
+            (false, Patience::Once) => io::ErrorKind::WouldBlock,
+            (false, _) => io::ErrorKind::TimedOut,
+        };
+        let text = match cancelled {
+            true => "the wait was cancelled by its hook".to_owned(),
+            false => format!(
+                "The file lock '{}' could not be acquired.",
+                self.path.display()
+            ),
+        };
+        self.refusal(kind, text)
+    }
+
+    /// Whether the wait may go on: `Err` when it ends now, else the pause
+    /// before the next look (cut short at the deadline).
+    fn next_pause(
+        &self,
+        patience: Patience,
+        began: Instant,
+        hook: &mut Hook<'_>,
+        latest: Option<&super::log::State>,
+    ) -> io::Result<Duration> {
+        let left = match patience {
+            Patience::Once => return Err(self.gave_up(patience, false)),
+            Patience::Forever => None,
+            Patience::Until(deadline) => {
+                let now = crate::sync::now();
+                if now >= deadline {
+                    return Err(self.gave_up(patience, false));
+                }
+                Some(deadline - now)
+            }
+        };
+        if let Some(hook) = hook {
+            let status = RwWaitStatus {
+                waited: crate::sync::now().saturating_duration_since(began),
+                latest,
+            };
+            if hook(&status).is_break() {
+                return Err(self.gave_up(patience, true));
+            }
+        }
+        Ok(left.map_or(self.poll, |l| l.min(self.poll)))
+    }
+
+    /// Takes the lock in `mode` (PROTOCOL 16.10): nests in this process's
+    /// hold where it may, waits for it to end otherwise, then joins the
+    /// log as a new participant.
+    pub(super) fn acquire(
+        &self,
+        mode: Mode,
+        patience: Patience,
+        mut hook: Hook<'_>,
+    ) -> io::Result<SoftRwGuard> {
+        let began = crate::sync::now();
+        let terms = self.terms()?;
+        let shared = self.shared()?;
+        let me = thread::current().id();
+        let mut slot = lock(&shared.slot);
+        loop {
+            match &mut *slot {
+                Slot::Free => break,
+                Slot::Held(h) => match h.join(mode, me) {
+                    Join::Nest => {
+                        if let Some(c) = *lock(&h.lost) {
+                            let text = format!(
+                                "Cannot acquire {} lock on {}: the current hold was lost ({c:?}), \
+                                 release it before acquiring again",
+                                mode.as_str(),
+                                self.path.display()
+                            );
+                            return Err(self.refusal(io::ErrorKind::Other, text));
+                        }
+                        h.level += 1;
+                        if mode == Mode::Read {
+                            match h.depths.iter_mut().find(|(t, _)| *t == me) {
+                                Some((_, d)) => *d += 1,
+                                None => h.depths.push((me, 1)),
+                            }
+                        }
+                        return Ok(SoftRwGuard::new(
+                            &shared,
+                            mode,
+                            me,
+                            h.generation,
+                            h.token,
+                            &h.lost,
+                        ));
+                    }
+                    Join::Refuse(what) => {
+                        let held = h.mode.as_str();
+                        let text = format!(
+                            "Cannot acquire {} lock on {}: this thread holds a {held} lock already \
+                             ({what} not allowed): release it first",
+                            mode.as_str(),
+                            self.path.display()
+                        );
+                        return Err(self.refusal(io::ErrorKind::Deadlock, text));
+                    }
+                    Join::Wait => {}
+                },
+                Slot::Busy => {}
+            }
+            drop(slot);
+            let pause = self.next_pause(patience, began, &mut hook, None)?;
+            slot = wait_timeout(&shared.changed, lock(&shared.slot), pause);
+        }
+        *slot = Slot::Busy;
+        drop(slot);
+        let taken = self.participate(&shared, mode, terms, patience, began, &mut hook);
+        let mut slot = lock(&shared.slot);
+        let guard = taken.map(|hold| {
+            let guard =
+                SoftRwGuard::new(&shared, mode, me, hold.generation, hold.token, &hold.lost);
+            *slot = Slot::Held(hold);
+            guard
+        });
+        if guard.is_err() {
+            *slot = Slot::Free;
+        }
+        shared.changed.notify_all();
+        guard
+    }
+
+    /// Joins the log: publish, poll until granted (or given up, leaving
+    /// the log), then start the heartbeat.
+    fn participate(
+        &self,
+        shared: &Arc<Shared>,
+        mode: Mode,
+        terms: Terms,
+        patience: Patience,
+        began: Instant,
+        hook: &mut Hook<'_>,
+    ) -> io::Result<Hold> {
+        let me = thread::current().id();
+        {
+            let mut engine = lock(&shared.engine);
+            let Engine { ctx, participant } = &mut *engine;
+            let p = participant.insert(Participant::new(mode, terms, current_pid(), host_name()));
+            if let Err(e) = p.publish(ctx) {
+                *participant = None;
+                return Err(shared.error(e, Step::Lock));
+            }
+        }
+        loop {
+            let mut latest = None;
+            let polled = {
+                let mut engine = lock(&shared.engine);
+                let Engine { ctx, participant } = &mut *engine;
+                let p = participant
+                    .as_mut()
+                    .expect("published above; only this thread takes it");
+                p.advance(ctx, &mut latest)
+            };
+            let failure = match polled {
+                Ok(true) => break,
+                Ok(false) => match self.next_pause(patience, began, hook, latest.as_ref()) {
+                    Ok(pause) => {
+                        // Nobody else changes the slot while it is busy: this
+                        // is a pause.
+                        drop(wait_timeout(&shared.changed, lock(&shared.slot), pause));
+                        continue;
+                    }
+                    Err(e) => e,
+                },
+                Err(e) => shared.error(e, Step::Lock),
+            };
+            // Giving up: a contender must not stay named (a writer left in
+            // the snapshot would keep every reader out until evicted).
+            let _ = leave(shared);
+            return Err(failure);
+        }
+        let (generation, token) = {
+            let engine = lock(&shared.engine);
+            let p = engine.participant.as_ref().expect("granted above");
+            (p.generation.unwrap_or_default(), p.token)
+        };
+        let lost = Arc::new(Mutex::new(None));
+        let heartbeat = match self.start_heartbeat(shared, terms, &lost) {
+            Ok(h) => h,
+            Err(e) => {
+                let _ = leave(shared);
+                return Err(LockError::io(&self.path, Step::Lock, e.kind(), e));
+            }
+        };
+        Ok(Hold {
+            mode,
+            writer: (mode == Mode::Write).then_some(me),
+            depths: match mode {
+                Mode::Read => vec![(me, 1)],
+                Mode::Write => Vec::new(),
+            },
+            level: 1,
+            generation,
+            token,
+            lost,
+            heartbeat: Some(heartbeat),
+        })
+    }
+
+    /// Starts the thread that refreshes the record every heartbeat
+    /// interval and reports a loss once (PROTOCOL 16.8).
+    fn start_heartbeat(
+        &self,
+        shared: &Arc<Shared>,
+        terms: Terms,
+        lost: &Arc<Mutex<Option<Compromise>>>,
+    ) -> io::Result<Heartbeat> {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let released = Arc::new(AtomicBool::new(false));
+        let (shared, lost, done) = (Arc::clone(shared), Arc::clone(lost), Arc::clone(&released));
+        let (interval, hook) = (self.heartbeat, self.on_compromise.clone());
+        let name = format!("filelock-heartbeat-{:x}", Arc::as_ptr(&shared) as usize);
+        let thread = thread::Builder::new().name(name).spawn(move || {
+            let mut watch = BeatWatch::new(monotonic_now(), terms.threshold, interval);
+            while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
+                let beat = {
+                    let mut engine = lock(&shared.engine);
+                    let Engine { ctx, participant } = &mut *engine;
+                    match participant.as_mut() {
+                        Some(p) => p.heartbeat(ctx),
+                        None => return,
+                    }
+                };
+                if let Some(c) = watch.observe(beat, monotonic_now()) {
+                    if done.load(Ordering::Acquire) {
+                        return;
+                    }
+                    *lock(&lost) = Some(c);
+                    if let Some(hook) = &hook {
+                        hook(c);
+                    }
+                    return;
+                }
+            }
+        })?;
+        Ok(Heartbeat {
+            stop,
+            thread,
+            released,
+        })
+    }
+}
+
+/// The participant leaves the log (errors are the caller's to ignore: a
+/// contender giving up has an error of its own to report).
+fn leave(shared: &Shared) -> Result<(), RwError> {
+    let mut engine = lock(&shared.engine);
+    let Engine { ctx, participant } = &mut *engine;
+    match participant.take() {
+        Some(mut p) => p.leave(ctx),
+        None => Ok(()),
+    }
+}
+
+impl SoftRwGuard {
+    fn new(
+        shared: &Arc<Shared>,
+        mode: Mode,
+        thread: ThreadId,
+        generation: u128,
+        token: Token,
+        lost: &Arc<Mutex<Option<Compromise>>>,
+    ) -> Self {
+        SoftRwGuard {
+            shared: Some(Arc::clone(shared)),
+            mode,
+            thread,
+            pid: std::process::id(),
+            generation,
+            token,
+            lost: Arc::clone(lost),
+        }
+    }
+
+    /// Whether the hold is lost now: what the heartbeat found, or else a
+    /// heartbeat's look made at once (our record refreshed, the latest
+    /// snapshot read). `None` in a forked child, or when nothing is lost.
+    pub(super) fn lost_now(&self) -> Option<Compromise> {
+        if let Some(c) = *lock(&self.lost) {
+            return Some(c);
+        }
+        let shared = self
+            .shared
+            .as_ref()
+            .filter(|_| self.pid == std::process::id())?;
+        let mut engine = lock(&shared.engine);
+        let Engine { ctx, participant } = &mut *engine;
+        let p = participant.as_mut().filter(|p| p.token == self.token)?;
+        match p.heartbeat(ctx) {
+            swaplock_core::rw::member::Beat::Lost => Some(Compromise::Evicted),
+            _ => None,
+        }
+    }
+
+    /// Gives back this guard's level; the last one leaves the log.
+    pub(super) fn release_inner(&mut self) -> io::Result<()> {
+        let Some(shared) = self.shared.take() else {
+            return Ok(());
+        };
+        if self.pid != std::process::id() {
+            // A forked child: the hold, and its participant, are the parent's.
+            let what = "the lock's hold, with its place in the log,";
+            return Err(LockError::forked(
+                &shared.path,
+                Step::Unlock,
+                self.pid,
+                what,
+            ));
+        }
+        let mut slot = lock(&shared.slot);
+        let Slot::Held(h) = &mut *slot else {
+            return Ok(());
+        };
+        h.level -= 1;
+        if let Some(i) = h.depths.iter().position(|(t, _)| *t == self.thread) {
+            h.depths[i].1 -= 1;
+            if h.depths[i].1 == 0 {
+                h.depths.swap_remove(i);
+            }
+        }
+        if h.level > 0 {
+            return Ok(());
+        }
+        let Slot::Held(hold) = std::mem::replace(&mut *slot, Slot::Busy) else {
+            unreachable!("matched as held above");
+        };
+        drop(slot);
+        // The heartbeat stops first, so that no late beat reads the log
+        // this participant is leaving; its hook may be what releases.
+        if let Some(h) = hold.heartbeat {
+            h.released.store(true, Ordering::Release);
+            drop(h.stop);
+            if h.thread.thread().id() != thread::current().id() {
+                let _ = h.thread.join();
+            }
+        }
+        let left = leave(&shared);
+        *lock(&shared.slot) = Slot::Free;
+        shared.changed.notify_all();
+        left.map_err(|e| shared.error(e, Step::Unlock))
+    }
+}
+
+impl Drop for SoftRwGuard {
+    fn drop(&mut self) {
+        if self.pid == std::process::id() {
+            let _ = self.release_inner();
+        }
+    }
+}
