@@ -420,6 +420,9 @@ mod tests {
         fn list(&mut self, _: Area, _: &mut dyn FnMut(&[u8])) -> Result<(), FsError> {
             Ok(())
         }
+        fn sync(&mut self, area: Area) -> Result<(), FsError> {
+            self.0.sync(area)
+        }
     }
 
     fn files(dir: &std::path::Path) -> RwFiles {

@@ -97,6 +97,10 @@ impl Files for ReadOnly {
     fn list(&mut self, area: Area, visit: &mut dyn FnMut(&[u8])) -> Result<(), FsError> {
         self.0.list(area, visit)
     }
+    fn sync(&mut self, _: Area) -> Result<(), FsError> {
+        // A report links nothing, so it has nothing to make durable.
+        Ok(())
+    }
 }
 
 /// The log of `path`, if its directory and root exist: its files, root
