@@ -19,6 +19,9 @@ pub struct Timing {
     pub poll: Duration,
     /// The longest lease honoured.
     pub max_lease: Duration,
+    /// How long a stop (`SIGSTOP`) or a host's suspend lasts, when not
+    /// past every threshold and lease ([`Timing::pause`]).
+    pub stop: Option<Duration>,
 }
 
 impl Timing {
@@ -29,12 +32,13 @@ impl Timing {
         threshold: Duration::from_millis(400),
         poll: Duration::from_millis(50),
         max_lease: Duration::from_secs(2),
+        stop: None,
     };
 
     /// How long a pause (`SIGSTOP`) or a host's suspend lasts: past any
-    /// threshold and lease the scenarios use.
+    /// threshold and lease the scenarios use, unless [`Timing::stop`] says.
     pub fn pause(&self) -> Duration {
-        self.max_lease + self.threshold * 2
+        self.stop.unwrap_or(self.max_lease + self.threshold * 2)
     }
 }
 

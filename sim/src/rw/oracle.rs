@@ -203,11 +203,21 @@ impl Oracle {
         match e.what {
             What::Published { token, mode } => {
                 let alive = self.lives[who].alive;
+                // A writer named already when it starts counts as seen.
+                let newest =
+                    w.fs.list(dir(Area::Generations))
+                        .iter()
+                        .filter_map(|n| parse_generation_name(n))
+                        .max();
+                let writer_seen = newest
+                    .and_then(|n| members(w, n))
+                    .is_some_and(|(writer, _)| writer.is_some());
                 self.lives[who] = Life {
                     alive,
                     token: Some(token),
                     mode,
                     phase: Phase::Acquiring,
+                    writer_seen,
                     ..Life::new()
                 };
                 w.procs[who].late = 0;
