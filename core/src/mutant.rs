@@ -204,6 +204,8 @@ pub enum Mutant {
     RwHeadOverNewer,
     /// Commit generation 1 of a log that looks new without asking the server, by an exclusive create of HEAD, that no HEAD of this epoch exists, as filelock does (C-RW1).
     RwNoNewLogConfirm,
+    /// Keep a landed commit of generation 1 without asking again, after the link, that the HEAD its confirmation created is still the file at HEAD (C-RW1).
+    RwNoNewLogRecheck,
     /// Report a grant without first syncing gen/, so that a host crash may lose the link and the generation be granted again, as filelock does (C-RW5).
     RwNoSyncBeforeGrant,
     /// Fail an acquire when a commit's temporary was swept before its link, as filelock does, instead of counting the commit lost (C-RW6).
@@ -297,6 +299,7 @@ impl Mutant {
         Mutant::RwCompactNewestFirst,
         Mutant::RwHeadOverNewer,
         Mutant::RwNoNewLogConfirm,
+        Mutant::RwNoNewLogRecheck,
         Mutant::RwNoSyncBeforeGrant,
         Mutant::RwSweptTempIsError,
         Mutant::RwNoReprepare,
@@ -321,6 +324,7 @@ impl Mutant {
         Mutant::RwCompactNewestFirst,
         Mutant::RwHeadOverNewer,
         Mutant::RwNoNewLogConfirm,
+        Mutant::RwNoNewLogRecheck,
         Mutant::RwNoSyncBeforeGrant,
         Mutant::RwSweptTempIsError,
         Mutant::RwNoReprepare,
@@ -332,6 +336,7 @@ impl Mutant {
     /// filelock's exact steps (the simulator's naive policy).
     pub const RW_STRICTER: &'static [Mutant] = &[
         Mutant::RwNoNewLogConfirm,
+        Mutant::RwNoNewLogRecheck,
         Mutant::RwPredecessorByName,
         Mutant::RwNoSyncBeforeGrant,
         Mutant::RwSweptTempIsError,
@@ -422,6 +427,7 @@ impl Mutant {
             Mutant::RwCompactNewestFirst => "rw-compact-newest-first",
             Mutant::RwHeadOverNewer => "rw-head-over-newer",
             Mutant::RwNoNewLogConfirm => "rw-no-new-log-confirm",
+            Mutant::RwNoNewLogRecheck => "rw-no-new-log-recheck",
             Mutant::RwNoSyncBeforeGrant => "rw-no-sync-before-grant",
             Mutant::RwSweptTempIsError => "rw-swept-temp-is-error",
             Mutant::RwNoReprepare => "rw-no-reprepare",

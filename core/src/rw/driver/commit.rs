@@ -3,6 +3,7 @@
 //! compaction; and encoding the successor it publishes.
 
 use super::{gen_name, Env, Epoch, Error, Instance, Ledger};
+use crate::decide::FileId;
 use crate::errno::Errno;
 use crate::mutant::{active, Mutant};
 use crate::names::Token;
@@ -25,6 +26,17 @@ pub(super) enum Committed {
     Lost,
     /// `gen/` is gone (the log was removed): prepare it again, then read.
     NoLog,
+}
+
+/// A successor ready to commit: encoded in snapshot buffer `at` (after
+/// the epoch's room, `len` bytes) as generation `n`, built on the latest
+/// snapshot read, which the other buffer holds (`built_on` bytes).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Draft {
+    pub(super) at: usize,
+    pub(super) len: usize,
+    pub(super) built_on: usize,
+    pub(super) n: u128,
 }
 
 /// The length of a reader's line: `reader=`, 32 hex digits, `\n`.
@@ -147,44 +159,68 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
     /// listing or a lookup may be a client's stale cache: C-RW1), or the
     /// HEAD there is not bound to our epoch. The empty HEAD it may leave
     /// reads as a torn one to every reader, and the first commit's HEAD
-    /// replaces it.
-    fn confirm_new_log(&mut self, files: &mut impl Files) -> Result<Committed, Error> {
+    /// replaces it. With it, the identity of the HEAD it created, which the
+    /// commit asks again after its link.
+    fn confirm_new_log(
+        &mut self,
+        files: &mut impl Files,
+    ) -> Result<(Committed, Option<FileId>), Error> {
         match files.create(GEN, HEAD, b"", false) {
-            Ok(_) => Ok(Committed::Won),
+            Ok(id) => Ok((Committed::Won, Some(id))),
             Err(FsError::Os(e)) if e == Errno::EXIST => {
                 let epoch = self.epoch.as_ref().and_then(Epoch::bytes);
                 let buf = self.bufs.scratch.as_mut();
                 let room = buf.len().min(crate::rw::names::READ_LIMIT);
-                Ok(match files.read(GEN, HEAD, &mut buf[..room])? {
+                let verdict = match files.read(GEN, HEAD, &mut buf[..room])? {
                     Read::Bytes(n) if head_record(&buf[..n.min(room)], epoch).is_none() => {
                         Committed::Won
                     }
                     // Bound to this epoch, or one this client cannot see
                     // yet.
                     _ => Committed::Lost,
-                })
+                };
+                Ok((verdict, None))
             }
-            Err(FsError::Os(e)) if missing(e) => Ok(Committed::NoLog),
+            Err(FsError::Os(e)) if missing(e) => Ok((Committed::NoLog, None)),
             Err(e) => Err(e.into()),
         }
     }
 
-    /// Commits the successor encoded in snapshot buffer `at` (after the
-    /// epoch's room, `len` bytes) as generation `n` (PROTOCOL 16.5), built
-    /// on the latest snapshot read, which the other buffer holds
-    /// (`built_on` bytes). `grant`: winning it grants a hold, so its link
-    /// is made durable before it counts (C-RW5).
-    #[allow(clippy::too_many_arguments)]
+    /// Whether the log is still new once generation 1 is linked: the HEAD
+    /// this commit's confirmation created is still the file at `HEAD`
+    /// (asked through the rewrite's open, which checks the identity and
+    /// goes to the server). Any commit since would have replaced it: a
+    /// participant stopped between its confirmation and its link while
+    /// the log moved a window on (compacting generation 1) finds it
+    /// replaced, where its listing, a stale cache, may show no lead.
+    fn still_new(
+        &mut self,
+        files: &mut impl Files,
+        confirmed: Option<FileId>,
+    ) -> Result<bool, Error> {
+        match confirmed {
+            Some(id) if !active(Mutant::RwNoNewLogRecheck) => {
+                Ok(files.overwrite(GEN, HEAD, b"", id)?)
+            }
+            _ => Ok(true),
+        }
+    }
+
+    /// Commits `draft` (PROTOCOL 16.5). `grant`: winning it grants a hold,
+    /// so its link is made durable before it counts (C-RW5).
     pub(super) fn commit(
         &mut self,
         files: &mut impl Files,
         env: &mut impl Env,
-        at: usize,
-        len: usize,
-        built_on: usize,
-        n: u128,
+        draft: Draft,
         grant: bool,
     ) -> Result<Committed, Error> {
+        let Draft {
+            at,
+            len,
+            built_on,
+            n,
+        } = draft;
         let target = gen_name(n)?;
         // 1. The same incarnation (RW10), and a predecessor (RW11).
         if !active(Mutant::RwCommitIgnoresEpoch) && self.epoch_now(files)? != self.epoch {
@@ -196,10 +232,11 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
         if !extends(n, before, bound) {
             return Ok(Committed::Lost);
         }
+        let mut confirmed = None;
         if n == 1 && !active(Mutant::RwNoNewLogConfirm) {
             match self.confirm_new_log(files)? {
-                Committed::Won => {}
-                other => return Ok(other),
+                (Committed::Won, id) => confirmed = id,
+                (other, _) => return Ok(other),
             }
         }
         // 2. The record complete and on disk before its name (RW2), and
@@ -226,13 +263,18 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
         // 3. Nobody leads by a window, and the predecessor survived (RW11).
         let listed_max = Self::listed_max(files)?;
         let (bound, head) = self.head(files)?;
-        let still =
-            self.predecessor(files, n, at, built_on)? || active(Mutant::RwNoPredecessorAfter);
+        let still = match n {
+            1 => self.still_new(files, confirmed)?,
+            _ => self.predecessor(files, n, at, built_on)? || active(Mutant::RwNoPredecessorAfter),
+        };
         let (listed_max, head) = match active(Mutant::RwNoLeadCheck) {
             true => (None, None),
             false => (listed_max, head),
         };
-        if let Landed::Lost { remove } = after_link(n, listed_max, head, extends(n, still, bound)) {
+        // The first generation has no predecessor: its confirmation's HEAD
+        // stands for one.
+        let extended = extends(n, still, bound) && (n > 1 || still);
+        if let Landed::Lost { remove } = after_link(n, listed_max, head, extended) {
             if remove {
                 files.unlink(GEN, &target)?;
             }

@@ -18,13 +18,15 @@
 //! | `sweep` | the collection of orphan records and temporaries (16.7) | RW7 |
 //!
 //! Where swaplock is stricter than filelock, without changing a byte on
-//! disk (PROTOCOL 16, "Where swaplock is stricter"): a generation 1 is
-//! committed only once the server confirms, by an exclusive create of
-//! HEAD, that no HEAD of the epoch exists (C-RW1); `gen/` is synced before
-//! a grant is reported (C-RW5); a commit whose temporary was swept is lost,
-//! not an error (C-RW6); a log whose `gen/` was removed is prepared again
-//! (C-RW7); a record's lease is honoured up to [`Config::max_lease`]
-//! (C-RW8).
+//! disk (PROTOCOL 16.9 and 16.12): a generation 1 is committed only once
+//! the server confirms, by an exclusive create of HEAD, that no HEAD of
+//! the epoch exists, and counts only if that HEAD is still the file after
+//! the link (C-RW1); a commit's predecessor must be the very record it was
+//! built on, before and after its link (a log removed and grown again);
+//! `gen/` is synced before a grant is reported (C-RW5); a commit whose
+//! temporary was swept is lost, not an error (C-RW6); a log whose `gen/`
+//! was removed is prepared again (C-RW7); a record's lease is honoured up
+//! to [`Config::max_lease`] (C-RW8).
 //!
 //! How a caller drives one acquisition:
 //!

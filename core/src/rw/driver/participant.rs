@@ -1,7 +1,7 @@
 //! One acquisition (PROTOCOL 16.6, 16.8): its holder record, its polls of
 //! up to four attempts, its heartbeat, its leave.
 
-use super::commit::{encode_successor, Committed};
+use super::commit::{encode_successor, Committed, Draft};
 use super::{Env, Error, Held, Instance, Ledger};
 use crate::decide::{FileId, Instant};
 use crate::errno::Errno;
@@ -214,23 +214,27 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
         let plan = attempt(&s, &p.token, p.mode, &is_stale);
         let keep = |i: usize, _: &Token| !bit(stale, i + 1);
         let len = encode_successor(&s, n, plan.writer, &keep, plan.add_reader, into.as_mut())?;
+        let draft = Draft {
+            at: other,
+            len,
+            built_on: held.len,
+            n,
+        };
         match plan.step {
             Step::Wait => Ok(Some(false)),
             Step::Evict => {
-                self.commit_evicting(files, env, other, len, n, false)?;
+                self.commit_evicting(files, env, draft, false)?;
                 Ok(Some(false))
             }
-            Step::Commit { grant } => {
-                match self.commit_evicting(files, env, other, len, n, grant)? {
-                    true => {
-                        if grant {
-                            p.generation = Some(n);
-                        }
-                        Ok(Some(grant))
+            Step::Commit { grant } => match self.commit_evicting(files, env, draft, grant)? {
+                true => {
+                    if grant {
+                        p.generation = Some(n);
                     }
-                    false => Ok(None),
+                    Ok(Some(grant))
                 }
-            }
+                false => Ok(None),
+            },
         }
     }
 
@@ -242,13 +246,10 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
         &mut self,
         files: &mut impl Files,
         env: &mut impl Env,
-        at: usize,
-        len: usize,
-        n: u128,
+        draft: Draft,
         grant: bool,
     ) -> Result<bool, Error> {
-        let built_on = self.held()?.len;
-        match self.commit(files, env, at, len, built_on, n, grant)? {
+        match self.commit(files, env, draft, grant)? {
             Committed::Won => {}
             Committed::Lost => return Ok(false),
             Committed::NoLog => {
@@ -346,7 +347,13 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
             };
             let keep = |_: usize, t: &Token| *t != p.token;
             let len = encode_successor(&s, n, writer, &keep, None, into.as_mut())?;
-            match self.commit(files, env, 1 - held.at, len, held.len, n, false)? {
+            let draft = Draft {
+                at: 1 - held.at,
+                len,
+                built_on: held.len,
+                n,
+            };
+            match self.commit(files, env, draft, false)? {
                 Committed::Won => return Ok(()),
                 Committed::Lost => {}
                 // No log: nothing names us any more.

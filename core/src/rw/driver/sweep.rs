@@ -106,6 +106,9 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
         let count = 1 + parsed(self.bufs.snapshots[held.at].as_ref(), &held)?
             .readers()
             .count();
+        // The snapshot is parsed again for each member (it borrows the
+        // buffer the reads must not touch): quadratic in the members, which
+        // a lock of a few dozen never notices.
         for i in 0..count {
             let s = parsed(self.bufs.snapshots[held.at].as_ref(), &held)?;
             let member = match i {

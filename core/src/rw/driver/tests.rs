@@ -34,6 +34,9 @@ struct Mem {
     blind_head: bool,
     /// Answers a link that landed with `EEXIST` (an NFS retransmit).
     retransmit: bool,
+    /// Runs before the next link: what peers do while the linker is
+    /// stopped.
+    before_link: Option<fn(&mut Mem)>,
 }
 
 fn area(a: Area) -> u8 {
@@ -150,6 +153,9 @@ impl Files for Mem {
         Ok(true)
     }
     fn link(&mut self, a: Area, from: &[u8], to: &[u8]) -> Result<bool, FsError> {
+        if let Some(peers) = self.before_link.take() {
+            peers(self);
+        }
         self.links += 1;
         let Some(&ino) = self.names.get(&(area(a), from.to_vec())) else {
             return Err(FsError::Os(Errno::NOENT));
@@ -517,6 +523,46 @@ fn a_fresh_participant_blind_to_a_live_log_commits_no_generation_one() {
     let latest = parse_snapshot(next.as_bytes()).unwrap();
     assert_eq!(latest.writer, Some(w.token()));
     assert!(latest.is_member(&holder.token()));
+}
+
+#[test]
+fn a_first_commit_whose_confirmation_was_replaced_meanwhile_is_refused() {
+    // A participant confirms a new log (its HEAD) and is stopped before
+    // its link; meanwhile the log moves a window on, generation 1 is
+    // compacted and HEAD replaced, and this client's listing stays a stale
+    // cache. Its link of generation 1 lands; the HEAD it created is gone,
+    // so the commit is refused and its generation 1 removed.
+    let mut fs = Mem {
+        blind_listing: true,
+        ..Mem::default()
+    };
+    let mut env = Clock::new();
+    let mut l = lock(90.0);
+    let mut w = l.publish(&mut fs, &mut env, Mode::Write).unwrap();
+    fs.before_link = Some(|fs: &mut Mem| {
+        let head = fs.get(Area::Generations, HEAD).unwrap().clone();
+        assert!(head.is_empty(), "the confirmation's HEAD");
+        // The log at 70, its HEAD bound to the epoch (generation 1 long
+        // compacted).
+        let seventy = b"filelock-rw/1\ngeneration=70\n";
+        fs.create(
+            Area::Generations,
+            &generation_name(70).unwrap(),
+            seventy,
+            true,
+        )
+        .unwrap();
+        let epoch = fs.get(Area::Generations, b"epoch").unwrap().clone();
+        fs.next += 1;
+        let ino = fs.next;
+        fs.inodes.insert(ino, ([&epoch[..], seventy].concat(), 1));
+        fs.drop_name(Area::Generations, HEAD);
+        fs.names.insert((0, HEAD.to_vec()), ino);
+    });
+    assert_eq!(l.advance(&mut fs, &mut env, &mut w), Ok(true));
+    assert!(fs.before_link.is_none(), "it linked");
+    assert!(fs.gen(1).is_none(), "its generation 1 refused and removed");
+    assert_eq!(w.generation(), Some(71), "granted in the live log");
 }
 
 #[test]
