@@ -16,6 +16,7 @@
 //! ```text
 //! cargo bench --bench locks                # the full run (about a minute)
 //! cargo bench --bench locks -- --quick     # a smoke run, as CI runs it
+//! cargo bench --bench locks -- --takeover  # only the takeovers after SIGKILL
 //! ```
 //!
 //! `SWAPLOCK_BENCH_WITH_LOCK_EX` names another `with-lock-ex` to time (the
@@ -369,6 +370,10 @@ mod linux {
             (20_000, 300, 100)
         };
         let dir = tempfile::tempdir().unwrap();
+        if args.iter().any(|a| a == "--takeover") {
+            print_takeovers(dir.path(), handoffs_n);
+            return;
+        }
         let at = |name: &str| dir.path().join(name);
 
         println!("## Uncontended acquire and release ({cycles} cycles, mean)\n");
@@ -489,11 +494,16 @@ mod linux {
             );
         }
 
-        println!("\n## Takeover after the holder's SIGKILL ({handoffs_n} kills)\n");
+        print_takeovers(dir.path(), handoffs_n);
+    }
+
+    /// The takeover table: `n` kills of each soft kind's holder.
+    fn print_takeovers(dir: &Path, n: usize) {
+        println!("\n## Takeover after the holder's SIGKILL ({n} kills)\n");
         println!("| kind | p50 | p99 | worst |");
         println!("|---|---|---|---|");
         for kind in ["soft", "marker", "lease"] {
-            let t = takeovers(kind, &at(&format!("k-{kind}.lock")), handoffs_n);
+            let t = takeovers(kind, &dir.join(format!("k-{kind}.lock")), n);
             println!(
                 "| {kind} | {} | {} | {} |",
                 ms(quantile(&t, 0.5)),

@@ -46,6 +46,11 @@
 //!   refreshing for the lease duration, on any host; a holder stopped that
 //!   long learns it has lost the lease only when it runs again
 //!   ([`SoftLock::on_compromise`]).
+//! - **Strict locks** (`StrictLock`, Unix; filelock's
+//!   `StrictSoftFileLock`) never expire: a holder that dies keeps its
+//!   claims until an operator removes them (`StrictLock::break_dead`
+//!   removes only those of a holder this host proves dead). A hung holder
+//!   holds on.
 //! - **Never a wedge**: a soft lock's name must leave room for its derived
 //!   names (at most [`core::names::MAX_LOCK_NAME`] bytes, refused before
 //!   anything is created otherwise); a contender killed while it publishes
@@ -125,6 +130,16 @@ pub mod rw;
 pub use rw::{SoftRwGuard, SoftRwLock};
 pub mod soft;
 pub use soft::{SoftLock, SoftLockGuard};
+#[cfg(unix)]
+#[cfg_attr(docsrs, doc(cfg(unix)))]
+pub mod sqlite;
+#[cfg(unix)]
+pub use sqlite::{SqliteRwGuard, SqliteRwLock};
+#[cfg(unix)]
+#[cfg_attr(docsrs, doc(cfg(unix)))]
+pub mod strict;
+#[cfg(unix)]
+pub use strict::{StrictLock, StrictLockGuard};
 #[cfg(feature = "etcd")]
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub mod etcd;

@@ -286,3 +286,31 @@ fn a_dropped_kernel_wait_keeps_no_waker() {
     assert_eq!(kept, 0, "wakers of dropped waits kept");
     held.release().unwrap();
 }
+
+/// A strict lock: a task waiting for a held one leaves its runtime
+/// running, takes it once released, and a wait cut short leaves no claim.
+#[cfg(unix)]
+#[test]
+fn a_strict_lock_is_awaited_as_the_others_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.lock");
+    in_runtime(move || async move {
+        let lock = swaplock::StrictLock::new(&path).poll_interval(Duration::from_millis(10));
+        let held = lock.lock().unwrap();
+        let claims = || lock.claims().unwrap().len();
+        let waited = tokio::time::timeout(Duration::from_millis(30), lock.lock_async()).await;
+        assert!(waited.is_err(), "taken while held");
+        assert_eq!(claims(), 2, "the dropped wait left a claim");
+        let waiter = {
+            let lock = lock.clone();
+            tokio::spawn(async move { lock.lock_async().await })
+        };
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!waiter.is_finished(), "taken while held");
+        held.release().unwrap();
+        waiter.await.unwrap().unwrap().release().unwrap();
+        assert_eq!(claims(), 0);
+    });
+}

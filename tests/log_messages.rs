@@ -10,8 +10,10 @@ mod common;
 use std::sync::Mutex;
 use swaplock::SoftLock;
 
-/// The messages logged on the target `swaplock`.
+/// The debug messages logged on the target `swaplock`.
 static LOGGED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// The warnings logged on the target `swaplock`.
+static WARNED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// When set, the capture panics at the next "Attempting" message, as a
 /// logger may.
@@ -21,11 +23,13 @@ struct Capture;
 
 impl log::Log for Capture {
     fn enabled(&self, m: &log::Metadata<'_>) -> bool {
-        m.target() == "swaplock" && m.level() == log::Level::Debug
+        m.target() == "swaplock" && matches!(m.level(), log::Level::Debug | log::Level::Warn)
     }
 
     fn log(&self, record: &log::Record<'_>) {
-        if self.enabled(record.metadata()) {
+        if self.enabled(record.metadata()) && record.level() == log::Level::Warn {
+            WARNED.lock().unwrap().push(record.args().to_string());
+        } else if self.enabled(record.metadata()) {
             let message = record.args().to_string();
             let attempt = message.starts_with("Attempting to acquire");
             LOGGED.lock().unwrap().push(message);
@@ -261,4 +265,32 @@ fn a_panicking_logger_leaves_no_waiter_behind() {
     go_tx.send(()).unwrap();
     holder.join().unwrap();
     assert!(!path.exists(), "the release was handed to a dead wait");
+}
+
+#[test]
+fn a_wait_on_another_kind_of_lock_warns_once() {
+    let _alone = capture();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kernel.lock");
+    // The empty file a kernel lock leaves: no soft contender removes it.
+    std::fs::write(&path, "").unwrap();
+    WARNED.lock().unwrap().clear();
+    let err = SoftLock::marker(&path)
+        .poll_interval(std::time::Duration::from_millis(100))
+        .lock_timeout(swaplock::soft::MISMATCH_AFTER + std::time::Duration::from_millis(700))
+        .unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+    let warned = WARNED.lock().unwrap().clone();
+    assert_eq!(warned.len(), 1, "{warned:#?}");
+    assert!(
+        warned[0].contains("waits on a path another kind of lock uses")
+            && warned[0].contains("is an empty file"),
+        "{warned:#?}"
+    );
+    // A wait shorter than that says nothing.
+    WARNED.lock().unwrap().clear();
+    let _ = SoftLock::marker(&path)
+        .lock_timeout(std::time::Duration::from_millis(200))
+        .unwrap_err();
+    assert!(WARNED.lock().unwrap().is_empty());
 }

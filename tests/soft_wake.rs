@@ -170,3 +170,40 @@ fn a_release_wakes_a_waiter_though_the_marker_has_another_link() {
         woken_by_release(new(kind, &path), holder);
     }
 }
+
+/// A holder of this host that dies raises no event on the lock path: the
+/// waiter watches its process (a pidfd) and judges the marker again when it
+/// exits, so it takes over long before its hourly poll. Python's holders
+/// and ours, of each kind, are killed with SIGKILL; a Python holder is its
+/// own process, ours is the `swaplock run` supervisor.
+#[test]
+fn a_killed_holder_of_this_host_wakes_a_waiter_of_each_kind() {
+    for kind in ["soft", "marker", "lease"] {
+        for by in [by_filelock, by_command] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("k.lock");
+            let holder = by(kind, &path);
+            let lock = new(kind, &path);
+            let waiter = std::thread::spawn(move || {
+                let lock = lock.poll_interval(Duration::from_secs(3600));
+                let began = Instant::now();
+                let got = lock.lock_timeout(Duration::from_secs(30));
+                (got, began.elapsed())
+            });
+            while waiting_threads(&path) == 0 {
+                assert!(!waiter.is_finished(), "{kind}: the waiter returned early");
+                std::thread::yield_now();
+            }
+            let mut holder = holder;
+            holder.child.kill().unwrap();
+            holder.child.wait().unwrap();
+            let (got, waited) = waiter.join().unwrap();
+            let guard = got.unwrap_or_else(|e| panic!("{kind}: no takeover: {e}"));
+            assert!(
+                waited < Duration::from_secs(20),
+                "{kind}: the death did not wake the waiter: it took over at its timeout"
+            );
+            guard.release().unwrap();
+        }
+    }
+}

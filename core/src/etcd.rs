@@ -3,10 +3,15 @@
 //! whether it is still ours, and the keep-alive of our lease (when to send,
 //! how long to await an answer, when the lease counts as lost by our own
 //! clock, and which member to ask next). Times are durations since the
-//! lease's grant was asked, on the holder's monotonic clock.
+//! lease's grant was asked, on the holder's monotonic clock. Its modules
+//! judge the connection's credentials (PROTOCOL 15.1): the client
+//! certificate ([`cert`]) and etcd's refusals ([`refusal`]).
 
 use crate::soft::Compromise;
 use core::time::Duration;
+
+pub mod cert;
+pub mod refusal;
 
 /// Whether our key, of create revision `mine`, holds the lock: the key
 /// with the lowest create revision under the lock's name is `first`

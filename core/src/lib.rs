@@ -15,9 +15,13 @@
 //! - [`host`] and [`start`]: the holder identity a record carries.
 //! - [`decide`]: staleness verdicts, the unchanged-marker watch, lifetime
 //!   and lease expiry, and the with-lock-ex identity check.
+//! - [`kinds`]: what a soft lock finds at its path that another kind of
+//!   lock left.
 //! - [`wait`]: the clocks and the caller's patience both acquire loops use.
 //! - [`rw`]: the read-write soft lock's generation log (filelock's
 //!   `SoftReadWriteLock`): its records, names and decisions.
+//! - [`strict`]: filelock's strict lock: its sentinel and claim records,
+//!   names, what sits at its lock path, and who wins its doorway.
 //!
 //! ```
 //! use swaplock_core::record::{classify, Classified, Content, Reader};
@@ -41,6 +45,7 @@ pub mod etcd;
 pub mod fs;
 pub mod host;
 pub mod kernel;
+pub mod kinds;
 pub mod mutant;
 pub mod names;
 pub mod pid;
@@ -49,7 +54,9 @@ pub mod pytext;
 pub mod record;
 pub mod rw;
 pub mod soft;
+pub mod sqlite;
 pub mod start;
+pub mod strict;
 pub mod wait;
 
 pub use decimal::Decimal;

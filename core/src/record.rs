@@ -455,10 +455,19 @@ pub fn classify(content: Content<'_>, reader: Reader) -> Classified<'_> {
     }
     match V1Record::parse(text) {
         Ok(record) => Classified::V1(record),
-        // A protocol 2 reader reports why the text is not protocol 2 when it
-        // does not even look like protocol 1.
-        Err(why) => match (v2_error, text.starts_with(PROTOCOL_2)) {
-            (Some(v2), true) => Classified::Malformed(v2),
+        Err(why) => match (reader, v2_error, text.starts_with(PROTOCOL_2)) {
+            // A protocol 1 reader that finds a valid protocol 2 record judges
+            // it as a protocol 2 reader would, where filelock's SoftFileLock
+            // takes it for malformed and removes it after 2 s unchanged: a
+            // MarkerSoftFileLock holder writes once, so that would be a
+            // second holder beside a live one (PROTOCOL 3.5, 12.2).
+            (Reader::Protocol1, None, true) => match V2Record::parse(text) {
+                Ok(record) => Classified::V2(record),
+                Err(v2) => Classified::Malformed(v2),
+            },
+            // A protocol 2 reader reports why the text is not protocol 2 when
+            // it does not even look like protocol 1.
+            (_, Some(v2), true) => Classified::Malformed(v2),
             _ => Classified::Malformed(why),
         },
     }

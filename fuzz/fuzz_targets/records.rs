@@ -1,6 +1,10 @@
 //! Every record parser on arbitrary bytes: no panic, and whatever parses
 //! and is encodable reads back to the same fields (the soft kinds' markers,
-//! and the read-write lock's snapshots and holder records).
+//! and the read-write lock's snapshots and holder records); a strict claim
+//! record, which carries its token, is read as the claim of the token its
+//! second line names (or of a fixed one), and re-encodes to the same bytes;
+//! and the SQLite lock's header verdict (PROTOCOL 17.1), which never takes
+//! a file without the magic for a database.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -12,6 +16,8 @@ use swaplock_core::record::{
 use swaplock_core::rw::record::{
     holder_lease, normalize, parse_snapshot, HolderRecord, SnapshotRecord,
 };
+use swaplock_core::strict::claim::{encode_claim, parse_claim};
+use swaplock_core::strict::RECORD_LIMIT;
 use swaplock_core::Pid;
 
 fn round_trip(record: Record<'_>) {
@@ -32,6 +38,22 @@ fn round_trip(record: Record<'_>) {
         }
         Record::Placeholder(_) | Record::Released => {}
     }
+}
+
+/// A strict claim record: no panic; a parsed one encodes back to its
+/// exact bytes (the parser takes canonical fields only).
+fn strict_claim(data: &[u8]) {
+    let named = data.split(|&b| b == b'\n').nth(1);
+    let token = named
+        .and_then(Token::parse_hex)
+        .unwrap_or(Token([0x5a; 16]));
+    let Ok(claim) = parse_claim(&token, data) else {
+        return;
+    };
+    let mut buf = [0u8; RECORD_LIMIT];
+    let n = encode_claim(&token, claim.pid, claim.host(), claim.start, &mut buf)
+        .expect("a parsed claim encodes");
+    assert_eq!(&buf[..n], data);
 }
 
 /// A snapshot that parses re-encodes, sorted, to one that parses back to
@@ -79,6 +101,7 @@ fn read_write_records(data: &[u8]) {
 }
 
 fuzz_target!(|data: &[u8]| {
+    strict_claim(data);
     read_write_records(data);
     let content = Content::Bytes(data);
     for reader in [Reader::Protocol1, Reader::Protocol2] {
@@ -101,5 +124,9 @@ fuzz_target!(|data: &[u8]| {
         if let Some(pid) = parse_placeholder(text) {
             assert!(pid.as_str().bytes().all(|b| b.is_ascii_digit()));
         }
+    }
+    let header = swaplock_core::sqlite::judge_header(data);
+    if header.usable() && !data.is_empty() {
+        assert!(data.starts_with(swaplock_core::sqlite::MAGIC));
     }
 });

@@ -19,6 +19,15 @@ pub mod fs;
 pub mod kernel;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod soft;
+/// The strict lock's directories, links and `fsync`: the shared POSIX calls.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub use swaplock_unix::strict;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub mod sqlite {
+    //! The SQLite lock's syscalls: the shared POSIX ones of
+    //! [`swaplock_unix::sqlite`].
+    pub use swaplock_unix::sqlite::*;
+}
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod supervise;
 #[cfg(any(target_os = "linux", target_os = "android"))]

@@ -1,7 +1,8 @@
 //! The process control of the commands that run a program under a lock:
 //! the shared POSIX calls of [`swaplock_unix::supervise`], with what only
 //! Linux and Android have: the parent-death signal, the child subreaper,
-//! and `close_range`.
+//! `close_range`, and the hiding of a secret in the command line that
+//! `/proc` shows.
 
 use rustix::fd::{AsRawFd, BorrowedFd};
 use swaplock_core::Errno;
@@ -64,4 +65,64 @@ pub unsafe fn close_all_but(keep: BorrowedFd<'_>) {
     }
     // SAFETY: the same guarantee, which the caller gave for this call.
     unsafe { swaplock_unix::supervise::close_all_but(keep) };
+}
+
+/// Overwrites the last `secret` bytes of every argument of this process
+/// that is `argument`, with `x`, in its command line as `/proc/PID/cmdline`
+/// and `ps` show it: the memory between `arg_start` and `arg_end` of
+/// `/proc/self/stat` (fields 48 and 49, Linux 3.5), which the kernel reads
+/// for every other process that asks. How many arguments it changed. A
+/// password given on the command line (`--user NAME:PASSWORD`) is so
+/// hidden once read, as database clients hide theirs; it was visible
+/// until then.
+///
+/// # Safety
+/// No other thread may read this process's arguments meanwhile (Rust's
+/// `std::env::args` reads that same memory): call it while the process has
+/// one thread.
+///
+/// # References
+/// - [`proc_pid_stat(5)`](https://man7.org/linux/man-pages/man5/proc_pid_stat.5.html)
+/// - [`proc_pid_cmdline(5)`](https://man7.org/linux/man-pages/man5/proc_pid_cmdline.5.html)
+pub unsafe fn hide_in_command_line(argument: &[u8], secret: usize) -> Result<usize, Errno> {
+    if secret == 0 || secret > argument.len() {
+        return Ok(0);
+    }
+    let stat = std::fs::read("/proc/self/stat")
+        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(0)))?;
+    // Fields after the command name's closing parenthesis start with the
+    // third (the state): arg_start is the 46th of them, arg_end the 47th.
+    let after = stat
+        .iter()
+        .rposition(|&b| b == b')')
+        .map_or(&[][..], |i| &stat[i + 1..]);
+    let mut fields = after
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|f| !f.is_empty())
+        .skip(45)
+        .map(|f| {
+            core::str::from_utf8(f)
+                .ok()
+                .and_then(|t| t.parse::<usize>().ok())
+        });
+    let (Some(Some(start)), Some(Some(end))) = (fields.next(), fields.next()) else {
+        return Err(Errno::NOSYS);
+    };
+    if end <= start {
+        return Ok(0);
+    }
+    // SAFETY: [arg_start, arg_end) holds this process's arguments, which
+    // the kernel placed on the initial stack, mapped readable and writable
+    // for the process's life; the caller keeps other threads from reading
+    // them meanwhile, so this is the only access.
+    let args = unsafe { core::slice::from_raw_parts_mut(start as *mut u8, end - start) };
+    let mut hidden = 0;
+    for arg in args.split_mut(|&b| b == 0) {
+        if arg == argument {
+            let len = arg.len();
+            arg[len - secret..].fill(b'x');
+            hidden += 1;
+        }
+    }
+    Ok(hidden)
 }

@@ -40,6 +40,33 @@ pub struct Watch {
     name: CString,
     /// The lock path by the directory's path, for a kernel without `/proc`.
     by_path: Option<CString>,
+    /// The process the marker names, watched for its exit: its PID and
+    /// pidfd ([`Watch::watch_exit`]).
+    exit: Option<(i32, OwnedFd)>,
+    /// The last process whose exit a drain saw, and how many times since
+    /// a waiter asked to watch it again (it was still judged alive: a
+    /// zombie its parent has not reaped).
+    ended: Option<(i32, u32)>,
+}
+
+/// How many times a waiter looks again, [`ZOMBIE_PAUSE`] apart, at a
+/// holder whose exit was seen but that is still judged alive (a zombie,
+/// until its parent reaps it), before it goes back to its poll: 200 ms.
+const ZOMBIE_LOOKS: u32 = 2000;
+
+/// The pause between those looks.
+pub const ZOMBIE_PAUSE: Duration = Duration::from_micros(100);
+
+/// What [`Watch::watch_exit`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitWatch {
+    /// The wait ends when the process exits.
+    Watching,
+    /// The process has exited already, and is still judged alive: look
+    /// again after [`ZOMBIE_PAUSE`] (its parent reaps it meanwhile).
+    Ended,
+    /// It cannot be watched: the wait polls.
+    Unwatched,
 }
 
 /// What another thread rings to wake a [`Watch`]'s waiter.
@@ -213,6 +240,8 @@ impl Watch {
             },
             name,
             by_path,
+            exit: None,
+            ended: None,
         };
         // What a spare instance still held is from before.
         watch.discard();
@@ -229,6 +258,75 @@ impl Watch {
     /// to consume.
     pub fn descriptors(&self) -> [BorrowedFd<'_>; 2] {
         [self.inotify(), self.bell.fd.as_fd()]
+    }
+
+    /// The pidfd of the process watched for its exit, for a waiter that
+    /// polls the descriptors itself: readable once it has exited.
+    pub fn exit_descriptor(&self) -> Option<BorrowedFd<'_>> {
+        self.exit.as_ref().map(|(_, fd)| fd.as_fd())
+    }
+
+    /// `pidfd_open(pid, 0)` — watches process `pid` for its exit as well,
+    /// instead of any other: the wait ends when it exits (a death raises
+    /// no event on the lock path). [`ExitWatch::Unwatched`] where it cannot
+    /// be watched: a kernel before Linux 5.3, a process already reaped, no
+    /// descriptor left; the wait then polls as before. Watching a PID that a new
+    /// process has taken since the record was written watches that one,
+    /// which only costs a look too many, or too few: the poll goes on.
+    ///
+    /// # References
+    /// - [`pidfd_open(2)`](https://man7.org/linux/man-pages/man2/pidfd_open.2.html)
+    pub fn watch_exit(&mut self, pid: i32) -> ExitWatch {
+        if self.exit.as_ref().is_some_and(|(p, _)| *p == pid) {
+            return ExitWatch::Watching;
+        }
+        if let Some((p, looks)) = &mut self.ended {
+            if *p == pid {
+                if *looks >= ZOMBIE_LOOKS {
+                    return ExitWatch::Unwatched;
+                }
+                *looks += 1;
+                return ExitWatch::Ended;
+            }
+        }
+        self.ended = None;
+        // rustix offers pidfd_open on Linux only: an Android waiter polls.
+        #[cfg(target_os = "linux")]
+        let opened = Pid::from_raw(pid).and_then(|p| {
+            rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok()
+        });
+        #[cfg(not(target_os = "linux"))]
+        let opened: Option<OwnedFd> = None;
+        self.exit = opened.map(|fd| (pid, fd));
+        match self.exit {
+            Some(_) => ExitWatch::Watching,
+            None => ExitWatch::Unwatched,
+        }
+    }
+
+    /// Watches no process's exit any more.
+    pub fn unwatch_exit(&mut self) {
+        self.exit = None;
+        self.ended = None;
+    }
+
+    /// Whether the watched process has exited (its pidfd is readable):
+    /// then it is watched no more.
+    fn exit_seen(&mut self) -> bool {
+        let Some((pid, fd)) = &self.exit else {
+            return false;
+        };
+        let mut fds = [PollFd::new(fd, PollFlags::IN)];
+        let zero = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        let ended = matches!(poll(&mut fds, Some(&zero)), Ok(n) if n > 0);
+        if ended {
+            self.ended = Some((*pid, 0));
+            self.exit = None;
+        }
+        ended
     }
 
     /// Whether the last [`Watch::drain`] looked at the lock path for an
@@ -363,7 +461,8 @@ impl Watch {
             }
         }
         self.looked = look;
-        (bell, woken || (look && !self.still_watched(dir)))
+        let ended = self.exit_seen();
+        (bell, ended || woken || (look && !self.still_watched(dir)))
     }
 
     /// Waits up to `timeout` for an event on the lock path or the bell,
@@ -391,11 +490,18 @@ impl Watch {
                 tv_sec: i64::MAX,
                 tv_nsec: 0,
             });
-            let mut fds = [
+            let exit = self.exit.as_ref().map(|(_, fd)| fd);
+            let mut all = [
                 PollFd::new(&*self.inotify, PollFlags::IN),
                 PollFd::new(&*self.bell.fd, PollFlags::IN),
+                PollFd::new(exit.unwrap_or(&*self.bell.fd), PollFlags::IN),
             ];
-            match poll(&mut fds, Some(&left)) {
+            let fds = if exit.is_some() {
+                &mut all[..]
+            } else {
+                &mut all[..2]
+            };
+            match poll(fds, Some(&left)) {
                 Ok(_) | Err(Errno::INTR) => {}
                 // Polling failed: the caller's own pause takes over.
                 Err(_) => return false,

@@ -17,5 +17,14 @@
 pub mod kernel;
 #[cfg(target_vendor = "apple")]
 pub mod soft;
+/// The strict lock's directories, links and `fsync`: the shared POSIX calls.
+#[cfg(target_vendor = "apple")]
+pub use swaplock_unix::strict;
+#[cfg(target_vendor = "apple")]
+pub mod sqlite {
+    //! The SQLite lock's syscalls: the shared POSIX ones of
+    //! [`swaplock_unix::sqlite`].
+    pub use swaplock_unix::sqlite::*;
+}
 #[cfg(target_vendor = "apple")]
 pub mod supervise;

@@ -7,13 +7,14 @@ use std::ffi::CStr;
 use std::time::Duration;
 use swaplock_core::decide::{FileId, FileTime, Instant};
 use swaplock_core::kernel::{Listed, Names};
+use swaplock_core::sqlite::{Access, Call, Span};
 use swaplock_core::Errno;
 
 fn errno(e: rustix::io::Errno) -> Errno {
     Errno::from_raw(e.raw_os_error())
 }
 
-fn file_id(st: &crate::stat::RawStat) -> FileId {
+pub(crate) fn file_id(st: &crate::stat::RawStat) -> FileId {
     // st_dev is signed on Apple targets and st_ino narrower on some 32-bit
     // ABIs; the casts widen, and are no-ops elsewhere.
     #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
@@ -78,11 +79,17 @@ pub fn open_existing_read_only(path: &CStr, follow: bool) -> Result<OwnedFd, Err
 }
 
 fn byte_zero(kind: libc::c_short, len: libc::off_t) -> libc::flock {
+    range(kind, 0, len)
+}
+
+/// A `struct flock` for bytes `start..start + len` (`len` 0: to the end
+/// of the file, and beyond).
+fn range(kind: libc::c_short, start: libc::off_t, len: libc::off_t) -> libc::flock {
     // SAFETY: `flock` is a plain C struct of integers; all-zero is a valid value.
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
     fl.l_type = kind;
     fl.l_whence = libc::SEEK_SET as libc::c_short;
-    fl.l_start = 0;
+    fl.l_start = start;
     fl.l_len = len;
     fl
 }
@@ -251,7 +258,21 @@ pub enum Conflict {
 /// # References
 /// - [`fcntl(2)`](https://man7.org/linux/man-pages/man2/fcntl.2.html)
 pub fn fcntl_query(fd: impl AsFd) -> Result<Conflict, Errno> {
-    let mut fl = byte_zero(libc::F_WRLCK as libc::c_short, 0);
+    query(fd, byte_zero(libc::F_WRLCK as libc::c_short, 0))
+}
+
+/// `fcntl(fd, F_GETLK, {F_WRLCK, span})` — which lock, if any, would keep
+/// a write lock on `span` from being taken (a classic query: this
+/// process's own classic locks are never in its way).
+///
+/// # References
+/// - [`fcntl(2)`](https://man7.org/linux/man-pages/man2/fcntl.2.html)
+pub fn fcntl_query_range(fd: impl AsFd, span: Span) -> Result<Conflict, Errno> {
+    let (start, len) = offsets(span)?;
+    query(fd, range(libc::F_WRLCK as libc::c_short, start, len))
+}
+
+fn query(fd: impl AsFd, mut fl: libc::flock) -> Result<Conflict, Errno> {
     fcntl_lock_call(fd, libc::F_GETLK, &mut fl)?;
     // The lock-type constants are `c_int` on Linux and `c_short` on Apple
     // systems, as `l_type` is.
@@ -267,6 +288,48 @@ pub fn fcntl_query(fd: impl AsFd) -> Result<Conflict, Errno> {
     } else {
         Conflict::None
     })
+}
+
+/// `span` as `off_t` offsets (`EOVERFLOW` past what `off_t` holds).
+fn offsets(span: Span) -> Result<(libc::off_t, libc::off_t), Errno> {
+    let off = |v: u64| libc::off_t::try_from(v).map_err(|_| Errno::from_raw(libc::EOVERFLOW));
+    Ok((off(span.start)?, off(span.len)?))
+}
+
+/// `fcntl(fd, F_SETLK, {type, span})`, or with `by_description`
+/// `F_OFD_SETLK` — one non-blocking lock call on a byte range, as
+/// SQLite's unix VFS makes them (`call`: read, write or unlock, and the
+/// range). A held conflicting lock fails with `EAGAIN` or `EACCES`. An
+/// open file description lock belongs to `fd`'s open file description
+/// (closing another descriptor of the file leaves it), a classic one to
+/// the process; the two kinds conflict with each other. Where the kernel
+/// has no open file description locks, `by_description` fails with
+/// `EINVAL`, as a kernel before Linux 3.15 answers.
+///
+/// # References
+/// - [`fcntl(2)`](https://man7.org/linux/man-pages/man2/fcntl.2.html), "Advisory record locking" and "Open file description locks (non-POSIX)"
+pub fn fcntl_range(fd: impl AsFd, by_description: bool, call: Call) -> Result<(), Errno> {
+    #[allow(clippy::unnecessary_cast)]
+    let kind = match call.access {
+        Access::Read => libc::F_RDLCK as libc::c_short,
+        Access::Write => libc::F_WRLCK as libc::c_short,
+        Access::Unlock => libc::F_UNLCK as libc::c_short,
+    };
+    let (start, len) = offsets(call.span)?;
+    let mut fl = range(kind, start, len);
+    if !by_description {
+        return fcntl_lock_call(fd, libc::F_SETLK, &mut fl);
+    }
+    #[cfg(all(
+        any(target_os = "linux", target_os = "android"),
+        target_pointer_width = "64"
+    ))]
+    return fcntl_lock_call(fd, F_OFD_SETLK, &mut fl);
+    #[cfg(not(all(
+        any(target_os = "linux", target_os = "android"),
+        target_pointer_width = "64"
+    )))]
+    Err(Errno::INVAL)
 }
 
 /// `flock(fd, LOCK_EX[|LOCK_NB])` — take an exclusive `flock` lock.

@@ -9,7 +9,8 @@
 //! systems is a [`soft::Platform`], which each adapter implements.
 //! [`rw`] performs the read-write lock's file operations over the soft
 //! kinds' own. [`supervise`] holds the same kind of forwards for the commands that run
-//! a program under a lock: pipes, process groups, signals, the terminal.
+//! a program under a lock: pipes, process groups, signals, the terminal;
+//! [`strict`] the strict lock's directories, links and `fsync`.
 //!
 //! On other targets this crate is empty.
 // docs.rs labels each platform's and feature's items with what they need.
@@ -26,6 +27,10 @@ pub mod rw;
 #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 pub mod soft;
 #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+pub mod sqlite;
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 pub mod stat;
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+pub mod strict;
 #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
 pub mod supervise;

@@ -454,6 +454,37 @@ pub fn set_foreground_group(tty: impl AsFd, pgid: i32) -> Result<(), Errno> {
     rustix::termios::tcsetpgrp(tty, group).map_err(errno)
 }
 
+/// The attributes of a terminal (`struct termios`), as
+/// [`quiet_terminal`] found them, to restore with [`restore_terminal`].
+pub struct TerminalMode(rustix::termios::Termios);
+
+/// `tcgetattr(tty)`, then `tcsetattr(tty, TCSAFLUSH)` without `ECHO` and
+/// `ISIG` — what is typed on the terminal shows nothing, and ^C or ^Z is
+/// read as a character instead of signalling (so that no signal can leave
+/// the terminal silent): for a password prompt. The attributes before, to
+/// restore. `ENOTTY` if `tty` is no terminal.
+///
+/// # References
+/// - [`termios(3)`](https://man7.org/linux/man-pages/man3/termios.3.html)
+pub fn quiet_terminal(tty: impl AsFd) -> Result<TerminalMode, Errno> {
+    use rustix::termios::{LocalModes, OptionalActions};
+    let before = rustix::termios::tcgetattr(&tty).map_err(errno)?;
+    let mut quiet = before.clone();
+    quiet.local_modes &= !(LocalModes::ECHO | LocalModes::ISIG);
+    rustix::termios::tcsetattr(&tty, OptionalActions::Flush, &quiet).map_err(errno)?;
+    Ok(TerminalMode(before))
+}
+
+/// `tcsetattr(tty, TCSANOW, mode)` — gives the terminal back the
+/// attributes [`quiet_terminal`] found.
+///
+/// # References
+/// - [`termios(3)`](https://man7.org/linux/man-pages/man3/termios.3.html)
+pub fn restore_terminal(tty: impl AsFd, mode: &TerminalMode) -> Result<(), Errno> {
+    use rustix::termios::OptionalActions;
+    rustix::termios::tcsetattr(tty, OptionalActions::Now, &mode.0).map_err(errno)
+}
+
 // Signals.
 
 /// A signal mask (`sigset_t`): what [`block`] returns, to restore with

@@ -9,7 +9,7 @@ use swaplock_core::etcd::{Answer, KeepAlive};
 /// answered keep-alive was sent, so never later than etcd's own).
 pub(super) async fn keep_alive(
     lock: EtcdLock,
-    client: Client,
+    conn: Arc<Conn>,
     lease_id: i64,
     granted_ttl: i64,
     granted: Instant,
@@ -26,7 +26,9 @@ pub(super) async fn keep_alive(
     // Where the keep-alive goes: the client of every endpoint at first;
     // after an attempt that failed, each member in turn, by a client of
     // its own, so that a member that froze (whose connection the shared
-    // client may keep choosing) is left behind at the next attempt.
+    // client may keep choosing) is left behind at the next attempt. A
+    // member's client that failed is made anew at its next turn, with the
+    // credential files as they are then (a certificate renewed on disk).
     let mut members: Vec<Option<Client>> = vec![None; lock.endpoints.len()];
     let mut stream: Option<(LeaseKeeper, LeaseKeepAliveStream)> = None;
     let why = loop {
@@ -42,11 +44,11 @@ pub(super) async fn keep_alive(
                 Some(s) => s,
                 None => {
                     let mut via = match turn {
-                        None => client.clone(),
+                        None => conn.client(),
                         Some(k) => match &members[k] {
                             Some(c) => c.clone(),
                             None => {
-                                let c = lock.connect_to(&lock.endpoints[k..=k]).await?;
+                                let c = lock.member(k, conn.as_user).await?;
                                 members[k] = Some(c.clone());
                                 c
                             }
@@ -81,6 +83,12 @@ pub(super) async fn keep_alive(
         if matches!(seen, Answer::Silent | Answer::Broke) {
             // Another stream, to the next member.
             stream = None;
+            match turn {
+                None => {
+                    conn.renew(&lock).await;
+                }
+                Some(k) => members[k] = None,
+            }
         }
         if let Some(why) = schedule.answer(since(sent), since(Instant::now()), seen, RETRY_PAUSE) {
             break why;

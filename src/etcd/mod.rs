@@ -53,17 +53,25 @@ use std::time::Duration;
 use tokio::sync::{mpsc as amsc, watch};
 use tokio::time::Instant;
 
+mod conn;
+mod diagnose;
 mod guard;
 mod keepalive;
 mod recipe;
 mod session;
+#[cfg(test)]
+mod tests;
+mod tls;
 
+use conn::*;
 use guard::*;
 use keepalive::*;
 use recipe::*;
 use session::*;
+use tls::*;
 
 pub use guard::EtcdLockGuard;
+pub use tls::EtcdTls;
 
 /// The default lease TTL, as `concurrency.NewSession`'s.
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(60);
@@ -97,14 +105,19 @@ pub struct EtcdLock {
     ttl: Duration,
     request_timeout: Duration,
     on_compromise: Option<CompromiseHook>,
+    tls: Option<Arc<EtcdTls>>,
+    user: Option<Arc<EtcdUser>>,
 }
 
 impl fmt::Debug for EtcdLock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The user's name, never the password.
         f.debug_struct("EtcdLock")
             .field("endpoints", &self.endpoints)
             .field("name", &self.name)
             .field("ttl", &self.ttl)
+            .field("tls", &self.tls)
+            .field("user", &self.user.as_ref().map(|u| &u.name))
             .finish_non_exhaustive()
     }
 }
@@ -134,7 +147,66 @@ impl EtcdLock {
             ttl: DEFAULT_LEASE_TTL,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             on_compromise: None,
+            tls: None,
+            user: None,
         }
+    }
+
+    /// Connects over TLS with these settings (feature `etcd-tls`): the
+    /// endpoints must be `https://` URLs (or bare `HOST:PORT`, as etcdctl
+    /// takes them). The files are read at each connection.
+    ///
+    /// ```no_run
+    /// use swaplock::etcd::{EtcdLock, EtcdTls};
+    /// # fn main() -> std::io::Result<()> {
+    /// let lock = EtcdLock::new(["https://10.0.0.1:2379"], "jobs/nightly")
+    ///     .tls(EtcdTls::new().ca("ca.pem").client_cert("client.pem", "client-key.pem"));
+    /// let guard = lock.lock()?;
+    /// guard.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn tls(mut self, tls: EtcdTls) -> Self {
+        self.tls = Some(Arc::new(tls));
+        self
+    }
+
+    /// Authenticates as etcd user `name` with `password` (etcd's
+    /// `Authenticate`, as etcdctl's `--user`); the token etcd answers is
+    /// renewed when it expires during a long hold. The user needs
+    /// `readwrite` on the lock's [prefix](Self::prefix). Without a user, a
+    /// cluster with authentication on takes the common name of the client
+    /// certificate (`EtcdTls::client_cert`) as the user. The password is
+    /// kept in memory for the renewals, and shows in no `Debug` output nor
+    /// error.
+    ///
+    /// ```no_run
+    /// use swaplock::etcd::EtcdLock;
+    /// # fn main() -> std::io::Result<()> {
+    /// let password = std::fs::read_to_string("/run/secrets/etcd-password")?;
+    /// let lock = EtcdLock::new(["http://127.0.0.1:2379"], "jobs/nightly")
+    ///     .user("locker", password.trim_end());
+    /// let guard = lock.lock()?;
+    /// guard.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn user(mut self, name: impl Into<String>, password: impl Into<String>) -> Self {
+        self.user = Some(Arc::new(EtcdUser {
+            name: name.into(),
+            password: password.into(),
+        }));
+        self
+    }
+
+    /// The TLS settings, if any.
+    pub fn tls_settings(&self) -> Option<&EtcdTls> {
+        self.tls.as_deref()
+    }
+
+    /// The etcd user's name, if one was given.
+    pub fn user_name(&self) -> Option<&str> {
+        self.user.as_ref().map(|u| u.name.as_str())
     }
 
     /// The lease's TTL (default 60 s), in whole seconds as etcd grants it
@@ -229,15 +301,15 @@ impl EtcdLock {
         self.check()?;
         let lock = self.clone();
         on_runtime(async move {
-            let client = lock.connect().await?;
+            let conn = lock.connect().await?;
             let prefix = lock.prefix();
             let first = GetOptions::new()
                 .with_prefix()
                 .with_sort(SortTarget::Create, SortOrder::Ascend)
                 .with_limit(1);
             let resp = lock
-                .ask("read the holder", || {
-                    let (mut client, first) = (client.clone(), first.clone());
+                .ask(&conn, "read the holder", |mut client| {
+                    let first = first.clone();
                     let prefix = prefix.as_str();
                     async move { client.get(prefix, Some(first)).await }
                 })
@@ -246,8 +318,7 @@ impl EtcdLock {
                 return Ok(None);
             };
             let count = lock
-                .ask("count the contenders", || {
-                    let mut client = client.clone();
+                .ask(&conn, "count the contenders", |mut client| {
                     let prefix = prefix.as_str();
                     let count = GetOptions::new().with_prefix().with_count_only();
                     async move { client.get(prefix, Some(count)).await }
@@ -279,6 +350,43 @@ impl EtcdLock {
                     self.name
                 ),
             ));
+        }
+        let refuse = |why: String| {
+            Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("etcd lock {}: {why}", self.name),
+            ))
+        };
+        for endpoint in self.endpoints.iter() {
+            if self.tls.is_some() && endpoint.starts_with("http://") {
+                return refuse(format!(
+                    "the endpoint {endpoint} is plain HTTP, but TLS options were given: give it \
+                     as https://{} (or give no --cacert, --cert or --key)",
+                    &endpoint["http://".len()..]
+                ));
+            }
+            if self.tls.is_none() && endpoint.starts_with("https://") {
+                return refuse(format!(
+                    "the endpoint {endpoint} serves TLS, but no TLS options were given: give the \
+                     CA bundle that signed the members' certificates (--cacert; and --cert and \
+                     --key where the cluster requires client certificates)"
+                ));
+            }
+        }
+        if let Some(tls) = &self.tls {
+            if let Err(why) = tls.check() {
+                return refuse(format!(
+                    "cannot connect to {}: {why}",
+                    self.endpoints.join(",")
+                ));
+            }
+            if cfg!(not(feature = "etcd-tls")) {
+                return refuse(format!(
+                    "cannot connect to {} over TLS: this build has no TLS support (the cargo \
+                     feature etcd-tls)",
+                    self.endpoints.join(",")
+                ));
+            }
         }
         Ok(())
     }
@@ -322,95 +430,6 @@ impl EtcdLock {
                 )))
             }
         }
-    }
-
-    /// Connects to the endpoints (no request is sent yet).
-    async fn connect(&self) -> io::Result<Client> {
-        self.ask("connect", || self.connect_to(&self.endpoints))
-            .await
-    }
-
-    /// A client of `endpoints` (all of the lock's, or one), connected.
-    async fn connect_to(&self, endpoints: &[String]) -> Result<Client, etcd_client::Error> {
-        let options = ConnectOptions::new()
-            .with_connect_timeout(self.request_timeout.min(CONNECT_AT_MOST))
-            // A member that froze, or whose traffic is dropped, breaks its
-            // connections within seconds, as etcdctl's do; without this a
-            // watch or a keep-alive on it would wait for ever.
-            .with_keep_alive(KEEPALIVE_PING, KEEPALIVE_TIMEOUT)
-            .with_keep_alive_while_idle(true)
-            // A member cut off from its cluster refuses, rather than answers
-            // from a stale view or keeps a watch silently.
-            .with_require_leader(true);
-        Client::connect(endpoints.to_vec(), Some(options)).await
-    }
-
-    /// One request to etcd, made by `request` (on a clone of the client),
-    /// bounded by the request timeout; its failure as an error naming the
-    /// endpoints and the remedy. A request that could not reach a member
-    /// (a member down, no leader yet) is made again until the timeout: the
-    /// client spreads requests over the endpoints, and one that met a dead
-    /// member reaches a live one next. Every request made so is one that
-    /// may be repeated (reads, deletes, revokes, the conditional put of our
-    /// key, a grant whose lost answer only leaves a lease to expire).
-    async fn ask<T, F>(&self, what: &str, mut request: impl FnMut() -> F) -> io::Result<T>
-    where
-        F: Future<Output = Result<T, etcd_client::Error>>,
-    {
-        let deadline = Instant::now() + self.request_timeout;
-        // One attempt may hang on a member that froze: each gets a third
-        // of the time, and the next may reach another member.
-        let attempt = (self.request_timeout / 3).max(Duration::from_millis(500));
-        loop {
-            let until = (Instant::now() + attempt).min(deadline);
-            match tokio::time::timeout_at(until, request()).await {
-                Ok(Ok(answer)) => return Ok(answer),
-                Ok(Err(e)) if unreachable(&e) && Instant::now() + RETRY_PAUSE < deadline => {
-                    tokio::time::sleep(RETRY_PAUSE).await;
-                }
-                Ok(Err(e)) => return Err(self.failed(what, e)),
-                Err(_) if Instant::now() < deadline => {}
-                Err(_) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        format!(
-                            "etcd lock {}: etcd at {} did not answer within {:.1} s (trying to {what}): is etcd running there, and are the endpoints right?",
-                            self.name,
-                            self.endpoints.join(","),
-                            self.request_timeout.as_secs_f64()
-                        ),
-                    ))
-                }
-            }
-        }
-    }
-
-    fn failed(&self, what: &str, e: etcd_client::Error) -> io::Error {
-        use etcd_client::Error as E;
-        let (kind, remedy) = match &e {
-            E::InvalidArgs(_) | E::InvalidUri(_) => (
-                io::ErrorKind::InvalidInput,
-                "give endpoints as URLs such as http://127.0.0.1:2379",
-            ),
-            E::TransportError(_) | E::IoError(_) => (
-                io::ErrorKind::NotConnected,
-                "is etcd running there, and are the endpoints right?",
-            ),
-            // gRPC's UNAVAILABLE.
-            E::GRpcStatus(s) if s.code() as i32 == 14 => (
-                io::ErrorKind::NotConnected,
-                "is etcd running there, and does its cluster have a leader?",
-            ),
-            _ => (io::ErrorKind::Other, "etcd refused the request"),
-        };
-        io::Error::new(
-            kind,
-            format!(
-                "etcd lock {}: cannot {what} at {}: {e} ({remedy})",
-                self.name,
-                self.endpoints.join(",")
-            ),
-        )
     }
 
     /// The lease TTL in whole seconds, as etcd grants it.

@@ -4,20 +4,18 @@
 use super::*;
 
 /// Deletes `key`.
-pub(super) async fn delete(lock: &EtcdLock, client: &Client, key: &str) -> io::Result<()> {
-    lock.ask("delete our key", || {
-        let mut client = client.clone();
-        async move { client.delete(key, None).await }
+pub(super) async fn delete(lock: &EtcdLock, conn: &Conn, key: &str) -> io::Result<()> {
+    lock.ask(conn, "delete our key", |mut client| async move {
+        client.delete(key, None).await
     })
     .await
     .map(drop)
 }
 
 /// Revokes lease `id`.
-pub(super) async fn revoke(lock: &EtcdLock, client: &Client, id: i64) -> io::Result<()> {
-    lock.ask("revoke our lease", || {
-        let mut client = client.clone();
-        async move { client.lease_revoke(id).await }
+pub(super) async fn revoke(lock: &EtcdLock, conn: &Conn, id: i64) -> io::Result<()> {
+    lock.ask(conn, "revoke our lease", |mut client| async move {
+        client.lease_revoke(id).await
     })
     .await
     .map(drop)
@@ -26,24 +24,23 @@ pub(super) async fn revoke(lock: &EtcdLock, client: &Client, id: i64) -> io::Res
 /// Reads `key`.
 pub(super) async fn read(
     lock: &EtcdLock,
-    client: &Client,
+    conn: &Conn,
     key: &str,
 ) -> io::Result<etcd_client::GetResponse> {
-    lock.ask("read our key", || {
-        let mut client = client.clone();
-        async move { client.get(key, None).await }
+    lock.ask(conn, "read our key", |mut client| async move {
+        client.get(key, None).await
     })
     .await
 }
 
 /// Deletes our key and revokes our lease (as `Mutex.Unlock` then
 /// `Session.Close` do).
-pub(super) async fn release(lock: &EtcdLock, client: &mut Client, taken: &Taken) -> io::Result<()> {
+pub(super) async fn release(lock: &EtcdLock, conn: &Conn, taken: &Taken) -> io::Result<()> {
     // Both at once: either releases, and a request held up by a member
     // that froze does not hold up the other.
     let (deleted, revoked) = tokio::join!(
-        delete(lock, client, &taken.key),
-        revoke(lock, client, taken.lease_id)
+        delete(lock, conn, &taken.key),
+        revoke(lock, conn, taken.lease_id)
     );
     // A revoked lease takes its key with it: released either way. A
     // lease already gone is no failure either: its key went with it.
@@ -60,11 +57,11 @@ pub(super) async fn release(lock: &EtcdLock, client: &mut Client, taken: &Taken)
 /// cannot tell now.
 pub(super) async fn check(
     lock: &EtcdLock,
-    client: &mut Client,
+    conn: &Conn,
     key: &str,
     created: i64,
 ) -> Option<Compromise> {
-    let found = read(lock, client, key).await.ok()?;
+    let found = read(lock, conn, key).await.ok()?;
     let found = found.kvs().first().map(|kv| kv.create_revision());
     swaplock_core::etcd::key_lost(created, found)
 }
@@ -73,7 +70,7 @@ pub(super) async fn check(
 /// wait until no key created before ours remains.
 pub(super) async fn take(
     lock: &EtcdLock,
-    client: &mut Client,
+    conn: &Conn,
     key: &str,
     lease_id: i64,
     wait: Wait,
@@ -92,8 +89,8 @@ pub(super) async fn take(
         ])
         .or_else([TxnOp::get(key, None), owner]);
     let resp = lock
-        .ask("put our key", || {
-            let (mut client, txn) = (client.clone(), txn.clone());
+        .ask(conn, "put our key", |mut client| {
+            let txn = txn.clone();
             async move { client.txn(txn).await }
         })
         .await?;
@@ -128,7 +125,7 @@ pub(super) async fn take(
     }
     let timeout = match wait {
         Wait::No => {
-            let _ = delete(lock, client, key).await;
+            let _ = delete(lock, conn, key).await;
             return Err(io::Error::new(
                 io::ErrorKind::WouldBlock,
                 format!(
@@ -142,10 +139,10 @@ pub(super) async fn take(
         Wait::Until(deadline) => Some(deadline.saturating_duration_since(Instant::now())),
     };
     let waited = async {
-        wait_deletes(lock, client, &prefix, mine - 1).await?;
+        wait_deletes(lock, conn, &prefix, mine - 1).await?;
         // Our key must still be there: a lease lost while we waited took it.
         loop {
-            match read(lock, client, key).await {
+            match read(lock, conn, key).await {
                 Ok(g) => {
                     let header = g.header().map_or(0, |h| h.revision());
                     return match g.kvs().first() {
@@ -156,7 +153,8 @@ pub(super) async fn take(
                         ))),
                     };
                 }
-                Err(_) => tokio::time::sleep(RETRY_PAUSE).await,
+                Err(e) if passing(&e) => tokio::time::sleep(RETRY_PAUSE).await,
+                Err(e) => return Err(e),
             }
         }
     };
@@ -182,10 +180,11 @@ pub(super) async fn take(
 /// watches the latest of them until it is deleted, and looks again
 /// (`waitDeletes` of etcd's recipe). A failed request or a broken watch is
 /// tried again, while our lease lives: a restarted member or a new leader
-/// never wedges the wait.
+/// never wedges the wait; a refusal (no permission, credentials that do
+/// not do) ends it with its error.
 pub(super) async fn wait_deletes(
     lock: &EtcdLock,
-    client: &mut Client,
+    conn: &Conn,
     prefix: &str,
     max: i64,
 ) -> io::Result<()> {
@@ -196,27 +195,37 @@ pub(super) async fn wait_deletes(
         .with_limit(1);
     loop {
         let resp = match lock
-            .ask("read the keys before ours", || {
-                let (mut client, last) = (client.clone(), last.clone());
+            .ask(conn, "read the keys before ours", |mut client| {
+                let last = last.clone();
                 async move { client.get(prefix, Some(last)).await }
             })
             .await
         {
             Ok(r) => r,
-            Err(_) => {
+            Err(e) if passing(&e) => {
                 tokio::time::sleep(RETRY_PAUSE).await;
                 continue;
             }
+            Err(e) => return Err(e),
         };
         let Some(kv) = resp.kvs().first() else {
             return Ok(());
         };
         let before = kv.key().to_vec();
         let from = resp.header().map_or(0, |h| h.revision());
-        if !wait_delete(client, before, from).await {
+        if !wait_delete(&mut conn.client(), before, from).await {
             tokio::time::sleep(RETRY_PAUSE).await;
         }
     }
+}
+
+/// Whether a failed request's error may pass with time (etcd out of
+/// reach, or slow), rather than be the answer (a refusal).
+fn passing(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotConnected | io::ErrorKind::TimedOut
+    )
 }
 
 /// Watches `key` from revision `from` until it is deleted (`true`), or the

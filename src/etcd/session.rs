@@ -4,17 +4,6 @@
 
 use super::*;
 
-/// Whether `e` says a member could not be reached, or had no leader
-/// (gRPC's UNAVAILABLE): another try may reach another member.
-pub(super) fn unreachable(e: &etcd_client::Error) -> bool {
-    use etcd_client::Error as E;
-    match e {
-        E::TransportError(_) | E::IoError(_) => true,
-        E::GRpcStatus(s) => s.code() as i32 == 14,
-        _ => false,
-    }
-}
-
 pub(super) fn runtime() -> io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -42,7 +31,7 @@ pub(super) async fn session(
     reply: mpsc::Sender<io::Result<Taken>>,
     mut orders: amsc::UnboundedReceiver<Order>,
 ) {
-    let mut client = match lock.connect().await {
+    let conn = match lock.connect().await {
         Ok(c) => c,
         Err(e) => {
             let _ = reply.send(Err(e));
@@ -57,8 +46,7 @@ pub(super) async fn session(
         // The lease's deadline counts from before the grant was asked for.
         let asked = Instant::now();
         let (lease_id, granted_ttl) = match lock
-            .ask("grant a lease", || {
-                let mut client = client.clone();
+            .ask(&conn, "grant a lease", |mut client| {
                 let ttl = lock.ttl_seconds();
                 async move { client.lease_grant(ttl, None).await }
             })
@@ -81,7 +69,7 @@ pub(super) async fn session(
         let (lost_tx, mut lost) = watch::channel(None);
         let keeper = tokio::spawn(keep_alive(
             lock.clone(),
-            client.clone(),
+            Arc::clone(&conn),
             lease_id,
             granted_ttl,
             asked,
@@ -90,7 +78,7 @@ pub(super) async fn session(
         ));
         let key = format!("{}{:x}", lock.prefix(), lease_id);
         let (taken, lost_first) = tokio::select! {
-            taken = take(&lock, &mut client, &key, lease_id, wait) => (taken, false),
+            taken = take(&lock, &conn, &key, lease_id, wait) => (taken, false),
             why = lost.wait_for(Option::is_some) => (Err(io::Error::other(format!(
                 "etcd lock {}: our lease {lease_id:x} was lost while we waited ({:?})",
                 lock.name,
@@ -102,8 +90,8 @@ pub(super) async fn session(
             Err(e) => {
                 keeper.abort();
                 // Leave no key behind to hold up the contenders after us.
-                let _ = delete(&lock, &client, &key).await;
-                let _ = revoke(&lock, &client, lease_id).await;
+                let _ = delete(&lock, &conn, &key).await;
+                let _ = revoke(&lock, &conn, lease_id).await;
                 let time_left = match wait {
                     Wait::No => false,
                     Wait::Forever => true,
@@ -126,23 +114,23 @@ pub(super) async fn session(
     let created = taken.create_revision;
     if reply.send(Ok(taken.clone())).is_err() {
         keeper.abort();
-        let _ = release(&lock, &mut client, &taken).await;
+        let _ = release(&lock, &conn, &taken).await;
         return;
     }
     while let Some(order) = orders.recv().await {
         match order {
             Order::Check(tell) => {
-                let found = check(&lock, &mut client, &key, created).await;
+                let found = check(&lock, &conn, &key, created).await;
                 let _ = tell.send(found);
             }
             Order::Release(tell) => {
                 keeper.abort();
-                let _ = tell.send(release(&lock, &mut client, &taken).await);
+                let _ = tell.send(release(&lock, &conn, &taken).await);
                 return;
             }
         }
     }
     // The guard went without a word (it cannot: its drop releases).
     keeper.abort();
-    let _ = release(&lock, &mut client, &taken).await;
+    let _ = release(&lock, &conn, &taken).await;
 }

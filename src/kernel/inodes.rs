@@ -338,6 +338,17 @@ pub(crate) fn owned_by_description(call: os::LockCall) -> Option<bool> {
     }
 }
 
+/// Whether `fcntl` locks taken through `fd`, a descriptor of a lock file,
+/// are open file description locks in this process: probed once, as for
+/// [`FileLock::new`](crate::FileLock::new)'s (`SWAPLOCK_FCNTL_OFD=0` in
+/// the environment says no); never on systems without them.
+pub(crate) fn description_locks(fd: &OwnedFd) -> bool {
+    match needs_registry() {
+        Some(registry) => !registry,
+        None => !probe(fd),
+    }
+}
+
 /// Whether a lock that must exclude this process's threads needs the
 /// registry: `Some(true)` where the kernel has no open file description
 /// locks, `None` while that is not yet known.

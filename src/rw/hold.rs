@@ -5,7 +5,7 @@
 //! the guard.
 
 use super::error::RwError;
-use super::participant::{Ctx, Participant, Terms};
+use super::participant::{Ctx, Ledger, Participant, Terms};
 use super::{Compromise, Mode, RwWaitStatus, SoftRwGuard, SoftRwLock};
 use crate::adapter::soft::{current_pid, host_name, monotonic_now, RwFiles};
 use crate::error::{LockError, Step};
@@ -75,6 +75,24 @@ struct Heartbeat {
 static SHARED: crate::lists::ProcessMutex<Vec<(PathBuf, u32, Weak<Shared>)>> =
     crate::lists::ProcessMutex::new(Vec::new());
 
+/// The ledgers of logs whose last lock object went while they still
+/// watched something (PROTOCOL 16.9, C-RW9): the ledger belongs to the
+/// path, so a caller that builds a new lock object for each attempt still
+/// ages a dead holder. Keyed by the log's root and the process.
+static LEDGERS: crate::lists::ProcessMutex<Vec<(PathBuf, u32, Ledger)>> =
+    crate::lists::ProcessMutex::new(Vec::new());
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let ledger = std::mem::take(&mut lock(&self.engine).ctx.ledger);
+        if !ledger.is_empty() {
+            LEDGERS
+                .lock()
+                .push((self.root.clone(), std::process::id(), ledger));
+        }
+    }
+}
+
 /// `realpath` of the lock's directory (made first if missing, as the first
 /// participant makes it anyway) and the final component, unresolved: the
 /// key filelock's singleton and root are named by.
@@ -115,11 +133,19 @@ impl Shared {
         let root = root_of(canonical);
         let files = RwFiles::new(root.as_os_str().as_bytes(), dir.as_os_str().as_bytes())
             .map_err(|e| LockError::errno(path, Step::Open, e))?;
+        let mut ctx = Ctx::new(files);
+        let pid = std::process::id();
+        let mut ledgers = LEDGERS.lock();
+        ledgers.retain(|(_, p, _)| *p == pid);
+        if let Some(i) = ledgers.iter().position(|(r, _, _)| *r == root) {
+            ctx.ledger = ledgers.swap_remove(i).2;
+        }
+        drop(ledgers);
         Ok(Arc::new(Shared {
             path: Arc::clone(path),
             root,
             engine: Mutex::new(Engine {
-                ctx: Ctx::new(files),
+                ctx,
                 participant: None,
             }),
             slot: Mutex::new(Slot::Free),
@@ -304,7 +330,22 @@ impl SoftRwLock {
         }
         *slot = Slot::Busy;
         drop(slot);
-        let taken = self.participate(&shared, mode, terms, patience, began, &mut hook);
+        // Whatever panics in the wait (the caller's hook, a logger called
+        // from it), the participant leaves the log, a writer entered there
+        // no longer keeps readers out, and the path is free for this
+        // process's other threads, before the panic goes on.
+        let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.participate(&shared, mode, terms, patience, began, &mut hook)
+        }));
+        let taken = match taken {
+            Ok(taken) => taken,
+            Err(panic) => {
+                let _ = leave(&shared);
+                *lock(&shared.slot) = Slot::Free;
+                shared.changed.notify_all();
+                std::panic::resume_unwind(panic);
+            }
+        };
         let mut slot = lock(&shared.slot);
         let guard = taken.map(|hold| {
             let guard =

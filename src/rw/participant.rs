@@ -34,13 +34,16 @@ pub(crate) enum Key {
     Temporary(Vec<u8>),
 }
 
+/// What a contender has seen of the records it watches, on its own clock.
+pub(crate) type Ledger = HashMap<Key, Seen>;
+
 /// What a lock keeps across its acquisitions: the files, the log's memory
 /// and the ledger (RW7: a contender's clock starts at its own first look,
 /// and every attempt of the lock shares what was seen).
 pub(crate) struct Ctx<F> {
     pub(crate) files: F,
     pub(crate) log: Log,
-    ledger: HashMap<Key, Seen>,
+    pub(crate) ledger: Ledger,
     buf: Vec<u8>,
 }
 

@@ -236,12 +236,33 @@ impl SoftRwLock {
                 _ => out.refused.push(m),
             }
         }
+        let watches = !watched.is_empty();
         for (t, m) in watched {
             watching(&m);
             match self.watch(&mut ctx, &t).map_err(fail)? {
                 true => evict.push((t, m)),
                 false => out.refused.push(m),
             }
+        }
+        if watches && !force {
+            // A participant keeps its token through its acquisition and
+            // makes its record again once it finds it gone: a member found
+            // without one, or with a dead process, is looked at again after
+            // the watches, just before the commit.
+            let mut kept = Vec::with_capacity(evict.len());
+            for (t, m) in evict {
+                if !evict_at_once(m.look) {
+                    kept.push((t, m));
+                    continue;
+                }
+                let bytes = record(&mut ctx.files, &t).map_err(fail)?;
+                let again = member(&root, t, m.writer, bytes.as_deref());
+                match evict_at_once(again.look) {
+                    true => kept.push((t, m)),
+                    false => out.refused.push(again),
+                }
+            }
+            evict = kept;
         }
         if evict.is_empty() {
             return Ok(out);

@@ -240,7 +240,7 @@ impl SoftLock {
                 // A holder this host can probe is judged once more, only to
                 // say who it is and why its marker stays.
                 let judged = match holder {
-                    Holder::Unknown => self.status().ok().flatten(),
+                    Holder::Unknown | Holder::Local { .. } => self.status().ok().flatten(),
                     _ => None,
                 };
                 let source = io::Error::new(
@@ -249,6 +249,7 @@ impl SoftLock {
                         path: self.path.clone(),
                         holder,
                         judged,
+                        mismatch: self.mismatch().ok().flatten(),
                     })),
                 );
                 Err(LockError::io(&self.path, Step::Lock, kind, source))

@@ -155,6 +155,7 @@ use sys::{Dir, DirName, File};
 
 mod acquire;
 mod guard;
+mod mismatch;
 mod registry;
 mod status;
 mod wait;
@@ -166,9 +167,10 @@ use registry::*;
 use wait::*;
 
 pub use guard::SoftLockGuard;
+pub use mismatch::{KindMismatch, Mismatch};
 use status::Busy;
 pub use status::{Advice, OwnerInfo};
-pub use wait::{waiting_threads, WaitStatus};
+pub use wait::{waiting_threads, WaitStatus, MISMATCH_AFTER};
 #[cfg(all(test, swaplock_model, any(target_os = "linux", target_os = "android")))]
 pub(crate) use wake::bells;
 

@@ -226,6 +226,9 @@ pub(crate) struct Busy {
     /// toward its holder; `None` for a holder the attempt already named,
     /// or a marker gone or unreadable since.
     pub(super) judged: Option<(OwnerInfo, Standing)>,
+    /// Another kind of lock found at or beside the path, which explains
+    /// why the wait could never end (PROTOCOL 2.9).
+    pub(super) mismatch: Option<super::KindMismatch>,
 }
 
 impl std::fmt::Display for Busy {
@@ -242,15 +245,27 @@ impl std::fmt::Display for Busy {
             Holder::Foreign { pid, host } => {
                 write!(f, " It is held by pid {pid} on {host}, which this host cannot probe.")
             }
-            Holder::Unknown => Ok(()),
+            Holder::Unknown | Holder::Local { .. } => Ok(()),
         }
     }
 }
 
 impl Explain for Busy {
     /// One sentence: the path, the holder when known, and, for a stale
-    /// marker left in place, the likely cause and the remedy.
+    /// marker left in place, the likely cause and the remedy; then, where
+    /// another kind of lock uses the path, a sentence that names it.
     fn explain(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.holder_sentence(f)?;
+        match &self.mismatch {
+            Some(m) => write!(f, " Another kind of lock uses this path: {m}."),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Busy {
+    /// The first sentence of [`Explain::explain`].
+    fn holder_sentence(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let path = self.path.display();
         write!(f, "The file lock '{path}' could not be acquired: ")?;
         let advice = |remedy| Advice::new(remedy, &self.path);

@@ -28,12 +28,22 @@ pub(super) struct WakeOnRelease<'d, 'h> {
     /// The lock, for log messages.
     #[cfg(feature = "log")]
     pub(super) soft: Option<&'h SoftLock>,
+    /// Whether the wait has looked for another kind of lock on the path
+    /// (once, [`MISMATCH_AFTER`] into the wait), to log it.
+    #[cfg(feature = "log")]
+    pub(super) looked_for_mismatch: bool,
     /// Under the model, how far its clock ran ahead as the wait began
     /// ([`crate::sync::ahead`]): the time the core counts, read from the
     /// adapter's clock, misses what the model's timed pauses let pass.
     #[cfg(swaplock_model)]
     pub(super) ahead: Duration,
 }
+
+/// How long a wait goes on before it looks, once, for another kind of
+/// lock on its path ([`SoftLock::mismatch`]) to log it: long enough that a
+/// holder that is only passing through (a contender between its create and
+/// its write) is not mistaken for one.
+pub const MISMATCH_AFTER: Duration = Duration::from_secs(3);
 
 /// A [`SoftLock::lock_with`] hook.
 pub(super) type WaitHook<'a> = dyn FnMut(&WaitStatus<'_>) -> ControlFlow<()> + 'a;
@@ -79,6 +89,8 @@ impl<'d> WakeOnRelease<'d, '_> {
             panicked: None,
             #[cfg(feature = "log")]
             soft: None,
+            #[cfg(feature = "log")]
+            looked_for_mismatch: false,
             #[cfg(swaplock_model)]
             ahead: crate::sync::ahead(),
         }
@@ -192,6 +204,12 @@ impl WakeOnRelease<'_, '_> {
                 lock.path.display(),
                 pause.as_secs_f64()
             );
+            if !self.looked_for_mismatch && elapsed >= MISMATCH_AFTER {
+                self.looked_for_mismatch = true;
+                if let Ok(Some(m)) = lock.mismatch() {
+                    log::warn!(target: "swaplock", "Lock {} waits on a path another kind of lock uses: {m}", lock.log_id());
+                }
+            }
         }
         let _ = pause;
         match &mut self.hook {
@@ -264,6 +282,15 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
             wake::Next::Now => return Some(Duration::ZERO),
             wake::Next::After(d) => return Some(d.min(pause)),
             wake::Next::Wait => {}
+        }
+        // A holder of this host ends the wait when it exits, which raises
+        // no event on the lock path: its marker is judged again at once.
+        let local = match holder {
+            Holder::Local { pid } => Some(pid.get()),
+            _ => None,
+        };
+        if self.watcher.holder(local) {
+            return Some(wake::ZOMBIE_PAUSE.min(pause));
         }
         let (count, released) = &RELEASES;
         let guard = count.lock();

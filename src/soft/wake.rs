@@ -16,6 +16,7 @@
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod imp {
+    pub(crate) use crate::adapter::watch::ZOMBIE_PAUSE;
     use crate::adapter::watch::{self, Armed, Bell, Watch};
     use std::os::fd::AsFd;
     use std::path::Path;
@@ -122,6 +123,25 @@ mod imp {
                 Armed::Watching => {
                     *gone = 0;
                     Next::Wait
+                }
+            }
+        }
+
+        /// Watches the exit of the holder the busy attempt named on this
+        /// host (`pid`), so that the wait ends when it dies, which raises
+        /// no event on the lock path; `None` stops watching. Whether to look
+        /// again after [`watch::ZOMBIE_PAUSE`] instead of waiting: the
+        /// holder has exited already but was still judged alive, a zombie
+        /// its parent has not reaped yet.
+        pub(crate) fn holder(&mut self, pid: Option<u32>) -> bool {
+            let Watcher::Watching(watch, _) = self else {
+                return false;
+            };
+            match pid.and_then(|p| i32::try_from(p).ok()) {
+                Some(pid) => watch.watch_exit(pid) == watch::ExitWatch::Ended,
+                None => {
+                    watch.unwatch_exit();
+                    false
                 }
             }
         }
@@ -281,6 +301,8 @@ mod imp {
 
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 mod imp {
+    /// Unused here: no holder's exit is watched.
+    pub(crate) const ZOMBIE_PAUSE: std::time::Duration = std::time::Duration::from_millis(1);
     use std::path::Path;
     use std::time::Duration;
 
@@ -310,6 +332,11 @@ mod imp {
 
         pub(crate) fn start(&mut self, _: &super::super::Dir, _: &Path, _: &[u8]) -> Next {
             Next::Wait
+        }
+
+        /// No watch of a holder's exit here: the wait polls.
+        pub(crate) fn holder(&mut self, _: Option<u32>) -> bool {
+            false
         }
 
         pub(crate) fn give_up(&mut self) {}

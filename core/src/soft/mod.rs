@@ -82,5 +82,5 @@ pub(crate) use marker::unlink_if_same;
 pub use marker::{look, Seen};
 pub use os::{Clock, Dir, Entropy, Handles, NodeKind, Os, Processes, Semantics, Stat};
 pub use release::{keep_for_handover, release, remove_own_file};
-pub use standing::{describe_holder, standing, Remedy, Standing};
+pub use standing::{describe_holder, owner_verdict, standing, Remedy, Standing};
 pub use types::{Attempt, Contender, Held, Holder};

@@ -61,7 +61,7 @@ impl Holder {
     /// attempt did not name.
     pub fn remedy(&self) -> Option<Remedy> {
         match self {
-            Holder::Unknown => None,
+            Holder::Unknown | Holder::Local { .. } => None,
             Holder::Recordless => Some(Standing::Never.remedy()),
             Holder::Foreign { .. } => Some(Standing::Held(HeldBecause::OtherHost).remedy()),
         }
@@ -136,6 +136,19 @@ pub(super) fn owner_standing<O: Processes + ?Sized>(
         true => owner.host,
         false => cfg.host,
     };
+    owner_verdict(os, host, owner)
+}
+
+/// The fail-closed verdict on a recorded owner for a process on host
+/// `this_host` (PROTOCOL 4.5, invariant I8), whatever the record's kind:
+/// another host is never probed, and only a proven death or a recycled
+/// PID is stale. The strict lock judges its claims' holders by it too.
+pub fn owner_verdict<O: Processes + ?Sized>(
+    os: &mut O,
+    this_host: &str,
+    owner: &Owner<'_>,
+) -> Standing {
+    let host = this_host;
     if owner.host != host {
         return Standing::Held(HeldBecause::OtherHost);
     }
@@ -169,9 +182,10 @@ pub(super) fn is_stale<O: Processes + ?Sized>(
     matches!(owner_standing(os, cfg, owner), Standing::Stale { .. })
 }
 
-/// Names the holder of a marker whose owner this host cannot probe, as
-/// filelock's `Timeout` does: an empty marker, or a record (read as this
-/// kind reads it, protocol 1 as the fallback) naming another host.
+/// Names the holder of a marker, as far as filelock's `Timeout` names one
+/// (an empty marker, or a record, read as this kind reads it with protocol
+/// 1 as the fallback, naming another host), or the PID of a holder on this
+/// host, whose end a waiter may wait for.
 pub fn describe_holder(content: Content<'_>, kind: Kind, this_host: &str) -> Holder {
     let Ok(text) = crate::record::decode(content) else {
         return Holder::Unknown;
@@ -187,7 +201,7 @@ pub fn describe_holder(content: Content<'_>, kind: Kind, this_host: &str) -> Hol
         return Holder::Unknown;
     };
     if owner.host == this_host {
-        return Holder::Unknown;
+        return Holder::Local { pid: owner.pid };
     }
     let mut host = HostName::new();
     // A recorded host longer than a host name is cut for the report only.

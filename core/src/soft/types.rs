@@ -32,9 +32,15 @@ pub struct Held<F> {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Holder {
-    /// Nothing more is known (a live local holder, a malformed marker being
-    /// watched, a race with a peer).
+    /// Nothing more is known (a malformed marker being watched, a race with
+    /// a peer).
     Unknown,
+    /// A holder on this host, by the PID its record names: a waiter may
+    /// wait for that process to end, and look again at once when it does.
+    Local {
+        /// The PID the record names.
+        pid: Pid,
+    },
     /// An empty marker, which names no owner and is never broken.
     Recordless,
     /// A holder on another host, which this host cannot probe.

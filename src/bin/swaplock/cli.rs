@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use swaplock::core::decide::HeldBecause;
 use swaplock::core::soft::Standing;
-use swaplock::soft::{Advice, Kind, SoftLock};
+use swaplock::soft::{Advice, Kind, SoftLock, MISMATCH_AFTER};
 use swaplock::FileLock;
 
 #[cfg(unix)]
@@ -13,9 +13,12 @@ use posix::run;
 use windows::run;
 
 mod break_lock;
+mod etcd_flags;
 #[cfg(unix)]
 mod rw;
 mod status;
+#[cfg(unix)]
+mod strict;
 mod take;
 #[cfg(windows)]
 mod windows;
@@ -38,14 +41,14 @@ pub(crate) const USAGE: &str = "usage: swaplock run [OPTIONS] LOCKFILE COMMAND [
        swaplock run [OPTIONS] LOCKFILE -c 'SHELL COMMAND'
        swaplock status [--kind KIND] [--json] LOCKFILE
        swaplock run --kind rw [-s] [--lease SECS] LOCKFILE COMMAND [ARGS...]
-       swaplock run --etcd URL[,URL...] [OPTIONS] NAME COMMAND [ARGS...]
-       swaplock status --etcd URL[,URL...] [--json] NAME
+       swaplock run --etcd [URL[,URL...]] [ETCD OPTIONS] [OPTIONS] NAME COMMAND [ARGS...]
+       swaplock status --etcd [URL[,URL...]] [ETCD OPTIONS] [--json] NAME
        swaplock break [--kind KIND] [--lease SECS] [--force] LOCKFILE
        swaplock --help | --version      swaplock COMMAND --help
 
 Runs a command while holding a lock, or says who holds one.
-KIND is fcntl, flock, soft, marker (the default), lease or rw (the
-read-write lock of filelock's SoftReadWriteLock); see
+KIND is fcntl, flock, sqlite, soft, marker (the default), lease, rw (the
+read-write lock of filelock's SoftReadWriteLock) or strict; see
 `swaplock run --help` for the options and exit statuses, and swaplock(1).";
 
 /// `swaplock run --help`.
@@ -56,7 +59,11 @@ Runs COMMAND (or SHELL COMMAND, by sh -c) while holding the lock LOCKFILE.
 With --etcd the lock is NAME in etcd instead, as `etcdctl lock NAME` takes it.
 
 options:
-  --kind KIND       fcntl | flock | soft | marker (default) | lease | rw
+  --kind KIND       fcntl | flock | sqlite | soft | marker (default) | lease
+                    | rw | strict; sqlite: the lock of Python filelock's
+                    ReadWriteLock (SQLite's own locks on the database
+                    LOCKFILE, which is never written), a writer, or a
+                    reader with -s
   --wait            wait for the lock (the default)
   --fail, -n        exit with the conflict status at once if the lock is held
                     (even with --timeout, as flock(1)'s -n)
@@ -65,9 +72,9 @@ options:
                     wait at most SECS, then exit with the conflict status
   -E N, --conflict-exit-code N
                     the conflict status (default 255)
-  -s, --shared      the shared (read) lock of a kernel kind or of rw:
-                    commands run under it together, and none while an
-                    exclusive holder has the lock (rw: or waits for it)
+  -s, --shared      the shared (read) lock of a kernel kind, of sqlite or
+                    of rw: commands run under it together, and none while
+                    an exclusive holder has the lock (rw: or waits for it)
   -c CMD, --command CMD
                     run CMD by sh -c instead of COMMAND ARGS
   --lifetime SECS   soft kinds: a marker older than SECS is broken
@@ -75,13 +82,40 @@ options:
                     threshold, written as the record's lease (default 90;
                     heartbeat a third of it); etcd: the lease TTL
                     (default 60)
-  --etcd URL[,URL...]
+  --etcd [URL[,URL...]]
                     the lock NAME in the etcd cluster at these endpoints
-                    (http:// URLs), by etcd's recipe: etcdctl lock peers
-                    exclude each other with it; the command gets
-                    SWAPLOCK_FENCING_TOKEN, ETCD_LOCK_KEY and ETCD_LOCK_REV.
-                    Keys live under NAME/: a name must not be another's
-                    prefix up to a slash (a holder of a/b blocks a)
+                    (http:// or https:// URLs, or HOST:PORT), by etcd's
+                    recipe: etcdctl lock peers exclude each other with it;
+                    the command gets SWAPLOCK_FENCING_TOKEN, ETCD_LOCK_KEY
+                    and ETCD_LOCK_REV. Keys live under NAME/: a name must
+                    not be another's prefix up to a slash (a holder of a/b
+                    blocks a). Without URLs: --endpoints, ETCDCTL_ENDPOINTS
+                    or 127.0.0.1:2379
+
+etcd options, as etcdctl's (each also from its ETCDCTL_* variable, e.g.
+ETCDCTL_CACERT; a flag and its own variable both set is an error, as in
+etcdctl 3.4):
+  --endpoints URL[,URL...]  the endpoints (ETCDCTL_ENDPOINTS)
+  --cacert FILE     the CA bundle that verifies the members (TLS)
+  --cert FILE, --key FILE
+                    the client certificate and key (mutual TLS); without
+                    --user, a cluster with authentication on takes the
+                    certificate's common name as the user
+  --user NAME[:PASSWORD]
+                    authenticate as NAME; without a password, from
+                    --password-file, ETCDCTL_PASSWORD or a prompt on the
+                    terminal (echo off). A password given here is hidden
+                    from ps once read, but was visible until then
+  --password-file FILE
+                    the password: the file's first line (not etcdctl's)
+  --tls-server-name NAME
+                    the name the members' certificates must carry, for
+                    endpoints given by IP address (not etcdctl's)
+  --insecure-skip-tls-verify
+                    accept any certificate from the members (test clusters
+                    only: whoever answers can grant the lock); only as this
+                    flag, never from ETCDCTL_INSECURE_SKIP_TLS_VERIFY
+  (etcdctl's --password is refused: it would show the password in ps)
   -v, --verbose     say who holds the lock while waiting
   -h, --help        this help
 Options take their value as --opt VALUE or --opt=VALUE; -- ends them.
@@ -94,7 +128,8 @@ exit status: the command's (128 + N if signal N ended it), or
        command was stopped (its group got SIGKILL at once)
   74   soft kinds, rw and etcd: the command succeeded but the lock could not be released
        (a failed command keeps its status; the message is printed either way)
-  2    usage error
+  2    usage error (etcd: also conflicting settings, a password that cannot
+       be read)
 Use -E to tell a held lock from the command's own statuses, as flock(1).
 
 With --kind rw the command gets SWAPLOCK_FENCING_TOKEN, the generation
@@ -114,17 +149,22 @@ what the command changes.";
 
 /// `swaplock status --help`.
 pub(crate) const STATUS_USAGE: &str = "usage: swaplock status [--kind KIND] [--json] LOCKFILE
-       swaplock status --etcd URL[,URL...] [--json] NAME
+       swaplock status --etcd [URL[,URL...]] [ETCD OPTIONS] [--json] NAME
 
 Says who holds the lock LOCKFILE, judged as a contender judges it. KIND is
-fcntl, flock, soft, marker (the default), lease or rw. For rw: the latest
-generation, the writer and every reader, each with its PID, host, the age
-of its record and whether it is alive (this host's processes by PID,
-another host's by how recently its record changed). For fcntl the holder is
-the lock's query (F_GETLK: PID -1 for an open file description lock); for
-flock, the kernel's lock table (/proc/locks) on Linux and Android.
+fcntl, flock, sqlite, soft, marker (the default), lease, rw or strict. For
+rw: the latest generation, the writer and every reader, each with its PID,
+host, the age of its record and whether it is alive (this host's processes
+by PID, another host's by how recently its record changed). For strict:
+every claim, and what sits at the lock path. For fcntl the holder is the
+lock's query (F_GETLK: PID -1 for an open file description lock); for
+flock, the kernel's lock table (/proc/locks) on Linux and Android; for
+sqlite, F_GETLK on SQLite's lock bytes: a writer (exclusive), or readers
+(shared, one PID) and a writer waiting for them (pending) or about to
+(reserved).
 With --etcd, says which key holds the etcd lock NAME (the one with the
-lowest create revision under NAME/): its lease and create revision.
+lowest create revision under NAME/): its lease and create revision; the
+etcd options are run's (see `swaplock run --help`).
 --json prints one JSON object (schema in swaplock(1)).
 
 exit status: 0 free, 1 held, 2 error or usage error.";
@@ -135,14 +175,16 @@ pub(crate) const BREAK_USAGE: &str =
 
 Removes a stale soft-lock marker by the same safe path a contender uses,
 and explains why a marker stays. KIND is soft, marker (the default),
-lease or rw; a lease is judged with the duration its marker publishes unless
---lease gives one. --force removes the marker of a holder that may be
-alive: mutual exclusion with it is lost.
+lease, rw or strict; a lease is judged with the duration its marker
+publishes unless --lease gives one. --force removes the marker of a
+holder that may be alive: mutual exclusion with it is lost.
 For rw, stale members are evicted by a commit of the log without them, as
 a contender evicts: one whose record is gone or whose process on this host
 is dead at once, one of another host once its record has stayed unchanged
 for --lease SECS (default 90) or its own lease if longer; a live one stays
 unless --force.
+A strict lock never expires: break removes the claims of holders this
+host proves gone, and --force removes every claim.
 
 exit status: 0 once the lock is free, 1 when it refuses or fails, 2 usage
 error.";
@@ -151,9 +193,14 @@ error.";
 enum LockKind {
     Fcntl,
     Flock,
+    /// Python filelock's `ReadWriteLock`: SQLite's locks on a database.
+    #[cfg(unix)]
+    Sqlite,
     Soft(Kind),
     /// The read-write soft lock (`swaplock::rw`).
     Rw,
+    /// filelock's `StrictSoftFileLock` (POSIX systems only).
+    Strict,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -193,8 +240,11 @@ struct Options {
     conflict: i32,
     verbose: bool,
     json: bool,
-    /// `--etcd`: the endpoints of an etcd lock, comma-separated.
+    /// `--etcd`: the endpoints of an etcd lock, comma-separated (empty:
+    /// given by `--endpoints`, `ETCDCTL_ENDPOINTS` or etcdctl's default).
     etcd: Option<String>,
+    /// etcdctl's connection flags (`--endpoints`, `--cacert`, ...).
+    etcd_flags: Box<etcd_flags::EtcdFlags>,
     /// The lock file, then the command and its arguments.
     rest: Vec<OsString>,
 }
@@ -237,10 +287,28 @@ fn kind(value: OsString) -> Result<LockKind, String> {
         Some("soft") => LockKind::Soft(Kind::Soft),
         Some("marker") => LockKind::Soft(Kind::Marker),
         Some("lease") => LockKind::Soft(Kind::Lease),
+        #[cfg(unix)]
+        Some("sqlite") => LockKind::Sqlite,
+        #[cfg(windows)]
+        Some("sqlite") => {
+            return Err(
+                "the sqlite kind is not available on Windows: SQLite's Windows \
+                        locks are not implemented here; take it from Linux, Android or macOS"
+                    .into(),
+            )
+        }
         Some("rw") => LockKind::Rw,
+        Some("strict") if cfg!(windows) => {
+            return Err(
+                "the strict kind is for POSIX systems: it needs hard links and \
+                        directory descriptors"
+                    .into(),
+            )
+        }
+        Some("strict") => LockKind::Strict,
         _ => {
             return Err(format!(
-                "unknown kind {}: fcntl, flock, soft, marker, lease or rw",
+                "unknown kind {}: fcntl, flock, sqlite, soft, marker, lease, rw or strict",
                 value.to_string_lossy()
             ))
         }
@@ -269,6 +337,7 @@ fn parse(sub: Sub, args: Vec<OsString>) -> Result<Parsed, String> {
         verbose: false,
         json: false,
         etcd: None,
+        etcd_flags: Default::default(),
         rest: Vec::new(),
     };
     let mut kind_given = false;
@@ -288,9 +357,7 @@ fn parse(sub: Sub, args: Vec<OsString>) -> Result<Parsed, String> {
             }
             Long("etcd") => {
                 only("--etcd", &[Sub::Run, Sub::Status])?;
-                let urls = value(&mut p)?;
-                let urls = urls.to_str().ok_or("--etcd takes URLs, as text")?;
-                o.etcd = Some(urls.to_owned());
+                o.etcd = Some(etcd_flags::etcd_urls(&mut p)?);
             }
             Long("wait") => {
                 only("--wait", &[Sub::Run])?;
@@ -368,6 +435,13 @@ fn parse(sub: Sub, args: Vec<OsString>) -> Result<Parsed, String> {
                     break;
                 }
             }
+            Long(name) => {
+                let name = name.to_owned();
+                if !o.etcd_flags.take(&name, &mut p)? {
+                    return Err(format!("invalid option '--{name}'"));
+                }
+                only(&format!("--{name}"), &[Sub::Run, Sub::Status])?;
+            }
             _ => return Err(arg.unexpected().to_string()),
         }
     }
@@ -402,14 +476,34 @@ fn parse(sub: Sub, args: Vec<OsString>) -> Result<Parsed, String> {
         }
         return Ok(Parsed::Options(o));
     }
+    if let Some(flag) = o.etcd_flags.first() {
+        return Err(format!("--{flag} applies to etcd locks: give --etcd"));
+    }
     if o.lifetime.is_some() && !matches!(o.kind, LockKind::Soft(_)) {
         return Err("--lifetime applies to soft kinds: soft, marker or lease".into());
     }
     if o.lease.is_some() && !matches!(o.kind, LockKind::Soft(Kind::Lease) | LockKind::Rw) {
         return Err("--lease needs --kind lease or --kind rw".into());
     }
-    if o.shared && !matches!(o.kind, LockKind::Fcntl | LockKind::Flock | LockKind::Rw) {
-        return Err("--shared needs --kind fcntl, flock or rw".into());
+    #[cfg(unix)]
+    if let (LockKind::Rw, Some(lease)) = (o.kind, o.lease) {
+        // filelock's poll must stay below the threshold (RW8), and the
+        // heartbeat, a third of it, above zero.
+        if lease <= swaplock::rw::DEFAULT_POLL {
+            return Err(format!(
+                "--lease {lease:?} is too short for --kind rw: it must exceed the poll of {:?}",
+                swaplock::rw::DEFAULT_POLL
+            ));
+        }
+    }
+    let shares = match o.kind {
+        LockKind::Fcntl | LockKind::Flock | LockKind::Rw => true,
+        #[cfg(unix)]
+        LockKind::Sqlite => true,
+        LockKind::Soft(_) | LockKind::Strict => false,
+    };
+    if o.shared && !shares {
+        return Err("--shared needs --kind fcntl, flock, sqlite or rw".into());
     }
     Ok(Parsed::Options(o))
 }

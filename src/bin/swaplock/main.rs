@@ -2,13 +2,13 @@
 //! soft locks.
 //!
 //! ```text
-//! swaplock run [--kind fcntl|flock|soft|marker|lease|rw] [--wait|--fail|--quiet]
-//!              [--shared|-s] [--timeout SECS] [--lifetime SECS] [--lease SECS]
-//!              LOCKFILE COMMAND [ARGS...]
-//! swaplock status [--kind soft|marker|lease|rw] LOCKFILE
+//! swaplock run [--kind fcntl|flock|sqlite|soft|marker|lease|rw|strict]
+//!              [--wait|--fail|--quiet] [--shared|-s] [--timeout SECS]
+//!              [--lifetime SECS] [--lease SECS] LOCKFILE COMMAND [ARGS...]
+//! swaplock status [--kind KIND] LOCKFILE
 //! swaplock run --etcd URL[,URL...] [--lease SECS] [...] NAME COMMAND [ARGS...]
 //! swaplock status --etcd URL[,URL...] NAME
-//! swaplock break [--kind soft|marker|lease|rw] [--force] LOCKFILE
+//! swaplock break [--kind soft|marker|lease|rw|strict] [--force] LOCKFILE
 //! ```
 //!
 //! `run` waits for the lock by default (`--fail`: exit 255 if it is held;
@@ -32,7 +32,8 @@
 //! `status` prints who holds the lock, judged as a contender judges it, and
 //! exits 0 when it is free, 1 when it is held. `break` removes a stale
 //! marker by the same safe path a contender uses, explains by the same
-//! judgement why a marker stays, and refuses a live holder unless `--force`.
+//! judgement why a marker stays, and refuses a live holder unless `--force`;
+//! of a strict lock it removes the claims of holders this host proves gone.
 
 /// Whether `SWAPLOCK_ALLOW_CLIENT_LOCAL=1` accepts kernel locks on a
 /// filesystem that keeps them per client mount (no other host uses it).

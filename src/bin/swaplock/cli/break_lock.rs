@@ -8,6 +8,8 @@ pub(super) fn break_lock(opts: Options) -> i32 {
         LockKind::Soft(k) => k,
         #[cfg(unix)]
         LockKind::Rw => return rw_break(&opts),
+        #[cfg(unix)]
+        LockKind::Strict => return strict::break_claims(&opts),
         _ => {
             eprintln!("swaplock: break applies to soft locks; kernel locks never go stale");
             return 2;

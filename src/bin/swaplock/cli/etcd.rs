@@ -1,15 +1,137 @@
+use super::etcd_flags::{resolve, Password};
 use super::*;
-use swaplock::etcd::EtcdLock;
+#[cfg(unix)]
+use std::io::{BufRead, IsTerminal, Write};
+use swaplock::etcd::{EtcdLock, EtcdTls};
 
-/// The lock `--etcd URLS NAME` names.
-pub(super) fn lock(opts: &Options) -> EtcdLock {
+/// The lock `--etcd [URLS] NAME` names, with etcdctl's connection
+/// settings from the flags and the environment; the password read from
+/// where they say. An error is a usage error's message.
+pub(super) fn lock(opts: &Options) -> Result<EtcdLock, String> {
     let urls = opts.etcd.as_deref().unwrap_or_default();
-    let endpoints = urls.split(',').map(str::trim);
-    let mut lock = EtcdLock::new(endpoints, opts.rest[0].to_string_lossy());
+    let settings = resolve(urls, &opts.etcd_flags, |var| std::env::var_os(var))?;
+    let mut lock = EtcdLock::new(settings.endpoints, opts.rest[0].to_string_lossy());
     if let Some(ttl) = opts.lease {
         lock = lock.lease_ttl(ttl);
     }
-    lock
+    let tls_given = settings.cacert.is_some()
+        || settings.cert.is_some()
+        || settings.key.is_some()
+        || settings.server_name.is_some()
+        || settings.insecure;
+    if tls_given {
+        let mut tls = EtcdTls::new();
+        if let Some(ca) = settings.cacert {
+            tls = tls.ca(ca);
+        }
+        match (settings.cert, settings.key) {
+            (Some(cert), Some(key)) => tls = tls.client_cert(cert, key),
+            (None, None) => {}
+            (Some(_), None) => return Err("--cert needs its key (--key)".into()),
+            (None, Some(_)) => return Err("--key needs its certificate (--cert)".into()),
+        }
+        if let Some(name) = settings.server_name {
+            tls = tls.server_name(name);
+        }
+        if settings.insecure {
+            eprintln!(
+                "swaplock: --insecure-skip-tls-verify: the members' certificates are not \
+                 verified; whoever answers at the endpoints can grant this lock to anyone"
+            );
+            tls = tls.insecure_skip_verify();
+        }
+        lock = lock.tls(tls);
+    }
+    if let Some((name, password)) = settings.user {
+        let password = match password {
+            Password::InArguments(password) => {
+                hide(&name, &password);
+                password
+            }
+            Password::InEnvironment(password) => password,
+            Password::File(path) => password_file(&path)?,
+            Password::Prompt => prompt(&name)?,
+        };
+        lock = lock.user(name, password);
+    }
+    Ok(lock)
+}
+
+/// Hides the password of `--user NAME:PASSWORD` from this process's
+/// command line, as `ps` and `/proc` show it to every user of the host.
+fn hide(name: &str, password: &str) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    for argument in [
+        format!("{name}:{password}"),
+        format!("--user={name}:{password}"),
+    ] {
+        // SAFETY: the command has one thread while it reads its options.
+        let _ = unsafe {
+            swaplock::supervise::hide_in_command_line(argument.as_bytes(), password.len())
+        };
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = (name, password);
+}
+
+/// The first line of the file `path`: the password of `--password-file`.
+fn password_file(path: &std::ffi::OsStr) -> Result<String, String> {
+    let shown = std::path::Path::new(path).display();
+    let text =
+        std::fs::read(path).map_err(|e| format!("cannot read the password file {shown}: {e}"))?;
+    let line = text.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.is_empty() {
+        return Err(format!(
+            "the password file {shown} is empty: its first line is the password"
+        ));
+    }
+    String::from_utf8(line.to_vec())
+        .map_err(|_| format!("the password in {shown} is not UTF-8 text"))
+}
+
+/// The password of `name`: no prompt where the command has no terminal
+/// control.
+#[cfg(not(unix))]
+fn prompt(name: &str) -> Result<String, String> {
+    Err(format!(
+        "--user {name} without a password: give it in a file (--password-file), in \
+         ETCDCTL_PASSWORD, or as --user NAME:PASSWORD"
+    ))
+}
+
+/// The password of `name`, asked on the terminal of standard input with
+/// echo off, as etcdctl asks it.
+#[cfg(unix)]
+fn prompt(name: &str) -> Result<String, String> {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return Err(format!(
+            "--user {name} without a password: standard input is no terminal to ask it on; \
+             give it in a file (--password-file), in ETCDCTL_PASSWORD, or as --user NAME:PASSWORD"
+        ));
+    }
+    // Echo off first, which also discards what was typed before (TCSAFLUSH),
+    // and only then the prompt: a password typed at the prompt is never
+    // thrown away by a flush that comes after it.
+    let quiet = swaplock::supervise::quiet_terminal(swaplock::supervise::stdin())
+        .map_err(|e| format!("cannot turn the terminal's echo off for the password: {e}"))?;
+    eprint!("Password: ");
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    let read = stdin.lock().read_line(&mut line);
+    let _ = swaplock::supervise::restore_terminal(swaplock::supervise::stdin(), &quiet);
+    eprintln!();
+    let typed = line.strip_suffix('\n').unwrap_or(&line);
+    // ^C and ^Z arrive as characters while the terminal signals nothing.
+    match read {
+        Ok(0) => Err("the password prompt ended without a password (end of input)".into()),
+        Ok(_) if typed.contains(['\u{3}', '\u{1a}', '\u{4}']) => {
+            Err("the password prompt was interrupted".into())
+        }
+        Ok(_) => Ok(typed.to_owned()),
+        Err(e) => Err(format!("cannot read the password: {e}")),
+    }
 }
 
 impl Acquire for EtcdLock {
@@ -47,7 +169,10 @@ impl Acquire for EtcdLock {
 /// supervised as a lease's is.
 #[cfg(unix)]
 pub(super) fn run(opts: Options) -> i32 {
-    super::posix::run_etcd(opts, lock)
+    match lock(&opts) {
+        Ok(lock) => super::posix::run_etcd(opts, lock),
+        Err(why) => usage(Some(Sub::Run), &why),
+    }
 }
 
 #[cfg(windows)]
@@ -58,7 +183,10 @@ pub(super) fn run(_opts: Options) -> i32 {
 
 /// `status --etcd`: the holder's key, lease and create revision.
 pub(super) fn status(opts: Options) -> i32 {
-    let lock = lock(&opts);
+    let lock = match lock(&opts) {
+        Ok(lock) => lock,
+        Err(why) => return usage(Some(Sub::Status), &why),
+    };
     let holder = match lock.holder() {
         Ok(h) => h,
         Err(e) => {

@@ -8,12 +8,13 @@ use swaplock::supervise as sys;
 use swaplock::FileLockGuard;
 use warden::Warden;
 
+mod sqlite;
 mod warden;
 
 /// `run --etcd`: as a lease, with the variables `etcdctl lock`
 /// exports.
 #[cfg(feature = "etcd")]
-pub(super) fn run_etcd(opts: Options, lock: fn(&Options) -> swaplock::etcd::EtcdLock) -> i32 {
+pub(super) fn run_etcd(opts: Options, lock: swaplock::etcd::EtcdLock) -> i32 {
     // The pipe exists before the lock, so that the keep-alive's
     // report can never come before it.
     let events = match Events::new() {
@@ -23,7 +24,7 @@ pub(super) fn run_etcd(opts: Options, lock: fn(&Options) -> swaplock::etcd::Etcd
             return 255;
         }
     };
-    let lock = lock(&opts).on_compromise(|_| sys::wake(LEASE_EVENT));
+    let lock = lock.on_compromise(|_| sys::wake(LEASE_EVENT));
     let guard = match take(&opts, &lock) {
         Ok(g) => g,
         Err(code) => return code,
@@ -35,9 +36,30 @@ pub(super) fn run_etcd(opts: Options, lock: fn(&Options) -> swaplock::etcd::Etcd
 pub(super) fn run(opts: Options) -> i32 {
     match opts.kind {
         LockKind::Fcntl | LockKind::Flock => run_kernel(opts),
+        LockKind::Sqlite => sqlite::run_sqlite(opts),
         LockKind::Soft(kind) => run_soft(opts, kind),
         LockKind::Rw => run_rw(opts),
+        LockKind::Strict => run_strict(opts),
     }
+}
+
+/// `run --kind strict`: a supervisor holds the claims, as for a soft
+/// kind (nothing expires, so nothing is lost while the command runs).
+fn run_strict(opts: Options) -> i32 {
+    let events = match Events::new() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("swaplock: cannot make a pipe: {e}");
+            return 255;
+        }
+    };
+    let lock = swaplock::StrictLock::new(PathBuf::from(&opts.rest[0]));
+    let guard = match take(&opts, &lock) {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    let path = guard.path().display().to_string();
+    supervise(&opts, &events, &path, guard)
 }
 
 /// `run --kind rw`: held by the supervisor as a soft lock is, the command
@@ -329,6 +351,19 @@ impl Held for swaplock::SoftRwGuard {
     }
     fn env(&self) -> Vec<(&'static str, String)> {
         vec![("SWAPLOCK_FENCING_TOKEN", self.generation().to_string())]
+    }
+}
+
+/// A strict lock: nothing expires, so nothing is lost while held.
+impl Held for swaplock::StrictLockGuard {
+    fn compromise(&self) -> Option<Compromise> {
+        None
+    }
+    fn lease_lost(&self) -> Option<Compromise> {
+        None
+    }
+    fn release(self) -> std::io::Result<()> {
+        swaplock::StrictLockGuard::release(self)
     }
 }
 

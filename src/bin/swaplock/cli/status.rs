@@ -50,10 +50,13 @@ pub(super) fn kind_name(kind: LockKind) -> &'static str {
     match kind {
         LockKind::Fcntl => "fcntl",
         LockKind::Flock => "flock",
+        #[cfg(unix)]
+        LockKind::Sqlite => "sqlite",
         LockKind::Soft(Kind::Soft) => "soft",
         LockKind::Soft(Kind::Marker) => "marker",
         LockKind::Soft(_) => "lease",
         LockKind::Rw => "rw",
+        LockKind::Strict => "strict",
     }
 }
 
@@ -67,6 +70,8 @@ pub(super) fn find_holder(opts: &Options) -> std::io::Result<Option<Found>> {
     let kernel = match opts.kind {
         LockKind::Fcntl => FileLock::new(&path),
         LockKind::Flock => FileLock::flock(&path),
+        #[cfg(unix)]
+        LockKind::Sqlite => return sqlite_holder(&path),
         LockKind::Soft(kind) => return soft_holder(soft_lock(opts, kind)),
         #[cfg(unix)]
         LockKind::Rw => return rw_holder(opts),
@@ -78,6 +83,10 @@ pub(super) fn find_holder(opts: &Options) -> std::io::Result<Option<Found>> {
                 "the read-write lock is for POSIX systems",
             ));
         }
+        #[cfg(unix)]
+        LockKind::Strict => return strict::holder(&path),
+        #[cfg(windows)]
+        LockKind::Strict => return Ok(None),
     };
     // An fcntl query needs the file; a missing one is free.
     if opts.kind == LockKind::Fcntl && std::fs::symlink_metadata(&path).is_err() {
@@ -104,6 +113,44 @@ pub(super) fn find_holder(opts: &Options) -> std::io::Result<Option<Found>> {
         }
         Err(e) => Err(e),
     }
+}
+
+/// Who holds the SQLite lock on database `path`, as `F_GETLK` shows
+/// it: a writer, or readers (one named), with a writer waiting for them
+/// or about to, which the reason says.
+#[cfg(unix)]
+pub(super) fn sqlite_holder(path: &std::path::Path) -> std::io::Result<Option<Found>> {
+    let held = swaplock::SqliteRwLock::new(path).holding()?;
+    let found = |pid: i32, mode: &str, reason: Option<String>| Found {
+        pid: Some(i64::from(pid)),
+        host: None,
+        mode: mode.into(),
+        reason,
+        age: None,
+        lease: None,
+        standing: "alive",
+    };
+    let pid = |p: i32| match p {
+        -1 => "-1 (an open file description lock)".to_owned(),
+        p => p.to_string(),
+    };
+    let writer = match (held.pending, held.reserved) {
+        (Some(w), _) => Some(format!(
+            "a writer waits for the readers, holding pending: pid {}",
+            pid(w)
+        )),
+        (None, Some(w)) => Some(format!("a writer holds reserved: pid {}", pid(w))),
+        (None, None) => None,
+    };
+    Ok(
+        match (held.exclusive, held.shared, held.pending, held.reserved) {
+            (Some(w), ..) => Some(found(w, "exclusive", None)),
+            (None, Some(r), ..) => Some(found(r, "shared", writer)),
+            (None, None, Some(w), _) => Some(found(w, "pending", None)),
+            (None, None, None, Some(w)) => Some(found(w, "reserved", None)),
+            (None, None, None, None) => None,
+        },
+    )
 }
 
 /// Who holds soft lock `lock`, as a contender judges it.
@@ -299,13 +346,29 @@ pub(super) fn filesystem(_: &std::path::Path) -> Option<(String, String)> {
     None
 }
 
+/// Another kind of lock at or beside the path of a soft lock of `opts`
+/// (`None` for the other kinds, and where it cannot be read).
+pub(super) fn find_mismatch(opts: &Options) -> Option<swaplock::soft::KindMismatch> {
+    match opts.kind {
+        LockKind::Soft(kind) if opts.etcd.is_none() => {
+            soft_lock(opts, kind).mismatch().ok().flatten()
+        }
+        _ => None,
+    }
+}
+
 pub(super) fn status(opts: Options) -> i32 {
+    #[cfg(unix)]
+    if opts.kind == LockKind::Strict {
+        return strict::status(&opts);
+    }
     let path = opts.rest[0].to_string_lossy().into_owned();
     let fs = filesystem(std::path::Path::new(&opts.rest[0]));
     #[cfg(unix)]
     if opts.kind == LockKind::Rw {
         return rw_status(&opts, fs);
     }
+    let mismatch = find_mismatch(&opts);
     let found = match find_holder(&opts) {
         Ok(found) => found,
         Err(e) => {
@@ -319,6 +382,9 @@ pub(super) fn status(opts: Options) -> i32 {
     let held = i32::from(found.is_some());
     if !opts.json {
         status_text(found);
+        if let Some(m) = &mismatch {
+            println!("another kind of lock: {m}");
+        }
         if let Some((text, _)) = fs {
             println!("{text}");
         }
@@ -342,8 +408,16 @@ pub(super) fn status(opts: Options) -> i32 {
                 json_string(f.standing),
             ),
         };
+        let mismatch = mismatch.map_or("null".into(), |m| {
+            format!(
+                "{{\"code\":{},\"message\":{}}}",
+                json_string(m.code()),
+                json_string(&m.to_string())
+            )
+        });
         println!(
-            "{{\"path\":{},\"kind\":{},\"held\":{},\"holder\":{holder},\"filesystem\":{}}}",
+            "{{\"path\":{},\"kind\":{},\"held\":{},\"holder\":{holder},\"filesystem\":{},\
+             \"mismatch\":{mismatch}}}",
             json_string(&path),
             json_string(kind_name(opts.kind)),
             found.is_some(),

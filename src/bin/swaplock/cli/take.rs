@@ -36,6 +36,11 @@ pub(super) trait Acquire {
         timeout: Option<Duration>,
         hook: &mut dyn FnMut(Duration) -> std::ops::ControlFlow<()>,
     ) -> std::io::Result<Self::Guard>;
+    /// Whether a wait may be for a path another kind of lock uses, which
+    /// the wait then names ([`SoftLock::mismatch`]).
+    fn may_meet_other_kinds(&self) -> bool {
+        false
+    }
 }
 
 impl Acquire for FileLock {
@@ -109,6 +114,30 @@ impl Acquire for SoftLock {
     ) -> std::io::Result<Self::Guard> {
         SoftLock::lock_with(self, timeout, |wait| hook(wait.waited()))
     }
+    fn may_meet_other_kinds(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(unix)]
+impl Acquire for swaplock::StrictLock {
+    type Guard = swaplock::StrictLockGuard;
+    fn lock(&self) -> std::io::Result<Self::Guard> {
+        swaplock::StrictLock::lock(self)
+    }
+    fn try_lock(&self) -> std::io::Result<Self::Guard> {
+        swaplock::StrictLock::try_lock(self)
+    }
+    fn lock_timeout(&self, timeout: Duration) -> std::io::Result<Self::Guard> {
+        swaplock::StrictLock::lock_timeout(self, timeout)
+    }
+    fn lock_with(
+        &self,
+        timeout: Option<Duration>,
+        hook: &mut dyn FnMut(Duration) -> std::ops::ControlFlow<()>,
+    ) -> std::io::Result<Self::Guard> {
+        swaplock::StrictLock::lock_with(self, timeout, |wait| hook(wait.waited()))
+    }
 }
 
 /// Takes a lock as the options say (wait, fail, quiet, timeout); on
@@ -120,7 +149,11 @@ pub(super) fn take<A: Acquire>(opts: &Options, lock: &A) -> Result<A::Guard, i32
         (Busy::Wait, timeout) if opts.verbose => {
             let began = std::time::Instant::now();
             let mut aloud = Aloud::new(opts);
-            let taken = lock.lock_with(timeout, &mut |waited| aloud.say(waited));
+            let mut kinds = OtherKinds::default();
+            let taken = lock.lock_with(timeout, &mut |waited| {
+                kinds.look(opts, waited);
+                aloud.say(waited)
+            });
             if aloud.said && taken.is_ok() {
                 eprintln!(
                     "swaplock: took {} after {:.1} s",
@@ -129,6 +162,13 @@ pub(super) fn take<A: Acquire>(opts: &Options, lock: &A) -> Result<A::Guard, i32
                 );
             }
             taken
+        }
+        (Busy::Wait, timeout) if lock.may_meet_other_kinds() => {
+            let mut kinds = OtherKinds::default();
+            lock.lock_with(timeout, &mut |waited| {
+                kinds.look(opts, waited);
+                std::ops::ControlFlow::Continue(())
+            })
         }
         (_, Some(t)) => lock.lock_timeout(t),
         (Busy::Wait, None) => lock.lock(),
@@ -142,6 +182,29 @@ pub(super) fn take<A: Acquire>(opts: &Options, lock: &A) -> Result<A::Guard, i32
             255
         }
     })
+}
+
+/// Says once on stderr, [`MISMATCH_AFTER`] into a wait, that another kind
+/// of lock uses the path waited for, if one does: the wait may then never
+/// end, or not exclude the other kind's holders.
+#[derive(Default)]
+pub(super) struct OtherKinds {
+    looked: bool,
+}
+
+impl OtherKinds {
+    pub(super) fn look(&mut self, opts: &Options, waited: Duration) {
+        if self.looked || waited < MISMATCH_AFTER {
+            return;
+        }
+        self.looked = true;
+        if let Some(m) = find_mismatch(opts) {
+            eprintln!(
+                "swaplock: waiting for {}: another kind of lock uses this path: {m}",
+                opts.rest[0].to_string_lossy()
+            );
+        }
+    }
 }
 
 /// `--verbose`: says on stderr who holds the lock and for how long,

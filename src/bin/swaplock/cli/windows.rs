@@ -41,6 +41,8 @@ pub(super) fn run(opts: Options) -> i32 {
             eprintln!("swaplock: --kind rw: the read-write lock is for POSIX systems");
             return 2;
         }
+        // Refused by the option parser on Windows.
+        LockKind::Strict => return 2,
         LockKind::Soft(kind) => {
             let flag = Arc::clone(&lost);
             let lock = soft_lock(&opts, kind)
