@@ -388,3 +388,13 @@ pub fn look(record: bool, here: Option<crate::decide::Liveness>) -> Look {
 pub fn evict_at_once(look: Look) -> bool {
     matches!(look, Look::Missing | Look::Dead)
 }
+
+/// Whether a break looks once more, just before its commit, at a member it
+/// found to evict at once ([`evict_at_once`]): when it watched another
+/// member meanwhile, and unless forced. A participant keeps its token for
+/// its whole acquisition and makes its record again once it finds it gone,
+/// so a member found without one may be back, alive, by then (PROTOCOL
+/// 16.10).
+pub fn look_again(look: Look, watched: bool, force: bool) -> bool {
+    !force && watched && evict_at_once(look)
+}

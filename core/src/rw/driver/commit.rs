@@ -102,7 +102,11 @@ pub(super) fn encode_successor(
         writer,
         readers: &[],
     };
-    let mut len = header.encode(out).map_err(Error::Encode)?;
+    let mut len = header.encode(out).map_err(|why| match why {
+        // Past 20 digits: the log is spent, whatever its members.
+        Invalid::Generation => Error::Exhausted,
+        other => Error::Encode(other),
+    })?;
     let first = len;
     let kept = s
         .readers()

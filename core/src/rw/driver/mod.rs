@@ -15,6 +15,7 @@
 //! | `Instance::commit` | commit the next generation: checks, the link, HEAD, compaction (16.5) | RW1, RW2, RW3, RW11, RW12, RW13 |
 //! | [`Instance::publish`], [`Instance::advance`], [`Instance::leave`] | one acquisition: its record, its polls, its leave (16.6) | RW4, RW5, RW6, RW8 |
 //! | [`Instance::heartbeat`] | a holder's refresh and look at the log (16.8) | RW9 |
+//! | [`Instance::evict`] | an operator's break: the log committed without the members it evicts (16.10) | RW1 |
 //! | `sweep` | the collection of orphan records and temporaries (16.7) | RW7 |
 //!
 //! Where swaplock is stricter than filelock, without changing a byte on
@@ -244,6 +245,13 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
         &self.config
     }
 
+    /// The configuration, to change between acquisitions: a process whose
+    /// lock objects on one path share one instance runs each acquisition
+    /// on the terms of the object that asked for it.
+    pub fn config_mut(&mut self) -> &mut Config {
+        &mut self.config
+    }
+
     /// The latest snapshot read, if any (for a waiting caller's report).
     pub fn snapshot(&self) -> Option<Snapshot<'_>> {
         let held = self.latest?;
@@ -261,6 +269,13 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
     /// The ledger.
     pub fn ledger(&self) -> &L {
         &self.ledger
+    }
+
+    /// The ledger, for a caller that keeps it beyond this instance (the
+    /// ledger belongs to the lock's path, not to one lock object: PROTOCOL
+    /// 16.9).
+    pub fn ledger_mut(&mut self) -> &mut L {
+        &mut self.ledger
     }
 
     /// Reads `name` in `area` into the scratch buffer.

@@ -326,6 +326,54 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
         }
     }
 
+    /// An operator's break (PROTOCOL 16.10): commits the latest snapshot
+    /// without the members in `gone`, as a contender's eviction is made,
+    /// reading again after a lost commit, and once it is won removes their
+    /// records and their ledger entries. No participant: it keeps no record
+    /// and grants nothing. The generation of its commit, or of a latest
+    /// snapshot that already names none of them; 0 when the log is gone.
+    pub fn evict(
+        &mut self,
+        files: &mut impl Files,
+        env: &mut impl Env,
+        gone: &[Token],
+    ) -> Result<u128, Error> {
+        loop {
+            let generation = self.latest(files, env)?;
+            let held = self.held()?;
+            let n = generation + 1;
+            let [first, second] = &mut self.bufs.snapshots;
+            let (from, into) = match held.at {
+                0 => (&*first, second),
+                _ => (&*second, first),
+            };
+            let s = parsed(from.as_ref(), &held)?;
+            if !gone.iter().any(|t| s.is_member(t)) {
+                return Ok(generation);
+            }
+            let writer = s.writer.filter(|w| !gone.contains(w));
+            let keep = |_: usize, t: &Token| !gone.contains(t);
+            let len = encode_successor(&s, n, writer, &keep, None, into.as_mut())?;
+            let draft = Draft {
+                at: 1 - held.at,
+                len,
+                built_on: held.len,
+                n,
+            };
+            match self.commit(files, env, draft, false)? {
+                Committed::Won => {
+                    for t in gone {
+                        files.unlink(HOLDERS, &t.hex())?;
+                        self.ledger.forget(&super::Key::Member(*t));
+                    }
+                    return Ok(n);
+                }
+                Committed::Lost => {}
+                Committed::NoLog => return Ok(0),
+            }
+        }
+    }
+
     fn leave_log(
         &mut self,
         files: &mut impl Files,
