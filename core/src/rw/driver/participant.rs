@@ -239,7 +239,7 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
     }
 
     /// Commits the successor; once won, the records of the members the
-    /// attempt found stale go (PROTOCOL 16.7.2). A log whose `gen/` was
+    /// attempt found stale go (PROTOCOL 16.7). A log whose `gen/` was
     /// removed is prepared again (filelock's long-lived instances wedge
     /// there until a new one prepares it: C-RW7).
     fn commit_evicting(
