@@ -56,6 +56,8 @@ const QUICK: [usize; 2] = [GUARD_FEW, GUARD_MANY];
 /// run's.
 const FULL_SECONDS: f64 = 2.0;
 const QUICK_SECONDS: f64 = 0.5;
+/// The rounds of the quick run's guarded rows, whose median it keeps.
+const QUICK_ROUNDS: usize = 3;
 
 /// A row of the tables.
 struct Row {
@@ -116,6 +118,16 @@ const ROWS: [Row; 12] = [
         Some("SoftReadWriteLock"),
         None,
     ),
+];
+
+/// The rows measured together (see `run`), each with its peer; every row
+/// is in one.
+const GROUPS: [&[&str]; 5] = [
+    &["fcntl", "flock", "raw-flock", "py-flock"],
+    &["soft", "py-soft"],
+    &["marker", "py-marker"],
+    &["lease", "py-lease"],
+    &["rw", "py-rw"],
 ];
 
 /// No lock at all: `--witness-check` runs it to see the witness catch
@@ -328,6 +340,13 @@ impl Run {
     }
 }
 
+/// The run of median throughput among a cell's rounds.
+fn median(mut rounds: Vec<Run>) -> Run {
+    assert!(!rounds.is_empty(), "every row is in a group");
+    rounds.sort_by(|a, b| a.throughput().total_cmp(&b.throughput()));
+    rounds.swap_remove(rounds.len() / 2)
+}
+
 /// The barrier: a pipe whose read end every child has as its standard
 /// input; both ends close on exec, so the bench's end is the only writer.
 fn barrier() -> (OwnedFd, OwnedFd) {
@@ -439,7 +458,7 @@ fn measure(
 }
 
 /// A duration in the unit that suits it.
-fn short(d: Duration) -> String {
+pub(crate) fn short(d: Duration) -> String {
     let s = d.as_secs_f64();
     if s < 1e-3 {
         format!("{:.0} µs", s * 1e6)
@@ -483,36 +502,59 @@ pub(crate) fn run(root: &Path, quick: bool) -> i32 {
              set SWAPLOCK_PYTHON or run scripts/setup)\n"
         );
     }
-    // Each row's runs, in the order of `ns`.
-    let mut runs: Vec<(&Row, Vec<Run>)> = Vec::new();
-    for row in &ROWS {
-        if (row.class.is_some() && py.is_none())
-            || only.as_ref().is_some_and(|o| !o.contains(&row.key))
-        {
-            continue;
-        }
-        let mut row_runs = Vec::new();
-        for &n in ns {
-            let dir = root.join(format!("curve-{}-{n}", row.key));
-            let began = Instant::now();
-            match measure(row, n, &dir, seconds, py.as_deref()) {
-                Ok(r) => {
-                    eprintln!(
-                        "curves: {}, {n} processes: {:.1} s",
-                        row.name,
-                        began.elapsed().as_secs_f64()
-                    );
-                    row_runs.push(r)
-                }
-                Err(e) => {
-                    eprintln!("{e}");
-                    return 2;
+    let rows: Vec<&Row> = ROWS
+        .iter()
+        .filter(|r| r.class.is_none() || py.is_some())
+        .filter(|r| only.as_ref().is_none_or(|o| o.contains(&r.key)))
+        .collect();
+    // Each row's runs, in the order of `ns`, measured a group at a time,
+    // each number of processes for the whole group before the next: a row
+    // and its peer run seconds apart, and so do a row's few and many
+    // processes, whatever else the machine does meanwhile. The quick run
+    // measures the guarded rows in `QUICK_ROUNDS` rounds and keeps the
+    // median: a burst of other work in one round decides nothing.
+    let rounds = |row: &Row| match quick && GUARDED.contains(&row.key) {
+        true => QUICK_ROUNDS,
+        false => 1,
+    };
+    let mut cells: Vec<Vec<Vec<Run>>> = rows
+        .iter()
+        .map(|_| ns.iter().map(|_| Vec::new()).collect())
+        .collect();
+    for round in 0..QUICK_ROUNDS {
+        for group in GROUPS {
+            for (j, &n) in ns.iter().enumerate() {
+                for (i, row) in rows.iter().enumerate() {
+                    if !group.contains(&row.key) || round >= rounds(row) {
+                        continue;
+                    }
+                    let dir = root.join(format!("curve-{}-{n}", row.key));
+                    let began = Instant::now();
+                    match measure(row, n, &dir, seconds, py.as_deref()) {
+                        Ok(r) => {
+                            eprintln!(
+                                "curves: {}, {n} processes: {:.0} cycles/s, {:.1} s",
+                                row.name,
+                                r.throughput(),
+                                began.elapsed().as_secs_f64()
+                            );
+                            cells[i][j].push(r);
+                        }
+                        Err(e) => {
+                            eprintln!("{e}");
+                            return 2;
+                        }
+                    }
+                    let _ = std::fs::remove_dir_all(&dir);
                 }
             }
-            let _ = std::fs::remove_dir_all(&dir);
         }
-        runs.push((row, row_runs));
     }
+    let runs: Vec<(&Row, Vec<Run>)> = rows
+        .into_iter()
+        .zip(cells)
+        .map(|(row, rs)| (row, rs.into_iter().map(median).collect()))
+        .collect();
     print_tables(&runs, ns, seconds);
     guard(&runs, ns)
 }
