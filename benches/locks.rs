@@ -27,7 +27,8 @@
 //!                                          # throughput with 32 processes is under
 //!                                          # half its throughput with 2
 //! cargo bench --bench locks -- --curves --quick
-//!                                          # 2 and 32 processes, short runs, the guard
+//!                                          # 2 and 32 processes, short runs (the soft
+//!                                          # kinds' the median of three), the guard
 //! cargo bench --bench locks -- --curves --only soft,marker
 //!                                          # those rows alone (keys: `curves::ROWS`)
 //! cargo bench --bench locks -- --curves --witness-check
