@@ -29,6 +29,9 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use swaplock::rw::SoftRwLock;
 use swaplock::{FileLock, FileLockGuard, SoftLock, SoftLockGuard, SoftRwGuard};
@@ -44,6 +47,11 @@ const GUARD_FEW: usize = 2;
 const GUARD_MANY: usize = 32;
 /// The kinds the guard checks: the soft lock's.
 const GUARDED: [&str; 3] = ["soft", "marker", "lease"];
+
+/// How long past the end of its time a run's processes may take to
+/// finish (filelock's `SoftReadWriteLock` writers, 128 of them, took 75 s
+/// to be served) before they count as wedged: killed, the run fails.
+const WEDGED_AFTER: Duration = Duration::from_secs(300);
 
 /// The exit status of a process that found another holder inside.
 const OVERLAP: i32 = 3;
@@ -423,28 +431,63 @@ fn measure(
     let mut cycles = Vec::with_capacity(n);
     let mut waits = Vec::new();
     let mut failed = None;
-    for (c, out) in &mut children {
-        let mut text = String::new();
-        let _ = out.read_to_string(&mut text);
-        let status = c.wait().unwrap();
-        if !status.success() {
-            failed.get_or_insert(match status.code() {
-                Some(OVERLAP) => format!("{what}: two holders at once (the overlap witness)"),
-                _ => format!("{what}: a process failed ({status})"),
-            });
-            continue;
-        }
-        for line in text.lines() {
-            let mut words = line.split(' ');
-            match words.next() {
-                Some("count") => cycles.push(words.next().and_then(|w| w.parse().ok()).unwrap()),
-                Some("waits") => {
-                    waits.extend(words.map(|w| Duration::from_nanos(w.parse().unwrap())))
+    // The processes not yet reaped, which the watchdog may end: a PID is
+    // taken out of it before its process is reaped, so it names no other.
+    let unreaped = Mutex::new(
+        children
+            .iter()
+            .map(|(c, _)| Some(c.id()))
+            .collect::<Vec<_>>(),
+    );
+    let wedged = AtomicBool::new(false);
+    let (done, finished) = mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        let (unreaped, wedged) = (&unreaped, &wedged);
+        scope.spawn(move || {
+            let limit = Duration::from_secs_f64(seconds) + WEDGED_AFTER;
+            if finished.recv_timeout(limit) == Err(RecvTimeoutError::Timeout) {
+                let pids = unreaped.lock().unwrap();
+                wedged.store(true, Ordering::Relaxed);
+                for pid in pids.iter().flatten() {
+                    // SAFETY: a plain kill of a process this run started
+                    // and has not reaped.
+                    unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
                 }
-                _ => {}
+            }
+        });
+        for (k, (c, out)) in children.iter_mut().enumerate() {
+            let mut text = String::new();
+            let _ = out.read_to_string(&mut text);
+            unreaped.lock().unwrap()[k] = None;
+            let status = c.wait().unwrap();
+            if !status.success() {
+                failed.get_or_insert(match status.code() {
+                    Some(OVERLAP) => {
+                        format!("{what}: two holders at once (the overlap witness)")
+                    }
+                    _ if wedged.load(Ordering::Relaxed) => format!(
+                        "{what}: a process still ran {WEDGED_AFTER:?} after the run's end, \
+                         and was killed: a wedged lock?"
+                    ),
+                    _ => format!("{what}: a process failed ({status})"),
+                });
+                continue;
+            }
+            for line in text.lines() {
+                let mut words = line.split(' ');
+                match words.next() {
+                    Some("count") => {
+                        cycles.push(words.next().and_then(|w| w.parse().ok()).unwrap())
+                    }
+                    Some("waits") => {
+                        waits.extend(words.map(|w| Duration::from_nanos(w.parse().unwrap())))
+                    }
+                    _ => {}
+                }
             }
         }
-    }
+        let _ = done.send(());
+    });
     if let Some(f) = failed {
         return Err(f);
     }
