@@ -19,9 +19,14 @@
 //! at once: the process exits with [`OVERLAP`] and the run fails, naming
 //! the kind.
 //!
-//! `--quick` runs 2 and 32 processes for a short while. Every run ends with
-//! the contention guard: a soft kind whose throughput with 32 processes is
-//! under [`GUARD_RATIO`] of its throughput with 2 fails it (exit status 1).
+//! `--quick` runs 2 and 32 processes for a short while, the guarded kinds
+//! in [`QUICK_ROUNDS`] rounds. Every run ends with the contention guard: a
+//! soft kind whose throughput with 32 processes is under [`GUARD_RATIO`]
+//! of its throughput with 2 (the median of the rounds' ratios) fails it
+//! (exit status 1). `--only KEY,KEY` runs those rows alone; `--witness-check`
+//! runs processes that take no lock, and passes if the witness catches
+//! them. A run whose processes are still at work [`WEDGED_AFTER`] after its
+//! end fails as a wedge.
 
 use crate::linux::{c_path, flock_lock, python, soft_lock};
 use std::ffi::CString;
