@@ -11,17 +11,46 @@
 //!   p50 and p99, for each kind;
 //! - the takeover of a soft lock whose holder was killed (SIGKILL), from
 //!   the kill to the waiter's return;
-//! - heap allocations per uncontended cycle.
+//! - heap allocations per uncontended cycle;
+//! - the contention curves (`--curves`, `locks/curves.rs`): 1 to 128
+//!   processes hammering one lock, for every kind beside raw `flock(2)` and
+//!   filelock's classes: throughput, wait p50 and p99, Jain's fairness;
+//! - the takeover after SIGKILL against the size of the lock's directory
+//!   (`--scan`, `locks/scan.rs`), 0 to a million files beside the lock.
 //!
 //! ```text
 //! cargo bench --bench locks                # the full run (about a minute)
 //! cargo bench --bench locks -- --quick     # a smoke run, as CI runs it
 //! cargo bench --bench locks -- --takeover  # only the takeovers after SIGKILL
+//! cargo bench --bench locks -- --curves    # only the contention curves (16 minutes
+//!                                          # on a busy 2-CPU machine), then the
+//!                                          # contention guard: exit 1 if a soft kind's
+//!                                          # throughput with 32 processes is under
+//!                                          # half its throughput with 2
+//! cargo bench --bench locks -- --curves --quick
+//!                                          # 2 and 32 processes, short runs (the soft
+//!                                          # kinds in three rounds), the guard
+//! cargo bench --bench locks -- --curves --only soft,marker
+//!                                          # those rows alone (keys: `curves::ROWS`)
+//! cargo bench --bench locks -- --curves --witness-check
+//!                                          # processes without a lock: passes if the
+//!                                          # overlap witness catches them
+//! cargo bench --bench locks -- --scan      # only the takeovers against the
+//!                                          # directory's size (a million files;
+//!                                          # 13 minutes, filelock's most of them)
+//! cargo bench --bench locks -- --scan --quick  # 0 and 10,000 files, 3 kills
 //! ```
 //!
 //! `SWAPLOCK_BENCH_WITH_LOCK_EX` names another `with-lock-ex` to time (the
 //! static musl build, say). Python comes from `SWAPLOCK_PYTHON` or the
 //! workspace's `.venv` (`scripts/setup`).
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[path = "locks/curves.rs"]
+mod curves;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[path = "locks/scan.rs"]
+mod scan;
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod linux {
@@ -66,7 +95,7 @@ mod linux {
     const KINDS: [&str; 5] = ["fcntl", "flock", "soft", "marker", "lease"];
 
     /// Mean time of one `cycle`, over `n` after a warm-up of `n / 10`.
-    fn per_cycle(n: u32, mut cycle: impl FnMut()) -> Duration {
+    pub(crate) fn per_cycle(n: u32, mut cycle: impl FnMut()) -> Duration {
         for _ in 0..n / 10 {
             cycle();
         }
@@ -78,14 +107,14 @@ mod linux {
     }
 
     /// A path as a C string, for the libc floors.
-    fn c_path(path: &Path) -> CString {
+    pub(crate) fn c_path(path: &Path) -> CString {
         CString::new(path.as_os_str().as_bytes()).unwrap()
     }
 
     /// A kernel lock's floor: what the with-lock-ex protocol must call,
     /// directly: open, lock (`lock(fd, true)`), the deletion check's
     /// `fstat` and `stat`, unlock (`lock(fd, false)`), close.
-    fn kernel_floor(path: &Path, lock: impl Fn(i32, bool) -> i32) {
+    pub(crate) fn kernel_floor(path: &Path, lock: impl Fn(i32, bool) -> i32) {
         let p = c_path(path);
         // SAFETY: plain syscalls on a descriptor this function owns, with
         // buffers that outlive the calls.
@@ -124,7 +153,7 @@ mod linux {
     }
 
     /// `flock`'s lock and unlock.
-    fn flock_lock(fd: i32, lock: bool) -> i32 {
+    pub(crate) fn flock_lock(fd: i32, lock: bool) -> i32 {
         // SAFETY: a plain flock on a descriptor the caller owns.
         unsafe { libc::flock(fd, if lock { libc::LOCK_EX } else { libc::LOCK_UN }) }
     }
@@ -148,7 +177,7 @@ mod linux {
         }
     }
 
-    fn soft_lock(kind: &str, path: &Path) -> SoftLock {
+    pub(crate) fn soft_lock(kind: &str, path: &Path) -> SoftLock {
         match kind {
             "soft" => SoftLock::soft(path),
             "marker" => SoftLock::marker(path),
@@ -247,7 +276,7 @@ mod linux {
 
     /// The time from killing a child that holds a soft lock to this process's
     /// return from `lock()`, waiting since before the kill.
-    fn takeovers(kind: &str, path: &Path, n: usize) -> Vec<Duration> {
+    pub(crate) fn takeovers(kind: &str, path: &Path, n: usize) -> Vec<Duration> {
         let mut times = Vec::with_capacity(n);
         for _ in 0..n {
             let (mut c, mut out) = spawn_child("hold", kind, path);
@@ -275,24 +304,24 @@ mod linux {
         times
     }
 
-    fn quantile(t: &[Duration], q: f64) -> Duration {
+    pub(crate) fn quantile(t: &[Duration], q: f64) -> Duration {
         t[((t.len() as f64 * q) as usize).min(t.len() - 1)]
     }
 
-    fn us(d: Duration) -> String {
+    pub(crate) fn us(d: Duration) -> String {
         format!("{:.1} µs", d.as_secs_f64() * 1e6)
     }
 
-    fn ms(d: Duration) -> String {
+    pub(crate) fn ms(d: Duration) -> String {
         format!("{:.2} ms", d.as_secs_f64() * 1e3)
     }
 
-    fn ratio(a: Duration, b: Duration) -> String {
+    pub(crate) fn ratio(a: Duration, b: Duration) -> String {
         format!("{:.2}x", a.as_secs_f64() / b.as_secs_f64())
     }
 
     /// The Python with filelock 4.2.11, if there is one.
-    fn python() -> Option<PathBuf> {
+    pub(crate) fn python() -> Option<PathBuf> {
         let p = std::env::var_os("SWAPLOCK_PYTHON")
             .map(PathBuf::from)
             .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
@@ -357,11 +386,15 @@ mod linux {
         Some(began.elapsed() / n)
     }
 
-    pub(crate) fn main() {
+    /// The run the arguments ask for; its exit status.
+    pub(crate) fn main() -> i32 {
         let args: Vec<String> = std::env::args().collect();
         if args.get(1).map(String::as_str) == Some("--child") {
+            if args[2] == "curve" {
+                return crate::curves::child(&args[3..]);
+            }
             child(&args[2], &args[3], Path::new(&args[4]));
-            return;
+            return 0;
         }
         let quick = args.iter().any(|a| a == "--quick");
         let (cycles, runs, handoffs_n) = if quick {
@@ -372,7 +405,13 @@ mod linux {
         let dir = tempfile::tempdir().unwrap();
         if args.iter().any(|a| a == "--takeover") {
             print_takeovers(dir.path(), handoffs_n);
-            return;
+            return 0;
+        }
+        if args.iter().any(|a| a == "--curves") {
+            return crate::curves::run(dir.path(), quick);
+        }
+        if args.iter().any(|a| a == "--scan") {
+            return crate::scan::run(dir.path(), quick);
         }
         let at = |name: &str| dir.path().join(name);
 
@@ -495,6 +534,7 @@ mod linux {
         }
 
         print_takeovers(dir.path(), handoffs_n);
+        0
     }
 
     /// The takeover table: `n` kills of each soft kind's holder.
@@ -516,7 +556,7 @@ mod linux {
 
 fn main() {
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    linux::main();
+    std::process::exit(linux::main());
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     eprintln!("the benchmarks run on Linux and Android");
 }
