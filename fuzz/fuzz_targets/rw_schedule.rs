@@ -37,7 +37,9 @@ fn all() -> &'static [(usize, Scenario)] {
         scenarios()
             .into_iter()
             .enumerate()
-            .filter(|(_, s)| std::env::var("SWAPLOCK_FUZZ_ONLY").map_or(true, |only| s.name.starts_with(&only)))
+            .filter(|(_, s)| {
+                std::env::var("SWAPLOCK_FUZZ_ONLY").map_or(true, |only| s.name.starts_with(&only))
+            })
             .collect()
     })
 }
@@ -51,6 +53,13 @@ fuzz_target!(|data: &[u8]| {
     let sim = run(scenario, 1, &mut FromBytes::new(schedule), false, 30_000);
     if sim.failed() {
         let traced = run(scenario, 1, &mut FromBytes::new(schedule), true, 30_000);
-        panic!("{}: {}", scenario.name, traced.violation().map(|v| v.to_string()).unwrap_or_default());
+        panic!(
+            "{}: {}",
+            scenario.name,
+            traced
+                .violation()
+                .map(|v| v.to_string())
+                .unwrap_or_default()
+        );
     }
 });
