@@ -22,19 +22,22 @@
 //! cargo bench --bench locks                # the full run (about a minute)
 //! cargo bench --bench locks -- --quick     # a smoke run, as CI runs it
 //! cargo bench --bench locks -- --takeover  # only the takeovers after SIGKILL
-//! cargo bench --bench locks -- --curves    # only the contention curves, then the
+//! cargo bench --bench locks -- --curves    # only the contention curves (16 minutes
+//!                                          # on a busy 2-CPU machine), then the
 //!                                          # contention guard: exit 1 if a soft kind's
 //!                                          # throughput with 32 processes is under
 //!                                          # half its throughput with 2
 //! cargo bench --bench locks -- --curves --quick
-//!                                          # 2 and 32 processes, short runs, the guard
+//!                                          # 2 and 32 processes, short runs (the soft
+//!                                          # kinds in three rounds), the guard
 //! cargo bench --bench locks -- --curves --only soft,marker
 //!                                          # those rows alone (keys: `curves::ROWS`)
 //! cargo bench --bench locks -- --curves --witness-check
 //!                                          # processes without a lock: passes if the
 //!                                          # overlap witness catches them
 //! cargo bench --bench locks -- --scan      # only the takeovers against the
-//!                                          # directory's size (a million files)
+//!                                          # directory's size (a million files;
+//!                                          # 13 minutes, filelock's most of them)
 //! cargo bench --bench locks -- --scan --quick  # 0 and 10,000 files, 3 kills
 //! ```
 //!

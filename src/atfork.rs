@@ -10,10 +10,11 @@
 //! Each list's mutex enters itself here the first time it is taken
 //! ([`crate::lists::ProcessMutex`]): this module names none of them.
 
+#[cfg(not(swaplock_model))]
+use crate::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use crate::sync::{Mutex, PoisonError};
 use std::any::Any;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
 crate::sync::thread_local! {
@@ -41,23 +42,41 @@ fn install() {
         // SAFETY: the handlers are `extern "C"` functions that stay valid
         // for the life of the process.
         unsafe { libc::pthread_atfork(Some(prepare), Some(resume), Some(resume_child)) };
+        #[cfg(not(swaplock_model))]
         INSTALLED.store(true, Ordering::Release);
     });
 }
 
-/// Whether the handlers were registered as the program started (and so
-/// run at every fork since): [`crate::pid`] keeps the process's ID only
-/// then.
-#[inline]
-pub(crate) fn handlers_from_start() -> bool {
-    AT_START && INSTALLED.load(Ordering::Acquire)
-}
-
 /// Set once the handlers are registered.
+#[cfg(not(swaplock_model))]
 static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// The process's ID read since the last fork, 0 before the first read.
+#[cfg(not(swaplock_model))]
+static PID: AtomicU32 = AtomicU32::new(0);
+
+/// This process's ID ([`crate::pid`]): kept after its first read where the
+/// handlers were registered as the program started (and so run at every
+/// fork since, and forget it in the child); read from the system
+/// otherwise, and always under the model checker.
+#[inline]
+pub(crate) fn process_id() -> u32 {
+    #[cfg(not(swaplock_model))]
+    if AT_START && INSTALLED.load(Ordering::Acquire) {
+        let kept = PID.load(Ordering::Relaxed);
+        if kept != 0 {
+            return kept;
+        }
+        let id = std::process::id();
+        PID.store(id, Ordering::Relaxed);
+        return id;
+    }
+    std::process::id()
+}
 
 /// Whether [`INSTALL_AT_START`] registers the handlers (where the
 /// constructor section is known).
+#[cfg(not(swaplock_model))]
 const AT_START: bool = cfg!(any(
     target_os = "linux",
     target_os = "android",
@@ -131,6 +150,7 @@ pub(crate) extern "C" fn resume() {
 
 /// In the child: forgets the parent's process ID, then lets the lists go.
 extern "C" fn resume_child() {
-    crate::pid::forget();
+    #[cfg(not(swaplock_model))]
+    PID.store(0, Ordering::Relaxed);
     resume();
 }

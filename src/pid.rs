@@ -3,47 +3,26 @@
 //! its own, and tells so by its own process ID. An uncontended cycle reads
 //! it about ten times, and `getpid` is a system call (glibc stopped
 //! caching it in 2.25), as dear as the lock call itself on a virtual
-//! machine; so it is kept here after the first read.
+//! machine; so on POSIX systems it is kept after the first read
+//! ([`crate::atfork::process_id`]).
 //!
-//! The cached ID is forgotten in the child by the fork handlers
-//! ([`crate::atfork`]), and kept only where they are registered as the
-//! program starts, before any thread of it could fork: a handler
-//! registered at a first use could miss a fork that raced it (musl's
-//! `fork` runs none it has not seen yet), and the child would keep its
-//! parent's ID. Elsewhere, and on Windows (where the ID is read from the
-//! thread's own block, without a system call), every read asks the system.
+//! The kept ID is forgotten in the child by the fork handlers, and kept
+//! only where they are registered as the program starts, before any thread
+//! of it could fork: a handler registered at a first use could miss a fork
+//! that raced it (musl's `fork` runs none it has not seen yet), and the
+//! child would keep its parent's ID. Elsewhere, and on Windows (where the
+//! ID is read from the thread's own block, without a system call), every
+//! read asks the system.
 //!
 //! A child made without the handlers (`vfork`, `_Fork`, a raw `clone`)
 //! may call only async-signal-safe functions until it `exec`s or exits, as
 //! POSIX says: no lock of this crate, no guard's drop, so no read here.
 
-#[cfg(all(unix, not(swaplock_model)))]
-use std::sync::atomic::{AtomicU32, Ordering};
-
-/// The ID read since the last fork, 0 before the first read.
-#[cfg(all(unix, not(swaplock_model)))]
-static CACHED: AtomicU32 = AtomicU32::new(0);
-
 /// This process's ID.
 #[inline]
 pub(crate) fn id() -> u32 {
-    #[cfg(all(unix, not(swaplock_model)))]
-    if crate::atfork::handlers_from_start() {
-        let cached = CACHED.load(Ordering::Relaxed);
-        if cached != 0 {
-            return cached;
-        }
-        let id = std::process::id();
-        CACHED.store(id, Ordering::Relaxed);
-        return id;
-    }
+    #[cfg(unix)]
+    return crate::atfork::process_id();
+    #[cfg(not(unix))]
     std::process::id()
-}
-
-/// Forgets the ID read before a fork: called in the child by the fork
-/// handler, before the child runs anything else.
-#[cfg(unix)]
-pub(crate) fn forget() {
-    #[cfg(not(swaplock_model))]
-    CACHED.store(0, Ordering::Relaxed);
 }

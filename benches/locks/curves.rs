@@ -19,9 +19,14 @@
 //! at once: the process exits with [`OVERLAP`] and the run fails, naming
 //! the kind.
 //!
-//! `--quick` runs 2 and 32 processes for a short while. Every run ends with
-//! the contention guard: a soft kind whose throughput with 32 processes is
-//! under [`GUARD_RATIO`] of its throughput with 2 fails it (exit status 1).
+//! `--quick` runs 2 and 32 processes for a short while, the guarded kinds
+//! in [`QUICK_ROUNDS`] rounds. Every run ends with the contention guard: a
+//! soft kind whose throughput with 32 processes is under [`GUARD_RATIO`]
+//! of its throughput with 2 (the median of the rounds' ratios) fails it
+//! (exit status 1). `--only KEY,KEY` runs those rows alone; `--witness-check`
+//! runs processes that take no lock, and passes if the witness catches
+//! them. A run whose processes are still at work [`WEDGED_AFTER`] after its
+//! end fails as a wedge.
 
 use crate::linux::{c_path, flock_lock, python, soft_lock};
 use std::ffi::CString;
@@ -29,6 +34,9 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use swaplock::rw::SoftRwLock;
 use swaplock::{FileLock, FileLockGuard, SoftLock, SoftLockGuard, SoftRwGuard};
@@ -45,6 +53,12 @@ const GUARD_MANY: usize = 32;
 /// The kinds the guard checks: the soft lock's.
 const GUARDED: [&str; 3] = ["soft", "marker", "lease"];
 
+/// How long past the end of its time a run's processes may take to
+/// finish (filelock's `SoftReadWriteLock` writers, 128 of them, took up to
+/// 190 s to be served on a busy machine) before they count as wedged:
+/// killed, the run fails.
+const WEDGED_AFTER: Duration = Duration::from_secs(600);
+
 /// The exit status of a process that found another holder inside.
 const OVERLAP: i32 = 3;
 
@@ -56,6 +70,8 @@ const QUICK: [usize; 2] = [GUARD_FEW, GUARD_MANY];
 /// run's.
 const FULL_SECONDS: f64 = 2.0;
 const QUICK_SECONDS: f64 = 0.5;
+/// The rounds of the quick run's guarded rows, whose median it keeps.
+const QUICK_ROUNDS: usize = 3;
 
 /// A row of the tables.
 struct Row {
@@ -116,6 +132,16 @@ const ROWS: [Row; 12] = [
         Some("SoftReadWriteLock"),
         None,
     ),
+];
+
+/// The rows measured together (see `run`), each with its peer; every row
+/// is in one.
+const GROUPS: [&[&str]; 5] = [
+    &["fcntl", "flock", "raw-flock", "py-flock"],
+    &["soft", "py-soft"],
+    &["marker", "py-marker"],
+    &["lease", "py-lease"],
+    &["rw", "py-rw"],
 ];
 
 /// No lock at all: `--witness-check` runs it to see the witness catch
@@ -328,6 +354,19 @@ impl Run {
     }
 }
 
+/// The run of median throughput among a cell's rounds.
+fn median(mut rounds: Vec<Run>) -> Run {
+    assert!(!rounds.is_empty(), "every row is in a group");
+    rounds.sort_by(|a, b| a.throughput().total_cmp(&b.throughput()));
+    rounds.swap_remove(rounds.len() / 2)
+}
+
+/// The median of `values` (not empty).
+fn median_of(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
 /// The barrier: a pipe whose read end every child has as its standard
 /// input; both ends close on exec, so the bench's end is the only writer.
 fn barrier() -> (OwnedFd, OwnedFd) {
@@ -404,28 +443,63 @@ fn measure(
     let mut cycles = Vec::with_capacity(n);
     let mut waits = Vec::new();
     let mut failed = None;
-    for (c, out) in &mut children {
-        let mut text = String::new();
-        let _ = out.read_to_string(&mut text);
-        let status = c.wait().unwrap();
-        if !status.success() {
-            failed.get_or_insert(match status.code() {
-                Some(OVERLAP) => format!("{what}: two holders at once (the overlap witness)"),
-                _ => format!("{what}: a process failed ({status})"),
-            });
-            continue;
-        }
-        for line in text.lines() {
-            let mut words = line.split(' ');
-            match words.next() {
-                Some("count") => cycles.push(words.next().and_then(|w| w.parse().ok()).unwrap()),
-                Some("waits") => {
-                    waits.extend(words.map(|w| Duration::from_nanos(w.parse().unwrap())))
+    // The processes not yet reaped, which the watchdog may end: a PID is
+    // taken out of it before its process is reaped, so it names no other.
+    let unreaped = Mutex::new(
+        children
+            .iter()
+            .map(|(c, _)| Some(c.id()))
+            .collect::<Vec<_>>(),
+    );
+    let wedged = AtomicBool::new(false);
+    let (done, finished) = mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        let (unreaped, wedged) = (&unreaped, &wedged);
+        scope.spawn(move || {
+            let limit = Duration::from_secs_f64(seconds) + WEDGED_AFTER;
+            if finished.recv_timeout(limit) == Err(RecvTimeoutError::Timeout) {
+                let pids = unreaped.lock().unwrap();
+                wedged.store(true, Ordering::Relaxed);
+                for pid in pids.iter().flatten() {
+                    // SAFETY: a plain kill of a process this run started
+                    // and has not reaped.
+                    unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
                 }
-                _ => {}
+            }
+        });
+        for (k, (c, out)) in children.iter_mut().enumerate() {
+            let mut text = String::new();
+            let _ = out.read_to_string(&mut text);
+            unreaped.lock().unwrap()[k] = None;
+            let status = c.wait().unwrap();
+            if !status.success() {
+                failed.get_or_insert(match status.code() {
+                    Some(OVERLAP) => {
+                        format!("{what}: two holders at once (the overlap witness)")
+                    }
+                    _ if wedged.load(Ordering::Relaxed) => format!(
+                        "{what}: a process still ran {WEDGED_AFTER:?} after the run's end, \
+                         and was killed: a wedged lock?"
+                    ),
+                    _ => format!("{what}: a process failed ({status})"),
+                });
+                continue;
+            }
+            for line in text.lines() {
+                let mut words = line.split(' ');
+                match words.next() {
+                    Some("count") => {
+                        cycles.push(words.next().and_then(|w| w.parse().ok()).unwrap())
+                    }
+                    Some("waits") => {
+                        waits.extend(words.map(|w| Duration::from_nanos(w.parse().unwrap())))
+                    }
+                    _ => {}
+                }
             }
         }
-    }
+        let _ = done.send(());
+    });
     if let Some(f) = failed {
         return Err(f);
     }
@@ -439,7 +513,7 @@ fn measure(
 }
 
 /// A duration in the unit that suits it.
-fn short(d: Duration) -> String {
+pub(crate) fn short(d: Duration) -> String {
     let s = d.as_secs_f64();
     if s < 1e-3 {
         format!("{:.0} µs", s * 1e6)
@@ -483,38 +557,79 @@ pub(crate) fn run(root: &Path, quick: bool) -> i32 {
              set SWAPLOCK_PYTHON or run scripts/setup)\n"
         );
     }
-    // Each row's runs, in the order of `ns`.
-    let mut runs: Vec<(&Row, Vec<Run>)> = Vec::new();
-    for row in &ROWS {
-        if (row.class.is_some() && py.is_none())
-            || only.as_ref().is_some_and(|o| !o.contains(&row.key))
-        {
-            continue;
-        }
-        let mut row_runs = Vec::new();
-        for &n in ns {
-            let dir = root.join(format!("curve-{}-{n}", row.key));
-            let began = Instant::now();
-            match measure(row, n, &dir, seconds, py.as_deref()) {
-                Ok(r) => {
-                    eprintln!(
-                        "curves: {}, {n} processes: {:.1} s",
-                        row.name,
-                        began.elapsed().as_secs_f64()
-                    );
-                    row_runs.push(r)
-                }
-                Err(e) => {
-                    eprintln!("{e}");
-                    return 2;
+    let rows: Vec<&Row> = ROWS
+        .iter()
+        .filter(|r| r.class.is_none() || py.is_some())
+        .filter(|r| only.as_ref().is_none_or(|o| o.contains(&r.key)))
+        .collect();
+    // Each row's runs, in the order of `ns`, measured a group at a time,
+    // each number of processes for the whole group before the next: a row
+    // and its peer run seconds apart, and so do a row's few and many
+    // processes, whatever else the machine does meanwhile. The quick run
+    // measures the guarded rows in `QUICK_ROUNDS` rounds and keeps the
+    // median: a burst of other work in one round decides nothing.
+    let rounds = |row: &Row| match quick && GUARDED.contains(&row.key) {
+        true => QUICK_ROUNDS,
+        false => 1,
+    };
+    let mut cells: Vec<Vec<Vec<Run>>> = rows
+        .iter()
+        .map(|_| ns.iter().map(|_| Vec::new()).collect())
+        .collect();
+    for round in 0..QUICK_ROUNDS {
+        for group in GROUPS {
+            for (j, &n) in ns.iter().enumerate() {
+                for (i, row) in rows.iter().enumerate() {
+                    if !group.contains(&row.key) || round >= rounds(row) {
+                        continue;
+                    }
+                    let dir = root.join(format!("curve-{}-{n}", row.key));
+                    let began = Instant::now();
+                    match measure(row, n, &dir, seconds, py.as_deref()) {
+                        Ok(r) => {
+                            eprintln!(
+                                "curves: {}, {n} processes: {:.0} cycles/s, {:.1} s",
+                                row.name,
+                                r.throughput(),
+                                began.elapsed().as_secs_f64()
+                            );
+                            cells[i][j].push(r);
+                        }
+                        Err(e) => {
+                            eprintln!("{e}");
+                            return 2;
+                        }
+                    }
+                    let _ = std::fs::remove_dir_all(&dir);
                 }
             }
-            let _ = std::fs::remove_dir_all(&dir);
         }
-        runs.push((row, row_runs));
     }
+    // The guard's ratios, each of one round's few and many processes,
+    // measured seconds apart: medians of the cells taken apart would pair
+    // a round's few with another's many, and another load.
+    let ratios: Vec<(&Row, Vec<(f64, f64)>)> = rows
+        .iter()
+        .zip(&cells)
+        .filter_map(|(row, rs)| {
+            let at = |n| ns.iter().position(|&m| m == n).map(|i| &rs[i]);
+            let (few, many) = (at(GUARD_FEW)?, at(GUARD_MANY)?);
+            let pairs = few.iter().zip(many);
+            Some((
+                *row,
+                pairs
+                    .map(|(f, m)| (f.throughput(), m.throughput()))
+                    .collect(),
+            ))
+        })
+        .collect();
+    let runs: Vec<(&Row, Vec<Run>)> = rows
+        .into_iter()
+        .zip(cells)
+        .map(|(row, rs)| (row, rs.into_iter().map(median).collect()))
+        .collect();
     print_tables(&runs, ns, seconds);
-    guard(&runs, ns)
+    guard(&ratios)
 }
 
 /// Eight processes without a lock: the run must fail, the witness
@@ -599,36 +714,45 @@ fn print_tables(runs: &[(&Row, Vec<Run>)], ns: &[usize], seconds: f64) {
     }
 }
 
-/// The contention guard over the soft kinds; the exit status.
-fn guard(runs: &[(&Row, Vec<Run>)], ns: &[usize]) -> i32 {
-    let (Some(few), Some(many)) = (
-        ns.iter().position(|&n| n == GUARD_FEW),
-        ns.iter().position(|&n| n == GUARD_MANY),
-    ) else {
+/// The contention guard over the soft kinds, given each row's rounds of
+/// throughput with few and many processes; the exit status.
+fn guard(ratios: &[(&Row, Vec<(f64, f64)>)]) -> i32 {
+    if ratios.is_empty() {
         return 0;
-    };
+    }
     println!(
         "\nContention guard: each soft kind's throughput with {GUARD_MANY} processes \
-         at least {GUARD_RATIO:.2}x its throughput with {GUARD_FEW}."
+         at least {GUARD_RATIO:.2}x its throughput with {GUARD_FEW} (the median of its rounds)."
     );
     let mut status = 0;
-    for (row, rs) in runs.iter().filter(|(r, _)| GUARDED.contains(&r.key)) {
-        let (f, m) = (rs[few].throughput(), rs[many].throughput());
-        let ratio = if f > 0.0 { m / f } else { 0.0 };
+    for (row, rounds) in ratios.iter().filter(|(r, _)| GUARDED.contains(&r.key)) {
+        let each: Vec<f64> = rounds
+            .iter()
+            .map(|&(f, m)| if f > 0.0 { m / f } else { 0.0 })
+            .collect();
+        let ratio = median_of(each.clone());
+        let shown: Vec<String> = rounds
+            .iter()
+            .zip(&each)
+            .map(|((f, m), r)| format!("{m:.0} / {f:.0} = {r:.2}x"))
+            .collect();
         let verdict = if ratio < GUARD_RATIO {
             "FAILED"
         } else {
             "passed"
         };
         println!(
-            "- {}: {m:.0} cycles/s with {GUARD_MANY}, {f:.0} with {GUARD_FEW}: {ratio:.2}x, {verdict}",
-            row.name
+            "- {}: {ratio:.2}x, {verdict} (cycles/s with {GUARD_MANY} / with {GUARD_FEW}: {})",
+            row.name,
+            shown.join("; ")
         );
         if ratio < GUARD_RATIO {
             eprintln!(
-                "contention guard failed: {}: {m:.0} cycles/s with {GUARD_MANY} processes is \
-                 {ratio:.2}x its {f:.0} cycles/s with {GUARD_FEW}, under {GUARD_RATIO:.2}x",
-                row.name
+                "contention guard failed: {}: its throughput with {GUARD_MANY} processes is \
+                 {ratio:.2}x its throughput with {GUARD_FEW}, under {GUARD_RATIO:.2}x \
+                 (cycles/s: {})",
+                row.name,
+                shown.join("; ")
             );
             status = 1;
         }

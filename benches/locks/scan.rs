@@ -14,7 +14,8 @@
 //! of `openat` and `close`: a hard link to one file would do no quicker,
 //! and ext4 allows a file 65,000 links.
 
-use crate::linux::{ms, per_cycle, python, quantile, ratio, soft_lock, takeovers, us};
+use crate::curves::short;
+use crate::linux::{per_cycle, python, quantile, ratio, soft_lock, takeovers, us};
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::Command;
@@ -150,7 +151,11 @@ pub(crate) fn run(root: &Path, quick: bool) -> i32 {
             let (their_t, their_cycle, vs_t, vs_cycle) =
                 match theirs.iter().find(|(c, t, _)| c == class && !t.is_empty()) {
                     Some((_, tt, tc)) => (
-                        format!("{} / {}", ms(quantile(tt, 0.5)), ms(quantile(tt, 0.99))),
+                        format!(
+                            "{} / {}",
+                            short(quantile(tt, 0.5)),
+                            short(quantile(tt, 0.99))
+                        ),
                         us(*tc),
                         ratio(quantile(&t, 0.5), quantile(tt, 0.5)),
                         ratio(cycle, *tc),
@@ -159,8 +164,8 @@ pub(crate) fn run(root: &Path, quick: bool) -> i32 {
                 };
             lines.push(format!(
                 "| {size} | {kills} | {kind} / `{class}` | {} / {} | {their_t} | {vs_t} | {} | {their_cycle} | {vs_cycle} |",
-                ms(quantile(&t, 0.5)),
-                ms(quantile(&t, 0.99)),
+                short(quantile(&t, 0.5)),
+                short(quantile(&t, 0.99)),
                 us(cycle),
             ));
         }

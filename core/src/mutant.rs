@@ -1,5 +1,5 @@
 //! Protocol mutants: each one undoes a single guard of the soft-lock
-//! protocol or of the kernel lock's (an invariant check, a place where swaplock is stricter than
+//! protocol, of the kernel lock's or of the read-write lock's (an invariant check, a place where swaplock is stricter than
 //! filelock 4.2.11, a syscall order, a liveness fix), so the simulator can
 //! show that its searches notice the guard gone.
 //!
@@ -174,6 +174,46 @@ pub enum Mutant {
     ExchangeBackNoSwapBack,
     /// Unlink our marker by name after a touch that left its mtime as it was (within the mtime's granularity), which a peer that judged it before cannot tell from no touch, instead of touching again until the mtime moves (7.3 step 4, 12.1 S11).
     UnlinkDespiteUnchangedMtime,
+    /// Decide whether a read-write commit's link landed by the call's return code, not by the identity of the two names (RW3).
+    RwLinkByReturnCode,
+    /// Commit generation N without first checking that N − 1 exists (RW11).
+    RwNoPredecessorBefore,
+    /// Keep a landed commit of N without checking again that N − 1 still exists (RW11).
+    RwNoPredecessorAfter,
+    /// Keep a landed commit of N whatever lead the listing or HEAD shows over it (RW11).
+    RwNoLeadCheck,
+    /// Check only that the predecessor of N exists, as filelock does, not that it is the very record the successor was built on (RW10, RW11).
+    RwPredecessorByName,
+    /// Commit without reading the epoch again first: a commit may land in a log that replaced the one read (RW10).
+    RwCommitIgnoresEpoch,
+    /// Keep the remembered latest generation when the epoch changes (RW10).
+    RwMemoryOutlivesEpoch,
+    /// Rewrite a holder record through whatever file its name opens, without checking that it is the one created, with one name (RW9).
+    RwOverwriteUnchecked,
+    /// Judge a member stale after the observer's own threshold, ignoring the longer lease its record asks (RW7).
+    RwOwnThresholdOnly,
+    /// Leave a waiting participant's record unrefreshed at its attempts (RW8).
+    RwNoRefreshOnAttempt,
+    /// Let a writer wait for the readers to drain before it enters the snapshot (RW5).
+    RwWriterWaitsOutside,
+    /// Grant a writer by a commit that still names readers (RW4).
+    RwGrantBesideReaders,
+    /// Compact the expired generations newest first (RW12).
+    RwCompactNewestFirst,
+    /// Move HEAD whatever generation it names, newer or not (RW13).
+    RwHeadOverNewer,
+    /// Commit generation 1 of a log that looks new without asking the server, by an exclusive create of HEAD, that no HEAD of this epoch exists, as filelock does (C-RW1).
+    RwNoNewLogConfirm,
+    /// Keep a landed commit of generation 1 without asking again, after the link, that the HEAD its confirmation created is still the file at HEAD (C-RW1).
+    RwNoNewLogRecheck,
+    /// Report a grant without first syncing gen/, so that a host crash may lose the link and the generation be granted again, as filelock does (C-RW5).
+    RwNoSyncBeforeGrant,
+    /// Fail an acquire when a commit's temporary was swept before its link, as filelock does, instead of counting the commit lost (C-RW6).
+    RwSweptTempIsError,
+    /// Never prepare the log's directories again when gen/ is gone, as filelock's long-lived instances do (C-RW7).
+    RwNoReprepare,
+    /// Honour any lease a holder record asks, as filelock does, so that a crashed holder asking 1e+20 keeps everyone out (C-RW8).
+    RwLeaseUncapped,
 }
 
 impl Mutant {
@@ -244,6 +284,64 @@ impl Mutant {
         Mutant::AsideKeptWhenPathMissing,
         Mutant::ExchangeBackNoSwapBack,
         Mutant::UnlinkDespiteUnchangedMtime,
+        Mutant::RwLinkByReturnCode,
+        Mutant::RwNoPredecessorBefore,
+        Mutant::RwNoPredecessorAfter,
+        Mutant::RwNoLeadCheck,
+        Mutant::RwPredecessorByName,
+        Mutant::RwCommitIgnoresEpoch,
+        Mutant::RwMemoryOutlivesEpoch,
+        Mutant::RwOverwriteUnchecked,
+        Mutant::RwOwnThresholdOnly,
+        Mutant::RwNoRefreshOnAttempt,
+        Mutant::RwWriterWaitsOutside,
+        Mutant::RwGrantBesideReaders,
+        Mutant::RwCompactNewestFirst,
+        Mutant::RwHeadOverNewer,
+        Mutant::RwNoNewLogConfirm,
+        Mutant::RwNoNewLogRecheck,
+        Mutant::RwNoSyncBeforeGrant,
+        Mutant::RwSweptTempIsError,
+        Mutant::RwNoReprepare,
+        Mutant::RwLeaseUncapped,
+    ];
+
+    /// The read-write lock's mutants (a tail of [`Mutant::ALL`]): the
+    /// read-write simulator's catalogue, apart from the soft lock's.
+    pub const RW: &'static [Mutant] = &[
+        Mutant::RwLinkByReturnCode,
+        Mutant::RwNoPredecessorBefore,
+        Mutant::RwNoPredecessorAfter,
+        Mutant::RwNoLeadCheck,
+        Mutant::RwPredecessorByName,
+        Mutant::RwCommitIgnoresEpoch,
+        Mutant::RwMemoryOutlivesEpoch,
+        Mutant::RwOverwriteUnchecked,
+        Mutant::RwOwnThresholdOnly,
+        Mutant::RwNoRefreshOnAttempt,
+        Mutant::RwWriterWaitsOutside,
+        Mutant::RwGrantBesideReaders,
+        Mutant::RwCompactNewestFirst,
+        Mutant::RwHeadOverNewer,
+        Mutant::RwNoNewLogConfirm,
+        Mutant::RwNoNewLogRecheck,
+        Mutant::RwNoSyncBeforeGrant,
+        Mutant::RwSweptTempIsError,
+        Mutant::RwNoReprepare,
+        Mutant::RwLeaseUncapped,
+    ];
+
+    /// The read-write lock's guards where swaplock is stricter than
+    /// filelock 4.2.11: with all of them undone, the driver takes
+    /// filelock's exact steps (the simulator's naive policy).
+    pub const RW_STRICTER: &'static [Mutant] = &[
+        Mutant::RwNoNewLogConfirm,
+        Mutant::RwNoNewLogRecheck,
+        Mutant::RwPredecessorByName,
+        Mutant::RwNoSyncBeforeGrant,
+        Mutant::RwSweptTempIsError,
+        Mutant::RwNoReprepare,
+        Mutant::RwLeaseUncapped,
     ];
 
     /// The mutant's name, as kept findings and reports spell it.
@@ -314,6 +412,26 @@ impl Mutant {
             Mutant::AsideKeptWhenPathMissing => "aside-kept-when-path-missing",
             Mutant::ExchangeBackNoSwapBack => "exchange-back-no-swap-back",
             Mutant::UnlinkDespiteUnchangedMtime => "unlink-despite-unchanged-mtime",
+            Mutant::RwLinkByReturnCode => "rw-link-by-return-code",
+            Mutant::RwNoPredecessorBefore => "rw-no-predecessor-before",
+            Mutant::RwNoPredecessorAfter => "rw-no-predecessor-after",
+            Mutant::RwNoLeadCheck => "rw-no-lead-check",
+            Mutant::RwPredecessorByName => "rw-predecessor-by-name",
+            Mutant::RwCommitIgnoresEpoch => "rw-commit-ignores-epoch",
+            Mutant::RwMemoryOutlivesEpoch => "rw-memory-outlives-epoch",
+            Mutant::RwOverwriteUnchecked => "rw-overwrite-unchecked",
+            Mutant::RwOwnThresholdOnly => "rw-own-threshold-only",
+            Mutant::RwNoRefreshOnAttempt => "rw-no-refresh-on-attempt",
+            Mutant::RwWriterWaitsOutside => "rw-writer-waits-outside",
+            Mutant::RwGrantBesideReaders => "rw-grant-beside-readers",
+            Mutant::RwCompactNewestFirst => "rw-compact-newest-first",
+            Mutant::RwHeadOverNewer => "rw-head-over-newer",
+            Mutant::RwNoNewLogConfirm => "rw-no-new-log-confirm",
+            Mutant::RwNoNewLogRecheck => "rw-no-new-log-recheck",
+            Mutant::RwNoSyncBeforeGrant => "rw-no-sync-before-grant",
+            Mutant::RwSweptTempIsError => "rw-swept-temp-is-error",
+            Mutant::RwNoReprepare => "rw-no-reprepare",
+            Mutant::RwLeaseUncapped => "rw-lease-uncapped",
         }
     }
 

@@ -461,9 +461,13 @@ pub fn classify(content: Content<'_>, reader: Reader) -> Classified<'_> {
             // takes it for malformed and removes it after 2 s unchanged: a
             // MarkerSoftFileLock holder writes once, so that would be a
             // second holder beside a live one (PROTOCOL 3.5, 12.2).
-            (Reader::Protocol1, None, true) => match V2Record::parse(text) {
-                Ok(record) => Classified::V2(record),
-                Err(v2) => Classified::Malformed(v2),
+            // Whatever precedes its first line: filelock's protocol 2
+            // parser strips what Python takes for whitespace there (`\r`,
+            // `\x1c` to `\x1f`), and so does ours.
+            (Reader::Protocol1, None, looks_v2) => match (V2Record::parse(text), looks_v2) {
+                (Ok(record), _) => Classified::V2(record),
+                (Err(v2), true) => Classified::Malformed(v2),
+                (Err(_), false) => Classified::Malformed(why),
             },
             // A protocol 2 reader reports why the text is not protocol 2 when
             // it does not even look like protocol 1.

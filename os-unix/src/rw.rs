@@ -19,7 +19,7 @@ use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
 use swaplock_core::decide::FileId;
 use swaplock_core::rw::files::{
-    foreign_owner, link_landed, missing, no_hard_links, overwrite_fits, refused_by_walk, Area,
+    foreign_owner, link_outcome, missing, no_hard_links, overwrite_fits, refused_by_walk, Area,
     Files, FsError, Owner, Read, Tree,
 };
 use swaplock_core::soft::{Dir, NodeKind};
@@ -365,21 +365,22 @@ impl<P: Platform> Files for RwFiles<P> {
             c_name(from).map_err(FsError::Os)?,
             c_name(to).map_err(FsError::Os)?,
         );
-        let failure = match link_at(dir.as_fd(), &c_from, &c_to) {
-            Ok(()) => None,
-            Err(e) if e == Errno::EXIST => None,
-            Err(e) if no_hard_links(e) => return Err(FsError::NoHardLinks(e)),
-            Err(e) => Some(e),
-        };
+        let call = link_at(dir.as_fd(), &c_from, &c_to);
+        if let Err(e) = call {
+            if no_hard_links(e) {
+                return Err(FsError::NoHardLinks(e));
+            }
+        }
         let mut os = UnixOs::<P>::on(&dir);
         let identity = |os: &mut UnixOs<'_, P>, name| os.lstat(name).ok().map(|st| st.id);
-        if link_landed(identity(&mut os, from), identity(&mut os, to)) {
-            return Ok(true);
-        }
-        match failure {
-            Some(e) => Err(FsError::Os(e)),
-            None => Ok(false),
-        }
+        let (from_id, to_id) = (identity(&mut os, from), identity(&mut os, to));
+        link_outcome(call, from_id, to_id)
+    }
+
+    /// The walk, then `fsync` of the directory.
+    fn sync(&mut self, area: Area) -> Result<(), FsError> {
+        let dir = self.walk(area)?;
+        fsync(dir.as_fd()).map_err(FsError::Os)
     }
 
     /// The walk, `renameat(dir, from, dir, to)`; `EPERM` and `EACCES` are

@@ -60,6 +60,7 @@
 //! | [`model`] | the model filesystem |
 //! | [`naive`] | the deliberately broken pre-fix policy |
 //! | [`mutants`] | the protocol-mutation run: each guard of the shipped protocol undone, and the searches that must notice |
+//! | [`rw`] | the read-write lock's simulator, apart: its model filesystem, oracle, scenarios, searches and mutants, sharing only the coroutine stacks |
 
 mod actors;
 mod cast;
@@ -74,6 +75,7 @@ mod oracle;
 mod os;
 mod planned;
 mod runtime;
+pub mod rw;
 mod scenario;
 mod schedule;
 pub mod script;

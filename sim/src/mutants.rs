@@ -75,12 +75,13 @@ pub const EQUIVALENT: &[Mutant] = &[
 /// one is killed, so that this list stays true.
 pub const OPEN: &[Mutant] = &[];
 
-/// Everything the mutation run mutates: every single mutant not argued
-/// equivalent, then the pairs.
+/// Everything the mutation run mutates: every single mutant of the soft
+/// and kernel locks not argued equivalent, then the pairs (the read-write
+/// lock's, [`Mutant::RW`], are [`crate::rw::mutants`]').
 pub fn catalogue() -> Vec<Entry> {
     let single = Mutant::ALL
         .iter()
-        .filter(|m| !EQUIVALENT.contains(m))
+        .filter(|m| !EQUIVALENT.contains(m) && !Mutant::RW.contains(m))
         .map(|m| Entry {
             mutants: std::slice::from_ref(m),
         });

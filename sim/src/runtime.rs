@@ -33,7 +33,7 @@ impl std::fmt::Display for Violation {
     }
 }
 
-type Co = Coroutine<(), (), (), DefaultStack>;
+pub(crate) type Co = Coroutine<(), (), (), DefaultStack>;
 
 /// A running simulation.
 pub struct Sim {
@@ -78,13 +78,13 @@ thread_local! {
     static STACKS: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
 }
 
-fn take_stack() -> DefaultStack {
+pub(crate) fn take_stack() -> DefaultStack {
     STACKS
         .with(|s| s.borrow_mut().pop())
         .unwrap_or_else(|| DefaultStack::new(STACK).expect("a coroutine stack"))
 }
 
-fn return_stack(mut co: Co) {
+pub(crate) fn return_stack(mut co: Co) {
     // Unwinds a killed process's stack without running more of its
     // syscalls (a no-op for one that finished).
     co.force_unwind();

@@ -127,7 +127,7 @@ fn the_catalogue_covers_every_mutant() {
     let from = protocol.find("### 13.4").unwrap();
     let to = from + protocol[from..].find("### 13.5").unwrap();
     let section = &protocol[from..to];
-    for m in Mutant::ALL {
+    for m in Mutant::ALL.iter().filter(|m| !Mutant::RW.contains(m)) {
         let alone = entries.iter().any(|e| e.mutants == [*m]);
         let equivalent = EQUIVALENT.contains(m);
         assert!(

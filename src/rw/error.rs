@@ -7,28 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 use swaplock_core::rw::files::{FsError, Tree};
 use swaplock_core::rw::names::generation_name;
-use swaplock_core::rw::record::{Invalid, Malformed};
 
-/// A failure of the log's own steps.
-#[derive(Debug)]
-pub(crate) enum RwError {
-    /// A file operation failed.
-    Fs(FsError),
-    /// A generation's record is malformed.
-    Malformed { generation: u128, why: Malformed },
-    /// The log names generations, none of which can be read.
-    NoSnapshot,
-    /// A snapshot that a reader would refuse (over 1 MiB).
-    Encode(Invalid),
-    /// The generations have run past 20 digits.
-    Exhausted,
-}
-
-impl From<FsError> for RwError {
-    fn from(e: FsError) -> Self {
-        RwError::Fs(e)
-    }
-}
+/// A failure of the log's own steps: the driver's.
+pub(crate) use swaplock_core::rw::driver::Error as RwError;
 
 /// The sentence of an [`RwError`] that is not the system's own.
 #[derive(Debug)]
@@ -46,10 +27,15 @@ fn problem(path: &Arc<Path>, step: Step, kind: io::ErrorKind, text: String) -> i
     LockError::io(path, step, kind, io::Error::new(kind, Problem(text)))
 }
 
-impl RwError {
-    /// The error as the lock's caller sees it: `path` is the lock's, `root`
-    /// its log's.
-    pub(crate) fn into_io(self, path: &Arc<Path>, root: &Path, step: Step) -> io::Error {
+/// A failure of the log as the lock's caller sees it.
+pub(crate) trait IntoIo {
+    /// The error, said with its cause and remedy: `path` is the lock's,
+    /// `root` its log's.
+    fn into_io(self, path: &Arc<Path>, root: &Path, step: Step) -> io::Error;
+}
+
+impl IntoIo for RwError {
+    fn into_io(self, path: &Arc<Path>, root: &Path, step: Step) -> io::Error {
         match self {
             RwError::Fs(FsError::Os(e)) => LockError::errno(path, step, e),
             RwError::Fs(FsError::TreeReplaced { tree, owner }) => {
@@ -126,6 +112,7 @@ impl RwError {
                  participant runs"
                     .to_owned(),
             ),
+            other => problem(path, step, io::ErrorKind::Other, other.to_string()),
         }
     }
 }

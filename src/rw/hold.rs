@@ -4,10 +4,10 @@
 //! process's own hold before it joins the log; the heartbeat thread; and
 //! the guard.
 
-use super::error::RwError;
-use super::participant::{Ctx, Ledger, Participant, Terms};
-use super::{Compromise, Mode, RwWaitStatus, SoftRwGuard, SoftRwLock};
-use crate::adapter::soft::{current_pid, host_name, monotonic_now, RwFiles};
+use super::error::{IntoIo, RwError};
+use super::participant::{instance, Latest, Ledger, Lock, StdEnv, Terms};
+use super::{Compromise, Mode, RwWaitStatus, SoftRwGuard, SoftRwLock, DEFAULT_MAX_LEASE};
+use crate::adapter::soft::{monotonic_now, RwFiles};
 use crate::error::{LockError, Step};
 use crate::sync::atomic::{AtomicBool, Ordering};
 use crate::sync::thread::{JoinHandle, ThreadId};
@@ -19,12 +19,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use swaplock_core::names::Token;
-use swaplock_core::rw::member::BeatWatch;
+use swaplock_core::rw::driver::Participant;
+use swaplock_core::rw::member::{Beat, BeatWatch};
 
-/// The log's files, memory and ledger, and the participant of the hold
-/// being taken, held or left.
+/// The log's files, the driver's instance (its memory of the log, its
+/// ledger), and the participant of the hold being taken, held or left.
 pub(crate) struct Engine {
-    pub(crate) ctx: Ctx<RwFiles>,
+    pub(crate) files: RwFiles,
+    pub(crate) lock: Lock,
     pub(crate) participant: Option<Participant>,
 }
 
@@ -84,7 +86,7 @@ static LEDGERS: crate::lists::ProcessMutex<Vec<(PathBuf, u32, Ledger)>> =
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        let ledger = std::mem::take(&mut lock(&self.engine).ctx.ledger);
+        let ledger = std::mem::take(lock(&self.engine).lock.ledger_mut());
         if !ledger.is_empty() {
             LEDGERS
                 .lock()
@@ -133,19 +135,25 @@ impl Shared {
         let root = root_of(canonical);
         let files = RwFiles::new(root.as_os_str().as_bytes(), dir.as_os_str().as_bytes())
             .map_err(|e| LockError::errno(path, Step::Open, e))?;
-        let mut ctx = Ctx::new(files);
         let pid = std::process::id();
         let mut ledgers = LEDGERS.lock();
         ledgers.retain(|(_, p, _)| *p == pid);
-        if let Some(i) = ledgers.iter().position(|(r, _, _)| *r == root) {
-            ctx.ledger = ledgers.swap_remove(i).2;
-        }
+        let ledger = match ledgers.iter().position(|(r, _, _)| *r == root) {
+            Some(i) => ledgers.swap_remove(i).2,
+            None => Ledger::default(),
+        };
         drop(ledgers);
+        // Each acquisition sets the terms of the lock object that asks.
+        let terms = Terms {
+            threshold: super::DEFAULT_HEARTBEAT.saturating_mul(3),
+            max_lease: DEFAULT_MAX_LEASE,
+        };
         Ok(Arc::new(Shared {
             path: Arc::clone(path),
             root,
             engine: Mutex::new(Engine {
-                ctx,
+                files,
+                lock: instance(terms, ledger),
                 participant: None,
             }),
             slot: Mutex::new(Slot::Free),
@@ -241,7 +249,7 @@ impl SoftRwLock {
         patience: Patience,
         began: Instant,
         hook: &mut Hook<'_>,
-        latest: Option<&super::log::State>,
+        latest: Option<&Latest>,
     ) -> io::Result<Duration> {
         let left = match patience {
             Patience::Once => return Err(self.gave_up(patience, false)),
@@ -374,22 +382,30 @@ impl SoftRwLock {
         let me = thread::current().id();
         {
             let mut engine = lock(&shared.engine);
-            let Engine { ctx, participant } = &mut *engine;
-            let p = participant.insert(Participant::new(mode, terms, current_pid(), host_name()));
-            if let Err(e) = p.publish(ctx) {
-                *participant = None;
-                return Err(shared.error(e, Step::Lock));
+            let Engine {
+                files,
+                lock: log,
+                participant,
+            } = &mut *engine;
+            *log.config_mut() = terms.config();
+            match log.publish(files, &mut StdEnv, mode) {
+                Ok(p) => *participant = Some(p),
+                Err(e) => return Err(shared.error(e, Step::Lock)),
             }
         }
         loop {
-            let mut latest = None;
-            let polled = {
+            let (polled, latest) = {
                 let mut engine = lock(&shared.engine);
-                let Engine { ctx, participant } = &mut *engine;
+                let Engine {
+                    files,
+                    lock: log,
+                    participant,
+                } = &mut *engine;
                 let p = participant
                     .as_mut()
                     .expect("published above; only this thread takes it");
-                p.advance(ctx, &mut latest)
+                let polled = log.advance(files, &mut StdEnv, p);
+                (polled, log.snapshot().map(|s| Latest::of(&s)))
             };
             let failure = match polled {
                 Ok(true) => break,
@@ -412,7 +428,7 @@ impl SoftRwLock {
         let (generation, token) = {
             let engine = lock(&shared.engine);
             let p = engine.participant.as_ref().expect("granted above");
-            (p.generation.unwrap_or_default(), p.token)
+            (p.generation().unwrap_or_default(), p.token())
         };
         let lost = Arc::new(Mutex::new(None));
         let heartbeat = match self.start_heartbeat(shared, terms, &lost) {
@@ -455,9 +471,13 @@ impl SoftRwLock {
             while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
                 let beat = {
                     let mut engine = lock(&shared.engine);
-                    let Engine { ctx, participant } = &mut *engine;
+                    let Engine {
+                        files,
+                        lock: log,
+                        participant,
+                    } = &mut *engine;
                     match participant.as_mut() {
-                        Some(p) => p.heartbeat(ctx),
+                        Some(p) => log.heartbeat(files, &mut StdEnv, p),
                         None => return,
                     }
                 };
@@ -485,9 +505,13 @@ impl SoftRwLock {
 /// contender giving up has an error of its own to report).
 fn leave(shared: &Shared) -> Result<(), RwError> {
     let mut engine = lock(&shared.engine);
-    let Engine { ctx, participant } = &mut *engine;
+    let Engine {
+        files,
+        lock: log,
+        participant,
+    } = &mut *engine;
     match participant.take() {
-        Some(mut p) => p.leave(ctx),
+        Some(mut p) => log.leave(files, &mut StdEnv, &mut p),
         None => Ok(()),
     }
 }
@@ -524,10 +548,14 @@ impl SoftRwGuard {
             .as_ref()
             .filter(|_| self.pid == std::process::id())?;
         let mut engine = lock(&shared.engine);
-        let Engine { ctx, participant } = &mut *engine;
-        let p = participant.as_mut().filter(|p| p.token == self.token)?;
-        match p.heartbeat(ctx) {
-            swaplock_core::rw::member::Beat::Lost => Some(Compromise::Evicted),
+        let Engine {
+            files,
+            lock: log,
+            participant,
+        } = &mut *engine;
+        let p = participant.as_mut().filter(|p| p.token() == self.token)?;
+        match log.heartbeat(files, &mut StdEnv, p) {
+            Beat::Lost => Some(Compromise::Evicted),
             _ => None,
         }
     }

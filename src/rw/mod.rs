@@ -44,7 +44,6 @@
 
 mod error;
 mod hold;
-mod log;
 mod participant;
 mod status;
 
@@ -104,7 +103,7 @@ impl std::fmt::Debug for SoftRwLock {
 /// [`write_with`](SoftRwLock::write_with).
 pub struct RwWaitStatus<'a> {
     waited: Duration,
-    latest: Option<&'a log::State>,
+    latest: Option<&'a participant::Latest>,
 }
 
 impl RwWaitStatus<'_> {
@@ -127,7 +126,7 @@ impl RwWaitStatus<'_> {
 
     /// How many readers the latest snapshot names.
     pub fn readers(&self) -> usize {
-        self.latest.map_or(0, |s| s.readers.len())
+        self.latest.map_or(0, |s| s.readers)
     }
 }
 

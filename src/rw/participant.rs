@@ -1,91 +1,59 @@
-//! One participant of the log (PROTOCOL 16.6-16.8): its holder record, its
-//! attempts, its leave and its heartbeat, over the lock's shared log and
-//! ledger. Every decision is the core's (`swaplock_core::rw::member`); this
-//! file performs the reads and commits they ask for.
+//! The lock's instance of the read-write driver
+//! (`swaplock_core::rw::driver`, PROTOCOL 16.4-16.8) and what the facade
+//! lends it: this system's clock and random tokens, a ledger of any size,
+//! and the read buffers. Every step of the log and every decision of a
+//! participant is the driver's, the one the simulator runs; the facade
+//! adds the threads, the waits and the guards around it.
 
-use super::error::RwError;
-use super::log::{Committed, Log, State};
-use crate::adapter::soft::{monotonic_now, random_token};
-use std::collections::{HashMap, HashSet};
+use crate::adapter::soft::{current_pid, host_name, monotonic_now, random_token};
+use std::collections::HashMap;
 use std::time::Duration;
-use swaplock_core::decide::{FileId, Instant};
-use swaplock_core::host::HostName;
+use swaplock_core::decide::Instant;
 use swaplock_core::names::Token;
-use swaplock_core::rw::files::{missing, Area, Files, FsError, Read};
-use swaplock_core::rw::member::{
-    attempt, beat, is_stale, leave, next_sweep, sweep_due, swept_holder, swept_temporary, Beat,
-    Members, Refreshed, Seen, Step, Value,
-};
-use swaplock_core::rw::names::{ATTEMPTS_PER_POLL, READ_LIMIT};
-use swaplock_core::rw::record::{holder_lease, HolderRecord};
-use swaplock_core::rw::Mode;
-use swaplock_core::{Errno, Pid};
+use swaplock_core::rw::driver::{self, Buffers, Config, Entry, Env, Instance, Key, BUFFER};
+use swaplock_core::rw::record::Snapshot;
 
-const HOLDERS: Area = Area::Holders;
-const GEN: Area = Area::Generations;
+/// The monotonic clock and the random tokens the driver reads.
+pub(crate) struct StdEnv;
 
-/// A ledger key: a member's record, a non-member's record the sweep
-/// watches, or a temporary in `gen/` (filelock's `<token>`,
-/// `holder:<token>` and `temporary:<name>`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Key {
-    Member(Token),
-    Holder(Token),
-    Temporary(Vec<u8>),
-}
-
-/// What a contender has seen of the records it watches, on its own clock.
-pub(crate) type Ledger = HashMap<Key, Seen>;
-
-/// What a lock keeps across its acquisitions: the files, the log's memory
-/// and the ledger (RW7: a contender's clock starts at its own first look,
-/// and every attempt of the lock shares what was seen).
-pub(crate) struct Ctx<F> {
-    pub(crate) files: F,
-    pub(crate) log: Log,
-    pub(crate) ledger: Ledger,
-    buf: Vec<u8>,
-}
-
-impl<F: Files> Ctx<F> {
-    pub(crate) fn new(files: F) -> Self {
-        Ctx {
-            files,
-            log: Log::new(),
-            ledger: HashMap::new(),
-            buf: vec![0u8; READ_LIMIT],
-        }
+impl Env for StdEnv {
+    fn now(&mut self) -> Instant {
+        monotonic_now()
     }
-
-    /// Reads `name` in `area`: its bytes, or `None` when missing.
-    fn read(&mut self, area: Area, name: &[u8]) -> Result<Option<&[u8]>, RwError> {
-        Ok(match self.files.read(area, name, &mut self.buf)? {
-            Read::Missing => None,
-            Read::Bytes(n) => Some(&self.buf[..n]),
-        })
-    }
-
-    /// Whether the record `name` has stayed the same under `key` for the
-    /// longer of `threshold` and its own lease (at most `most`).
-    fn unchanged_for_its_lease(
-        &mut self,
-        key: Key,
-        area: Area,
-        name: &[u8],
-        threshold: Duration,
-        most: Duration,
-    ) -> Result<bool, RwError> {
-        let asked = monotonic_now();
-        let record = self.read(area, name)?;
-        let (value, lease) = (Value::of(record), record.and_then(holder_lease));
-        let mut seen = self.ledger.get(&key).copied();
-        let age = Seen::observe(&mut seen, value, monotonic_now(), asked);
-        if let Some(seen) = seen {
-            self.ledger.insert(key, seen);
-        }
-        Ok(is_stale(age, threshold, lease, most))
+    fn token(&mut self) -> Token {
+        random_token()
     }
 }
+
+/// What a lock has seen of the records it watches, on its own clock
+/// (PROTOCOL 16.7): as many entries as it meets.
+#[derive(Default)]
+pub(crate) struct Ledger(HashMap<Key, Entry>);
+
+impl Ledger {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl driver::Ledger for Ledger {
+    fn get(&self, key: &Key) -> Option<Entry> {
+        self.0.get(key).copied()
+    }
+    fn put(&mut self, key: Key, entry: Entry) -> bool {
+        self.0.insert(key, entry);
+        true
+    }
+    fn forget(&mut self, key: &Key) {
+        self.0.remove(key);
+    }
+    fn retain(&mut self, keep: &mut dyn FnMut(&Key, &Entry) -> bool) {
+        self.0.retain(|k, e| keep(k, e));
+    }
+}
+
+/// The driver as the facade runs it.
+pub(crate) type Lock = Instance<Ledger, Box<[u8]>>;
 
 /// The terms a participant runs on.
 #[derive(Clone, Copy, Debug)]
@@ -94,256 +62,179 @@ pub(crate) struct Terms {
     pub(crate) max_lease: Duration,
 }
 
-/// One acquisition, from its holder record to its leave.
-pub(crate) struct Participant {
-    pub(crate) token: Token,
-    pub(crate) mode: Mode,
-    /// The generation whose commit granted the hold.
-    pub(crate) generation: Option<u128>,
-    holder: Option<FileId>,
-    next_sweep: Instant,
-    terms: Terms,
-    pid: Pid,
-    host: HostName,
+impl Terms {
+    /// The driver's configuration on these terms, for this process.
+    pub(crate) fn config(self) -> Config {
+        Config {
+            threshold: self.threshold,
+            max_lease: self.max_lease,
+            pid: current_pid(),
+            host: host_name(),
+        }
+    }
 }
 
-impl Participant {
-    pub(crate) fn new(mode: Mode, terms: Terms, pid: Pid, host: HostName) -> Self {
-        Participant {
-            token: random_token(),
-            mode,
-            generation: None,
-            holder: None,
-            next_sweep: monotonic_now(),
-            terms,
-            pid,
-            host,
+/// A lock's memory on `terms`, with `ledger` (a new one, or the one the
+/// path's previous lock objects left).
+pub(crate) fn instance(terms: Terms, ledger: Ledger) -> Lock {
+    // Zeroed pages the system maps on first touch: a read touches only
+    // what it reads.
+    let buf = || vec![0u8; BUFFER].into_boxed_slice();
+    Instance::new(terms.config(), ledger, Buffers::new(buf(), buf(), buf()))
+}
+
+/// The latest snapshot as a waiting acquire reports it.
+#[derive(Clone, Debug)]
+pub(crate) struct Latest {
+    pub(crate) generation: u128,
+    pub(crate) writer: Option<Token>,
+    pub(crate) readers: usize,
+}
+
+impl Latest {
+    pub(crate) fn of(s: &Snapshot<'_>) -> Self {
+        Latest {
+            generation: s.generation,
+            writer: s.writer,
+            readers: s.readers().count(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The driver over this system's files: what its tests in the core show
+    //! over a model filesystem, here through real `O_EXCL` creates, links
+    //! and listings.
+
+    use super::*;
+    use crate::adapter::soft::RwFiles;
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
+    use swaplock_core::decide::FileId;
+    use swaplock_core::rw::files::{Area, Files, FsError, Read};
+    use swaplock_core::rw::names::{parse_generation_name, HEAD};
+    use swaplock_core::rw::Mode;
+
+    /// A client whose listing of `gen/` and whose lookups of HEAD come
+    /// from a stale cache: it sees neither (PROTOCOL 16.9).
+    struct Stale(RwFiles);
+
+    impl Files for Stale {
+        fn prepare(&mut self, force: bool) -> Result<(), FsError> {
+            self.0.prepare(force)
+        }
+        fn read(&mut self, area: Area, name: &[u8], buf: &mut [u8]) -> Result<Read, FsError> {
+            match name == HEAD {
+                true => Ok(Read::Missing),
+                false => self.0.read(area, name, buf),
+            }
+        }
+        fn create(
+            &mut self,
+            area: Area,
+            name: &[u8],
+            data: &[u8],
+            durable: bool,
+        ) -> Result<FileId, FsError> {
+            self.0.create(area, name, data, durable)
+        }
+        fn overwrite(
+            &mut self,
+            area: Area,
+            name: &[u8],
+            data: &[u8],
+            id: FileId,
+        ) -> Result<bool, FsError> {
+            self.0.overwrite(area, name, data, id)
+        }
+        fn link(&mut self, area: Area, from: &[u8], to: &[u8]) -> Result<bool, FsError> {
+            self.0.link(area, from, to)
+        }
+        fn replace(&mut self, area: Area, from: &[u8], to: &[u8]) -> Result<bool, FsError> {
+            self.0.replace(area, from, to)
+        }
+        fn unlink(&mut self, area: Area, name: &[u8]) -> Result<(), FsError> {
+            self.0.unlink(area, name)
+        }
+        fn list(&mut self, area: Area, visit: &mut dyn FnMut(&[u8])) -> Result<(), FsError> {
+            match area {
+                Area::Generations => Ok(()),
+                Area::Holders => self.0.list(area, visit),
+            }
+        }
+        fn sync(&mut self, area: Area) -> Result<(), FsError> {
+            self.0.sync(area)
         }
     }
 
-    fn name(&self) -> [u8; 32] {
-        self.token.hex()
+    fn files(dir: &Path) -> RwFiles {
+        let root = dir.join("a.lock.rw");
+        RwFiles::new(root.as_os_str().as_bytes(), dir.as_os_str().as_bytes()).unwrap()
     }
 
-    /// Our record, with a fresh nonce.
-    fn record(&self) -> Result<Vec<u8>, RwError> {
-        let record = HolderRecord {
-            token: self.token,
-            pid: self.pid,
-            host: &self.host,
-            lease: self.terms.threshold.as_secs_f64(),
-            nonce: random_token(),
+    fn lock() -> Lock {
+        let terms = Terms {
+            threshold: Duration::from_secs(90),
+            max_lease: Duration::from_secs(3600),
         };
-        let mut buf = vec![0u8; record.encoded_len()];
-        record.encode(&mut buf).map_err(RwError::Encode)?;
-        Ok(buf)
+        instance(terms, Ledger::default())
     }
 
-    /// Creates the holder record peers watch (RW6: before the token is in
-    /// any snapshot); once more after preparing the directories anew if
-    /// they are gone.
-    fn create_holder<F: Files>(&mut self, ctx: &mut Ctx<F>) -> Result<(), RwError> {
-        let record = self.record()?;
-        let id = match ctx.files.create(HOLDERS, &self.name(), &record, false) {
-            Err(FsError::Os(e)) if missing(e) => {
-                ctx.files.prepare(true)?;
-                ctx.files.create(HOLDERS, &self.name(), &record, false)?
-            }
-            other => other?,
-        };
-        self.holder = Some(id);
-        Ok(())
-    }
-
-    /// Prepares the directories and publishes the holder record.
-    pub(crate) fn publish<F: Files>(&mut self, ctx: &mut Ctx<F>) -> Result<(), RwError> {
-        ctx.files.prepare(false)?;
-        self.create_holder(ctx)
-    }
-
-    /// Rewrites the nonce through the record created (RW9); `false` when
-    /// it is gone or replaced.
-    fn refresh<F: Files>(&self, ctx: &mut Ctx<F>) -> Result<bool, FsError> {
-        let Some(id) = self.holder else {
-            return Ok(false);
-        };
-        let record = self.record().map_err(|_| FsError::Os(Errno::INVAL))?;
-        ctx.files.overwrite(HOLDERS, &self.name(), &record, id)
-    }
-
-    /// One poll: up to four attempts, a lost commit tried again at once
-    /// (PROTOCOL 16.6). `true` once granted; `latest` gets the last
-    /// snapshot read.
-    pub(crate) fn advance<F: Files>(
-        &mut self,
-        ctx: &mut Ctx<F>,
-        latest: &mut Option<State>,
-    ) -> Result<bool, RwError> {
-        for _ in 0..ATTEMPTS_PER_POLL {
-            if let Some(granted) = self.attempt(ctx, latest)? {
-                return Ok(granted);
-            }
+    /// A reader's enter and leave, `n` times: two generations each.
+    fn churn(files: &mut RwFiles, n: usize) {
+        let mut l = lock();
+        for _ in 0..n {
+            let mut p = l.publish(files, &mut StdEnv, Mode::Read).unwrap();
+            assert_eq!(l.advance(files, &mut StdEnv, &mut p), Ok(true));
+            l.leave(files, &mut StdEnv, &mut p).unwrap();
         }
-        Ok(false)
     }
 
-    /// One attempt: `None` when its commit was lost.
-    fn attempt<F: Files>(
-        &mut self,
-        ctx: &mut Ctx<F>,
-        latest: &mut Option<State>,
-    ) -> Result<Option<bool>, RwError> {
-        let s = ctx.log.latest(&mut ctx.files)?;
-        *latest = Some(s.clone());
-        // Refreshed on every attempt, so a patient contender never reads
-        // as dead (RW8); taken again if an evictor or a sweep took it.
-        if !self.refresh(ctx)? {
-            match self.create_holder(ctx) {
-                Err(RwError::Fs(FsError::Os(e))) if e == Errno::EXIST => {}
-                other => other?,
-            }
-        }
-        self.sweep(ctx, &s)?;
-        let mut stale = HashSet::new();
-        for t in s.members().filter(|t| *t != self.token).collect::<Vec<_>>() {
-            let (threshold, most) = (self.terms.threshold, self.terms.max_lease);
-            if ctx.unchanged_for_its_lease(Key::Member(t), HOLDERS, &t.hex(), threshold, most)? {
-                stale.insert(t);
-            }
-        }
-        let plan = attempt(&s, &self.token, self.mode, &|t| stale.contains(t));
-        let readers = s
-            .readers()
-            .filter(|t| !stale.contains(t))
-            .chain(plan.add_reader)
+    fn generations(dir: &Path) -> Vec<u128> {
+        let mut all: Vec<u128> = std::fs::read_dir(dir.join("a.lock.rw/gen"))
+            .unwrap()
+            .filter_map(|e| parse_generation_name(e.unwrap().file_name().as_bytes()))
             .collect();
-        let successor = State::with(s.generation + 1, plan.writer, readers);
-        match plan.step {
-            Step::Wait => Ok(Some(false)),
-            Step::Evict => {
-                self.commit(ctx, &successor, &stale)?;
-                Ok(Some(false))
-            }
-            Step::Commit { grant } => {
-                if !self.commit(ctx, &successor, &stale)? {
-                    return Ok(None);
-                }
-                if grant {
-                    self.generation = Some(successor.generation);
-                }
-                Ok(Some(grant))
-            }
-        }
+        all.sort_unstable();
+        all
     }
 
-    /// Commits `successor`; once won, the evicted members' records go. A
-    /// log whose `gen/` was removed is prepared again (filelock's
-    /// long-lived instances wedge there until a new one prepares it).
-    fn commit<F: Files>(
-        &self,
-        ctx: &mut Ctx<F>,
-        successor: &State,
-        stale: &HashSet<Token>,
-    ) -> Result<bool, RwError> {
-        match ctx.log.commit(&mut ctx.files, successor, random_token)? {
-            Committed::Won => {}
-            Committed::Lost => return Ok(false),
-            Committed::NoLog => {
-                ctx.files.prepare(true)?;
-                return Ok(false);
-            }
-        }
-        for t in stale {
-            ctx.files.unlink(HOLDERS, &t.hex())?;
-            ctx.ledger.remove(&Key::Member(*t));
-        }
-        Ok(true)
+    #[test]
+    fn a_client_blind_to_a_live_log_never_commits_generation_one_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut live = files(dir.path());
+        churn(&mut live, 70);
+        assert_eq!(generations(dir.path()).first(), Some(&76), "compacted");
+        let mut blind = Stale(files(dir.path()));
+        let mut l = lock();
+        let mut w = l.publish(&mut blind, &mut StdEnv, Mode::Write).unwrap();
+        assert_eq!(l.advance(&mut blind, &mut StdEnv, &mut w), Ok(false));
+        assert_eq!(w.generation(), None, "no grant beside the live log");
+        assert_eq!(
+            generations(dir.path()).first(),
+            Some(&76),
+            "no generation 1"
+        );
+        l.leave(&mut blind, &mut StdEnv, &mut w).unwrap();
+        // The live log goes on, unharmed.
+        churn(&mut live, 1);
+        assert_eq!(generations(dir.path()).last(), Some(&142));
     }
 
-    /// Collects the records no snapshot names and the temporaries no commit
-    /// finished, once unchanged for their lease (PROTOCOL 16.7), at most
-    /// every half threshold.
-    fn sweep<F: Files>(&mut self, ctx: &mut Ctx<F>, s: &State) -> Result<(), RwError> {
-        let now = monotonic_now();
-        if !sweep_due(now, self.next_sweep) {
-            return Ok(());
-        }
-        self.next_sweep = next_sweep(now, self.terms.threshold);
-        let mut watched: HashSet<Key> = s.members().map(Key::Member).collect();
-        let mut names = Vec::new();
-        ctx.files.list(HOLDERS, &mut |n| names.push(n.to_vec()))?;
-        let holders: Vec<(Key, Vec<u8>)> = names
-            .into_iter()
-            .filter_map(|n| swept_holder(&n, &self.token, s).map(|t| (Key::Holder(t), n)))
-            .collect();
-        let mut names = Vec::new();
-        ctx.files.list(GEN, &mut |n| names.push(n.to_vec()))?;
-        let temporaries = names
-            .into_iter()
-            .filter(|n| swept_temporary(n))
-            .map(|n| (Key::Temporary(n.clone()), n));
-        let (threshold, most) = (self.terms.threshold, self.terms.max_lease);
-        for (area, (key, name)) in holders
-            .into_iter()
-            .map(|h| (HOLDERS, h))
-            .chain(temporaries.map(|t| (GEN, t)))
-            .collect::<Vec<_>>()
-        {
-            watched.insert(key.clone());
-            if ctx.unchanged_for_its_lease(key.clone(), area, &name, threshold, most)? {
-                ctx.files.unlink(area, &name)?;
-                ctx.ledger.remove(&key);
-            }
-        }
-        ctx.ledger.retain(|k, _| watched.contains(k));
-        Ok(())
-    }
-
-    /// One heartbeat (PROTOCOL 16.8): refresh, then look for ourselves in
-    /// the latest snapshot.
-    pub(crate) fn heartbeat<F: Files>(&mut self, ctx: &mut Ctx<F>) -> Beat {
-        let refreshed = match self.refresh(ctx) {
-            Ok(true) => Refreshed::Yes,
-            Ok(false) | Err(FsError::TreeReplaced { .. }) => Refreshed::Gone,
-            Err(FsError::Os(e) | FsError::NoHardLinks(e)) => Refreshed::Failed(e),
-            Err(_) => Refreshed::Failed(Errno::IO),
-        };
-        if refreshed != Refreshed::Yes {
-            return beat(refreshed, None);
-        }
-        let named = match ctx.log.latest(&mut ctx.files) {
-            Ok(s) => match self.sweep(ctx, &s) {
-                Ok(()) => Some(s.is_member(&self.token)),
-                Err(_) => None,
-            },
-            Err(_) => None,
-        };
-        beat(refreshed, named)
-    }
-
-    /// Commits this participant out of the log, then removes its record
-    /// (PROTOCOL 16.6): evicting nobody, touching no other token. A tree
-    /// that was replaced leaves nothing this participant can reach.
-    pub(crate) fn leave<F: Files>(&mut self, ctx: &mut Ctx<F>) -> Result<(), RwError> {
-        let out = (|| loop {
-            let s = ctx.log.latest(&mut ctx.files)?;
-            let Some(writer) = leave(&s, &self.token) else {
-                return Ok(());
-            };
-            let readers = s.readers.iter().copied().filter(|t| *t != self.token);
-            let successor = State::with(s.generation + 1, writer, readers.collect());
-            match ctx.log.commit(&mut ctx.files, &successor, random_token)? {
-                Committed::Won => return Ok(()),
-                Committed::Lost => {}
-                // No log: nothing names us any more.
-                Committed::NoLog => return Ok(()),
-            }
-        })();
-        self.generation = None;
-        let removed = ctx.files.unlink(HOLDERS, &self.name());
-        match out.and(removed.map_err(RwError::from)) {
-            Err(RwError::Fs(FsError::TreeReplaced { .. })) => Ok(()),
-            other => other,
-        }
+    #[test]
+    fn compaction_keeps_64_or_65_generations_and_a_reader_trims_to_64() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = files(dir.path());
+        churn(&mut f, 40);
+        assert_eq!(generations(dir.path()), (16..=80).collect::<Vec<_>>());
+        // A generation left behind by hand: the next reader trims to 64.
+        std::fs::write(
+            dir.path().join("a.lock.rw/gen/00000000000000000003"),
+            "filelock-rw/1\ngeneration=3\n",
+        )
+        .unwrap();
+        lock().latest(&mut f, &mut StdEnv).unwrap();
+        assert_eq!(generations(dir.path()), (17..=80).collect::<Vec<_>>());
     }
 }

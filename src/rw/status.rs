@@ -3,14 +3,12 @@
 //! members that cannot be holding any more, by the protocol's own commit
 //! ([`SoftRwLock::break_stale`]).
 
-use super::error::RwError;
+use super::error::{IntoIo, RwError};
 use super::hold::{canonical, pause, root_of};
-use super::log::{Committed, Log, State};
-use super::participant::Ctx;
+use super::participant::{instance, Ledger, Lock, StdEnv, Terms};
 use super::SoftRwLock;
-use crate::adapter::soft::{host_name, monotonic_now, probe, random_token, RwFiles};
+use crate::adapter::soft::{host_name, monotonic_now, probe, RwFiles};
 use crate::error::{LockError, Step};
-use std::collections::HashMap;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -20,7 +18,7 @@ use swaplock_core::decide::FileId;
 use swaplock_core::names::Token;
 use swaplock_core::rw::files::{Area, Files, FsError, Read};
 pub use swaplock_core::rw::member::Look;
-use swaplock_core::rw::member::{evict_at_once, is_stale, look, Seen, Value};
+use swaplock_core::rw::member::{evict_at_once, is_stale, look, look_again, Seen, Value};
 use swaplock_core::rw::names::READ_LIMIT;
 use swaplock_core::rw::record::holder_info;
 use swaplock_core::{Errno, Pid};
@@ -96,6 +94,10 @@ impl Files for ReadOnly {
     }
     fn list(&mut self, area: Area, visit: &mut dyn FnMut(&[u8])) -> Result<(), FsError> {
         self.0.list(area, visit)
+    }
+    fn sync(&mut self, _: Area) -> Result<(), FsError> {
+        // A report links nothing, so it has nothing to make durable.
+        Ok(())
     }
 }
 
@@ -175,19 +177,20 @@ impl SoftRwLock {
         };
         let mut files = ReadOnly(files);
         let fail = |e: RwError| e.into_io(&self.path, &root, Step::Stat);
-        let s = Log::new().latest(&mut files).map_err(fail)?;
+        let mut log = self.log();
+        let generation = log.latest(&mut files, &mut StdEnv).map_err(fail)?;
+        let (writer, readers) = members(&log);
         let mut read = |t: Token, writer: bool| -> io::Result<RwMember> {
             let bytes = record(&mut files, &t).map_err(fail)?;
             Ok(member(&root, t, writer, bytes.as_deref()))
         };
-        let writer = s.writer.map(|t| read(t, true)).transpose()?;
-        let readers = s
-            .readers
-            .iter()
-            .map(|&t| read(t, false))
+        let writer = writer.map(|t| read(t, true)).transpose()?;
+        let readers = readers
+            .into_iter()
+            .map(|t| read(t, false))
             .collect::<io::Result<_>>()?;
         Ok(Some(RwStatus {
-            generation: s.generation,
+            generation,
             writer,
             readers,
         }))
@@ -208,23 +211,23 @@ impl SoftRwLock {
         force: bool,
         mut watching: impl FnMut(&RwMember),
     ) -> io::Result<RwBreak> {
-        let Some((files, root)) = log_of(&self.path)? else {
+        let Some((mut files, root)) = log_of(&self.path)? else {
             return Ok(RwBreak::default());
         };
         let fail = |e: RwError| e.into_io(&self.path, &root, Step::Unlock);
-        let mut ctx = Ctx::new(files);
-        let s = ctx.log.latest(&mut ctx.files).map_err(fail)?;
+        let mut log = self.log();
+        log.latest(&mut files, &mut StdEnv).map_err(fail)?;
         let mut out = RwBreak::default();
         let mut evict: Vec<(Token, RwMember)> = Vec::new();
         let mut watched: Vec<(Token, RwMember)> = Vec::new();
-        let members: Vec<(Token, bool)> = s
-            .writer
+        let (writer, readers) = members(&log);
+        let members: Vec<(Token, bool)> = writer
             .map(|w| (w, true))
             .into_iter()
-            .chain(s.readers.iter().map(|&r| (r, false)))
+            .chain(readers.into_iter().map(|r| (r, false)))
             .collect();
         for (t, writer) in members {
-            let bytes = record(&mut ctx.files, &t).map_err(fail)?;
+            let bytes = record(&mut files, &t).map_err(fail)?;
             let m = member(&root, t, writer, bytes.as_deref());
             match (force, evict_at_once(m.look), m.look) {
                 (true, _, _) | (_, true, _) => evict.push((t, m)),
@@ -235,38 +238,32 @@ impl SoftRwLock {
         let watches = !watched.is_empty();
         for (t, m) in watched {
             watching(&m);
-            match self.watch(&mut ctx, &t).map_err(fail)? {
+            match self.watch(&mut files, &t).map_err(fail)? {
                 true => evict.push((t, m)),
                 false => out.refused.push(m),
             }
         }
-        if watches && !force {
-            // A participant keeps its token through its acquisition and
-            // makes its record again once it finds it gone: a member found
-            // without one, or with a dead process, is looked at again after
-            // the watches, just before the commit.
-            let mut kept = Vec::with_capacity(evict.len());
-            for (t, m) in evict {
-                if !evict_at_once(m.look) {
-                    kept.push((t, m));
-                    continue;
-                }
-                let bytes = record(&mut ctx.files, &t).map_err(fail)?;
-                let again = member(&root, t, m.writer, bytes.as_deref());
-                match evict_at_once(again.look) {
-                    true => kept.push((t, m)),
-                    false => out.refused.push(again),
-                }
+        // A member found without a record, or with a dead process, may be
+        // back by now: looked at again just before the commit.
+        let mut kept = Vec::with_capacity(evict.len());
+        for (t, m) in evict {
+            if !look_again(m.look, watches, force) {
+                kept.push((t, m));
+                continue;
             }
-            evict = kept;
+            let bytes = record(&mut files, &t).map_err(fail)?;
+            let again = member(&root, t, m.writer, bytes.as_deref());
+            match evict_at_once(again.look) {
+                true => kept.push((t, m)),
+                false => out.refused.push(again),
+            }
         }
+        let evict = kept;
         if evict.is_empty() {
             return Ok(out);
         }
-        out.generation = Some(
-            self.evict(&mut ctx, &evict.iter().map(|(t, _)| *t).collect::<Vec<_>>())
-                .map_err(fail)?,
-        );
+        let gone: Vec<Token> = evict.iter().map(|(t, _)| *t).collect();
+        out.generation = Some(log.evict(&mut files, &mut StdEnv, &gone).map_err(fail)?);
         out.evicted = evict.into_iter().map(|(_, m)| m).collect();
         Ok(out)
     }
@@ -274,11 +271,11 @@ impl SoftRwLock {
     /// Watches `token`'s record: `true` once unchanged for the longer of
     /// the threshold and its lease (bounded by `max_lease`), `false` as
     /// soon as it changes.
-    fn watch(&self, ctx: &mut Ctx<RwFiles>, token: &Token) -> Result<bool, RwError> {
+    fn watch(&self, files: &mut RwFiles, token: &Token) -> Result<bool, RwError> {
         let mut seen = None;
         loop {
             let asked = monotonic_now();
-            let bytes = record(&mut ctx.files, token)?;
+            let bytes = record(files, token)?;
             let value = Value::of(bytes.as_deref());
             let first = seen;
             let age = Seen::observe(&mut seen, value, monotonic_now(), asked);
@@ -295,36 +292,21 @@ impl SoftRwLock {
         }
     }
 
-    /// Commits the latest snapshot without `gone`, reading again after a
-    /// lost commit; returns the generation of the commit (or of the
-    /// snapshot that already names none of them).
-    fn evict(&self, ctx: &mut Ctx<RwFiles>, gone: &[Token]) -> Result<u128, RwError> {
-        let mut removed: HashMap<Token, ()> = HashMap::new();
-        loop {
-            let s = ctx.log.latest(&mut ctx.files)?;
-            if !s.members().any(|t| gone.contains(&t)) {
-                return Ok(s.generation);
-            }
-            let writer = s.writer.filter(|w| !gone.contains(w));
-            let readers = s
-                .readers
-                .iter()
-                .copied()
-                .filter(|r| !gone.contains(r))
-                .collect();
-            let successor = State::with(s.generation + 1, writer, readers);
-            match ctx.log.commit(&mut ctx.files, &successor, random_token)? {
-                Committed::Won => {
-                    for t in gone {
-                        if removed.insert(*t, ()).is_none() {
-                            ctx.files.unlink(Area::Holders, &t.hex())?;
-                        }
-                    }
-                    return Ok(successor.generation);
-                }
-                Committed::Lost => {}
-                Committed::NoLog => return Ok(0),
-            }
-        }
+    /// The driver on this lock's terms, for an operator's look or break:
+    /// no participant, and a ledger of its own.
+    fn log(&self) -> Lock {
+        let terms = Terms {
+            threshold: self.threshold(),
+            max_lease: self.max_lease,
+        };
+        instance(terms, Ledger::default())
+    }
+}
+
+/// The writer and the readers of the latest snapshot `log` read.
+fn members(log: &Lock) -> (Option<Token>, Vec<Token>) {
+    match log.snapshot() {
+        Some(s) => (s.writer, s.readers().collect()),
+        None => (None, Vec::new()),
     }
 }

@@ -160,6 +160,21 @@ fn classification() {
     // where filelock's SoftFileLock would remove it as malformed.
     assert!(matches!(c(v2, Reader::Protocol1), Classified::V2(_)));
     assert!(matches!(c(v2, Reader::Protocol2), Classified::V2(_)));
+    // So does it where the first line follows what Python strips as
+    // whitespace, which filelock's protocol 2 parser takes (found by
+    // core/tests/golden.rs's torn inputs).
+    for led in [
+        &b" filelock/2\npid=1\nhost=vm\nmode=exclusive\n"[..],
+        b"\rfilelock/2\npid=1\nhost=vm\nmode=exclusive\n",
+        b"\x1cfilelock/2\npid=1\nhost=vm\nmode=exclusive\n",
+        b"\x1ffilelock/2\npid=1\nhost=vm\nmode=exclusive\n",
+    ] {
+        assert!(matches!(c(led, Reader::Protocol2), Classified::V2(_)));
+        assert!(
+            matches!(c(led, Reader::Protocol1), Classified::V2(_)),
+            "{led:?}"
+        );
+    }
 }
 
 #[test]

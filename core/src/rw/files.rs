@@ -13,6 +13,7 @@
 
 use crate::decide::FileId;
 use crate::errno::Errno;
+use crate::mutant::{active, Mutant};
 use crate::soft::{NodeKind, Stat};
 use core::fmt;
 
@@ -155,6 +156,12 @@ pub trait Files {
     /// Calls `visit` with each name of the directory; a missing directory
     /// has none.
     fn list(&mut self, area: Area, visit: &mut dyn FnMut(&[u8])) -> Result<(), FsError>;
+    /// Makes the directory's names durable (`fsync` of the directory):
+    /// after it, a host crash keeps every link, rename and unlink made in
+    /// it so far. filelock never syncs a directory; swaplock syncs `gen/`
+    /// before it reports a grant, so that a crash cannot lose the link of
+    /// a generation handed out as a fencing token (PROTOCOL 16, C-RW5).
+    fn sync(&mut self, area: Area) -> Result<(), FsError>;
 }
 
 /// Whether an error means the name is missing (`ENOENT`, or `ESTALE`: a
@@ -194,6 +201,9 @@ pub fn foreign_owner(dir: Owner, parent: Owner, euid: u32) -> Option<u32> {
 /// one name. A second name marks a file that inherited a removed record's
 /// inode number.
 pub fn overwrite_fits(st: &Stat, id: FileId) -> bool {
+    if active(Mutant::RwOverwriteUnchecked) {
+        return true;
+    }
     st.kind == NodeKind::Regular && st.id == id && st.nlink == 1
 }
 
@@ -202,6 +212,40 @@ pub fn overwrite_fits(st: &Stat, id: FileId) -> bool {
 /// can be this very link answered twice: the identity decides.
 pub fn link_landed(from: Option<FileId>, to: Option<FileId>) -> bool {
     from.is_some() && from == to
+}
+
+/// What a `link` of `from` to `to` came to (RW3), from the call's answer
+/// and the identities the two names show afterwards (`lstat`, `None` for
+/// a name that is missing): `true` when it landed ([`link_landed`]),
+/// whatever the call answered; `false` when it did not and the call
+/// answered success or `EEXIST` (a peer's link holds the name); an error
+/// otherwise, [`FsError::NoHardLinks`] where the filesystem has none
+/// ([`no_hard_links`]), which the identities are not asked about.
+pub fn link_outcome(
+    call: Result<(), Errno>,
+    from: Option<FileId>,
+    to: Option<FileId>,
+) -> Result<bool, FsError> {
+    if let Err(e) = call {
+        if no_hard_links(e) {
+            return Err(FsError::NoHardLinks(e));
+        }
+    }
+    if active(Mutant::RwLinkByReturnCode) {
+        return match call {
+            Ok(()) => Ok(true),
+            Err(e) if e == Errno::EXIST => Ok(false),
+            Err(e) => Err(FsError::Os(e)),
+        };
+    }
+    if link_landed(from, to) {
+        return Ok(true);
+    }
+    match call {
+        Ok(()) => Ok(false),
+        Err(e) if e == Errno::EXIST => Ok(false),
+        Err(e) => Err(FsError::Os(e)),
+    }
 }
 
 /// Whether a `link` error means the filesystem has no hard links: `ENOSYS`,

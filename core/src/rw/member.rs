@@ -18,6 +18,7 @@ use super::names::{is_temporary_name, parse_holder_name};
 use super::Mode;
 use crate::decide::Instant;
 use crate::errno::Errno;
+use crate::mutant::{active, Mutant};
 use crate::names::Token;
 use crate::soft::Compromise;
 use core::time::Duration;
@@ -104,11 +105,16 @@ pub fn attempt<M: Members>(s: &M, me: &Token, mode: Mode, stale: &dyn Fn(&Token)
             };
         }
         return match mode {
+            Mode::Write if readers_left && active(Mutant::RwWriterWaitsOutside) => Plan {
+                step: Step::Wait,
+                writer: None,
+                add_reader: None,
+            },
             // A writer enters at once, which keeps new readers out (RW5),
             // and is granted by this commit only if no reader is left (RW4).
             Mode::Write => Plan {
                 step: Step::Commit {
-                    grant: !readers_left,
+                    grant: !readers_left || active(Mutant::RwGrantBesideReaders),
                 },
                 writer: Some(*me),
                 add_reader: None,
@@ -120,7 +126,7 @@ pub fn attempt<M: Members>(s: &M, me: &Token, mode: Mode, stale: &dyn Fn(&Token)
             },
         };
     }
-    let grant = mode == Mode::Read || !readers_left;
+    let grant = mode == Mode::Read || !readers_left || active(Mutant::RwGrantBesideReaders);
     let step = match (any_stale, grant) {
         (false, false) => Step::Wait,
         _ => Step::Commit { grant },
@@ -197,6 +203,13 @@ impl Seen {
 /// more than `most` (a lease of `1e+20` would otherwise keep a crashed
 /// holder for ever: PROTOCOL 16.9).
 pub fn stale_after(threshold: Duration, lease: Option<f64>, most: Duration) -> Duration {
+    if active(Mutant::RwOwnThresholdOnly) {
+        return threshold;
+    }
+    let most = match active(Mutant::RwLeaseUncapped) {
+        true => Duration::MAX,
+        false => most,
+    };
     let lease = lease
         .and_then(|l| Duration::try_from_secs_f64(l).ok())
         .unwrap_or(match lease {
@@ -374,4 +387,14 @@ pub fn look(record: bool, here: Option<crate::decide::Liveness>) -> Look {
 /// elsewhere only once watched unchanged for its lease ([`is_stale`]).
 pub fn evict_at_once(look: Look) -> bool {
     matches!(look, Look::Missing | Look::Dead)
+}
+
+/// Whether a break looks once more, just before its commit, at a member it
+/// found to evict at once ([`evict_at_once`]): when it watched another
+/// member meanwhile, and unless forced. A participant keeps its token for
+/// its whole acquisition and makes its record again once it finds it gone,
+/// so a member found without one may be back, alive, by then (PROTOCOL
+/// 16.10).
+pub fn look_again(look: Look, watched: bool, force: bool) -> bool {
+    !force && watched && evict_at_once(look)
 }

@@ -13,10 +13,12 @@
 //! | [`log`] | which generations to read, the probe, commit checks, compaction (16.4, 16.5) | RW1, RW10, RW11, RW12, RW13 |
 //! | [`member`] | a participant's attempt and leave, the ledger, the sweep, the heartbeat (16.6-16.8) | RW4, RW5, RW6, RW7, RW8 |
 //! | [`files`] | the operations the adapter answers, and the verdicts it takes from here (16.3) | RW3, RW9, RW14 |
+//! | [`driver`] | the loop that asks each of these decisions in turn over [`files::Files`], for the facade and the simulator alike | all of the above, in order |
 //!
-//! Everything here is a pure function of its arguments: the adapter
-//! (`swaplock-unix`'s `rw`) performs the file operations, and the facade
-//! (`swaplock::rw`) runs the loop that asks each question here in turn.
+//! Everything but the driver is a pure function of its arguments: the
+//! adapter (`swaplock-unix`'s `rw`) performs the file operations, and the
+//! facade (`swaplock::rw`) runs the [`driver`] over it, as the simulator
+//! runs it over its model filesystem.
 //!
 //! ```
 //! use swaplock_core::rw::record::parse_snapshot;
@@ -29,6 +31,7 @@
 //! assert_eq!(snapshot.readers().count(), 1);
 //! ```
 
+pub mod driver;
 pub mod files;
 pub mod log;
 pub mod member;

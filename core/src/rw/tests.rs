@@ -693,3 +693,24 @@ fn an_operators_look_evicts_at_once_only_the_dead_and_the_recordless() {
     assert!(evict_at_once(Look::Dead) && evict_at_once(Look::Missing));
     assert!(!evict_at_once(Look::Alive) && !evict_at_once(Look::Elsewhere));
 }
+
+#[test]
+fn a_break_looks_again_only_at_what_it_would_evict_at_once_after_a_watch() {
+    for l in [Look::Missing, Look::Dead] {
+        assert!(
+            look_again(l, true, false),
+            "{l:?} may be back after a watch"
+        );
+        assert!(
+            !look_again(l, false, false),
+            "{l:?}: no watch, no time to come back"
+        );
+        assert!(
+            !look_again(l, true, true),
+            "{l:?}: forced, evicted whatever it does"
+        );
+    }
+    for l in [Look::Alive, Look::Elsewhere] {
+        assert!(!look_again(l, true, false), "{l:?} is not evicted at once");
+    }
+}
