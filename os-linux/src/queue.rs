@@ -78,6 +78,12 @@ pub fn join(fd: BorrowedFd<'_>) -> Result<(), Errno> {
     ofd(fd, MEMBERS, libc::F_RDLCK as _, false)
 }
 
+/// Stops being a member (the descriptor may stay open a while: a thread
+/// blocked on it in the kernel).
+pub fn quit(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+    ofd(fd, MEMBERS, libc::F_UNLCK as _, false)
+}
+
 /// Whether this member is the only one: its shared lock on the members'
 /// byte made exclusive, which no other member's allows. Made, it keeps
 /// joiners out until the descriptor closes.

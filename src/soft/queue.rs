@@ -60,12 +60,6 @@ mod imp {
         turn: Turn,
         /// Its ticket, once drawn, until it leaves its place.
         ticket: Option<u64>,
-        /// Whether its waiting thread is at work.
-        thread: bool,
-        /// The directory (a descriptor of its own) and the side file's
-        /// name, when the waiter left before the waiting thread was done:
-        /// the thread then removes the file if it is the last member.
-        tidy: Option<(OwnedFd, Name)>,
     }
 
     /// A wait's place in its host's queue.
@@ -223,15 +217,10 @@ mod imp {
                 };
                 let member = Arc::new(Member {
                     fd,
-                    at: Mutex::new(At {
-                        turn,
-                        ticket,
-                        thread: false,
-                        tidy: None,
-                    }),
+                    at: Mutex::new(At { turn, ticket }),
                 });
                 if turn == Turn::Waiting && !wait_for_turn(&member) {
-                    member.leave(|| None);
+                    member.leave();
                     let _ = self.let_go(member);
                     return State::Off;
                 }
@@ -250,27 +239,31 @@ mod imp {
                 self.state = State::In(member, pid);
                 return self.forget();
             }
-            let at = &self.at;
-            let handed = member.leave(|| {
-                let (dir, name) = at.as_ref()?;
-                Some((dir.try_clone().ok()?, name.clone()))
-            });
-            // Its waiting thread, still at work, removes the file if it
-            // turns out the last member.
-            let alone = !handed && self.let_go(member);
+            member.leave();
+            let alone = self.let_go(member);
             if let Some(key) = &self.key {
                 mark(key, !alone);
             }
         }
 
-        /// Closes this open of the side file (once its waiting thread is
-        /// done with it too), removing the file first if no other member
-        /// has it; whether none had.
+        /// Removes the side file if this member is its last, or else stops
+        /// being a member (its waiting thread, still blocked in the kernel,
+        /// may keep the descriptor open a while: it counts as none); then
+        /// closes this open of the file, once that thread is done with it.
+        /// Whether it was the last.
         fn let_go(&self, member: Arc<Member>) -> bool {
-            match &self.at {
-                Some((dir, name)) => tidy(&member, dir.as_fd(), name),
-                None => true,
+            let Some((dir, name)) = &self.at else {
+                return true;
+            };
+            crate::sync::syscall();
+            let alone = os::alone(member.fd.as_fd());
+            if alone && os::still_there(dir.as_fd(), name, member.fd.as_fd()) {
+                let _ = os::remove(dir.as_fd(), name);
             }
+            if !alone {
+                let _ = os::quit(member.fd.as_fd());
+            }
+            alone
         }
 
         /// A forked child's place: its descriptor is left open, never
@@ -292,7 +285,6 @@ mod imp {
     /// Starts the thread that waits in the kernel for `member`'s turn (or
     /// hands the work to an idle one); `false` if none could be started.
     fn wait_for_turn(member: &Arc<Member>) -> bool {
-        crate::sync::lock(&member.at).thread = true;
         #[cfg(all(test, swaplock_model))]
         STARTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         #[cfg(not(swaplock_model))]
@@ -301,7 +293,6 @@ mod imp {
         }
         if THREADS.fetch_add(1, Ordering::SeqCst) >= MOST_THREADS {
             THREADS.fetch_sub(1, Ordering::SeqCst);
-            crate::sync::lock(&member.at).thread = false;
             return false;
         }
         let theirs = Arc::clone(member);
@@ -321,7 +312,6 @@ mod imp {
             });
         if started.is_err() {
             THREADS.fetch_sub(1, Ordering::SeqCst);
-            crate::sync::lock(&member.at).thread = false;
         }
         started.is_ok()
     }
@@ -401,32 +391,15 @@ mod imp {
         }
     }
 
-    /// Removes the side file if `member` is its last member and it is
-    /// still at its name; whether it was the last.
-    fn tidy(member: &Member, dir: std::os::fd::BorrowedFd<'_>, name: &[u8]) -> bool {
-        crate::sync::syscall();
-        let alone = os::alone(member.fd.as_fd());
-        if alone && os::still_there(dir, name, member.fd.as_fd()) {
-            let _ = os::remove(dir, name);
-        }
-        alone
-    }
-
     impl Member {
-        /// Leaves its place: the member after it may go ahead. Whether its
-        /// waiting thread is still at work, and was given what `tidy`
-        /// gives to remove the file once done.
-        fn leave(&self, tidy: impl FnOnce() -> Option<(OwnedFd, Name)>) -> bool {
+        /// Leaves its place: the member after it may go ahead.
+        fn leave(&self) {
             let mut at = crate::sync::lock(&self.at);
             at.turn = Turn::Left;
             if let Some(ticket) = at.ticket.take() {
                 crate::sync::syscall();
                 let _ = os::leave(self.fd.as_fd(), ticket);
             }
-            if at.thread {
-                at.tidy = tidy();
-            }
-            at.thread
         }
     }
 
@@ -463,12 +436,7 @@ mod imp {
                 Err(_) => Turn::Failed,
             };
         }
-        at.thread = false;
-        let left = at.tidy.take();
         drop(at);
-        if let Some((dir, name)) = left {
-            tidy(member, dir.as_fd(), &name);
-        }
         super::super::notify_turn();
     }
 
