@@ -714,3 +714,32 @@ fn a_break_looks_again_only_at_what_it_would_evict_at_once_after_a_watch() {
         assert!(!look_again(l, true, false), "{l:?} is not evicted at once");
     }
 }
+
+/// RW3: the two names' identities decide a link, whatever the call
+/// answered; a success that left two files behind is a filesystem that
+/// cannot show a hard link (sshfs), refused rather than read as a peer's
+/// commit, which would have a writer commit generation after generation.
+#[test]
+fn a_link_is_decided_by_identity_and_two_files_after_a_success_are_refused() {
+    use super::files::{link_outcome, FsError};
+    use crate::decide::FileId;
+    use crate::errno::Errno;
+    let (a, b) = (FileId { dev: 1, ino: 7 }, FileId { dev: 1, ino: 8 });
+    // Landed, answered either way (a retransmit answers EEXIST).
+    assert_eq!(link_outcome(Ok(()), Some(a), Some(a)), Ok(true));
+    assert_eq!(link_outcome(Err(Errno::EXIST), Some(a), Some(a)), Ok(true));
+    // A peer's link holds the name.
+    assert_eq!(link_outcome(Err(Errno::EXIST), Some(a), Some(b)), Ok(false));
+    // Our temporary swept from under a stalled commit.
+    assert_eq!(link_outcome(Ok(()), None, Some(b)), Ok(false));
+    // Success, and two files.
+    assert_eq!(
+        link_outcome(Ok(()), Some(a), Some(b)),
+        Err(FsError::LinkNotOneFile)
+    );
+    // No hard links at all.
+    assert_eq!(
+        link_outcome(Err(Errno::PERM), Some(a), None),
+        Err(FsError::NoHardLinks(Errno::PERM))
+    );
+}
