@@ -19,7 +19,7 @@
 mod common;
 
 use common::rw::Side;
-use common::rw_chaos::{conduct, replay, seed, Plan, ROLES};
+use common::rw_chaos::{assert_sound, conduct, figures, replay, seed, Plan, Role, ROLES};
 use std::path::Path;
 use std::time::Duration;
 
@@ -56,65 +56,12 @@ fn chaos_in(dir: &Path, label: &str, copies: usize, plan: Plan) {
     let witness = tempfile::tempdir().unwrap();
     let log = witness.path().join("witness");
     let lock = dir.join("chaos.lock");
-    let mut spawn = |role: common::rw_chaos::Role| {
-        (role.local(&lock, &log, &plan), common::rw_chaos::hostname())
-    };
+    let mut spawn = |role: Role| (role.local(&lock, &log, &plan), common::rw_chaos::hostname());
     let done = conduct(&mut spawn, &ROLES, copies, &plan, &log, LIMIT);
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    let seen = replay(&text);
-    let compromises: Vec<&serde_json::Value> = done
-        .finished
-        .iter()
-        .flat_map(|v| v["compromises"].as_array().into_iter().flatten())
-        .collect();
-    let longest = done
-        .finished
-        .iter()
-        .filter_map(|v| v["longest_wait"].as_f64())
-        .fold(0f64, f64::max);
-    eprintln!(
-        "rw chaos | {label} | {} holds ({}) | overlaps {} | fencing {} | kills {} ({} inside a hold), \
-         stops {} | a killed holder's successor entered after {} | longest wait {longest:.2} s | \
-         members {} started, {} finished all {} rounds | last generation {} | {:.1} s | seed {}",
-        seen.total(),
-        seen.entry_figures(),
-        seen.overlaps.len(),
-        if seen.fencing.is_empty() { "ordered" } else { "VIOLATED" },
-        done.kills,
-        seen.killed_inside,
-        done.stops,
-        seen.eviction_figures(),
-        done.started,
-        done.finished.len(),
-        plan.rounds,
-        seen.last_generation,
-        done.took.as_secs_f64(),
-        plan.seed,
-    );
-    assert!(done.failures.is_empty(), "{label}: {:#?}", done.failures);
-    assert!(seen.overlaps.is_empty(), "{label}: {:#?}", seen.overlaps);
-    assert!(seen.fencing.is_empty(), "{label}: {:#?}", seen.fencing);
-    assert!(seen.malformed.is_empty(), "{label}: {:#?}", seen.malformed);
-    assert!(
-        compromises.is_empty(),
-        "{label}: a live member was evicted (no stop reaches the threshold): {compromises:?}"
-    );
-    assert_eq!(
-        done.finished.len(),
-        copies * ROLES.len(),
-        "{label}: a member of every place finished"
-    );
-    for role in ROLES {
-        let side = match role.side {
-            Side::Rust => "rust",
-            Side::Python => "python",
-        };
-        let n = seen.entries.get(&format!("{side} {}", role.mode));
-        assert!(
-            n.is_some_and(|&n| n >= copies * plan.rounds),
-            "{label}: {role:?}: {n:?}"
-        );
-    }
+    let seen = replay(&std::fs::read_to_string(&log).unwrap_or_default());
+    eprintln!("rw chaos | {label} | {}", figures(&plan, &done, &seen));
+    let places: Vec<Role> = (0..copies).flat_map(|_| ROLES).collect();
+    assert_sound(&label, &places, &plan, &done, &seen);
     // Whatever the last kills left named, a writer gets the lock within a
     // few thresholds.
     let (_, threshold, _) = plan.terms;

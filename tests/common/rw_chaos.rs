@@ -271,6 +271,121 @@ pub struct Conducted {
     pub took: Duration,
 }
 
+impl Conducted {
+    /// As one JSON line, for a conductor in another process (a host's).
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "kills": self.kills,
+            "stops": self.stops,
+            "started": self.started,
+            "finished": self.finished,
+            "failures": self.failures,
+            "took": self.took.as_secs_f64(),
+        })
+    }
+
+    /// The sum of several conductors' runs, from their JSON lines (the
+    /// longest run's time).
+    pub fn sum(parts: &[Value]) -> Conducted {
+        let mut all = Conducted::default();
+        for v in parts {
+            let n = |k: &str| v[k].as_u64().unwrap_or(0) as usize;
+            all.kills += n("kills");
+            all.stops += n("stops");
+            all.started += n("started");
+            all.finished
+                .extend(v["finished"].as_array().into_iter().flatten().cloned());
+            all.failures.extend(
+                v["failures"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|f| f.as_str().unwrap_or_default().to_owned()),
+            );
+            let took = Duration::from_secs_f64(v["took"].as_f64().unwrap_or(0.0));
+            all.took = all.took.max(took);
+        }
+        all
+    }
+
+    /// The compromises the finished members reported.
+    pub fn compromises(&self) -> Vec<Value> {
+        self.finished
+            .iter()
+            .flat_map(|v| v["compromises"].as_array().into_iter().flatten().cloned())
+            .collect()
+    }
+
+    /// The longest wait of a finished member, seconds.
+    pub fn longest_wait(&self) -> f64 {
+        self.finished
+            .iter()
+            .filter_map(|v| v["longest_wait"].as_f64())
+            .fold(0f64, f64::max)
+    }
+}
+
+/// The figures of a run, in one line.
+pub fn figures(plan: &Plan, done: &Conducted, seen: &Replay) -> String {
+    format!(
+        "{} holds ({}); overlaps {}; fencing {}; kills {} ({} inside a hold), stops {}; a killed \
+         holder's successor entered after {}; longest wait {:.2} s; members {} started, {} \
+         finished all {} rounds; last generation {}; {:.1} s; seed {}",
+        seen.total(),
+        seen.entry_figures(),
+        seen.overlaps.len(),
+        if seen.fencing.is_empty() {
+            "ordered"
+        } else {
+            "VIOLATED"
+        },
+        done.kills,
+        seen.killed_inside,
+        done.stops,
+        seen.eviction_figures(),
+        done.longest_wait(),
+        done.started,
+        done.finished.len(),
+        plan.rounds,
+        seen.last_generation,
+        done.took.as_secs_f64(),
+        plan.seed,
+    )
+}
+
+/// The run's promises: no member failed, fell short or waited in vain,
+/// no overlap, fencing in order, a well-formed log, no live member
+/// evicted, and each of `places` (members of `roles` at once) ended with a
+/// member through all its rounds.
+pub fn assert_sound(label: &str, places: &[Role], plan: &Plan, done: &Conducted, seen: &Replay) {
+    assert!(done.failures.is_empty(), "{label}: {:#?}", done.failures);
+    assert!(seen.overlaps.is_empty(), "{label}: {:#?}", seen.overlaps);
+    assert!(seen.fencing.is_empty(), "{label}: {:#?}", seen.fencing);
+    assert!(seen.malformed.is_empty(), "{label}: {:#?}", seen.malformed);
+    let compromises = done.compromises();
+    assert!(
+        compromises.is_empty(),
+        "{label}: a live member was evicted (no stop reaches the threshold): {compromises:?}"
+    );
+    assert_eq!(
+        done.finished.len(),
+        places.len(),
+        "{label}: a member of every place finished"
+    );
+    for role in ROLES {
+        let side = match role.side {
+            Side::Rust => "rust",
+            Side::Python => "python",
+        };
+        let at_least = places.iter().filter(|p| **p == role).count() * plan.rounds;
+        let n = seen.entries.get(&format!("{side} {}", role.mode));
+        assert!(
+            n.copied().unwrap_or(0) >= at_least,
+            "{label}: {role:?}: {n:?} holds, fewer than {at_least}"
+        );
+    }
+}
+
 /// How the conductor starts a member of a role: its command (the role's
 /// [`Role::args`] given to the program of the role's side), and the host
 /// name its witness lines carry.
