@@ -17,6 +17,8 @@
 #[path = "nfs/chaos.rs"]
 mod chaos;
 mod common;
+#[path = "nfs/rw.rs"]
+mod rw;
 #[path = "nfs/smb.rs"]
 mod smb;
 
@@ -329,7 +331,7 @@ fn guest() {
         .unwrap();
     let mut report = Report(file);
     let clients = Client::all();
-    let scenarios: [(&str, Scenario); 14] = [
+    let scenarios: [(&str, Scenario); 16] = [
         ("facts_between_two_clients", facts),
         (
             "mount_options_that_keep_locks_on_the_client_are_refused",
@@ -338,6 +340,7 @@ fn guest() {
         ("a_holder_killed_or_stopped_on_another_host", holder_fate),
         ("status_names_the_nfs_version_and_a_dead_hosts_fate", status),
         ("soft_locks_exclude_across_two_clients", soft_locks),
+        ("rw_lock_excludes_across_two_clients", rw::rounds),
         (
             "a_dead_holders_marker_on_another_host_names_the_remedy",
             stale_elsewhere,
@@ -361,7 +364,8 @@ fn guest() {
             "the_attribute_cache_never_expires_a_live_lease",
             chaos::lease_cache,
         ),
-        // Last: the cut host's mounts recover only after it.
+        // The cut host's mounts recover only after these two.
+        ("rw_lock_a_writers_host_crashes", rw::host_crash),
         ("a_holders_host_cut_off_from_the_server", host_cut_off),
     ];
     let only = narrowed("swaplock_only");
@@ -1046,6 +1050,10 @@ fn second_mount_again() -> impl Iterator<Item = (&'static Mount, &'static str, &
 #[test]
 #[ignore = "entry point of the NFS tests' workers"]
 fn worker() {
+    // A read-write lock's participant (tests/nfs/rw.rs).
+    if std::env::var_os(common::rw::WORKER).is_some() {
+        return common::rw::worker();
+    }
     let Ok(spec) = std::env::var(WORKER) else {
         return;
     };

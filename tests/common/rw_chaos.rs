@@ -209,6 +209,8 @@ pub fn member(
 
 /// A member the conductor runs.
 struct Live {
+    /// Its place in the conductor's list.
+    place: usize,
     role: Role,
     host: String,
     child: Child,
@@ -269,6 +271,8 @@ pub struct Conducted {
     /// were still running at the deadline.
     pub failures: Vec<String>,
     pub took: Duration,
+    /// When the first member was started (CLOCK_MONOTONIC, ns).
+    pub began: u64,
 }
 
 impl Conducted {
@@ -281,6 +285,7 @@ impl Conducted {
             "finished": self.finished,
             "failures": self.failures,
             "took": self.took.as_secs_f64(),
+            "began": self.began,
         })
     }
 
@@ -304,6 +309,10 @@ impl Conducted {
             );
             let took = Duration::from_secs_f64(v["took"].as_f64().unwrap_or(0.0));
             all.took = all.took.max(took);
+            let began = v["began"].as_u64().unwrap_or(0);
+            if all.began == 0 || began < all.began {
+                all.began = began;
+            }
         }
         all
     }
@@ -330,7 +339,8 @@ pub fn figures(plan: &Plan, done: &Conducted, seen: &Replay) -> String {
     format!(
         "{} holds ({}); overlaps {}; fencing {}; kills {} ({} inside a hold), stops {}; a killed \
          holder's successor entered after {}; longest wait {:.2} s; members {} started, {} \
-         finished all {} rounds; last generation {}; {:.1} s; seed {}",
+         finished all {} rounds; last generation {}; {:.1} s (the first hold after {:.1} s, the last \
+         {:.1} s before the end); seed {}",
         seen.total(),
         seen.entry_figures(),
         seen.overlaps.len(),
@@ -349,6 +359,8 @@ pub fn figures(plan: &Plan, done: &Conducted, seen: &Replay) -> String {
         plan.rounds,
         seen.last_generation,
         done.took.as_secs_f64(),
+        seen.first.saturating_sub(done.began) as f64 / 1e9,
+        (done.began + done.took.as_nanos() as u64).saturating_sub(seen.last) as f64 / 1e9,
         plan.seed,
     )
 }
@@ -386,19 +398,18 @@ pub fn assert_sound(label: &str, places: &[Role], plan: &Plan, done: &Conducted,
     }
 }
 
-/// How the conductor starts a member of a role: its command (the role's
-/// [`Role::args`] given to the program of the role's side), and the host
-/// name its witness lines carry.
-pub type Spawn<'a> = dyn FnMut(Role) -> (Command, String) + 'a;
+/// How the conductor starts the member of a place (its index and role):
+/// its command (the role's [`Role::args`] given to the program of the
+/// role's side, on the place's host), and the host name its witness lines
+/// carry.
+pub type Spawn<'a> = dyn FnMut(usize, Role) -> (Command, String) + 'a;
 
-/// Runs `copies` members of each of `roles` on the lock (`spawn` knows
-/// where), with the blows of `plan`, until every member has ended or
-/// `limit` has passed (then every member left is killed and counted as
-/// wedged).
+/// Runs a member in each of `places` on the lock (`spawn` knows where),
+/// with the blows of `plan`, until every member has ended or `limit` has
+/// passed (then every member left is killed and counted as wedged).
 pub fn conduct(
     spawn: &mut Spawn<'_>,
-    roles: &[Role],
-    copies: usize,
+    places: &[Role],
     plan: &Plan,
     log: &Path,
     limit: Duration,
@@ -407,9 +418,13 @@ pub fn conduct(
     let chaos_end = started + plan.chaos;
     let deadline = started + limit;
     let mut rng = super::stress::Rng(plan.seed | 1);
-    let mut out = Conducted::default();
-    let mut start = |role: Role, out: &mut Conducted| {
-        let (mut cmd, host) = spawn(role);
+    let mut out = Conducted {
+        began: monotonic_ns(),
+        ..Conducted::default()
+    };
+    let mut start = |place: usize, out: &mut Conducted| {
+        let role = places[place];
+        let (mut cmd, host) = spawn(place, role);
         let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -417,6 +432,7 @@ pub fn conduct(
             .unwrap_or_else(|e| panic!("{role:?}: {e}"));
         out.started += 1;
         Live {
+            place,
             role,
             host,
             child,
@@ -424,9 +440,8 @@ pub fn conduct(
             killed: None,
         }
     };
-    let mut live: Vec<Live> = (0..copies)
-        .flat_map(|_| roles.iter().copied())
-        .map(|role| start(role, &mut out))
+    let mut live: Vec<Live> = (0..places.len())
+        .map(|place| start(place, &mut out))
         .collect();
     let mut inside = Inside::default();
     let mut next_blow = started + Duration::from_millis(200 + rng.below(400));
@@ -466,7 +481,7 @@ pub fn conduct(
                     note(log, &format!("K - - {who} - {at}\n"));
                     // Its place is taken, so that every place ends with a
                     // member that went through all its rounds.
-                    live.push(start(m.role, &mut out));
+                    live.push(start(m.place, &mut out));
                 }
                 _ if !status.success() => out.failures.push(format!(
                     "{:?} {} {who}: {status}: {text}",
@@ -564,6 +579,9 @@ pub struct Replay {
     pub evictions: Vec<f64>,
     /// The highest generation entered.
     pub last_generation: u128,
+    /// When the first and the last hold were entered (CLOCK_MONOTONIC, ns).
+    pub first: u64,
+    pub last: u64,
 }
 
 impl Replay {
@@ -657,6 +675,10 @@ pub fn replay(text: &str) -> Replay {
                     r.malformed.push(format!("line {n}: {who} entered twice"));
                 }
                 *r.entries.entry(format!("{side} {mode}")).or_default() += 1;
+                if r.first == 0 {
+                    r.first = ns;
+                }
+                r.last = ns;
             }
             "X" => {
                 let g = generation.parse::<u128>().ok();

@@ -46,13 +46,13 @@ pub(super) fn agent(lock: &str, log: &str, seed: u64) {
     let plan = plan(seed);
     let host = hostname();
     let (lock, log) = (Path::new(lock), Path::new(log));
-    let mut spawn = |role: Role| {
+    let mut spawn = |_, role: Role| {
         let mut cmd = role.local(lock, log, &plan);
         // A member, not another agent.
         cmd.env_remove(WORKER);
         (cmd, host.clone())
     };
-    let done = conduct(&mut spawn, &ROLES, 1, &plan, log, LIMIT);
+    let done = conduct(&mut spawn, &ROLES, &plan, log, LIMIT);
     println!("{}", done.to_json());
 }
 
