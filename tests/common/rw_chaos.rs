@@ -270,6 +270,9 @@ pub struct Conducted {
     /// Members that failed, fell short of their rounds, failed a wait, or
     /// were still running at the deadline.
     pub failures: Vec<String>,
+    /// Waits that failed (timed out or erred), as the members counted
+    /// them.
+    pub failed_waits: usize,
     pub took: Duration,
     /// When the first member was started (CLOCK_MONOTONIC, ns).
     pub began: u64,
@@ -284,6 +287,7 @@ impl Conducted {
             "started": self.started,
             "finished": self.finished,
             "failures": self.failures,
+            "failed_waits": self.failed_waits,
             "took": self.took.as_secs_f64(),
             "began": self.began,
         })
@@ -298,6 +302,7 @@ impl Conducted {
             all.kills += n("kills");
             all.stops += n("stops");
             all.started += n("started");
+            all.failed_waits += n("failed_waits");
             all.finished
                 .extend(v["finished"].as_array().into_iter().flatten().cloned());
             all.failures.extend(
@@ -338,9 +343,9 @@ impl Conducted {
 pub fn figures(plan: &Plan, done: &Conducted, seen: &Replay) -> String {
     format!(
         "{} holds ({}); overlaps {}; fencing {}; kills {} ({} inside a hold), stops {}; a killed \
-         holder's successor entered after {}; longest wait {:.2} s; members {} started, {} \
-         finished all {} rounds; last generation {}; {:.1} s (the first hold after {:.1} s, the last \
-         {:.1} s before the end); seed {}",
+         holder's successor entered after {}; longest wait {:.2} s, failed waits {}; members {} \
+         started, {} finished all {} rounds; last generation {}; {:.1} s (the first hold after \
+         {:.1} s, the last {:.1} s before the end); seed {}",
         seen.total(),
         seen.entry_figures(),
         seen.overlaps.len(),
@@ -354,6 +359,7 @@ pub fn figures(plan: &Plan, done: &Conducted, seen: &Replay) -> String {
         done.stops,
         seen.eviction_figures(),
         done.longest_wait(),
+        done.failed_waits,
         done.started,
         done.finished.len(),
         plan.rounds,
@@ -492,6 +498,9 @@ pub fn conduct(
                         .lines()
                         .find(|l| l.starts_with('{'))
                         .and_then(|l| serde_json::from_str::<Value>(l).ok());
+                    if let Some(v) = &summary {
+                        out.failed_waits += v["errors"].as_array().map_or(0, Vec::len);
+                    }
                     match summary {
                         Some(v)
                             if v["rounds"] == plan.rounds
