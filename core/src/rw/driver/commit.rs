@@ -257,6 +257,12 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
         match linked {
             Ok(true) => {}
             Ok(false) => return Ok(Committed::Lost),
+            // The call made the name, and the filesystem shows it as
+            // another file: the name is ours, and no peer should read it.
+            Err(FsError::LinkNotOneFile) => {
+                let _ = files.unlink(GEN, &target);
+                return Err(FsError::LinkNotOneFile.into());
+            }
             // The temporary was swept from under a stalled commit (C-RW6),
             // or `gen/` went: either way not ours.
             Err(FsError::Os(e)) if missing(e) && !active(Mutant::RwSweptTempIsError) => {
