@@ -37,6 +37,10 @@ struct Mem {
     /// Runs before the next link: what peers do while the linker is
     /// stopped.
     before_link: Option<fn(&mut Mem)>,
+    /// Runs after the next link made its name, before the two names'
+    /// identities are taken: what peers do while the linker is stopped
+    /// there.
+    after_link: Option<fn(&mut Mem)>,
 }
 
 fn area(a: Area) -> u8 {
@@ -165,6 +169,9 @@ impl Files for Mem {
         }
         self.names.insert((area(a), to.to_vec()), ino);
         self.inodes.get_mut(&ino).unwrap().1 += 1;
+        if let Some(peers) = self.after_link.take() {
+            peers(self);
+        }
         let from_id = self.names.get(&(area(a), from.to_vec())).map(|&i| id(i));
         let to_id = self.names.get(&(area(a), to.to_vec())).map(|&i| id(i));
         let call = match self.retransmit {

@@ -207,3 +207,69 @@ fn a_break_commits_the_log_without_the_members_it_evicts() {
     assert_eq!(lw.advance(&mut fs, &mut env, &mut w), Ok(true));
     assert_eq!(lr.heartbeat(&mut fs, &mut env, &mut r), Beat::Lost);
 }
+
+/// A writer stopped between its link of generation 3 and the look at the
+/// two names, while the log's generations are removed (an operator's
+/// `rm -rf gen/*`, whose glob skips the writer's `.commit-` temporary, or
+/// an `rm -rf gen` stopped before reaching it while peers recreate the log
+/// in the directory it could not yet remove) and the log grows again, in
+/// the same directory, to a writer granted at generation 3. The stopped
+/// writer's link answered success and the two names now show two files:
+/// that is a peer's generation, not sshfs. Removing it as its own takes
+/// the granted writer's generation away; the log reads as generation 2
+/// again, and a second writer is granted beside the first.
+#[test]
+fn a_link_replaced_after_it_landed_is_not_removed_as_our_own() {
+    let mut fs = Mem::default();
+    let mut env = Clock::new();
+    let mut l = lock(90.0);
+    // The old log: a reader enters at 1 and leaves at 2.
+    let mut r = l.publish(&mut fs, &mut env, Mode::Read).unwrap();
+    assert_eq!(l.advance(&mut fs, &mut env, &mut r), Ok(true));
+    l.leave(&mut fs, &mut env, &mut r).unwrap();
+    let mut w = l.publish(&mut fs, &mut env, Mode::Write).unwrap();
+    fs.after_link = Some(|fs: &mut Mem| {
+        let names: Vec<Vec<u8>> = fs
+            .names
+            .keys()
+            .filter(|(a, n)| *a == 0 && !n.starts_with(b".commit-"))
+            .map(|(_, n)| n.clone())
+            .collect();
+        for n in names {
+            fs.drop_name(Area::Generations, &n);
+        }
+        // The new log: a reader enters at 1, leaves at 2, and a writer
+        // is granted at 3 (tokens of their own).
+        let mut env = Clock {
+            now: 5_000_000_000,
+            drawn: 1000,
+        };
+        let mut l = lock(90.0);
+        let mut r = l.publish(fs, &mut env, Mode::Read).unwrap();
+        assert_eq!(l.advance(fs, &mut env, &mut r), Ok(true));
+        l.leave(fs, &mut env, &mut r).unwrap();
+        let mut q = l.publish(fs, &mut env, Mode::Write).unwrap();
+        assert_eq!(l.advance(fs, &mut env, &mut q), Ok(true));
+        assert_eq!(q.generation(), Some(3), "the new log's writer");
+    });
+    let stopped = l.advance(&mut fs, &mut env, &mut w);
+    assert!(fs.after_link.is_none(), "it linked");
+    assert!(
+        fs.gen(3).is_some(),
+        "the granted writer's generation 3 was removed (the stopped writer's \
+         advance: {stopped:?})"
+    );
+    // Whatever the stopped writer makes of it, a third writer stays out.
+    let mut env = Clock {
+        now: 9_000_000_000,
+        drawn: 2000,
+    };
+    let mut l3 = lock(90.0);
+    let mut third = l3.publish(&mut fs, &mut env, Mode::Write).unwrap();
+    assert_eq!(
+        l3.advance(&mut fs, &mut env, &mut third),
+        Ok(false),
+        "a second writer granted at {:?}",
+        third.generation()
+    );
+}
