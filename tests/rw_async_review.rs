@@ -307,3 +307,42 @@ fn cancelled_awaited_waits_beside_filelock_members_never_overlap_and_leave_nothi
         r.entries
     );
 }
+
+/// Two tasks of one current-thread runtime that take the write lock
+/// through the blocking API (`try_write`, which never blocks for long)
+/// are one thread to it: the second nests in the first's write hold, and
+/// both write at once. The awaited acquires are owners of their own; the
+/// blocking ones called from a task are not.
+#[cfg(unix)]
+#[test]
+#[ignore = "open: a blocking acquire in a task nests by thread, so two tasks of one runtime thread write at once"]
+fn two_tasks_of_one_thread_never_both_hold_the_write_lock_through_try_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rw.lock");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let held = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let first = {
+            let (path, held) = (path.clone(), Arc::clone(&held));
+            tokio::spawn(async move {
+                let g = lock(&path).try_write().unwrap();
+                held.store(true, SeqCst);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                g.release().unwrap();
+            })
+        };
+        while !held.load(SeqCst) {
+            tokio::task::yield_now().await;
+        }
+        let second = lock(&path).try_write();
+        assert!(
+            second.is_err(),
+            "a second task wrote beside the first, at generation {:?}",
+            second.as_ref().map(|g| g.generation()).ok()
+        );
+        first.await.unwrap();
+    });
+}
