@@ -273,3 +273,53 @@ fn a_link_replaced_after_it_landed_is_not_removed_as_our_own() {
         third.generation()
     );
 }
+
+/// A writer stopped between its link of generation 3 and the look at the
+/// two names, for as long as the log takes to move a window on (its
+/// `.commit-` temporary is swept only after the stale threshold), while
+/// a peer that built generation 3 on the same generation 2 is stopped
+/// between its checks (generation 2 there, the very record) and its link:
+/// compaction removes generations 1 to 3, oldest first, and the peer's
+/// link into the freed name 3 succeeds (its own checks after the link see
+/// the lead and remove it). The stopped writer then looks: its link
+/// answered success, and the two names show two files, on a filesystem
+/// that shows hard links as one file. That is a lost commit, not sshfs:
+/// it should read again, not fail naming the filesystem as the cause
+/// (nor remove the peer's link as its own).
+#[test]
+fn a_link_replaced_a_window_later_is_a_lost_commit_not_a_refusal() {
+    let mut fs = Mem::default();
+    let mut env = Clock::new();
+    let mut l = lock(90.0);
+    let mut r = l.publish(&mut fs, &mut env, Mode::Read).unwrap();
+    assert_eq!(l.advance(&mut fs, &mut env, &mut r), Ok(true));
+    l.leave(&mut fs, &mut env, &mut r).unwrap();
+    let mut w = l.publish(&mut fs, &mut env, Mode::Write).unwrap();
+    fs.after_link = Some(|fs: &mut Mem| {
+        // Peers commit 4 to 68; the commit of 68 compacts 1 to 3.
+        for g in 4..=68u128 {
+            let record = std::format!("filelock-rw/1\ngeneration={g}\n");
+            let name = generation_name(g).unwrap();
+            fs.create(Area::Generations, &name, record.as_bytes(), true)
+                .unwrap();
+        }
+        for g in 1..=3u128 {
+            fs.drop_name(Area::Generations, &generation_name(g).unwrap());
+        }
+        // The stopped peer's link of its generation 3.
+        let record = b"filelock-rw/1\ngeneration=3\n";
+        fs.create(
+            Area::Generations,
+            &generation_name(3).unwrap(),
+            record,
+            true,
+        )
+        .unwrap();
+    });
+    let looked = l.advance(&mut fs, &mut env, &mut w);
+    assert!(fs.after_link.is_none(), "it linked");
+    assert!(
+        !matches!(looked, Err(Error::Fs(FsError::LinkNotOneFile))),
+        "a lost commit refused as a filesystem without hard links: {looked:?}"
+    );
+}
