@@ -168,7 +168,7 @@ fn storm(
             rt.block_on(async move {
                 let mut handles = Vec::new();
                 for t in 0..tasks {
-                    let seed = 0x9e37_79b9 ^ ((r * 131 + t) as u64 + 1) * 0x1000_0001;
+                    let seed = 0x9e37_79b9 ^ (((r * 131 + t) as u64 + 1) * 0x1000_0001);
                     handles.push(tokio::spawn(task_rounds(
                         path.clone(),
                         Arc::clone(&census),
