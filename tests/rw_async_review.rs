@@ -5,9 +5,8 @@
 //! writes beside anyone, and once all is done the process's slot is free
 //! and the log names nobody.
 
-#![cfg(feature = "tokio")]
+#![cfg(all(feature = "tokio", any(target_os = "linux", target_os = "android")))]
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -47,7 +46,6 @@ impl Census {
     }
 
     fn note(&self, what: &str, write: bool, who: &str, generation: u128) {
-        #[cfg(any(target_os = "linux", target_os = "android"))]
         if let Some(log) = &self.witness {
             let mode = if write { "write" } else { "read" };
             let ns = common::rw_chaos::monotonic_ns();
@@ -56,8 +54,6 @@ impl Census {
                 &format!("{what} {mode} rust {who} {generation} {ns}\n"),
             );
         }
-        #[cfg(not(any(target_os = "linux", target_os = "android")))]
-        let _ = (what, write, who, generation);
     }
 
     fn leave(&self, write: bool, who: &str, generation: u128) {
@@ -203,7 +199,6 @@ fn storm(
     census
 }
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
 #[test]
 fn cancelled_awaited_waits_beside_threads_never_overlap_and_leave_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -241,7 +236,6 @@ fn cancelled_awaited_waits_beside_threads_never_overlap_and_leave_nothing() {
 /// that waits are cut short after they published (a writer named, holding
 /// readers out): every hold of every member is witnessed in one log, and
 /// no two conflicting stretches overlap; at the end the log names nobody.
-#[cfg(any(target_os = "linux", target_os = "android"))]
 #[test]
 fn cancelled_awaited_waits_beside_filelock_members_never_overlap_and_leave_nothing() {
     use common::rw::python_command;
@@ -313,7 +307,6 @@ fn cancelled_awaited_waits_beside_filelock_members_never_overlap_and_leave_nothi
 /// are one thread to it: the second nests in the first's write hold, and
 /// both write at once. The awaited acquires are owners of their own; the
 /// blocking ones called from a task are not.
-#[cfg(unix)]
 #[test]
 #[ignore = "open: a blocking acquire in a task nests by thread, so two tasks of one runtime thread write at once"]
 fn two_tasks_of_one_thread_never_both_hold_the_write_lock_through_try_write() {
