@@ -550,7 +550,11 @@ impl SoftRwLock {
     /// A read shares a read hold this process has already, as a thread's
     /// does; a task moves between threads, so each awaited acquire is an
     /// owner of its own: a task that awaits a write lock it holds waits
-    /// for ever (no deadlock is detected, since a task is no thread).
+    /// for ever (no deadlock is detected, since a task is no thread). In a
+    /// task, take the lock only through these: the blocking calls
+    /// ([`read`](Self::read), [`try_write`](Self::try_write), ...) nest by
+    /// thread, so two tasks that run on one thread would share its write
+    /// hold.
     ///
     /// # Panics
     ///

@@ -133,7 +133,9 @@ fn rw_lock_facts_over_sshfs() {
             &format!("read-write lock, a lone {side} writer within 3 s"),
             format!(
                 "{} after {:.2} s, {} generations left in the log",
-                facts[side]["result"], facts[side]["elapsed"], facts[side]["generations"]
+                facts[side]["result"],
+                facts[side]["elapsed"].as_f64().unwrap_or(f64::NAN),
+                facts[side]["generations"]
             ),
         );
     }

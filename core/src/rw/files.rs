@@ -232,11 +232,10 @@ pub fn link_landed(from: Option<FileId>, to: Option<FileId>) -> bool {
 /// error otherwise: [`FsError::NoHardLinks`] where the filesystem has none
 /// ([`no_hard_links`]), which the identities are not asked about, and
 /// [`FsError::LinkNotOneFile`] where the call answered success and both
-/// names stand, as two files. A peer cannot bring that about where names
-/// are shown as files: it would have to remove the generation just
-/// linked, which only a commit a window later compacts, and link the name
-/// again, which the predecessor check forbids once a later generation
-/// exists.
+/// names stand, as two files: a filesystem that shows a hard link's names
+/// as two files (sshfs), or a peer's link made in the name after ours was
+/// removed (a committer stopped for a window of commits, a log wiped in
+/// place). The commit tells them apart by the bytes at the name.
 pub fn link_outcome(
     call: Result<(), Errno>,
     from: Option<FileId>,

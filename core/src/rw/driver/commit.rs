@@ -257,9 +257,25 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
         match linked {
             Ok(true) => {}
             Ok(false) => return Ok(Committed::Lost),
-            // The call made the name, and the filesystem shows it as
-            // another file: the name is ours, and no peer should read it.
+            // The call made the name, and the name shows another file now:
+            // a filesystem that shows a hard link's names as two files
+            // (sshfs), or a peer's link made there since ours was removed
+            // (a committer stopped for a window of commits, a log wiped in
+            // place). The bytes tell: a peer's record never equals ours,
+            // which names our fresh token, one no peer adds (PROTOCOL
+            // 16.9). Ours: removed, so that no peer reads it, and the
+            // filesystem refused. A peer's: a lost commit, left alone.
             Err(FsError::LinkNotOneFile) => {
+                let ours = match self.read_scratch(files, GEN, &target) {
+                    Ok(Some(n)) => {
+                        let data = &self.bufs.snapshots[at].as_ref()[EPOCH_LEN..EPOCH_LEN + len];
+                        self.scratch(n) == data
+                    }
+                    Ok(None) | Err(_) => false,
+                };
+                if !ours {
+                    return Ok(Committed::Lost);
+                }
                 let _ = files.unlink(GEN, &target);
                 return Err(FsError::LinkNotOneFile.into());
             }
