@@ -323,3 +323,41 @@ fn a_link_replaced_a_window_later_is_a_lost_commit_not_a_refusal() {
         "a lost commit refused as a filesystem without hard links: {looked:?}"
     );
 }
+
+/// A filesystem that shows a hard link's two names as two files (sshfs:
+/// each name its own inode number, a link count of 1): the link answers
+/// success, and the new name holds this commit's own record as another
+/// file. No commit could ever be confirmed there: the writer is refused
+/// with the filesystem named, and the generation it linked is removed, so
+/// that no peer reads a generation naming a participant that failed.
+#[test]
+fn a_link_shown_as_a_copy_of_our_record_is_refused_and_removed() {
+    let mut fs = Mem::default();
+    let mut env = Clock::new();
+    let mut l = lock(90.0);
+    let mut w = l.publish(&mut fs, &mut env, Mode::Write).unwrap();
+    fs.after_link = Some(|fs: &mut Mem| {
+        // The newest generation name, given a copy of its file.
+        let (key, ino) = fs
+            .names
+            .iter()
+            .filter(|((a, n), _)| *a == 0 && n.iter().all(u8::is_ascii_digit))
+            .max()
+            .map(|(k, &i)| (k.clone(), i))
+            .unwrap();
+        let bytes = fs.inodes[&ino].0.clone();
+        fs.drop_name(Area::Generations, &key.1);
+        fs.next += 1;
+        let copy = fs.next;
+        fs.inodes.insert(copy, (bytes, 1));
+        fs.names.insert(key, copy);
+    });
+    let refused = l.advance(&mut fs, &mut env, &mut w);
+    assert!(fs.after_link.is_none(), "it linked");
+    assert_eq!(refused, Err(Error::Fs(FsError::LinkNotOneFile)));
+    assert_eq!(
+        fs.gen(1),
+        None,
+        "the refused link is left for peers to read"
+    );
+}
