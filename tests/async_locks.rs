@@ -212,6 +212,22 @@ fn misuse_is_an_error() {
         wait.as_mut().poll(&mut cx),
         std::task::Poll::Ready(Err(e)) if e.kind() == ErrorKind::Unsupported
     ));
+    #[cfg(unix)]
+    {
+        let rw_lock = swaplock::rw::SoftRwLock::new(dir.path().join("rw.lock"));
+        let mut wait = std::pin::pin!(rw_lock.write_async());
+        match wait.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(Err(e)) => {
+                assert_eq!(e.kind(), ErrorKind::Unsupported);
+                assert!(e.to_string().contains("write_async"), "{e}");
+            }
+            other => panic!("outside a runtime: {other:?}"),
+        }
+        assert!(
+            !dir.path().join("rw.lock.rw").exists(),
+            "nothing is made outside a runtime"
+        );
+    }
     in_runtime(move || async move {
         let err = SoftLock::soft(&path)
             .reentrant(true)
