@@ -383,6 +383,13 @@ impl Watch {
         let by_pin = format!("/proc/self/fd/{}", rustix::fd::AsRawFd::as_raw_fd(&pin));
         let wd = match inotify::add_watch(self.inotify(), by_pin.as_str(), flags) {
             Ok(wd) => wd,
+            // The pinned marker was removed since it was opened: `/proc`
+            // leads nowhere for a file with no name left. It has left the
+            // path, so the caller looks again: a wait here, with nothing
+            // watched, would sleep through every release to come.
+            Err(Errno::NOENT) if rustix::fs::fstat(&pin).is_ok_and(|st| st.st_nlink == 0) => {
+                return Armed::Gone
+            }
             // No `/proc`: by the directory's path, which may lead elsewhere
             // by now (a `chdir` under a relative path, the directory moved):
             // the watch counts only if that path still shows the pinned
@@ -391,12 +398,15 @@ impl Watch {
                 let Some(path) = &self.by_path else {
                     return Armed::Unwatched;
                 };
-                let Ok(wd) = inotify::add_watch(
+                let wd = match inotify::add_watch(
                     self.inotify(),
                     path.as_c_str(),
                     flags | WatchFlags::DONT_FOLLOW,
-                ) else {
-                    return Armed::Unwatched;
+                ) {
+                    Ok(wd) => wd,
+                    // Nothing at the path now: the marker left; look again.
+                    Err(Errno::NOENT) => return Armed::Gone,
+                    Err(_) => return Armed::Unwatched,
                 };
                 let same = rustix::fs::lstat(path.as_c_str())
                     .is_ok_and(|st| st.st_dev == pinned.st_dev && st.st_ino == pinned.st_ino);
