@@ -273,6 +273,11 @@ pub struct Conducted {
     /// Waits that failed (timed out or erred), as the members counted
     /// them.
     pub failed_waits: usize,
+    /// filelock 4.2.11's members ended by its own `OSError` ESTALE (a
+    /// network filesystem's stale handle of a generation a peer removed,
+    /// which filelock does not read as missing), each replaced as a
+    /// killed member is.
+    pub peer_estale: usize,
     pub took: Duration,
     /// When the first member was started (CLOCK_MONOTONIC, ns).
     pub began: u64,
@@ -288,6 +293,7 @@ impl Conducted {
             "finished": self.finished,
             "failures": self.failures,
             "failed_waits": self.failed_waits,
+            "peer_estale": self.peer_estale,
             "took": self.took.as_secs_f64(),
             "began": self.began,
         })
@@ -303,6 +309,7 @@ impl Conducted {
             all.stops += n("stops");
             all.started += n("started");
             all.failed_waits += n("failed_waits");
+            all.peer_estale += n("peer_estale");
             all.finished
                 .extend(v["finished"].as_array().into_iter().flatten().cloned());
             all.failures.extend(
@@ -498,6 +505,18 @@ pub fn conduct(
                         .lines()
                         .find(|l| l.starts_with('{'))
                         .and_then(|l| serde_json::from_str::<Value>(l).ok());
+                    let errors = summary.as_ref().and_then(|v| v["errors"].as_array());
+                    let estale_only = m.role.side == Side::Python
+                        && errors.is_some_and(|e| {
+                            !e.is_empty()
+                                && e.iter()
+                                    .all(|e| e.as_str().is_some_and(|e| e.contains("[Errno 116]")))
+                        });
+                    if estale_only {
+                        out.peer_estale += 1;
+                        live.push(start(m.place, &mut out));
+                        continue;
+                    }
                     if let Some(v) = &summary {
                         out.failed_waits += v["errors"].as_array().map_or(0, Vec::len);
                     }

@@ -97,6 +97,11 @@ pub(super) fn rounds(clients: &[Client], report: &mut Report) {
             "rw lock, 2 hosts × (Rust reader, Rust writer, Python reader, Python writer)",
             figures(&plan, &done, &seen),
         );
+        report.fact(
+            mount.label,
+            "rw lock: filelock's members ended by its own ESTALE, and replaced",
+            done.peer_estale,
+        );
         let what = format!("rw lock on {}", mount.label);
         // Every mount is reported before any fails the scenario.
         let sound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
