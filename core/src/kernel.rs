@@ -151,21 +151,33 @@ pub enum Listed {
 /// the name never comes back to it, so a listing that still shows the
 /// locked file there shows it current.
 pub fn named<O: KernelOs>(os: &mut O) -> Result<FileId, Errno> {
+    look(os).0
+}
+
+/// [`named`]'s answer, and the file the `stat` found where the listing
+/// then showed no entry under the name: the one answer that can repeat
+/// for good about a file nobody removes (an export that lists the name in
+/// another case or Unicode form).
+fn look<O: KernelOs>(os: &mut O) -> (Result<FileId, Errno>, Option<FileId>) {
     if os.names_cached() {
         match os.made_anew() {
-            Ok(made) => return Ok(made),
+            Ok(made) => return (Ok(made), None),
             Err(e) if e == Errno::EXIST || asked_first(e) => {}
-            Err(e) => return Err(e),
+            Err(e) => return (Err(e), None),
         }
     }
-    let found = os.stat()?;
+    let found = match os.stat() {
+        Ok(found) => found,
+        Err(e) => return (Err(e), None),
+    };
     if !os.names_delegated() {
-        return Ok(found);
+        return (Ok(found), None);
     }
-    match os.listed()? {
-        Listed::Entry(ino) => Ok(FileId { ino, ..found }),
-        Listed::Absent => Err(Errno::NOENT),
-        Listed::Link => Ok(found),
+    match os.listed() {
+        Ok(Listed::Entry(ino)) => (Ok(FileId { ino, ..found }), None),
+        Ok(Listed::Absent) => (Err(Errno::NOENT), Some(found)),
+        Ok(Listed::Link) => (Ok(found), None),
+        Err(e) => (Err(e), None),
     }
 }
 
@@ -202,11 +214,13 @@ pub enum Step {
     Named,
 }
 
-/// How many times in a row one attempt starts again on the same file: the
-/// path's open gave it, and the identity check found the path naming
-/// another file or none. A holder's delete-on-release hands each waiter a
-/// new file at the next open; only a check that disagrees with the open
-/// for good gives the same one again.
+/// How many times in a row one attempt starts again on the same file
+/// because the directory's listing showed no entry under the name by
+/// which the `stat` found that file. A holder's delete-on-release makes
+/// the `stat` itself find another file or none, which never counts; only
+/// a listing that disagrees with the `stat` for good (an export that
+/// lists the name in another case or Unicode form) shows the same file
+/// again and again.
 pub const UNNAMED_AT_MOST: u32 = 8;
 
 /// The outcome of one attempt.
@@ -367,7 +381,7 @@ pub fn attempt<O: KernelOs>(
         if active(Mutant::KernelLockUnchecked) {
             return Ok(Outcome::Held(file, locked));
         }
-        let named = named(os);
+        let (named, unlisted) = look(os);
         match named {
             Err(e) if e == Errno::STALE => {
                 if !stale.went_away(os, e) {
@@ -393,9 +407,17 @@ pub fn attempt<O: KernelOs>(
             KernelLockCheck::Held => return Ok(Outcome::Held(file, locked)),
             // A holder removed or replaced the file after we opened it: our
             // lock is on an orphan. Close it and lock the new file.
+            // Only a start again because the listing left out the name
+            // under which the `stat` found the locked file counts towards
+            // the bound: a `stat` that finds another file, or none, saw a
+            // peer remove the locked one, which is progress however the
+            // filesystem numbers the next file (ext4 gives a file made
+            // after a removal the freed inode number, so every file at a
+            // busy path may carry the same one).
             KernelLockCheck::Retry => {
                 os.close(file);
                 unnamed = match unnamed {
+                    _ if unlisted != Some(locked) => (None, 0),
                     (Some(id), n) if id == locked => (Some(id), n + 1),
                     _ => (Some(locked), 1),
                 };

@@ -636,6 +636,24 @@ fn a_lock_on_a_file_a_holder_replaced_is_taken_again_on_the_new_one() {
 }
 
 #[test]
+fn a_busy_path_whose_every_file_has_one_inode_number_is_taken_in_the_end() {
+    // Holders remove file after file under the waiter, and each new file
+    // gets the freed inode number again (ext4 does): every start again is
+    // a peer's removal, which is progress, never the listing's
+    // disagreement that the bound is for.
+    let starts = 3 * (UNNAMED_AT_MOST + 1);
+    for (removed, replaced) in [(starts, 0), (0, starts), (starts, starts)] {
+        let mut os = Fake::new(Duration::ZERO);
+        os.removed = removed;
+        os.replaced = replaced;
+        let out = attempt(&mut os, true, false);
+        assert!(matches!(out, Ok(Outcome::Held(ID, ID))), "{out:?}");
+        assert_eq!(os.attempts, removed + replaced + 1);
+        assert_eq!(os.closes, removed + replaced, "every orphan closed");
+    }
+}
+
+#[test]
 fn a_failed_stat_of_the_path_is_reported_never_held() {
     let mut os = Fake::new(Duration::ZERO);
     os.stat_error = Some(Errno::IO);
