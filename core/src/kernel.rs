@@ -240,9 +240,10 @@ pub enum Outcome<F> {
     },
 }
 
-/// How many times in a row a fallback attempt finds the file there for its
-/// exclusive open and gone for the next before it opens as a plain open
-/// would (a dangling symlink it follows stays so for ever).
+/// How many times in a row a fallback attempt finds the file gone for its
+/// plain open and there for its exclusive create before it opens as a
+/// plain open with create would (a dangling symlink it follows stays so
+/// for ever).
 const VANISHED_AT_MOST: u32 = 8;
 
 /// How many times in a row one attempt starts again after an `ESTALE`: a
@@ -288,8 +289,9 @@ impl Stale {
 /// One attempt: open (creating if needed), lock, and keep the lock only if
 /// the path still names the locked file. `may_fall_back`: the caller
 /// switches to a soft lock where the lock call answers `ENOSYS` (`flock`,
-/// as filelock's `UnixFileLock` does, PROTOCOL 7.17), so the attempt opens
-/// with `O_EXCL` first, to learn whether it created the file, and reports
+/// as filelock's `UnixFileLock` does, PROTOCOL 7.17), so the attempt
+/// creates the file only with `O_EXCL` (after a plain open found none), to
+/// learn whether it created it, and reports
 /// [`Outcome::Unsupported`]. Otherwise (`fcntl`, the with-lock-ex
 /// protocol) `ENOSYS` is an error, as with-lock-ex reports it: a switch
 /// without knowing who created the file would leave an empty file at the
@@ -310,24 +312,27 @@ pub fn attempt<O: KernelOs>(
             // Whether this attempt created the file must be known for
             // sure: the file a plain open found may be a peer's marker,
             // which the fallback must never remove.
+            // The plain open comes first: a lock file usually outlives its
+            // holders, and then one open does (an exclusive create first
+            // would cost a failed open on every acquire).
             true => {
-                let mut vanished = 0;
+                let mut appeared = 0;
                 loop {
-                    match os.open(true) {
-                        Ok(file) => break Ok((file, true)),
-                        Err(e) if e == Errno::EXIST => match os.open_existing() {
-                            Ok(file) => break Ok((file, false)),
-                            // Removed between the two opens: create it
-                            // anew, exclusively, rather than by a plain
-                            // open that could not say it created it.
-                            Err(e) if e == Errno::NOENT && vanished < VANISHED_AT_MOST => {
-                                vanished += 1;
+                    match os.open_existing() {
+                        Ok(file) => break Ok((file, false)),
+                        Err(e) if e == Errno::NOENT => match os.open(true) {
+                            Ok(file) => break Ok((file, true)),
+                            // Made by a peer between the two opens: open
+                            // it as it is now, not created by us.
+                            Err(e) if e == Errno::EXIST && appeared < VANISHED_AT_MOST => {
+                                appeared += 1;
                             }
-                            // Still there for the exclusive open and gone
-                            // for the other: a symlink to a missing file
-                            // (followed). The plain open creates its
-                            // target, which is then not known to be ours.
-                            Err(e) if e == Errno::NOENT => {
+                            // Gone for the plain open and still there for
+                            // the exclusive one: a symlink to a missing
+                            // file (followed). The plain open with create
+                            // makes its target, which is then not known
+                            // to be ours.
+                            Err(e) if e == Errno::EXIST => {
                                 break os.open(false).map(|f| (f, false));
                             }
                             Err(e) => break Err(e),

@@ -15,10 +15,11 @@ struct Fake {
     exclusive_open: Result<(), Errno>,
     /// What an open of the existing file answers.
     existing_open: Result<(), Errno>,
-    /// How many opens of the existing file find it removed since.
-    vanished: u32,
-    /// Every open of the existing file finds it missing, and every
-    /// exclusive open finds it there: a dangling symlink.
+    /// How many exclusive opens find the file made by a peer since the
+    /// plain open found none.
+    appeared: u32,
+    /// Every plain open finds the file missing, and every exclusive open
+    /// finds it there: a dangling symlink.
     dangling: bool,
     /// How many lock calls answer `EINTR` first.
     interrupts: u32,
@@ -78,7 +79,7 @@ impl Fake {
             free: Ok(()),
             exclusive_open: Ok(()),
             existing_open: Ok(()),
-            vanished: 0,
+            appeared: 0,
             dangling: false,
             interrupts: 0,
             refused_opens: (0, Errno::AGAIN),
@@ -156,6 +157,13 @@ impl KernelOs for Fake {
                 }
             };
         }
+        if exclusive && self.appeared > 0 {
+            // A peer made the file since the plain open found none, and
+            // the next plain open finds it.
+            self.appeared -= 1;
+            self.existing_open = Ok(());
+            return Err(Errno::EXIST);
+        }
         match exclusive {
             true => self.exclusive_open.map(|()| ID),
             false => Ok(ID),
@@ -165,13 +173,6 @@ impl KernelOs for Fake {
         self.call();
         self.attempts += 1;
         if self.dangling {
-            return Err(Errno::NOENT);
-        }
-        if self.vanished > 0 {
-            // A peer removed the file since the exclusive open failed,
-            // and the next one succeeds.
-            self.vanished -= 1;
-            self.exclusive_open = Ok(());
             return Err(Errno::NOENT);
         }
         self.existing_open.map(|()| ID)
@@ -520,6 +521,7 @@ fn a_wait_in_the_kernel_answered_busy_keeps_waiting() {
 fn enosys_is_a_fallback_only_for_a_caller_that_falls_back() {
     let mut os = Fake::new(Duration::ZERO);
     os.free = Err(Errno::NOSYS);
+    os.existing_open = Err(Errno::NOENT);
     let out = acquire(&mut os, false, true, &mut Deadline::once());
     assert!(matches!(
         out,
@@ -532,7 +534,7 @@ fn enosys_is_a_fallback_only_for_a_caller_that_falls_back() {
 }
 
 #[test]
-fn a_fallback_attempt_opens_a_file_already_there_as_not_created() {
+fn a_fallback_attempt_opens_a_file_already_there_as_not_created_in_one_open() {
     let mut os = Fake::new(Duration::ZERO);
     os.free = Err(Errno::NOSYS);
     os.exclusive_open = Err(Errno::EXIST);
@@ -541,20 +543,34 @@ fn a_fallback_attempt_opens_a_file_already_there_as_not_created() {
         out,
         Ok(Outcome::Unsupported { created: false, .. })
     ));
+    assert_eq!(os.attempts, 1, "no exclusive create beside a file there");
 }
 
 #[test]
-fn a_fallback_attempt_that_finds_the_file_gone_creates_it_and_says_so() {
+fn a_fallback_attempt_that_finds_no_file_creates_it_and_says_so() {
     let mut os = Fake::new(Duration::ZERO);
     os.free = Err(Errno::NOSYS);
-    os.exclusive_open = Err(Errno::EXIST);
-    os.vanished = 1;
+    os.existing_open = Err(Errno::NOENT);
     let out = attempt(&mut os, false, true);
     assert!(matches!(
         out,
         Ok(Outcome::Unsupported { created: true, .. })
     ));
-    assert_eq!(os.attempts, 3, "exclusive, existing, exclusive again");
+    assert_eq!(os.attempts, 2, "plain, then exclusive");
+}
+
+#[test]
+fn a_fallback_attempt_that_finds_the_file_made_between_its_opens_did_not_create_it() {
+    let mut os = Fake::new(Duration::ZERO);
+    os.free = Err(Errno::NOSYS);
+    os.existing_open = Err(Errno::NOENT);
+    os.appeared = 1;
+    let out = attempt(&mut os, false, true);
+    assert!(matches!(
+        out,
+        Ok(Outcome::Unsupported { created: false, .. })
+    ));
+    assert_eq!(os.attempts, 3, "plain, exclusive, plain again");
 }
 
 #[test]
@@ -573,22 +589,22 @@ fn a_fallback_attempt_on_a_dangling_symlink_ends() {
 }
 
 #[test]
-fn a_fallback_attempt_reports_any_other_error_of_its_second_open() {
+fn a_fallback_attempt_reports_any_other_error_of_its_plain_open() {
     let mut os = Fake::new(Duration::ZERO);
-    os.exclusive_open = Err(Errno::EXIST);
     os.existing_open = Err(Errno::ACCES);
     let out = attempt(&mut os, false, true);
     assert!(matches!(out, Err((Step::Open, e)) if e == Errno::ACCES));
-    assert_eq!(os.attempts, 2);
+    assert_eq!(os.attempts, 1, "no exclusive create");
 }
 
 #[test]
 fn a_fallback_attempt_reports_any_other_error_of_its_exclusive_open() {
     let mut os = Fake::new(Duration::ZERO);
+    os.existing_open = Err(Errno::NOENT);
     os.exclusive_open = Err(Errno::ACCES);
     let out = attempt(&mut os, false, true);
     assert!(matches!(out, Err((Step::Open, e)) if e == Errno::ACCES));
-    assert_eq!(os.attempts, 1, "no second open");
+    assert_eq!(os.attempts, 2, "plain, then exclusive");
 }
 
 #[test]
