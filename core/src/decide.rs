@@ -226,13 +226,16 @@ pub fn parse_nspid(status: &[u8]) -> NsPid {
 /// reader's `starttime` is shifted, when tokens cannot be compared), whose
 /// innermost PID is the recorded one. [`NsPid::Unparsable`] counts as a
 /// match: it cannot be ruled out, and the verdict fails closed.
+/// `innermost` reads the task's `status` ([`parse_nspid`]), asked only
+/// once the PID and the start leave the task in question: a scan of every
+/// task on the host then reads one small file of most of them, not two.
 pub fn task_is_owner(
     task: u64,
     owner: Pid,
     reader_unshifted: bool,
     task_start: Option<StartToken>,
     recorded: Decimal<'_>,
-    innermost: NsPid,
+    innermost: impl FnOnce() -> NsPid,
 ) -> bool {
     if task == u64::from(owner.get()) {
         return false;
@@ -240,7 +243,7 @@ pub fn task_is_owner(
     if reader_unshifted && !task_start.is_some_and(|t| same_start(t, recorded)) {
         return false;
     }
-    match innermost {
+    match innermost() {
         NsPid::Pid(pid) => pid == u64::from(owner.get()),
         NsPid::Missing => false,
         NsPid::Unparsable => true,
@@ -610,18 +613,37 @@ mod tests {
             true,
             Some(StartToken::from_u64(5)),
             d("5"),
-            NsPid::Pid(1)
+            || NsPid::Pid(1)
         ));
+        // Another start, or the owner's own PID: its status is not read.
+        let unread = || -> NsPid { panic!("the status of a task ruled out was read") };
         assert!(!task_is_owner(
             900,
             pid,
             true,
             Some(StartToken::from_u64(6)),
             d("5"),
-            NsPid::Pid(1)
+            unread
         ));
-        assert!(task_is_owner(900, pid, false, None, d("5"), NsPid::Pid(1)));
-        assert!(!task_is_owner(1, pid, false, None, d("5"), NsPid::Pid(1)));
+        assert!(!task_is_owner(900, pid, true, None, d("5"), unread));
+        assert!(task_is_owner(900, pid, false, None, d("5"), || NsPid::Pid(
+            1
+        )));
+        assert!(!task_is_owner(
+            900,
+            pid,
+            false,
+            None,
+            d("5"),
+            || NsPid::Pid(2)
+        ));
+        assert!(task_is_owner(900, pid, false, None, d("5"), || {
+            NsPid::Unparsable
+        }));
+        assert!(!task_is_owner(900, pid, false, None, d("5"), || {
+            NsPid::Missing
+        }));
+        assert!(!task_is_owner(1, pid, false, None, d("5"), unread));
     }
 
     #[test]

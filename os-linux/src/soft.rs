@@ -330,15 +330,11 @@ fn runs_elsewhere(pid: Pid, start: Decimal<'_>) -> bool {
         } else {
             None
         };
-        let status = std::fs::read(entry.path().join("status")).unwrap_or_default();
-        if task_is_owner(
-            task,
-            pid,
-            unshifted,
-            task_start,
-            start,
-            parse_nspid(&status),
-        ) {
+        let innermost = || {
+            let status = std::fs::read(entry.path().join("status")).unwrap_or_default();
+            parse_nspid(&status)
+        };
+        if task_is_owner(task, pid, unshifted, task_start, start, innermost) {
             return true;
         }
     }
