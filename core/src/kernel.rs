@@ -155,9 +155,11 @@ pub fn named<O: KernelOs>(os: &mut O) -> Result<FileId, Errno> {
 }
 
 /// [`named`]'s answer, and the file the `stat` found where the listing
-/// then showed no entry under the name: the one answer that can repeat
-/// for good about a file nobody removes (an export that lists the name in
-/// another case or Unicode form).
+/// then overruled it (no entry under the name, or an entry of another
+/// inode number): the one answer that can repeat for good about a file
+/// nobody removes (an export that lists the name in another case or
+/// Unicode form; a file mounted over the name, whose directory lists the
+/// file beneath).
 fn look<O: KernelOs>(os: &mut O) -> (Result<FileId, Errno>, Option<FileId>) {
     if os.names_cached() {
         match os.made_anew() {
@@ -174,7 +176,8 @@ fn look<O: KernelOs>(os: &mut O) -> (Result<FileId, Errno>, Option<FileId>) {
         return (Ok(found), None);
     }
     match os.listed() {
-        Ok(Listed::Entry(ino)) => (Ok(FileId { ino, ..found }), None),
+        Ok(Listed::Entry(ino)) if ino != found.ino => (Ok(FileId { ino, ..found }), Some(found)),
+        Ok(Listed::Entry(_)) => (Ok(found), None),
         Ok(Listed::Absent) => (Err(Errno::NOENT), Some(found)),
         Ok(Listed::Link) => (Ok(found), None),
         Err(e) => (Err(e), None),
@@ -215,8 +218,8 @@ pub enum Step {
 }
 
 /// How many times in a row one attempt starts again on the same file
-/// because the directory's listing showed no entry under the name by
-/// which the `stat` found that file. A holder's delete-on-release makes
+/// because the directory's listing, under the name by which the `stat`
+/// found that file, showed no entry or another file's. A holder's delete-on-release makes
 /// the `stat` itself find another file or none, which never counts; only
 /// a listing that disagrees with the `stat` for good (an export that
 /// lists the name in another case or Unicode form) shows the same file
@@ -412,9 +415,11 @@ pub fn attempt<O: KernelOs>(
             KernelLockCheck::Held => return Ok(Outcome::Held(file, locked)),
             // A holder removed or replaced the file after we opened it: our
             // lock is on an orphan. Close it and lock the new file.
-            // Only a start again because the listing left out the name
-            // under which the `stat` found the locked file counts towards
-            // the bound: a `stat` that finds another file, or none, saw a
+            // Only a start again because the listing overruled a `stat`
+            // that found the locked file counts towards the bound (the
+            // listing and the `stat` disagree for good where the listing
+            // spells the name otherwise, or a file is mounted over the
+            // name): a `stat` that finds another file, or none, saw a
             // peer remove the locked one, which is progress however the
             // filesystem numbers the next file (ext4 gives a file made
             // after a removal the freed inode number, so every file at a

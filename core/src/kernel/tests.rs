@@ -652,6 +652,23 @@ fn a_lock_on_a_file_a_holder_replaced_is_taken_again_on_the_new_one() {
 }
 
 #[test]
+fn a_listing_that_names_another_file_for_good_fails_instead_of_looping() {
+    // The path opens and `stat`s one file, and the listing shows another
+    // inode number under the name for good (a file mounted over the name:
+    // the directory lists the file beneath).
+    let mut os = Fake::new(Duration::ZERO);
+    os.server = Some(Some(ID));
+    os.listing = true;
+    os.listing_answer = Some(Listed::Entry(ID.ino + 7));
+    let out = attempt(&mut os, true, false);
+    assert!(
+        matches!(out, Err((Step::Named, e)) if e == Errno::NOENT),
+        "{out:?}"
+    );
+    assert_eq!(os.listings, UNNAMED_AT_MOST + 1);
+}
+
+#[test]
 fn a_busy_path_whose_every_file_has_one_inode_number_is_taken_in_the_end() {
     // Holders remove file after file under the waiter, and each new file
     // gets the freed inode number again (ext4 does): every start again is
