@@ -219,11 +219,11 @@ pub enum Step {
 
 /// How many times in a row one attempt starts again on the same file
 /// because the directory's listing, under the name by which the `stat`
-/// found that file, showed no entry or another file's. A holder's delete-on-release makes
-/// the `stat` itself find another file or none, which never counts; only
-/// a listing that disagrees with the `stat` for good (an export that
-/// lists the name in another case or Unicode form) shows the same file
-/// again and again.
+/// found that file, showed no entry or another file's. A holder's
+/// delete-on-release makes the `stat` itself find another file or none,
+/// which never counts; only a listing that disagrees with the `stat` for
+/// good (an export that lists the name in another case or Unicode form, a
+/// file mounted over the name) shows the same file again and again.
 pub const UNNAMED_AT_MOST: u32 = 8;
 
 /// The outcome of one attempt.
