@@ -214,6 +214,8 @@ pub enum Mutant {
     RwNoReprepare,
     /// Honour any lease a holder record asks, as filelock does, so that a crashed holder asking 1e+20 keeps everyone out (C-RW8).
     RwLeaseUncapped,
+    /// Bind HEAD only to a valid epoch, as filelock does: under an epoch that holds no token, HEAD is never written or trusted, and a client blind to the live log takes it for new (C-RW1).
+    RwTornEpochUnbound,
 }
 
 impl Mutant {
@@ -304,6 +306,7 @@ impl Mutant {
         Mutant::RwSweptTempIsError,
         Mutant::RwNoReprepare,
         Mutant::RwLeaseUncapped,
+        Mutant::RwTornEpochUnbound,
     ];
 
     /// The read-write lock's mutants (a tail of [`Mutant::ALL`]): the
@@ -329,6 +332,7 @@ impl Mutant {
         Mutant::RwSweptTempIsError,
         Mutant::RwNoReprepare,
         Mutant::RwLeaseUncapped,
+        Mutant::RwTornEpochUnbound,
     ];
 
     /// The read-write lock's guards where swaplock is stricter than
@@ -342,6 +346,7 @@ impl Mutant {
         Mutant::RwSweptTempIsError,
         Mutant::RwNoReprepare,
         Mutant::RwLeaseUncapped,
+        Mutant::RwTornEpochUnbound,
     ];
 
     /// The mutant's name, as kept findings and reports spell it.
@@ -432,6 +437,7 @@ impl Mutant {
             Mutant::RwSweptTempIsError => "rw-swept-temp-is-error",
             Mutant::RwNoReprepare => "rw-no-reprepare",
             Mutant::RwLeaseUncapped => "rw-lease-uncapped",
+            Mutant::RwTornEpochUnbound => "rw-torn-epoch-unbound",
         }
     }
 

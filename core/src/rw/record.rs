@@ -9,6 +9,7 @@
 //! removes it).
 
 use super::names::{MAX_GENERATION, MAX_RECORD, PROTOCOL};
+use crate::mutant::{active, Mutant};
 use crate::names::Token;
 use crate::pid::Pid;
 use crate::pyfloat;
@@ -368,12 +369,22 @@ pub fn is_valid_epoch(epoch: &[u8]) -> bool {
 }
 
 /// The record HEAD carries after the epoch `epoch`, if `head` is bound to
-/// it: the epoch is valid and HEAD's first line, with its `\n`, is exactly
-/// that epoch (PROTOCOL 16.2). A HEAD of another incarnation, or one
-/// torn before its first line ended, gives `None`. The record itself may
-/// still be malformed.
+/// it (PROTOCOL 16.2). Under a valid epoch, as filelock reads it: HEAD's
+/// first line, with its `\n`, is exactly that epoch; the record itself may
+/// still be malformed. Under a torn epoch (one that exists but is no token,
+/// at most [`EPOCH_LEN`] bytes: a creator killed before its write), which
+/// filelock never binds a HEAD to: HEAD starts with the epoch's exact bytes
+/// and the rest parses as a snapshot (the parse is what tells a torn
+/// epoch's HEAD from an empty one, or one of a valid epoch). A HEAD of
+/// another incarnation, or one torn before its first line ended, gives
+/// `None`.
 pub fn head_record<'a>(head: &'a [u8], epoch: Option<&[u8]>) -> Option<&'a [u8]> {
-    let epoch = epoch.filter(|e| is_valid_epoch(e))?;
+    let epoch = epoch?;
+    if !is_valid_epoch(epoch) {
+        let rest = head.strip_prefix(epoch)?;
+        let torn = epoch.len() <= EPOCH_LEN && !active(Mutant::RwTornEpochUnbound);
+        return (torn && parse_snapshot(rest).is_ok()).then_some(rest);
+    }
     let split = head
         .iter()
         .position(|&b| b == b'\n')

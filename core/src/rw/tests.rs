@@ -251,6 +251,33 @@ fn epoch_and_head_bind_to_each_other() {
     assert_eq!(head_generation(head, Some(&epoch[..32])), None);
 }
 
+#[test]
+fn a_torn_epoch_binds_a_head_that_starts_with_it_and_holds_a_snapshot() {
+    // swaplock's binding only (PROTOCOL 16.9): filelock binds nothing to
+    // an epoch that holds no token.
+    let record: &[u8] = b"filelock-rw/1\ngeneration=7\n";
+    assert_eq!(head_generation(record, Some(b"")), Some(7), "empty epoch");
+    let torn = b"5e210ab5";
+    let head = [&torn[..], record].concat();
+    assert_eq!(head_generation(&head, Some(torn)), Some(7), "a short epoch");
+    assert_eq!(head_generation(&head, Some(b"5e210ab6")), None, "another");
+    assert_eq!(head_generation(record, Some(torn)), None, "not its prefix");
+    // A prefix alone, an empty HEAD, or a torn record: not bound, so a
+    // confirmation left by a creator that died reads as torn still.
+    assert_eq!(head_record(torn, Some(torn)), None);
+    assert_eq!(head_record(b"", Some(b"")), None);
+    assert_eq!(head_record(&record[..20], Some(b"")), None);
+    // A valid epoch's HEAD under an empty epoch: the rest does not parse.
+    let valid = b"5e210ab54e14cb9b9798c552ff0af2de\nfilelock-rw/1\ngeneration=1\n";
+    assert_eq!(head_record(valid, Some(b"")), None);
+    // Past the 33 bytes of an epoch, nothing binds.
+    let long = [b'x'; 34];
+    assert_eq!(
+        head_record(&[&long[..], record].concat(), Some(&long)),
+        None
+    );
+}
+
 fn holder(lease: f64) -> Vec<u8> {
     let record = HolderRecord {
         token: t(W),

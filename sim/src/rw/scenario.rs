@@ -288,6 +288,21 @@ pub fn scenarios() -> Vec<Scenario> {
                 Faults::default(),
             )
         },
+        // 14: C-RW1 under an epoch that holds no token: scenario 7, the
+        // blind client's cache showing HEAD, which filelock never binds
+        // there.
+        Scenario {
+            start: Start::TornLiveLog {
+                at: 200,
+                blind: Some(1),
+            },
+            wcc: false,
+            ..nfs(
+                "a-blind-client-joins-a-live-log-whose-epoch-is-torn",
+                vec![part(0, 11, Read, 1, 400, 0), part(1, 21, Write, 1, 100, 5)],
+                Faults::default(),
+            )
+        },
     ]
 }
 

@@ -165,7 +165,7 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
     /// reads as a torn one to every reader, and the first commit's HEAD
     /// replaces it. With it, the identity of the HEAD it created, which the
     /// commit asks again after its link.
-    fn confirm_new_log(
+    pub(super) fn confirm_new_log(
         &mut self,
         files: &mut impl Files,
     ) -> Result<(Committed, Option<FileId>), Error> {
@@ -333,7 +333,10 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
         let Some(epoch) = self.epoch else {
             return Ok(());
         };
-        let Some(bytes) = epoch.bytes().filter(|e| is_valid_epoch(e)) else {
+        // A torn epoch binds HEAD too, for swaplock's readers only
+        // (PROTOCOL 16.9): filelock's ignore it.
+        let bindable = |e: &&[u8]| is_valid_epoch(e) || !active(Mutant::RwTornEpochUnbound);
+        let Some(bytes) = epoch.bytes().filter(bindable) else {
             return Ok(());
         };
         let unchanged = self.epoch_now(files)? == Some(epoch);

@@ -51,6 +51,14 @@ fn area(a: Area) -> u8 {
 }
 
 impl Mem {
+    /// Makes the epoch, so that the next link a test watches is a
+    /// commit's, not the epoch's.
+    fn make_epoch(&mut self) {
+        let epoch = crate::rw::record::encode_epoch(&Token([0xe0; 16]));
+        self.create(Area::Generations, b"epoch", &epoch, true)
+            .unwrap();
+    }
+
     fn exists(&self, a: Area) -> bool {
         match a {
             Area::Generations => self.gen,
@@ -546,6 +554,7 @@ fn a_first_commit_whose_confirmation_was_replaced_meanwhile_is_refused() {
     let mut env = Clock::new();
     let mut l = lock(90.0);
     let mut w = l.publish(&mut fs, &mut env, Mode::Write).unwrap();
+    fs.make_epoch();
     fs.before_link = Some(|fs: &mut Mem| {
         let head = fs.get(Area::Generations, HEAD).unwrap().clone();
         assert!(head.is_empty(), "the confirmation's HEAD");
@@ -582,6 +591,7 @@ fn a_link_answered_eexist_that_landed_is_won() {
     let mut env = Clock::new();
     let mut l = lock(90.0);
     let mut w = l.publish(&mut fs, &mut env, Mode::Write).unwrap();
+    fs.make_epoch();
     assert_eq!(l.advance(&mut fs, &mut env, &mut w), Ok(true));
     assert_eq!(w.generation(), Some(1));
     assert_eq!(fs.links, 1);

@@ -96,20 +96,13 @@ fn a_commit_never_lands_in_a_log_made_again_since_it_was_read() {
     assert_eq!(w.generation(), None);
 }
 
-#[test]
-#[ignore = "open (PROTOCOL 16.9, 16.12): a torn epoch reopens C-RW1: generation 1 is committed beside a live log"]
-fn a_client_with_a_stale_listing_never_commits_generation_one_beside_a_log_whose_epoch_is_torn() {
-    // A participant killed between the epoch's create and its write leaves
-    // `gen/epoch` empty for good (filelock never repairs it): HEAD is then
-    // never written or trusted, and the first commit's confirmation leaves
-    // an empty HEAD that reads as torn. A client whose listing of `gen/` is
-    // stale is then blind without HEAD being hidden at all, and the
-    // confirmation, which reads that empty HEAD as "not bound to this
-    // epoch", lets it link generation 1 beside the live log.
+/// A log run by swaplock participants under an epoch that holds no token
+/// (`epoch` bytes), compacted past its first window: 140 commits.
+fn torn_log_at_140(epoch: &[u8]) -> (Mem, Clock) {
     let mut fs = Mem::default();
     let mut env = Clock::new();
     fs.prepare(false).unwrap();
-    fs.create(Area::Generations, b"epoch", b"", true).unwrap();
+    fs.create(Area::Generations, b"epoch", epoch, true).unwrap();
     let mut live = lock(90.0);
     for _ in 0..140 {
         assert_eq!(
@@ -118,14 +111,101 @@ fn a_client_with_a_stale_listing_never_commits_generation_one_beside_a_log_whose
         );
     }
     assert!(fs.gen(64).is_none(), "compacted past the probe");
-    fs.blind_listing = true;
+    (fs, env)
+}
+
+#[test]
+fn a_client_with_a_stale_listing_never_commits_generation_one_beside_a_log_whose_epoch_is_torn() {
+    // A participant killed between the epoch's create and its write leaves
+    // `gen/epoch` without a token for good (filelock never repairs it), and
+    // filelock never writes or trusts HEAD under it; its confirmation's
+    // empty HEAD would read as torn. A client whose listing of `gen/` is
+    // stale is then blind without HEAD being hidden at all. swaplock binds
+    // HEAD to the torn epoch's exact bytes (PROTOCOL 16.9), so the blind
+    // client finds the live log through HEAD and joins it.
+    for torn in [&b""[..], b"5e210ab5", b"5e210ab54e14cb9b9798c552ff0af2d"] {
+        let (mut fs, mut env) = torn_log_at_140(torn);
+        let head = fs.get(Area::Generations, HEAD).unwrap().clone();
+        assert_eq!(head, [torn, fs.gen(140).unwrap().as_bytes()].concat());
+        fs.blind_listing = true;
+        let mut blind = lock(90.0);
+        let mut w = blind.publish(&mut fs, &mut env, Mode::Write).unwrap();
+        let granted = blind.advance(&mut fs, &mut env, &mut w);
+        assert!(
+            fs.gen(1).is_none(),
+            "a writer granted at generation 1 ({granted:?}) beside the live log at 140"
+        );
+        assert_eq!(granted, Ok(true));
+        assert_eq!(w.generation(), Some(141), "joined the live log");
+    }
+}
+
+#[test]
+fn the_epoch_is_linked_whole_never_created_in_place() {
+    // Killed between an in-place create and its write, a creator would
+    // leave an epoch without a token for good (filelock does): the epoch
+    // is a temporary holding a valid one, linked to its name.
+    let mut fs = Mem::default();
+    let mut env = Clock::new();
+    fs.prepare(false).unwrap();
+    fs.before_link = Some(|m: &mut Mem| {
+        assert!(
+            m.get(Area::Generations, b"epoch").is_none(),
+            "made in place"
+        );
+        let temps: Vec<Vec<u8>> = m
+            .names
+            .iter()
+            .filter(|((a, n), _)| *a == 0 && crate::rw::names::is_temporary_name(n))
+            .filter_map(|(_, ino)| m.inodes.get(ino).map(|(d, _)| d.clone()))
+            .collect();
+        assert!(temps.iter().all(|t| crate::rw::record::is_valid_epoch(t)));
+        assert_eq!(temps.len(), 1);
+    });
+    let mut l = lock(90.0);
+    let mut w = l.publish(&mut fs, &mut env, Mode::Write).unwrap();
+    assert_eq!(l.advance(&mut fs, &mut env, &mut w), Ok(true));
+    let epoch = fs.get(Area::Generations, b"epoch").unwrap().clone();
+    assert!(crate::rw::record::is_valid_epoch(&epoch));
+    assert_eq!(l.epoch(), Some(&epoch[..]));
+    assert_eq!(w.generation(), Some(1));
+}
+
+#[test]
+fn a_blind_confirmation_is_lost_under_a_head_bound_to_a_torn_epoch() {
+    // A blind client that reached the commit of generation 1 all the same
+    // (its read of HEAD answered from a cache older than HEAD): the
+    // exclusive create finds HEAD, bound to the torn epoch, and the commit
+    // is lost.
+    let (mut fs, _) = torn_log_at_140(b"");
     let mut blind = lock(90.0);
-    let mut w = blind.publish(&mut fs, &mut env, Mode::Write).unwrap();
-    let granted = blind.advance(&mut fs, &mut env, &mut w);
-    assert!(
-        fs.gen(1).is_none(),
-        "a writer granted at generation 1 ({granted:?}) beside the live log at 140"
+    blind.epoch = Some(Epoch::of(b""));
+    assert_eq!(
+        blind.confirm_new_log(&mut fs).map(|(c, _)| c),
+        Ok(commit::Committed::Lost)
     );
+}
+
+#[test]
+fn an_empty_head_under_a_torn_epoch_is_replaced_by_the_next_commit() {
+    // A log a confirmation started (its empty HEAD) while the epoch held no
+    // token, then run by peers that never write HEAD there (filelock): the
+    // first commit of swaplock binds HEAD to the torn epoch.
+    let mut fs = Mem::default();
+    let mut env = Clock::new();
+    fs.prepare(false).unwrap();
+    fs.create(Area::Generations, b"epoch", b"", true).unwrap();
+    fs.create(Area::Generations, HEAD, b"", false).unwrap();
+    let body = b"filelock-rw/1\ngeneration=1\n";
+    let name = generation_name(1).unwrap();
+    fs.create(Area::Generations, &name, body, true).unwrap();
+    let mut l = lock(90.0);
+    assert_eq!(
+        commit_next(&mut l, &mut fs, &mut env, None),
+        commit::Committed::Won
+    );
+    let head = fs.get(Area::Generations, HEAD).unwrap().clone();
+    assert_eq!(head, fs.gen(2).unwrap().as_bytes());
 }
 
 #[test]
@@ -336,6 +416,7 @@ fn a_link_shown_as_a_copy_of_our_record_is_refused_and_removed() {
     let mut env = Clock::new();
     let mut l = lock(90.0);
     let mut w = l.publish(&mut fs, &mut env, Mode::Write).unwrap();
+    fs.make_epoch();
     fs.after_link = Some(|fs: &mut Mem| {
         // The newest generation name, given a copy of its file.
         let (key, ino) = fs
