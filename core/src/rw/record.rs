@@ -393,8 +393,13 @@ pub fn head_record<'a>(head: &'a [u8], epoch: Option<&[u8]>) -> Option<&'a [u8]>
 }
 
 /// The generation HEAD names under the epoch `epoch`: [`head_record`],
-/// parsed as a snapshot. Only the generation is ever taken from HEAD.
+/// parsed as a snapshot, under a valid epoch only. Only the generation is
+/// ever taken from HEAD. A HEAD bound to a torn epoch names none: only
+/// swaplock moves it there, so it may lag the log by any number of windows
+/// (its generation would start a probe of patience 1 far behind), and it
+/// says only that the log is not new (PROTOCOL 16.9).
 pub fn head_generation(head: &[u8], epoch: Option<&[u8]>) -> Option<u128> {
+    let epoch = epoch.filter(|e| is_valid_epoch(e));
     parse_snapshot(head_record(head, epoch)?)
         .ok()
         .map(|s| s.generation)

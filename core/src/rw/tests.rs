@@ -254,14 +254,17 @@ fn epoch_and_head_bind_to_each_other() {
 #[test]
 fn a_torn_epoch_binds_a_head_that_starts_with_it_and_holds_a_snapshot() {
     // swaplock's binding only (PROTOCOL 16.9): filelock binds nothing to
-    // an epoch that holds no token.
+    // an epoch that holds no token. Such a HEAD says the log is not new,
+    // and names no generation to start from.
     let record: &[u8] = b"filelock-rw/1\ngeneration=7\n";
-    assert_eq!(head_generation(record, Some(b"")), Some(7), "empty epoch");
+    assert_eq!(head_record(record, Some(b"")), Some(record), "empty epoch");
+    assert_eq!(head_generation(record, Some(b"")), None, "no generation");
     let torn = b"5e210ab5";
     let head = [&torn[..], record].concat();
-    assert_eq!(head_generation(&head, Some(torn)), Some(7), "a short epoch");
-    assert_eq!(head_generation(&head, Some(b"5e210ab6")), None, "another");
-    assert_eq!(head_generation(record, Some(torn)), None, "not its prefix");
+    assert_eq!(head_record(&head, Some(torn)), Some(record), "a short one");
+    assert_eq!(head_generation(&head, Some(torn)), None);
+    assert_eq!(head_record(&head, Some(b"5e210ab6")), None, "another");
+    assert_eq!(head_record(record, Some(torn)), None, "not its prefix");
     // A prefix alone, an empty HEAD, or a torn record: not bound, so a
     // confirmation left by a creator that died reads as torn still.
     assert_eq!(head_record(torn, Some(torn)), None);

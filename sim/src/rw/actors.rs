@@ -15,6 +15,7 @@ use swaplock_core::host::HostName;
 use swaplock_core::rw::driver::{BoundedLedger, Buffers, Config, Env, Instance};
 use swaplock_core::rw::files::Area;
 use swaplock_core::rw::member::BeatWatch;
+use swaplock_core::rw::names::EPOCH;
 use swaplock_core::Pid;
 
 /// A simulated lock: the driver's memory with small buffers (the model's
@@ -66,7 +67,10 @@ pub(crate) fn live(
     }
     match role {
         Role::RemoveGen => {
-            files.remove(dir(Area::Generations));
+            files.remove(dir(Area::Generations), false);
+        }
+        Role::RemoveGenTearingEpoch => {
+            files.remove(dir(Area::Generations), true);
         }
         Role::Participant {
             mode,
@@ -153,8 +157,9 @@ fn acquisition(
 }
 
 impl SimFiles<'_> {
-    /// An operator's `rm -rf` of directory `d`, as one step.
-    pub(crate) fn remove(&mut self, d: usize) {
+    /// An operator's `rm -rf` of directory `d`, as one step; with
+    /// `tear`, the directory made again holding an empty epoch, durably.
+    pub(crate) fn remove(&mut self, d: usize, tear: bool) {
         self.world.borrow_mut().procs[self.me].pending = super::world::Op::Other;
         self.suspend();
         let mut w = self.world.borrow_mut();
@@ -166,6 +171,18 @@ impl SimFiles<'_> {
             self.me,
             format_args!("OPERATOR removes directory {d} and all in it"),
         );
+        if tear {
+            let now = w.time;
+            let _ = w.fs.mkdir(d);
+            if let Ok(ino) = w.fs.create(&(d, EPOCH.to_vec()), now) {
+                w.fs.fsync(ino);
+            }
+            w.fs.barrier();
+            w.note(
+                self.me,
+                format_args!("PEER makes directory {d} again, its epoch empty"),
+            );
+        }
         let me = self.me;
         w.record(me, What::RemovedLog);
     }

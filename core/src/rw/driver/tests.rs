@@ -673,3 +673,4 @@ fn successors_list_readers_ascending_whatever_order_they_came_in() {
 use super::super::record;
 
 mod review;
+mod torn;

@@ -1,12 +1,13 @@
 //! The adversarial review's findings and the operator's break, over the
 //! same model filesystem: a log wiped and made again under a commit, a
-//! torn epoch, a torn HEAD, the last generation, and a break's commit.
+//! torn HEAD, the last generation, and a break's commit (a torn epoch:
+//! `torn.rs`).
 
 use super::*;
 
 /// Commits the successor of the latest snapshot naming only `writer`, as a
 /// peer that knows nothing of participants would.
-fn commit_next(
+pub(super) fn commit_next(
     l: &mut Lock,
     fs: &mut Mem,
     env: &mut Clock,
@@ -94,118 +95,6 @@ fn a_commit_never_lands_in_a_log_made_again_since_it_was_read() {
         "the new log as its peer made it"
     );
     assert_eq!(w.generation(), None);
-}
-
-/// A log run by swaplock participants under an epoch that holds no token
-/// (`epoch` bytes), compacted past its first window: 140 commits.
-fn torn_log_at_140(epoch: &[u8]) -> (Mem, Clock) {
-    let mut fs = Mem::default();
-    let mut env = Clock::new();
-    fs.prepare(false).unwrap();
-    fs.create(Area::Generations, b"epoch", epoch, true).unwrap();
-    let mut live = lock(90.0);
-    for _ in 0..140 {
-        assert_eq!(
-            commit_next(&mut live, &mut fs, &mut env, None),
-            commit::Committed::Won
-        );
-    }
-    assert!(fs.gen(64).is_none(), "compacted past the probe");
-    (fs, env)
-}
-
-#[test]
-fn a_client_with_a_stale_listing_never_commits_generation_one_beside_a_log_whose_epoch_is_torn() {
-    // A participant killed between the epoch's create and its write leaves
-    // `gen/epoch` without a token for good (filelock never repairs it), and
-    // filelock never writes or trusts HEAD under it; its confirmation's
-    // empty HEAD would read as torn. A client whose listing of `gen/` is
-    // stale is then blind without HEAD being hidden at all. swaplock binds
-    // HEAD to the torn epoch's exact bytes (PROTOCOL 16.9), so the blind
-    // client finds the live log through HEAD and joins it.
-    for torn in [&b""[..], b"5e210ab5", b"5e210ab54e14cb9b9798c552ff0af2d"] {
-        let (mut fs, mut env) = torn_log_at_140(torn);
-        let head = fs.get(Area::Generations, HEAD).unwrap().clone();
-        assert_eq!(head, [torn, fs.gen(140).unwrap().as_bytes()].concat());
-        fs.blind_listing = true;
-        let mut blind = lock(90.0);
-        let mut w = blind.publish(&mut fs, &mut env, Mode::Write).unwrap();
-        let granted = blind.advance(&mut fs, &mut env, &mut w);
-        assert!(
-            fs.gen(1).is_none(),
-            "a writer granted at generation 1 ({granted:?}) beside the live log at 140"
-        );
-        assert_eq!(granted, Ok(true));
-        assert_eq!(w.generation(), Some(141), "joined the live log");
-    }
-}
-
-#[test]
-fn the_epoch_is_linked_whole_never_created_in_place() {
-    // Killed between an in-place create and its write, a creator would
-    // leave an epoch without a token for good (filelock does): the epoch
-    // is a temporary holding a valid one, linked to its name.
-    let mut fs = Mem::default();
-    let mut env = Clock::new();
-    fs.prepare(false).unwrap();
-    fs.before_link = Some(|m: &mut Mem| {
-        assert!(
-            m.get(Area::Generations, b"epoch").is_none(),
-            "made in place"
-        );
-        let temps: Vec<Vec<u8>> = m
-            .names
-            .iter()
-            .filter(|((a, n), _)| *a == 0 && crate::rw::names::is_temporary_name(n))
-            .filter_map(|(_, ino)| m.inodes.get(ino).map(|(d, _)| d.clone()))
-            .collect();
-        assert!(temps.iter().all(|t| crate::rw::record::is_valid_epoch(t)));
-        assert_eq!(temps.len(), 1);
-    });
-    let mut l = lock(90.0);
-    let mut w = l.publish(&mut fs, &mut env, Mode::Write).unwrap();
-    assert_eq!(l.advance(&mut fs, &mut env, &mut w), Ok(true));
-    let epoch = fs.get(Area::Generations, b"epoch").unwrap().clone();
-    assert!(crate::rw::record::is_valid_epoch(&epoch));
-    assert_eq!(l.epoch(), Some(&epoch[..]));
-    assert_eq!(w.generation(), Some(1));
-}
-
-#[test]
-fn a_blind_confirmation_is_lost_under_a_head_bound_to_a_torn_epoch() {
-    // A blind client that reached the commit of generation 1 all the same
-    // (its read of HEAD answered from a cache older than HEAD): the
-    // exclusive create finds HEAD, bound to the torn epoch, and the commit
-    // is lost.
-    let (mut fs, _) = torn_log_at_140(b"");
-    let mut blind = lock(90.0);
-    blind.epoch = Some(Epoch::of(b""));
-    assert_eq!(
-        blind.confirm_new_log(&mut fs).map(|(c, _)| c),
-        Ok(commit::Committed::Lost)
-    );
-}
-
-#[test]
-fn an_empty_head_under_a_torn_epoch_is_replaced_by_the_next_commit() {
-    // A log a confirmation started (its empty HEAD) while the epoch held no
-    // token, then run by peers that never write HEAD there (filelock): the
-    // first commit of swaplock binds HEAD to the torn epoch.
-    let mut fs = Mem::default();
-    let mut env = Clock::new();
-    fs.prepare(false).unwrap();
-    fs.create(Area::Generations, b"epoch", b"", true).unwrap();
-    fs.create(Area::Generations, HEAD, b"", false).unwrap();
-    let body = b"filelock-rw/1\ngeneration=1\n";
-    let name = generation_name(1).unwrap();
-    fs.create(Area::Generations, &name, body, true).unwrap();
-    let mut l = lock(90.0);
-    assert_eq!(
-        commit_next(&mut l, &mut fs, &mut env, None),
-        commit::Committed::Won
-    );
-    let head = fs.get(Area::Generations, HEAD).unwrap().clone();
-    assert_eq!(head, fs.gen(2).unwrap().as_bytes());
 }
 
 #[test]
