@@ -21,6 +21,8 @@ mod common;
 mod rw;
 #[path = "nfs/smb.rs"]
 mod smb;
+#[path = "nfs/strict.rs"]
+mod strict;
 
 use common::netfs::{measure, Session};
 use common::worker::WORKER_ARGS;
@@ -333,7 +335,7 @@ fn guest() {
         .unwrap();
     let mut report = Report(file);
     let clients = Client::all();
-    let scenarios: [(&str, Scenario); 16] = [
+    let scenarios: [(&str, Scenario); 18] = [
         ("facts_between_two_clients", facts),
         (
             "mount_options_that_keep_locks_on_the_client_are_refused",
@@ -343,6 +345,14 @@ fn guest() {
         ("status_names_the_nfs_version_and_a_dead_hosts_fate", status),
         ("soft_locks_exclude_across_two_clients", soft_locks),
         ("rw_lock_excludes_across_two_clients", rw::rounds),
+        (
+            "strict_lock_excludes_across_two_clients",
+            strict::contenders,
+        ),
+        (
+            "a_scans_listing_shows_the_other_hosts_new_names",
+            strict::listings,
+        ),
         (
             "a_dead_holders_marker_on_another_host_names_the_remedy",
             stale_elsewhere,
@@ -1127,6 +1137,23 @@ fn worker() {
                 critical_section(witness, lock.path(), &who);
                 if let Err(e) = guard.remove() {
                     note(witness, "errors", &format!("{who}: remove: {e}"));
+                }
+            }
+        }
+        ["strict", lock, witness, rounds] => {
+            let witness = Path::new(witness);
+            let lock = swaplock::StrictLock::new(lock).poll_interval(Duration::from_millis(50));
+            for _ in 0..rounds.parse::<usize>().unwrap() {
+                let guard = match lock.lock() {
+                    Ok(guard) => guard,
+                    Err(e) => {
+                        note(witness, "errors", &format!("{who}: lock: {e}"));
+                        continue;
+                    }
+                };
+                critical_section(witness, lock.path(), &who);
+                if let Err(e) = guard.release() {
+                    note(witness, "errors", &format!("{who}: release: {e}"));
                 }
             }
         }
