@@ -14,6 +14,8 @@
 #![cfg_attr(not(any(target_os = "linux", target_os = "android")), no_std)]
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
+pub mod elsewhere;
+#[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod fs;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod kernel;

@@ -11,7 +11,6 @@ use rustix::fd::{BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use swaplock_core::decide::{elsewhere_scan_applies, parse_nspid, task_is_owner};
 use swaplock_core::host::{host_name as escape_host_name, HostName};
 use swaplock_core::names::{NameCase, Token};
 use swaplock_core::start::{
@@ -34,7 +33,7 @@ impl Platform for Linux {
     }
 
     fn runs_elsewhere(pid: Pid, start: Decimal<'_>) -> bool {
-        runs_elsewhere(pid, start)
+        crate::elsewhere::runs_elsewhere(pid, start)
     }
 
     /// `getrandom(16 bytes)`.
@@ -194,7 +193,7 @@ fn compute_start_token(pid: u32) -> Option<StartToken> {
 /// initialised for good, and wait on it at its first start token. Here a
 /// thread never waits: the first to finish publishes the value, and until
 /// one has (or in such a child) each reads it afresh.
-fn boot_id() -> u128 {
+pub(crate) fn boot_id() -> u128 {
     use std::sync::atomic::AtomicU8;
     /// 0: not read yet, 1: being published, 2: published.
     static STATE: AtomicU8 = AtomicU8::new(0);
@@ -220,7 +219,7 @@ fn boot_id() -> u128 {
 
 /// Whether this process reads `starttime` without a time-namespace offset
 /// (PROTOCOL 4.2), asked afresh as filelock does.
-fn starttime_unshifted() -> bool {
+pub(crate) fn starttime_unshifted() -> bool {
     const INITIAL_TIME_NAMESPACE: u64 = 0xEFFF_FFFA;
     let ns = match swaplock_unix::stat::stat_path(c"/proc/self/ns/time", true) {
         Ok(st) => st.st_ino as u64,
@@ -263,7 +262,7 @@ fn read_small<'b>(dir: BorrowedFd<'_>, path: &str, buf: &'b mut [u8]) -> Option<
 /// Not a `OnceLock`, for the reason [`boot_id`] gives: the first thread to
 /// open it publishes its descriptor, and a thread that lost the race
 /// closes its own.
-fn proc_dir() -> Option<BorrowedFd<'static>> {
+pub(crate) fn proc_dir() -> Option<BorrowedFd<'static>> {
     use std::os::fd::{FromRawFd, IntoRawFd};
     use std::sync::atomic::AtomicI32;
     /// The descriptor, or -1 while none is published.
@@ -291,7 +290,7 @@ fn proc_dir() -> Option<BorrowedFd<'static>> {
     Some(unsafe { BorrowedFd::borrow_raw(fd) })
 }
 
-fn read_start_token(pid: u64) -> Option<StartToken> {
+pub(crate) fn read_start_token(pid: u64) -> Option<StartToken> {
     let mut path = heapless::String::<32>::new();
     std::fmt::Write::write_fmt(&mut path, format_args!("{pid}/stat")).ok()?;
     // A stat line is a few hundred bytes: the command name is at most 64.
@@ -308,35 +307,4 @@ pub fn start_token(pid: u32) -> Option<StartToken> {
         return own_start_token(pid);
     }
     compute_start_token(pid)
-}
-
-/// Whether a task in another PID namespace runs as `pid` with the recorded
-/// start `start` (PROTOCOL 4.5, `_owner_runs_elsewhere`).
-fn runs_elsewhere(pid: Pid, start: Decimal<'_>) -> bool {
-    if !elsewhere_scan_applies(Some(start), boot_id()) {
-        return false;
-    }
-    let unshifted = starttime_unshifted();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(task) = name.to_str().and_then(|n| n.parse::<u64>().ok()) else {
-            continue;
-        };
-        let task_start = if unshifted {
-            read_start_token(task)
-        } else {
-            None
-        };
-        let innermost = || {
-            let status = std::fs::read(entry.path().join("status")).unwrap_or_default();
-            parse_nspid(&status)
-        };
-        if task_is_owner(task, pid, unshifted, task_start, start, innermost) {
-            return true;
-        }
-    }
-    false
 }

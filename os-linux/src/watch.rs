@@ -303,6 +303,10 @@ impl Watch {
         match opened {
             Ok(fd) => {
                 self.exit = Some((pid, fd));
+                // Should it die, whether it runs in another PID namespace
+                // is asked then: the scan that answers it is made now,
+                // while it holds, off the takeover's path.
+                crate::elsewhere::prepare(pid as u32);
                 ExitWatch::Watching
             }
             // No such process: it exited and was reaped between the
