@@ -216,8 +216,6 @@ pub enum Mutant {
     RwLeaseUncapped,
     /// Bind HEAD only to a valid epoch, as filelock does: under an epoch that holds no token, HEAD is never written or trusted, and a client blind to the live log takes it for new (C-RW1).
     RwTornEpochUnbound,
-    /// Keep a HEAD written under a torn epoch without checking that its generation is in the log the rename reached: a committer stopped across an operator's wipe leaves a new log, torn too, a HEAD that keeps its first commit out.
-    RwTornHeadUnchecked,
 }
 
 impl Mutant {
@@ -309,7 +307,6 @@ impl Mutant {
         Mutant::RwNoReprepare,
         Mutant::RwLeaseUncapped,
         Mutant::RwTornEpochUnbound,
-        Mutant::RwTornHeadUnchecked,
     ];
 
     /// The read-write lock's mutants (a tail of [`Mutant::ALL`]): the
@@ -336,7 +333,6 @@ impl Mutant {
         Mutant::RwNoReprepare,
         Mutant::RwLeaseUncapped,
         Mutant::RwTornEpochUnbound,
-        Mutant::RwTornHeadUnchecked,
     ];
 
     /// The read-write lock's guards where swaplock is stricter than
@@ -351,7 +347,6 @@ impl Mutant {
         Mutant::RwNoReprepare,
         Mutant::RwLeaseUncapped,
         Mutant::RwTornEpochUnbound,
-        Mutant::RwTornHeadUnchecked,
     ];
 
     /// The mutant's name, as kept findings and reports spell it.
@@ -443,7 +438,6 @@ impl Mutant {
             Mutant::RwNoReprepare => "rw-no-reprepare",
             Mutant::RwLeaseUncapped => "rw-lease-uncapped",
             Mutant::RwTornEpochUnbound => "rw-torn-epoch-unbound",
-            Mutant::RwTornHeadUnchecked => "rw-torn-head-unchecked",
         }
     }
 

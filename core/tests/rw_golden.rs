@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use swaplock_core::names::Token;
 use swaplock_core::rw::record::{
-    head_generation, head_record, holder_lease, is_valid_epoch, normalize, parse_snapshot,
+    filelock_binds, head_generation, head_record, holder_lease, normalize, parse_snapshot,
     HolderRecord, SnapshotRecord,
 };
 use swaplock_core::Pid;
@@ -179,7 +179,7 @@ fn the_core_agrees_with_filelock_on_every_case() {
         let generation = head_generation(&head, epoch.as_deref()).map(|n| n.to_string());
         if let Some(torn) = epoch
             .as_deref()
-            .filter(|e| !is_valid_epoch(e) && e.len() <= 33)
+            .filter(|e| !filelock_binds(e) && e.len() <= 33)
         {
             // filelock never binds HEAD to an epoch that holds no token;
             // swaplock binds it to the epoch's exact bytes followed by a

@@ -15,7 +15,6 @@ use swaplock_core::host::HostName;
 use swaplock_core::rw::driver::{BoundedLedger, Buffers, Config, Env, Instance};
 use swaplock_core::rw::files::Area;
 use swaplock_core::rw::member::BeatWatch;
-use swaplock_core::rw::names::EPOCH;
 use swaplock_core::Pid;
 
 /// A simulated lock: the driver's memory with small buffers (the model's
@@ -67,10 +66,7 @@ pub(crate) fn live(
     }
     match role {
         Role::RemoveGen => {
-            files.remove(dir(Area::Generations), false);
-        }
-        Role::RemoveGenTearingEpoch => {
-            files.remove(dir(Area::Generations), true);
+            files.remove(dir(Area::Generations));
         }
         Role::Participant {
             mode,
@@ -157,9 +153,8 @@ fn acquisition(
 }
 
 impl SimFiles<'_> {
-    /// An operator's `rm -rf` of directory `d`, as one step; with
-    /// `tear`, the directory made again holding an empty epoch, durably.
-    pub(crate) fn remove(&mut self, d: usize, tear: bool) {
+    /// An operator's `rm -rf` of directory `d`, as one step.
+    pub(crate) fn remove(&mut self, d: usize) {
         self.world.borrow_mut().procs[self.me].pending = super::world::Op::Other;
         self.suspend();
         let mut w = self.world.borrow_mut();
@@ -171,18 +166,6 @@ impl SimFiles<'_> {
             self.me,
             format_args!("OPERATOR removes directory {d} and all in it"),
         );
-        if tear {
-            let now = w.time;
-            let _ = w.fs.mkdir(d);
-            if let Ok(ino) = w.fs.create(&(d, EPOCH.to_vec()), now) {
-                w.fs.fsync(ino);
-            }
-            w.fs.barrier();
-            w.note(
-                self.me,
-                format_args!("PEER makes directory {d} again, its epoch empty"),
-            );
-        }
         let me = self.me;
         w.record(me, What::RemovedLog);
     }

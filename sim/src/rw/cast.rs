@@ -60,11 +60,6 @@ pub enum Role {
     },
     /// An operator who removes `gen/` (`rm -rf`), once.
     RemoveGen,
-    /// [`Role::RemoveGen`], then a filelock peer that makes `gen/` again
-    /// and is killed between its create of the epoch and its write: the
-    /// new log's epoch is empty, as the old one's was (C-RW1's torn
-    /// epoch, twice).
-    RemoveGenTearingEpoch,
 }
 
 /// A simulated process to start.

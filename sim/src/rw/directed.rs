@@ -29,11 +29,6 @@ pub const ALL: &[Race] = &[
         mutant: Mutant::RwPredecessorByName,
         steer: link_into_a_new_log,
     },
-    Race {
-        name: "a-head-written-late-into-a-log-made-again-under-torn-epochs",
-        mutant: Mutant::RwTornHeadUnchecked,
-        steer: late_head_under_torn_epochs,
-    },
 ];
 
 fn scenario(name: &str) -> Result<Script, Lost> {
@@ -78,21 +73,5 @@ fn new_log_under(checked: bool) -> Result<Script, Lost> {
     s.until(2, "OPERATOR", 5)?;
     s.until(3, "Granted", 300)?;
     s.until(4, "Granted", 300)?;
-    Ok(s)
-}
-
-/// A writer wins generation 141 of a log whose epoch is empty and is
-/// stopped at its grant's sync of `gen/`, before its move of HEAD; an
-/// operator removes `gen/` and a filelock peer makes it again, killed
-/// before it wrote the epoch, which is empty again. The writer resumes and
-/// its rename puts HEAD, bound to the same empty bytes, into the new log:
-/// without its check that its generation is in the log the rename reached,
-/// that HEAD says the new log is not new, and no first commit is ever
-/// confirmed (a wedge).
-fn late_head_under_torn_epochs() -> Result<Script, Lost> {
-    let mut s = scenario("a-writer-stopped-across-a-wipe-under-torn-epochs")?;
-    s.until(0, "fsync gen/", 400)?;
-    s.until(1, "PEER makes", 5)?;
-    s.until(0, "over gen/HEAD", 10)?;
     Ok(s)
 }

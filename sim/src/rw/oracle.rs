@@ -40,8 +40,8 @@ use std::fmt::Write as _;
 use std::time::Duration;
 use swaplock_core::names::Token;
 use swaplock_core::rw::files::Area;
-use swaplock_core::rw::names::{generation_name, parse_generation_name, EPOCH};
-use swaplock_core::rw::record::{holder_lease, is_valid_epoch, parse_generation};
+use swaplock_core::rw::names::{generation_name, parse_generation_name};
+use swaplock_core::rw::record::{holder_lease, parse_generation};
 use swaplock_core::rw::Mode;
 
 /// What the driver says when every generation a find names is gone and
@@ -144,12 +144,6 @@ fn members(w: &World, n: u128) -> Option<Membership> {
     let bytes = w.fs.content(&gen_key(n))?;
     let s = parse_generation(bytes, n).ok()?;
     Some((s.writer.map(|t| t.0), s.readers().map(|t| t.0).collect()))
-}
-
-/// Whether `gen/epoch` exists and holds no token.
-fn torn_epoch(w: &World) -> bool {
-    let key = (dir(Area::Generations), EPOCH.to_vec());
-    w.fs.content(&key).is_some_and(|e| !is_valid_epoch(e))
 }
 
 impl Oracle {
@@ -269,15 +263,6 @@ impl Oracle {
             // caller tries again once the cache expires. A liveness cost of
             // stale caches, not a violation.
             What::Failed(why) if why == NO_SNAPSHOT && self.lives[who].stale => {
-                self.blind_errors += 1;
-            }
-            // The same, from memory: a participant that read the log under
-            // an epoch without a token, across an operator's removal of
-            // gen/ whose new epoch is torn to the same bytes, keeps the
-            // generation it read (nothing tells the incarnations apart, as
-            // in filelock: PROTOCOL 16.12) and finds none of it until the
-            // new log has a generation. A liveness cost, as above.
-            What::Failed(why) if why == NO_SNAPSHOT && self.lives[who].removed && torn_epoch(w) => {
                 self.blind_errors += 1;
             }
             What::Failed(why) => self.fail(format!("p{who}: the driver failed: {why}")),

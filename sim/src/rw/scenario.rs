@@ -303,34 +303,6 @@ pub fn scenarios() -> Vec<Scenario> {
                 Faults::default(),
             )
         },
-        // 15: a writer stopped between its win and its move of HEAD while
-        // an operator removes gen/ and a filelock peer makes it again,
-        // killed before it wrote the epoch: torn epochs of two
-        // incarnations, the same bytes.
-        Scenario {
-            start: Start::TornLiveLog {
-                at: 140,
-                blind: None,
-            },
-            ..local(
-                "a-writer-stopped-across-a-wipe-under-torn-epochs",
-                vec![
-                    part(0, 11, Write, 1, 300, 0),
-                    Process {
-                        host: 0,
-                        pid: 12,
-                        start: MS(20),
-                        role: Role::RemoveGenTearingEpoch,
-                        timing: None,
-                    },
-                    part(0, 13, Read, 1, 100, 400),
-                ],
-                Faults {
-                    pauses: 1,
-                    ..Faults::default()
-                },
-            )
-        },
     ]
 }
 

@@ -355,23 +355,6 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
         let placed = files.replace(GEN, &temp, HEAD);
         let _ = files.unlink(GEN, &temp);
         placed?;
-        // Torn epochs of two incarnations can be the same bytes: a
-        // committer stopped before this rename while an operator removed
-        // gen/ and a creator tore the new epoch would leave the new log a
-        // HEAD that keeps its first commit out. Our generation must still
-        // be in the log the rename reached, or HEAD goes again (PROTOCOL
-        // 16.9).
-        if !is_valid_epoch(bytes) && !active(Mutant::RwTornHeadUnchecked) {
-            let ours = match self.read_scratch(files, GEN, &gen_name(n)?)? {
-                Some(k) => {
-                    self.scratch(k) == &self.bufs.snapshots[at].as_ref()[EPOCH_LEN..EPOCH_LEN + len]
-                }
-                None => false,
-            };
-            if !ours {
-                files.unlink(GEN, HEAD)?;
-            }
-        }
         Ok(())
     }
 

@@ -674,3 +674,4 @@ use super::super::record;
 
 mod review;
 mod torn;
+mod torn_review;
