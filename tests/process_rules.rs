@@ -42,7 +42,15 @@ fn behind_hidepid(uid: u32, script: &str) -> Output {
          --clear-groups -- sh -c \"$0\"",
     );
     Command::new("unshare")
-        .args(["--mount", "--propagation", "private", "sh", "-c", &inner, script])
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            &inner,
+            script,
+        ])
         .current_dir("/")
         .stdin(Stdio::null())
         .output()
@@ -115,7 +123,10 @@ fn a_holder_of_another_account_behind_hidepid_is_never_broken_until_its_pid_is_g
     assert_eq!(busy.status.code(), Some(255), "{}", text(&busy));
     assert!(!String::from_utf8_lossy(&busy.stdout).contains("ran"));
     assert_eq!(std::fs::read_to_string(&lock).unwrap(), marker, "untouched");
-    let status = behind_hidepid(CONTENDER, &format!("{SWAPLOCK} status --kind soft {lock_arg}"));
+    let status = behind_hidepid(
+        CONTENDER,
+        &format!("{SWAPLOCK} status --kind soft {lock_arg}"),
+    );
     let said = String::from_utf8_lossy(&status.stdout).to_lowercase();
     assert!(said.contains(&pid.to_string()), "{}", text(&status));
     assert!(
