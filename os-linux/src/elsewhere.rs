@@ -62,10 +62,13 @@ fn tasks(mut visit: impl FnMut(u64)) -> bool {
 /// What a read of a task's `/proc` file came to.
 enum Proc<T> {
     Read(T),
-    /// `ENOENT`, `ESRCH`: the task is gone, and can match nothing any more.
+    /// `ENOENT`, `ESRCH`: the task is gone, and can match nothing any more;
+    /// or `EACCES`, `EPERM`: a security module keeps it from this process
+    /// for good, which counts as `hidepid` does (a task not shown is not
+    /// counted: PROTOCOL 13.2).
     Gone,
-    /// Any other failure (`EMFILE`, `ENOMEM`, `EACCES` from a security
-    /// module, an unparsable line): nothing can be concluded.
+    /// Any other failure (`EMFILE`, `ENFILE`, `ENOMEM`, a read cut short):
+    /// nothing can be concluded now.
     Unreadable,
 }
 
@@ -86,7 +89,12 @@ fn read_task(task: u64, file: &str) -> Proc<Vec<u8>> {
         Mode::empty(),
     ) {
         Ok(fd) => fd,
-        Err(rustix::io::Errno::NOENT | rustix::io::Errno::SRCH) => return Proc::Gone,
+        Err(
+            rustix::io::Errno::NOENT
+            | rustix::io::Errno::SRCH
+            | rustix::io::Errno::ACCESS
+            | rustix::io::Errno::PERM,
+        ) => return Proc::Gone,
         Err(_) => return Proc::Unreadable,
     };
     let mut text = Vec::with_capacity(1024);
