@@ -17,6 +17,8 @@
 #[path = "nfs/chaos.rs"]
 mod chaos;
 mod common;
+#[path = "nfs/devices.rs"]
+mod devices;
 #[path = "nfs/rw.rs"]
 mod rw;
 #[path = "nfs/smb.rs"]
@@ -108,11 +110,23 @@ fn nfs_between_two_clients() {
     let image = dir.path().join("disk.img");
     File::create(&image).unwrap().set_len(256 << 20).unwrap();
     run(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&image));
+    // The device filesystems' disks (tests/nfs/devices.rs).
+    let vfat = dir.path().join("vfat.img");
+    File::create(&vfat).unwrap().set_len(64 << 20).unwrap();
+    run(Command::new("mkfs.vfat").arg(&vfat).stdout(Stdio::null()));
+    let f2fs = dir.path().join("f2fs.img");
+    File::create(&f2fs).unwrap().set_len(128 << 20).unwrap();
+    run(Command::new("mkfs.f2fs")
+        .arg("-q")
+        .arg(&f2fs)
+        .stdout(Stdio::null()));
 
     let started = Instant::now();
     let mut uml = Command::new("linux.uml");
     uml.arg("mem=1024M")
         .arg(format!("ubd0={}", image.display()))
+        .arg(format!("ubd1={}", vfat.display()))
+        .arg(format!("ubd2={}", f2fs.display()))
         .args(["rootfstype=hostfs", "rootflags=/", "ro"])
         .arg(format!("init={}", sources.join("guest").display()))
         .arg(format!("swaplock_out={}", out.display()))
@@ -335,7 +349,7 @@ fn guest() {
         .unwrap();
     let mut report = Report(file);
     let clients = Client::all();
-    let scenarios: [(&str, Scenario); 18] = [
+    let scenarios: [(&str, Scenario); 19] = [
         ("facts_between_two_clients", facts),
         (
             "mount_options_that_keep_locks_on_the_client_are_refused",
@@ -352,6 +366,10 @@ fn guest() {
         (
             "a_scans_listing_shows_the_other_hosts_new_names",
             strict::listings,
+        ),
+        (
+            "every_kind_on_the_filesystems_devices_use",
+            devices::filesystems,
         ),
         (
             "a_dead_holders_marker_on_another_host_names_the_remedy",

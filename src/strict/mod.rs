@@ -169,6 +169,27 @@ impl StrictLock {
         LockError::io(&self.path, Step::Lock, kind, source)
     }
 
+    /// The error of a filesystem that keeps no Unix modes: `chmod` of a
+    /// directory this account owns fails with `errno` (`EPERM` on vfat and
+    /// exFAT), so the claims' directory cannot be settled (18.1).
+    pub(super) fn no_unix_modes(&self, dir: &str, errno: Errno) -> io::Error {
+        let kind = io::ErrorKind::Unsupported;
+        let source = io::Error::new(
+            kind,
+            Explained(Box::new(Invalid {
+                path: self.path.clone(),
+                claim: None,
+                reason: format!(
+                    "filesystem keeps no Unix modes (chmod of {dir}, which this account owns: \
+                     {errno}), which a strict lock sets on its directories, and vfat and exFAT \
+                     have no hard links either, by which it publishes every claim; use another \
+                     kind of lock on this filesystem"
+                ),
+            })),
+        );
+        LockError::io(&self.path, Step::Lock, kind, source)
+    }
+
     /// A strict lock on `path`. A path whose final component is empty, or
     /// longer than [`MAX_LOCK_NAME`] (206) bytes, fails at the first lock
     /// call, before anything is created.
