@@ -34,6 +34,10 @@ pub mod magic {
     pub const TMPFS: u64 = 0x0102_1994;
     /// F2FS (Android's data partitions).
     pub const F2FS: u64 = 0xF2F5_2010;
+    /// FAT: vfat and msdos (SD cards, USB sticks).
+    pub const FAT: u64 = 0x4D44;
+    /// exFAT.
+    pub const EXFAT: u64 = 0x2011_BAB0;
     /// overlayfs.
     pub const OVERLAY: u64 = 0x794C_7630;
 }
@@ -55,6 +59,8 @@ pub fn magic_name(f_type: u64) -> Option<&'static str> {
         magic::BTRFS => "btrfs",
         magic::TMPFS => "tmpfs",
         magic::F2FS => "f2fs",
+        magic::FAT => "vfat",
+        magic::EXFAT => "exfat",
         magic::OVERLAY => "overlay",
         _ => return None,
     })

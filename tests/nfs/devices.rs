@@ -46,6 +46,17 @@ fn worker(spec: &[&str]) -> Command {
 pub(super) fn filesystems(_: &[super::Client], report: &mut Report) {
     let swaplock = env!("CARGO_BIN_EXE_swaplock");
     for (fs, dir) in DEVICES {
+        // What swaplock judges of the filesystem (its exchange, its
+        // locks' reach), as `status` says it.
+        let status = Command::new(swaplock)
+            .args(["status", "--kind", "soft"])
+            .arg(Path::new(dir).join("status.lock"))
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&status.stdout);
+        let judged = said.lines().find_map(|l| l.strip_prefix("filesystem: "));
+        report.fact(fs, "status: filesystem", judged.unwrap_or("(none)"));
+        assert!(judged.is_some_and(|j| j.starts_with(fs)), "{said}");
         let mut working = Vec::new();
         for kind in KINDS {
             let lock = Path::new(dir).join(format!("once-{kind}.lock"));
