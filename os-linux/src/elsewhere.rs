@@ -186,7 +186,7 @@ fn scan() -> Option<Scan> {
 /// Warms the scan for a holder this process has begun to wait on: if the
 /// last scan answers for the holder's record already, nothing; otherwise
 /// scan now, while the holder lives, so that its takeover, should it die,
-/// needs no scan ([`runs_elsewhere`]).
+/// needs no scan (`runs_elsewhere`).
 pub fn prepare(holder: u32) {
     if !starttime_unshifted() {
         return;
