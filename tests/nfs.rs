@@ -1159,42 +1159,20 @@ fn worker() {
             }
         }
         ["strict", lock, witness, rounds] => {
-            let witness = Path::new(witness);
             let lock = swaplock::StrictLock::new(lock).poll_interval(Duration::from_millis(50));
-            for _ in 0..rounds.parse::<usize>().unwrap() {
-                let guard = match lock.lock() {
-                    Ok(guard) => guard,
-                    Err(e) => {
-                        note(witness, "errors", &format!("{who}: lock: {e}"));
-                        continue;
-                    }
-                };
-                critical_section(witness, lock.path(), &who);
-                if let Err(e) = guard.release() {
-                    note(witness, "errors", &format!("{who}: release: {e}"));
-                }
-            }
+            let take = || lock.lock();
+            let release = swaplock::StrictLockGuard::release;
+            rounds_of(take, release, lock.path(), Path::new(witness), rounds, &who);
         }
         ["soft", kind, lock, witness, rounds] => {
-            let witness = Path::new(witness);
             let lock = match kind {
                 "soft" => swaplock::SoftLock::soft(lock),
                 "marker" => swaplock::SoftLock::marker(lock),
                 _ => swaplock::SoftLock::lease(lock).lease_duration(Duration::from_secs(6)),
             };
-            for _ in 0..rounds.parse::<usize>().unwrap() {
-                let guard = match lock.lock() {
-                    Ok(guard) => guard,
-                    Err(e) => {
-                        note(witness, "errors", &format!("{who}: lock: {e}"));
-                        continue;
-                    }
-                };
-                critical_section(witness, lock.path(), &who);
-                if let Err(e) = guard.release() {
-                    note(witness, "errors", &format!("{who}: release: {e}"));
-                }
-            }
+            let take = || lock.lock();
+            let release = swaplock::SoftLockGuard::release;
+            rounds_of(take, release, lock.path(), Path::new(witness), rounds, &who);
         }
         [program @ ("cli" | "chiark"), lock, _truth, witness, rounds] => {
             let program = match program {
@@ -1225,6 +1203,32 @@ rm -f "$1""#;
             }
         }
         _ => panic!("bad worker spec {spec:?}"),
+    }
+}
+
+/// `rounds` critical sections of `who` on `lock`, each between `take` and
+/// `release`, witnessed in `witness`; a failed take or release is noted as
+/// an error there.
+fn rounds_of<G, E: std::fmt::Display, R: std::fmt::Display>(
+    mut take: impl FnMut() -> Result<G, E>,
+    release: impl Fn(G) -> Result<(), R>,
+    lock: &Path,
+    witness: &Path,
+    rounds: &str,
+    who: &str,
+) {
+    for _ in 0..rounds.parse::<usize>().unwrap() {
+        let guard = match take() {
+            Ok(guard) => guard,
+            Err(e) => {
+                note(witness, "errors", &format!("{who}: lock: {e}"));
+                continue;
+            }
+        };
+        critical_section(witness, lock, who);
+        if let Err(e) = release(guard) {
+            note(witness, "errors", &format!("{who}: release: {e}"));
+        }
     }
 }
 
