@@ -5,11 +5,14 @@
 //! conductor's namespace. Every kind's acquire and release once, its
 //! answer reported (works, or the error that names what the filesystem
 //! lacks), and the kinds that work under contention: four processes at
-//! once, every critical section witnessed on the guest's tmpfs.
+//! once, every critical section witnessed on the guest's tmpfs; and the
+//! soft kinds under chaos, random contenders stopped or killed.
 
+use super::chaos::{inside, Rng};
 use super::{finish, Report, Witness, WORKER};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// The filesystems and where the guest's init mounted them.
 const DEVICES: [(&str, &str); 2] = [("vfat", "/mnt/dev-vfat"), ("f2fs", "/mnt/dev-f2fs")];
@@ -21,6 +24,11 @@ const KINDS: [&str; 7] = ["fcntl", "flock", "soft", "marker", "lease", "rw", "st
 const ROUNDS: usize = 10;
 /// Processes under contention.
 const PROCESSES: usize = 4;
+/// How long the chaos lasts on each filesystem and soft kind.
+const CHAOS: Duration = Duration::from_secs(4);
+/// How long the contenders have to end once the chaos stops: a killed
+/// holder's marker is taken over on this host, so none is left waiting.
+const DRAIN: Duration = Duration::from_secs(60);
 
 /// Whether `kind` is expected to work on `fs`, and otherwise the words
 /// its error must use: the read-write and strict locks commit by hard
@@ -118,5 +126,100 @@ pub(super) fn filesystems(_: &[super::Client], report: &mut Report) {
             assert!(errors.is_empty(), "{what}: {errors:?}");
             assert_eq!(entries, PROCESSES * ROUNDS, "{what}");
         }
+        for kind in ["soft", "marker", "lease"] {
+            chaos(fs, dir, kind, report);
+        }
     }
+}
+
+/// Four contenders of `kind` take the lock on `dir` in turn while the
+/// conductor stops (`SIGSTOP`, then `SIGCONT` within 1.2 s) and kills
+/// (`SIGKILL`) random ones for [`CHAOS`], starting a new one for each
+/// killed: 0 overlaps, no failed wait, and every contender ends within
+/// [`DRAIN`] once told to stop (a killed holder's marker, on this host, is
+/// taken over: no wedge).
+fn chaos(fs: &str, dir: &str, kind: &str, report: &mut Report) {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    let mut rng = Rng(seed);
+    let witness = Witness::new(&format!("dev-chaos-{fs}-{kind}"));
+    let lock = Path::new(dir).join(format!("chaos-{kind}.lock"));
+    let (lock, w) = (lock.to_str().unwrap(), witness.0.to_str().unwrap());
+    let spawn = || worker(&["chaos", kind, lock, w]).spawn().unwrap();
+    let mut workers: Vec<Child> = (0..PROCESSES).map(|_| spawn()).collect();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let (mut stops, mut kills, mut died_inside) = (0, 0, 0);
+    let started = Instant::now();
+    while started.elapsed() < CHAOS {
+        // The chaos's own rhythm (no wait for anything): the next blow
+        // lands 50 to 300 ms after the last.
+        std::thread::sleep(Duration::from_millis(50 + rng.below(250)));
+        let i = rng.below(workers.len() as u64) as usize;
+        let pid = workers[i].id() as i32;
+        if rng.below(2) == 0 {
+            stops += 1;
+            // SAFETY: kill has no memory effects; the worker is our
+            // unreaped child.
+            unsafe { libc::kill(pid, libc::SIGSTOP) };
+            // How long it stays stopped: the blow itself.
+            std::thread::sleep(Duration::from_millis(100 + rng.below(1_100)));
+            // SAFETY: as above.
+            unsafe { libc::kill(pid, libc::SIGCONT) };
+        } else {
+            kills += 1;
+            let mut dead = workers.swap_remove(i);
+            let _ = dead.kill();
+            let _ = dead.wait();
+            // The witness's record of it inside is cleared: the next
+            // holder takes its marker over.
+            if inside(&witness) == Some(format!("{} {}", host.trim(), dead.id())) {
+                std::fs::remove_file(witness.0.join("inside")).unwrap();
+                died_inside += 1;
+            }
+            workers.push(spawn());
+        }
+    }
+    std::fs::write(witness.0.join("stop"), "").unwrap();
+    let deadline = Instant::now() + DRAIN;
+    for mut worker in workers {
+        loop {
+            match worker.try_wait().unwrap() {
+                Some(status) => {
+                    assert!(
+                        status.success(),
+                        "{kind} on {fs}: a worker failed: {status}"
+                    );
+                    break;
+                }
+                None if Instant::now() > deadline => {
+                    let _ = worker.kill();
+                    panic!("{kind} on {fs}: a contender still waits {DRAIN:?} after the chaos: a wedge");
+                }
+                // A poll of the child's end, for the drain's bound only.
+                None => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
+    let entries = witness.lines("entries").len();
+    let overlaps = witness.lines("overlaps");
+    let errors = witness.lines("errors");
+    report.fact(
+        fs,
+        &format!("{kind} under chaos, {PROCESSES} contenders, {CHAOS:?}"),
+        format!(
+            "{} overlaps in {entries} entries; {stops} stops, {kills} kills ({died_inside} \
+             inside); failed waits {}; seed {seed}",
+            overlaps.len(),
+            errors.len()
+        ),
+    );
+    assert!(
+        overlaps.is_empty(),
+        "two holders: {kind} on {fs}: {overlaps:?}"
+    );
+    assert!(errors.is_empty(), "{kind} on {fs}: {errors:?}");
+    assert!(entries > 0, "{kind} on {fs}: no entry");
 }
