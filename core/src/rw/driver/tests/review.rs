@@ -9,7 +9,7 @@ use super::*;
 /// peer that knows nothing of participants would.
 pub(super) fn commit_next(
     l: &mut Lock,
-    fs: &mut Mem,
+    fs: &mut impl Files,
     env: &mut Clock,
     writer: Option<Token>,
 ) -> commit::Committed {

@@ -206,15 +206,28 @@ fn a_client_is_never_granted_from_a_leftover_in_a_lagging_heads_slot() {
     );
 }
 
-/// [`Mem`] with a hook on `sync` (the grant's sync of gen/, between a
-/// commit's win and its move of HEAD): what peers do while the committer
-/// is stopped there.
-struct SyncHook<'a> {
-    fs: &'a mut Mem,
-    on_sync: Option<fn(&mut Mem)>,
+/// [`Mem`] with hooks where a committer may be stopped while its peers act:
+/// at its grant's `sync` of gen/ (between its win and its move of HEAD),
+/// and just before or just after its rename onto HEAD. Each runs once.
+pub(super) struct Hooked<'a> {
+    pub(super) fs: &'a mut Mem,
+    pub(super) on_sync: Option<fn(&mut Mem)>,
+    pub(super) before_head: Option<fn(&mut Mem)>,
+    pub(super) after_head: Option<fn(&mut Mem)>,
 }
 
-impl Files for SyncHook<'_> {
+impl<'a> Hooked<'a> {
+    pub(super) fn new(fs: &'a mut Mem) -> Self {
+        Hooked {
+            fs,
+            on_sync: None,
+            before_head: None,
+            after_head: None,
+        }
+    }
+}
+
+impl Files for Hooked<'_> {
     fn prepare(&mut self, force: bool) -> Result<(), FsError> {
         self.fs.prepare(force)
     }
@@ -231,7 +244,15 @@ impl Files for SyncHook<'_> {
         self.fs.link(a, from, to)
     }
     fn replace(&mut self, a: Area, from: &[u8], to: &[u8]) -> Result<bool, FsError> {
-        self.fs.replace(a, from, to)
+        let head = to == HEAD;
+        if let Some(peers) = self.before_head.take_if(|_| head) {
+            peers(self.fs);
+        }
+        let out = self.fs.replace(a, from, to);
+        if let Some(peers) = self.after_head.take_if(|_| head) {
+            peers(self.fs);
+        }
+        out
     }
     fn unlink(&mut self, a: Area, name: &[u8]) -> Result<(), FsError> {
         self.fs.unlink(a, name)
@@ -256,21 +277,19 @@ fn late_head_into_a_log_made_again_under_a_torn_epoch() -> (Mem, Vec<Result<bool
     let (mut fs, mut env) = torn_log_at_140(b"");
     let mut p = lock(90.0);
     {
-        let mut hooked = SyncHook {
-            fs: &mut fs,
-            on_sync: Some(|fs: &mut Mem| {
-                let names: Vec<Vec<u8>> = fs
-                    .names
-                    .keys()
-                    .filter(|(a, _)| *a == 0)
-                    .map(|(_, n)| n.clone())
-                    .collect();
-                for n in names {
-                    fs.drop_name(Area::Generations, &n);
-                }
-                fs.create(Area::Generations, b"epoch", b"", true).unwrap();
-            }),
-        };
+        let mut hooked = Hooked::new(&mut fs);
+        hooked.on_sync = Some(|fs: &mut Mem| {
+            let names: Vec<Vec<u8>> = fs
+                .names
+                .keys()
+                .filter(|(a, _)| *a == 0)
+                .map(|(_, n)| n.clone())
+                .collect();
+            for n in names {
+                fs.drop_name(Area::Generations, &n);
+            }
+            fs.create(Area::Generations, b"epoch", b"", true).unwrap();
+        });
         let mut w = p.publish(&mut hooked, &mut env, Mode::Write).unwrap();
         assert_eq!(p.advance(&mut hooked, &mut env, &mut w), Ok(true));
         assert!(hooked.on_sync.is_none(), "stopped at its sync");
