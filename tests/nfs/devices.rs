@@ -26,9 +26,6 @@ const ROUNDS: usize = 10;
 const PROCESSES: usize = 4;
 /// How long the chaos lasts on each filesystem and soft kind.
 const CHAOS: Duration = Duration::from_secs(4);
-/// How long the contenders have to end once the chaos stops: a killed
-/// holder's marker is taken over on this host, so none is left waiting.
-const DRAIN: Duration = Duration::from_secs(60);
 
 /// Whether `kind` is expected to work on `fs`, and otherwise the words
 /// its error must use: the read-write and strict locks commit by hard
@@ -136,8 +133,8 @@ pub(super) fn filesystems(_: &[super::Client], report: &mut Report) {
 /// conductor stops (`SIGSTOP`, then `SIGCONT` within 1.2 s) and kills
 /// (`SIGKILL`) random ones for [`CHAOS`], starting a new one for each
 /// killed: 0 overlaps, no failed wait, and every contender ends within
-/// [`DRAIN`] once told to stop (a killed holder's marker, on this host, is
-/// taken over: no wedge).
+/// the workers' bound once told to stop (a killed holder's marker, on this
+/// host, is taken over: no wedge).
 fn chaos(fs: &str, dir: &str, kind: &str, report: &mut Report) {
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -183,26 +180,9 @@ fn chaos(fs: &str, dir: &str, kind: &str, report: &mut Report) {
         }
     }
     std::fs::write(witness.0.join("stop"), "").unwrap();
-    let deadline = Instant::now() + DRAIN;
-    for mut worker in workers {
-        loop {
-            match worker.try_wait().unwrap() {
-                Some(status) => {
-                    assert!(
-                        status.success(),
-                        "{kind} on {fs}: a worker failed: {status}"
-                    );
-                    break;
-                }
-                None if Instant::now() > deadline => {
-                    let _ = worker.kill();
-                    panic!("{kind} on {fs}: a contender still waits {DRAIN:?} after the chaos: a wedge");
-                }
-                // A poll of the child's end, for the drain's bound only.
-                None => std::thread::sleep(Duration::from_millis(20)),
-            }
-        }
-    }
+    // Each ends after its next turn; one still waiting after the bound is
+    // wedged (`finish` kills it and fails).
+    finish(workers, &format!("{kind} under chaos on {fs}"));
     let entries = witness.lines("entries").len();
     let overlaps = witness.lines("overlaps");
     let errors = witness.lines("errors");
