@@ -102,6 +102,8 @@ pub enum Mutant {
     FallbackRemovesFoundFile,
     /// Link an unnamed marker at the lock path even when writing our record into it failed (7.2, I2).
     LinkUnfinishedUnnamed,
+    /// Publish a marker written under a write name by a plain rename, which replaces a marker already at the lock path, instead of the exclusive one (7.2 step 3b).
+    RenameReplaces,
     /// Open a non-regular node at the lock path to read it, so that a symlink there fails the read (`ELOOP`) instead of reading as no marker, which ages out (3.1).
     SymlinkReadFails,
     /// Report an exclusive create refused with `EPERM` (an SFTP client's answer over an existing name) as an error, without looking whether the name exists (7.2, 13.5).
@@ -286,6 +288,7 @@ impl Mutant {
         Mutant::AsideKeptWhenPathMissing,
         Mutant::ExchangeBackNoSwapBack,
         Mutant::UnlinkDespiteUnchangedMtime,
+        Mutant::RenameReplaces,
         Mutant::RwLinkByReturnCode,
         Mutant::RwNoPredecessorBefore,
         Mutant::RwNoPredecessorAfter,
@@ -381,6 +384,7 @@ impl Mutant {
             Mutant::KernelInterruptFails => "kernel-interrupt-fails",
             Mutant::FallbackRemovesFoundFile => "fallback-removes-found-file",
             Mutant::LinkUnfinishedUnnamed => "link-unfinished-unnamed",
+            Mutant::RenameReplaces => "rename-replaces",
             Mutant::SymlinkReadFails => "symlink-read-fails",
             Mutant::EpermIsError => "eperm-is-error",
             Mutant::UnlinkIfSameBlind => "unlink-if-same-blind",

@@ -41,6 +41,19 @@ impl Platform for Linux {
         random_token()
     }
 
+    /// `fstatfs(dir)`: the filesystem's type, judged by the core.
+    fn exclusive_rename(dir: BorrowedFd<'_>) -> swaplock_core::fs::ExclusiveRename {
+        match rustix::fs::fstatfs(dir) {
+            Ok(fs) => swaplock_core::fs::exclusive_rename(crate::fs::f_type(&fs)),
+            Err(_) => swaplock_core::fs::ExclusiveRename::Untrusted,
+        }
+    }
+
+    /// `syncfs(fd)`.
+    fn sync_filesystem(fd: BorrowedFd<'_>) -> Result<(), swaplock_core::Errno> {
+        rustix::fs::syncfs(fd).map_err(|e| swaplock_core::Errno::from_raw(e.raw_os_error()))
+    }
+
     /// `ioctl(dir, FS_IOC_GETFLAGS)`: a directory with `FS_CASEFOLD_FL`
     /// (ext4 or f2fs casefolding, as Android keeps its shared storage)
     /// looks names up without regard to case; any other answer, an error

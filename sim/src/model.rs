@@ -99,6 +99,10 @@ pub struct Faults {
     /// The directory offers unnamed files (`O_TMPFILE`, then `linkat`);
     /// without them a marker is created by name and then written.
     pub unnamed: bool,
+    /// The filesystem renames exclusively (`RENAME_NOREPLACE`, as a local
+    /// one such as vfat): without unnamed files a marker is written under
+    /// a write name and renamed to the lock path.
+    pub exclusive_rename: bool,
     /// One syscall in this many fails before it is applied, with an error
     /// drawn from [`SYSCALL_FAULTS`] (0: none). Every call of acquire,
     /// release, takeover, recovery and heartbeat may fail so, except
@@ -673,6 +677,19 @@ impl Fs {
         self.deletable(ino)?;
         if let Some(&old) = self.names.get(to) {
             self.deletable(old)?;
+        }
+        self.move_name(from, to)
+    }
+
+    /// `renameat2(from, to, RENAME_NOREPLACE)`: `EEXIST` if `to` exists.
+    pub fn rename_noreplace(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno> {
+        if !self.faults.exclusive_rename || self.windows {
+            return Err(Errno::INVAL);
+        }
+        let ino = *self.names.get(from).ok_or(Errno::NOENT)?;
+        self.deletable(ino)?;
+        if self.names.contains_key(to) {
+            return Err(Errno::EXIST);
         }
         self.move_name(from, to)
     }

@@ -384,6 +384,13 @@ impl Dir for SimOs<'_> {
             (w.fs.link_fd(*f, n), call)
         })
     }
+    fn sync_file(&mut self, _: &u32) -> Result<(), Errno> {
+        // Not a step: the model keeps no unsynced state (every write is as
+        // a synced one, nothing is lost but by a kill), so a sync changes
+        // nothing another process could see, and the kept schedules stay
+        // step for step as they were.
+        Ok(())
+    }
     fn open_read(&mut self, n: &[u8]) -> Result<u32, Errno> {
         self.fallible(format_args!("open_read {}", name(n)), |w, me| {
             let fd = w.fs.open_read(n);
@@ -467,6 +474,25 @@ impl Dir for SimOs<'_> {
             };
             (w.fs.exchange(a, b), call)
         })
+    }
+    fn exclusive_rename(&mut self) -> swaplock_core::fs::ExclusiveRename {
+        // What the filesystem is, as the adapter judges it: not a step.
+        match self.world.borrow().fs.faults.exclusive_rename {
+            true => swaplock_core::fs::ExclusiveRename::Journaled,
+            false => swaplock_core::fs::ExclusiveRename::Untrusted,
+        }
+    }
+    fn rename_noreplace(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno> {
+        self.fallible(
+            format_args!("rename_noreplace {} {}", name(from), name(to)),
+            |w, _| {
+                let call = Call::Rename {
+                    from: w.log.name(from),
+                    moved: w.target(from),
+                };
+                (w.fs.rename_noreplace(from, to), call)
+            },
+        )
     }
     fn rename(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno> {
         self.fallible(

@@ -114,6 +114,40 @@ pub(crate) fn push_last(all: &mut Vec<(&'static str, Scenario, u64)>, policy: Po
         sc,
         0,
     ));
+
+    // No unnamed files but exclusive renames (vfat, exFAT: PROTOCOL 7.2
+    // step 3b): markers written under write names and renamed to the lock
+    // path, beside a dead holder's marker, with torn and failing writes,
+    // then with any syscall failing, and contenders killed.
+    for (kind, dead, faults, name) in [
+        (
+            Kind::Soft,
+            &b"999\nh1\n"[..],
+            Faults {
+                exclusive_rename: true,
+                short_writes: 5,
+                eio_one_in: 4,
+                ..Faults::default()
+            },
+            "soft: exclusive renames, a dead holder's marker, torn and failing writes",
+        ),
+        (
+            Kind::Marker,
+            &b"filelock/2\npid=999\nhost=h1\nmode=exclusive\n"[..],
+            Faults {
+                exclusive_rename: true,
+                syscall_one_in: 20,
+                ..Faults::default()
+            },
+            "marker: exclusive renames, a dead holder's marker, failing syscalls",
+        ),
+    ] {
+        let mut sc = Scenario::new(kind);
+        sc.files.push((crate::cast::LOCK.to_vec(), dead.to_vec()));
+        sc.faults = faults;
+        contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 20);
+        all.push((name, sc, 40));
+    }
 }
 
 /// Which touch of the stopped lease holder is its release's: the

@@ -17,7 +17,7 @@
 //!   back a file its own exchange fed aside.
 
 use super::config::{Config, Error};
-use super::marker::{encode_placeholder, publish, publish_aside, unlink_if_same};
+use super::marker::{encode_placeholder, publish, publish_aside, synced, unlink_if_same};
 use super::os::Os;
 use super::recovery::{Recovery, Stranded};
 use super::types::{Breaker, Held, Judged, Takeover};
@@ -60,7 +60,10 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
         &token,
         cfg.marker_mode(),
         Mutant::BreakFileWrittenInPlace,
-        |os, file| publish(os, cfg, file),
+        // Our record reaches the disk before its break name, and so
+        // before the lock path, names it (7.8 step 3): a power cut during
+        // the hold keeps our whole marker, not an empty one.
+        |os, file| publish(os, cfg, file).and_then(|id| synced(os, file).map(|()| id)),
     )?;
     let Some((file, id)) = published else {
         return Ok(Takeover::Busy);

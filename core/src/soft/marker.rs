@@ -279,6 +279,23 @@ pub(super) fn publish_aside<O: Dir + ?Sized, T>(
     }
 }
 
+/// Puts a file's record on stable storage before a name makes it visible
+/// (7.2 step 3, 7.8 step 3): a power cut after the link or rename keeps
+/// the name, and without this could lose the record under it, leaving an
+/// empty file that reads as a recordless marker nobody evicts (I10). A
+/// file that cannot be synced (`EINVAL`, `ENOSYS`, `EOPNOTSUPP`) has
+/// nothing a cut keeps; a failed sync (`EIO`, `ENOSPC`) is the write's
+/// error, with nothing named.
+pub(super) fn synced<O: Dir + ?Sized>(os: &mut O, file: &O::File) -> Result<(), Error> {
+    match os.sync_file(file) {
+        Ok(()) | Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => Ok(()),
+        Err(errno) => Err(Error::Os {
+            op: Op::Write,
+            errno,
+        }),
+    }
+}
+
 /// Unlinks `name` if it names the open file whose stat is `own` (I7: the
 /// caller holds that file open).
 pub(crate) fn unlink_if_same<O: Dir + ?Sized>(os: &mut O, name: &[u8], own: &Stat) {
