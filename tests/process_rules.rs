@@ -147,3 +147,131 @@ fn a_holder_of_another_account_behind_hidepid_is_never_broken_until_its_pid_is_g
     assert_eq!(took.status.code(), Some(0), "{}", text(&took));
     assert_eq!(String::from_utf8_lossy(&took.stdout), "ran\n");
 }
+
+/// `script` (sh) as account `uid`, in a mount namespace of its own where
+/// the `/proc` entries of process `pid` that the liveness probe reads
+/// (`stat`, `status`) are an unreadable file: a read a security policy
+/// refuses (SELinux answers `EACCES`) while the process's directory stays
+/// visible and `kill(pid, 0)` still answers.
+fn behind_denied_reads(uid: u32, pid: u32, denied: &Path, script: &str) -> Output {
+    let denied = denied.to_str().unwrap();
+    let inner = format!(
+        "mount --bind {denied} /proc/{pid}/stat && mount --bind {denied} /proc/{pid}/status && \
+         exec setpriv --reuid={uid} --regid={uid} --clear-groups -- sh -c \"$0\"",
+    );
+    Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            &inner,
+            script,
+        ])
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .output()
+        .expect("unshare (util-linux): scripts/setup installs it")
+}
+
+#[test]
+fn a_holder_whose_proc_reads_are_denied_is_never_broken_until_its_pid_is_gone() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root, to take other accounts and mount over /proc");
+        return;
+    }
+    // The holder of the contender's own account (its signal is allowed: the
+    // probe says alive) and of another (refused: the probe says it exists).
+    for holder_uid in [CONTENDER, HOLDER] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let denied = dir.path().join("denied");
+        std::fs::write(&denied, "").unwrap();
+        std::fs::set_permissions(&denied, std::fs::Permissions::from_mode(0o000)).unwrap();
+        let lock = dir.path().join("app.lock");
+        let mut held = as_account(
+            holder_uid,
+            &[SWAPLOCK, "run", "--kind", "soft", lock.to_str().unwrap()],
+        )
+        .args(["-c", "echo held; read x"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("setpriv (util-linux): scripts/setup installs it");
+        let mut line = String::new();
+        BufReader::new(held.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line, "held\n");
+        let pid = held.id();
+        let marker = std::fs::read_to_string(&lock).unwrap();
+        let case = format!("holder of account {holder_uid}");
+
+        // The setting is real: the directory is there, its reads refused.
+        let look = behind_denied_reads(
+            CONTENDER,
+            pid,
+            &denied,
+            &format!("test -d /proc/{pid} && echo visible; cat /proc/{pid}/stat >/dev/null 2>&1 || echo denied"),
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&look.stdout),
+            "visible\ndenied\n",
+            "{case}: {}",
+            text(&look)
+        );
+
+        // Busy, not broken: the start token it cannot read cannot say
+        // another process took the PID.
+        let lock_arg = lock.to_str().unwrap();
+        let attempt = format!("{SWAPLOCK} run --kind soft -n {lock_arg} -c 'echo ran'");
+        let busy = behind_denied_reads(CONTENDER, pid, &denied, &attempt);
+        assert_eq!(busy.status.code(), Some(255), "{case}: {}", text(&busy));
+        assert_eq!(
+            std::fs::read_to_string(&lock).unwrap(),
+            marker,
+            "{case}: untouched"
+        );
+        let status = behind_denied_reads(
+            CONTENDER,
+            pid,
+            &denied,
+            &format!("{SWAPLOCK} status --kind soft {lock_arg}"),
+        );
+        let said = String::from_utf8_lossy(&status.stdout).to_lowercase();
+        assert!(said.contains(&pid.to_string()), "{case}: {}", text(&status));
+        assert!(
+            !said.contains("dead") && !said.contains("gone") && !said.contains("reused"),
+            "{case}: {}",
+            text(&status)
+        );
+
+        // Killed and reaped: ESRCH, and the contender takes the lock over
+        // (the denied files are mounted on a /proc entry that is gone).
+        held.kill().unwrap();
+        held.wait().unwrap();
+        let took = Command::new("setpriv")
+            .arg(format!("--reuid={CONTENDER}"))
+            .arg(format!("--regid={CONTENDER}"))
+            .args([
+                "--clear-groups",
+                "--",
+                SWAPLOCK,
+                "run",
+                "--kind",
+                "soft",
+                "-w",
+                "10",
+            ])
+            .arg(&lock)
+            .args(["-c", "echo ran"])
+            .current_dir("/")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(took.status.code(), Some(0), "{case}: {}", text(&took));
+        assert_eq!(String::from_utf8_lossy(&took.stdout), "ran\n", "{case}");
+    }
+}
