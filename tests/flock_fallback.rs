@@ -221,6 +221,7 @@ fn fallback_cleanup(dir: &Path, file: OwnedFd, created: bool) {
         mode: None,
         lease: None,
         lifetime: None,
+        durable: true,
     };
     let dirfd = open_dir(&std::ffi::CString::new(dir.to_str().unwrap()).unwrap()).unwrap();
     fall_back(

@@ -238,6 +238,7 @@ fn config<'a>(me: &'a Me, kind: Kind) -> Config<'a> {
         mode: None,
         lease: None,
         lifetime: None,
+        durable: true,
     }
 }
 

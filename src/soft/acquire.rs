@@ -398,6 +398,7 @@ impl Identity {
             mode: lock.mode,
             lease,
             lifetime: lock.lifetime,
+            durable: lock.durable,
         }
     }
 }

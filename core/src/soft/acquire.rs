@@ -119,7 +119,7 @@ fn publish_unnamed<O: Os + ?Sized>(
         return Ok(None);
     };
     // The record reaches the disk before the name does (7.2 step 3).
-    let published = publish(os, cfg, &file).and_then(|id| synced(os, &file).map(|()| id));
+    let published = publish(os, cfg, &file).and_then(|id| synced(os, cfg, &file).map(|()| id));
     let linked = match published {
         Ok(_) => os.link_unnamed(&file, cfg.lock),
         Err(_) if active(Mutant::LinkUnfinishedUnnamed) => os.link_unnamed(&file, cfg.lock),
@@ -174,14 +174,14 @@ fn publish_renamed<O: Os + ?Sized>(
     if aliased {
         return finish_create(os, cfg, file).map(Some);
     }
-    let published = publish(os, cfg, &file).and_then(|id| synced(os, &file).map(|()| id));
+    let published = publish(os, cfg, &file).and_then(|id| synced(os, cfg, &file).map(|()| id));
     let renamed = match published {
         Ok(_) if active(Mutant::RenameReplaces) => os.rename(&writing, cfg.lock),
         Ok(_) => os.rename_noreplace(&writing, cfg.lock),
         Err(_) => Ok(()),
     };
     if let (Ok(id), Ok(())) = (&published, renamed) {
-        if how == ExclusiveRename::Unjournaled {
+        if how == ExclusiveRename::Unjournaled && cfg.durable {
             // FAT gives the new name an empty entry, whose size and first
             // cluster follow when the file is written back, and removes
             // the write name's entry when the directory is: a power cut

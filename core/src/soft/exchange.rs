@@ -63,7 +63,7 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
         // Our record reaches the disk before its break name, and so
         // before the lock path, names it (7.8 step 3): a power cut during
         // the hold keeps our whole marker, not an empty one.
-        |os, file| publish(os, cfg, file).and_then(|id| synced(os, file).map(|()| id)),
+        |os, file| publish(os, cfg, file).and_then(|id| synced(os, cfg, file).map(|()| id)),
     )?;
     let Some((file, id)) = published else {
         return Ok(Takeover::Busy);

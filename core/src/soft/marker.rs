@@ -286,7 +286,14 @@ pub(super) fn publish_aside<O: Dir + ?Sized, T>(
 /// file that cannot be synced (`EINVAL`, `ENOSYS`, `EOPNOTSUPP`) has
 /// nothing a cut keeps; a failed sync (`EIO`, `ENOSPC`) is the write's
 /// error, with nothing named.
-pub(super) fn synced<O: Dir + ?Sized>(os: &mut O, file: &O::File) -> Result<(), Error> {
+pub(super) fn synced<O: Dir + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    file: &O::File,
+) -> Result<(), Error> {
+    if !cfg.durable {
+        return Ok(());
+    }
     match os.sync_file(file) {
         Ok(()) | Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => Ok(()),
         Err(errno) => Err(Error::Os {
