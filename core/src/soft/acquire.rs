@@ -12,7 +12,7 @@
 use super::config::{Config, Error, Kind, Op};
 use super::create::finish_create;
 use super::judge::{break_expired, judge_stale};
-use super::marker::{publish, synced, unlink_if_same};
+use super::marker::{publish, settle_names, synced, unlink_if_same};
 use super::os::{Os, Semantics};
 use super::types::{Attempt, Contender, Held, Holder};
 use crate::decide::{Instant, WatchKey};
@@ -60,9 +60,8 @@ pub fn try_acquire<O: Os + ?Sized>(
         if let Some(attempt) = publish_unnamed(os, cfg, contender)? {
             return Ok(attempt);
         }
-        let how = os.exclusive_rename();
-        if how != ExclusiveRename::Untrusted {
-            if let Some(attempt) = publish_renamed(os, cfg, contender, how)? {
+        if os.exclusive_rename() != ExclusiveRename::Untrusted {
+            if let Some(attempt) = publish_renamed(os, cfg, contender)? {
                 return Ok(attempt);
             }
         }
@@ -157,7 +156,6 @@ fn publish_renamed<O: Os + ?Sized>(
     os: &mut O,
     cfg: &Config<'_>,
     contender: &mut Contender,
-    how: ExclusiveRename,
 ) -> Result<Option<Attempt<O::File>>, Error> {
     let token = os.token();
     let writing = write_name(cfg.lock, cfg.pid, &token)?;
@@ -181,17 +179,13 @@ fn publish_renamed<O: Os + ?Sized>(
         Err(_) => Ok(()),
     };
     if let (Ok(id), Ok(())) = (&published, renamed) {
-        if how == ExclusiveRename::Unjournaled && cfg.durable {
-            // FAT gives the new name an empty entry, whose size and first
-            // cluster follow when the file is written back, and removes
-            // the write name's entry when the directory is: a power cut
-            // between leaves two entries on our clusters, and the boot's
-            // check truncates the later one, perhaps the lock path's, to an
-            // empty marker. Syncing the filesystem narrows that window to
-            // this call. The lock is ours either way; a failure here
-            // changes nothing another process could see.
-            let _ = os.sync_filesystem(&file);
-        }
+        // FAT gives the new name an empty entry, whose size and first
+        // cluster follow when the file is written back, and removes the
+        // write name's entry when the directory is: a power cut between
+        // leaves two entries on our clusters, and the boot's check
+        // truncates the later one, perhaps the lock path's, to an empty
+        // marker. Syncing the filesystem narrows that window to this call.
+        settle_names(os, cfg, &file);
         return Ok(Some(Attempt::Acquired(Held { file, id: *id })));
     }
     // Our write name still shows our file (I7): remove it, then close.

@@ -17,7 +17,9 @@
 //!   back a file its own exchange fed aside.
 
 use super::config::{Config, Error};
-use super::marker::{encode_placeholder, publish, publish_aside, synced, unlink_if_same};
+use super::marker::{
+    encode_placeholder, publish, publish_aside, settle_names, synced, unlink_if_same,
+};
 use super::os::Os;
 use super::recovery::{Recovery, Stranded};
 use super::types::{Breaker, Held, Judged, Takeover};
@@ -82,6 +84,8 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
         abandon(os, cfg, file, &aside, PutBack::No);
         return Ok(Takeover::Busy);
     }
+    // FAT: the exchange on disk before anything else is (13.2).
+    settle_names(os, cfg, &file);
     // Invariant I4: we hold the lock only if we took the judged file.
     match os.lstat(&aside) {
         Ok(taken) if judged.is(&taken) => {}
@@ -95,6 +99,7 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
         abandon(os, cfg, file, &aside, PutBack::Judged);
         return Ok(Takeover::Busy);
     }
+    settle_names(os, cfg, &file);
     // Our marker must still exist: a contender that paused here longer than
     // a lease would find that a peer expired it, took it over and removed it
     // meanwhile. A peer's check may hold it aside for an instant, which keeps

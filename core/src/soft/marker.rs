@@ -7,6 +7,7 @@ use super::config::{own_record, Config, Error, Op};
 use super::os::{Clock, Dir, NodeKind, Stat};
 use crate::decide::{FileId, Instant};
 use crate::errno::Errno;
+use crate::fs::ExclusiveRename;
 use crate::mutant::{active, Mutant};
 use crate::names::{write_name, Token};
 use crate::record::{Content, Record, MAX_RECORD_LEN, READ_LIMIT};
@@ -300,6 +301,21 @@ pub(super) fn synced<O: Dir + ?Sized>(
             op: Op::Write,
             errno,
         }),
+    }
+}
+
+/// On a filesystem whose renames nothing orders (FAT and exFAT,
+/// [`ExclusiveRename::Unjournaled`]), writes the whole filesystem out after
+/// a step that moved names at the lock path (a publication by rename, a
+/// takeover's exchange and unlink, a release), so that a power cut, or
+/// another process's `fsync` that writes the directory or the allocation
+/// table, never keeps half of the step: FAT then leaves two entries on one
+/// file's clusters, and the boot's check truncates one to an empty marker
+/// (PROTOCOL 13.2). Durable locks only; a failure changes nothing another
+/// process sees.
+pub(super) fn settle_names<O: Dir + ?Sized>(os: &mut O, cfg: &Config<'_>, file: &O::File) {
+    if cfg.durable && os.exclusive_rename() == ExclusiveRename::Unjournaled {
+        let _ = os.sync_filesystem(file);
     }
 }
 

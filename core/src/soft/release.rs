@@ -11,7 +11,7 @@
 
 use super::config::{Config, Error, Op};
 use super::exchange::{exchange_back, mark_released};
-use super::marker::{publish_aside, unlink_if_same, write_placeholder};
+use super::marker::{publish_aside, settle_names, unlink_if_same, write_placeholder};
 use super::os::{Os, Semantics, Stat};
 use super::types::{Held, Judged};
 use crate::errno::Errno;
@@ -329,6 +329,8 @@ fn release_posix<O: Os + ?Sized>(
         // path, or held aside by a peer.
         let st = os.fstat(file)?;
         if st.nlink == 0 {
+            // FAT: the release on disk at once, not half of it (13.2).
+            settle_names(os, cfg, file);
             return Ok(());
         }
         if os.lstat(cfg.lock).is_ok_and(|st| st.same_file(own)) {
