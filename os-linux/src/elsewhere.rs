@@ -3,7 +3,7 @@
 //! was still alive can answer once it has died, so that a takeover does
 //! not wait for one.
 
-use crate::soft::{boot_id, proc_dir, read_start_token, starttime_unshifted};
+use crate::proc::{boot_id, proc_dir, read_start_token, starttime_unshifted};
 use rustix::fs::{Mode, OFlags};
 use std::io::Read;
 use std::sync::Mutex;

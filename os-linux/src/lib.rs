@@ -20,6 +20,8 @@ pub mod fs;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod kernel;
 #[cfg(any(target_os = "linux", target_os = "android"))]
+mod proc;
+#[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod soft;
 /// The strict lock's directories, links and `fsync`: the shared POSIX calls.
 #[cfg(any(target_os = "linux", target_os = "android"))]
