@@ -20,6 +20,9 @@
 
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
+mod common;
+
+use common::stress::Rng;
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader};
@@ -41,18 +44,6 @@ const DISKS: [(&str, u64); 4] = [
 
 /// How long a boot may take to reach its churn (its check included).
 const BOOT_LIMIT: Duration = Duration::from_secs(90);
-
-/// A small xorshift generator: the moments of the cuts.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
 
 /// The kinds the guest churns on a filesystem (tests/power/guest): vfat
 /// has no hard links for the read-write lock and no Unix modes for the

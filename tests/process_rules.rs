@@ -57,11 +57,11 @@ fn behind_hidepid(uid: u32, script: &str) -> Output {
         .expect("unshare (util-linux): scripts/setup installs it")
 }
 
-/// A `swaplock run` holding the soft lock `lock` as the holder's account,
-/// and its PID; it holds until its input closes.
-fn holder(lock: &Path) -> (Child, u32) {
+/// A `swaplock run` holding the soft lock `lock` as account `uid`, and its
+/// PID; it holds until its input closes.
+fn holder(uid: u32, lock: &Path) -> (Child, u32) {
     let mut child = as_account(
-        HOLDER,
+        uid,
         &[SWAPLOCK, "run", "--kind", "soft", lock.to_str().unwrap()],
     )
     .args(["-c", "echo held; read x"])
@@ -97,7 +97,7 @@ fn a_holder_of_another_account_behind_hidepid_is_never_broken_until_its_pid_is_g
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let lock = dir.path().join("app.lock");
-    let (mut held, pid) = holder(&lock);
+    let (mut held, pid) = holder(HOLDER, &lock);
     let marker = std::fs::read_to_string(&lock).unwrap();
     assert!(marker.contains(&pid.to_string()), "{marker:?}");
 
@@ -191,21 +191,7 @@ fn a_holder_whose_proc_reads_are_denied_is_never_broken_until_its_pid_is_gone() 
         std::fs::write(&denied, "").unwrap();
         std::fs::set_permissions(&denied, std::fs::Permissions::from_mode(0o000)).unwrap();
         let lock = dir.path().join("app.lock");
-        let mut held = as_account(
-            holder_uid,
-            &[SWAPLOCK, "run", "--kind", "soft", lock.to_str().unwrap()],
-        )
-        .args(["-c", "echo held; read x"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("setpriv (util-linux): scripts/setup installs it");
-        let mut line = String::new();
-        BufReader::new(held.stdout.as_mut().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert_eq!(line, "held\n");
-        let pid = held.id();
+        let (mut held, pid) = holder(holder_uid, &lock);
         let marker = std::fs::read_to_string(&lock).unwrap();
         let case = format!("holder of account {holder_uid}");
 
