@@ -37,9 +37,14 @@ fn as_account(uid: u32, cmd: &[&str]) -> Command {
 /// `script` (sh) as account `uid`, in a mount namespace of its own whose
 /// `/proc` is a new instance mounted `hidepid=2`, in this PID namespace.
 fn behind_hidepid(uid: u32, script: &str) -> Output {
+    in_mount_namespace("mount -t proc -o hidepid=2 proc /proc", uid, script)
+}
+
+/// `script` (sh) as account `uid`, in a mount namespace of its own that
+/// `setup` (sh, as root) prepares first.
+fn in_mount_namespace(setup: &str, uid: u32, script: &str) -> Output {
     let inner = format!(
-        "mount -t proc -o hidepid=2 proc /proc && exec setpriv --reuid={uid} --regid={uid} \
-         --clear-groups -- sh -c \"$0\"",
+        "{setup} && exec setpriv --reuid={uid} --regid={uid} --clear-groups -- sh -c \"$0\"",
     );
     Command::new("unshare")
         .args([
@@ -155,24 +160,10 @@ fn a_holder_of_another_account_behind_hidepid_is_never_broken_until_its_pid_is_g
 /// visible and `kill(pid, 0)` still answers.
 fn behind_denied_reads(uid: u32, pid: u32, denied: &Path, script: &str) -> Output {
     let denied = denied.to_str().unwrap();
-    let inner = format!(
-        "mount --bind {denied} /proc/{pid}/stat && mount --bind {denied} /proc/{pid}/status && \
-         exec setpriv --reuid={uid} --regid={uid} --clear-groups -- sh -c \"$0\"",
+    let setup = format!(
+        "mount --bind {denied} /proc/{pid}/stat && mount --bind {denied} /proc/{pid}/status"
     );
-    Command::new("unshare")
-        .args([
-            "--mount",
-            "--propagation",
-            "private",
-            "sh",
-            "-c",
-            &inner,
-            script,
-        ])
-        .current_dir("/")
-        .stdin(Stdio::null())
-        .output()
-        .expect("unshare (util-linux): scripts/setup installs it")
+    in_mount_namespace(&setup, uid, script)
 }
 
 #[test]
