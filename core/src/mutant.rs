@@ -104,6 +104,12 @@ pub enum Mutant {
     LinkUnfinishedUnnamed,
     /// Publish a marker written under a write name by a plain rename, which replaces a marker already at the lock path, instead of the exclusive one (7.2 step 3b).
     RenameReplaces,
+    /// Publish a marker (or a release's placeholder) without syncing its record first, so that a power cut may keep the name and lose the bytes (7.2, 13.2).
+    RecordUnsynced,
+    /// Exchange a release's placeholder into the lock path without syncing it first (7.10, 13.2).
+    PlaceholderUnsynced,
+    /// Take a recorded start token as this process's when their start times match, whatever their boot ids (4.2, 13.2).
+    StartIgnoresBoot,
     /// Open a non-regular node at the lock path to read it, so that a symlink there fails the read (`ELOOP`) instead of reading as no marker, which ages out (3.1).
     SymlinkReadFails,
     /// Report an exclusive create refused with `EPERM` (an SFTP client's answer over an existing name) as an error, without looking whether the name exists (7.2, 13.5).
@@ -289,6 +295,9 @@ impl Mutant {
         Mutant::ExchangeBackNoSwapBack,
         Mutant::UnlinkDespiteUnchangedMtime,
         Mutant::RenameReplaces,
+        Mutant::RecordUnsynced,
+        Mutant::PlaceholderUnsynced,
+        Mutant::StartIgnoresBoot,
         Mutant::RwLinkByReturnCode,
         Mutant::RwNoPredecessorBefore,
         Mutant::RwNoPredecessorAfter,
@@ -385,6 +394,9 @@ impl Mutant {
             Mutant::FallbackRemovesFoundFile => "fallback-removes-found-file",
             Mutant::LinkUnfinishedUnnamed => "link-unfinished-unnamed",
             Mutant::RenameReplaces => "rename-replaces",
+            Mutant::RecordUnsynced => "record-unsynced",
+            Mutant::PlaceholderUnsynced => "placeholder-unsynced",
+            Mutant::StartIgnoresBoot => "start-ignores-boot",
             Mutant::SymlinkReadFails => "symlink-read-fails",
             Mutant::EpermIsError => "eperm-is-error",
             Mutant::UnlinkIfSameBlind => "unlink-if-same-blind",

@@ -15,6 +15,9 @@
 //! - Faults to inject: short writes, `EIO` and `ENOSPC` from writes, and
 //!   (applied by `SimOs` before the model sees the call) any syscall but
 //!   `close` failing with one of [`SYSCALL_FAULTS`].
+//! - Power loss, where [`Faults::power`] is set (`disk`): a disk beside
+//!   what the processes see, holding the journal's last commit and each
+//!   file's data as of its last sync; a cut puts it back.
 //! - Windows rules, when [`Fs::windows`] is set: a descriptor records
 //!   whether it has delete access and whether it shares delete; a file open
 //!   without delete sharing cannot be renamed, deleted or opened with delete
@@ -23,6 +26,8 @@
 //!   exchange. A delete takes the name at once, as POSIX-semantics deletes
 //!   do (a classic delete leaves it "pending" until the last handle closes,
 //!   which only refuses creates at the deleted name for that long).
+
+mod disk;
 
 use std::collections::{BTreeMap, BTreeSet};
 use swaplock_core::decide::{FileId, FileTime};
@@ -123,6 +128,10 @@ pub struct Faults {
     /// Syscall faults the scenario plans rather than draws: each fails
     /// one given call of one process, whatever the random source says.
     pub planned: &'static [Planned],
+    /// The machine may lose power: the filesystem keeps what its journal
+    /// last committed ([`Fs::commit`]), each file's data as it was last
+    /// synced, and a schedule may cut the power ([`Fs::power_cut`]).
+    pub power: bool,
 }
 
 /// A syscall fault a scenario plans: the `nth` call (counted from 1) of
@@ -214,6 +223,11 @@ pub struct Fs {
     /// descriptor of the lock file at a time, so a classic lock, the
     /// process's, would act the same.
     pub locks: BTreeMap<u64, u32>,
+    /// What a power cut leaves ([`Faults::power`]): the directory as the
+    /// journal last committed it.
+    disk: disk::Disk,
+    /// Each file's data as it was last synced, by its inode's generation.
+    synced: BTreeMap<u64, Node>,
 }
 
 impl Fs {

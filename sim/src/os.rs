@@ -384,12 +384,16 @@ impl Dir for SimOs<'_> {
             (w.fs.link_fd(*f, n), call)
         })
     }
-    fn sync_file(&mut self, _: &u32) -> Result<(), Errno> {
-        // Not a step: the model keeps no unsynced state (every write is as
-        // a synced one, nothing is lost but by a kill), so a sync changes
-        // nothing another process could see, and the kept schedules stay
-        // step for step as they were.
-        Ok(())
+    fn sync_file(&mut self, f: &u32) -> Result<(), Errno> {
+        if !self.world.borrow().fs.faults.power {
+            // Not a step where power is never lost: nothing is lost but by
+            // a kill there, so a sync changes nothing another process could
+            // see, and the kept schedules stay step for step as they were.
+            return Ok(());
+        }
+        self.fallible(format_args!("fsync fd {f}"), |w, _| {
+            (w.fs.sync(*f), Call::Other)
+        })
     }
     fn open_read(&mut self, n: &[u8]) -> Result<u32, Errno> {
         self.fallible(format_args!("open_read {}", name(n)), |w, me| {

@@ -543,6 +543,43 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         25,
     ));
     crate::planned::push_last(&mut all, policy);
+
+    // Power cuts (PROTOCOL 13.2): the disk keeps what the journal
+    // committed and each file's data as last synced; after a cut the
+    // contenders start again with the PIDs and start times of the boot
+    // before, which only the boot id tells apart. No empty marker may be
+    // left at the lock path, and the old boot's records must be taken.
+    for (kind, dead, unnamed, name) in [
+        (
+            Kind::Soft,
+            DEAD,
+            true,
+            "soft: power cuts, unnamed files (ext4), a dead holder's marker",
+        ),
+        (
+            Kind::Marker,
+            DEAD_V2,
+            false,
+            "marker: power cuts, exclusive renames, a dead holder's marker",
+        ),
+        (
+            Kind::Lease,
+            DEAD_V2,
+            true,
+            "lease: power cuts, unnamed files (ext4), a dead holder's marker",
+        ),
+    ] {
+        let mut sc = Scenario::new(kind);
+        sc.files.push((LOCK.to_vec(), dead.to_vec()));
+        sc.faults = Faults {
+            unnamed,
+            exclusive_rename: !unnamed,
+            power: true,
+            ..Faults::default()
+        };
+        contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 8);
+        all.push((name, sc, 50));
+    }
     all
 }
 

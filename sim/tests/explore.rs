@@ -32,6 +32,8 @@ struct Tally {
     critical_sections: u64,
     took: u64,
     unjudged: u64,
+    /// Runs with a power cut.
+    cut: u64,
     exempt: BTreeMap<&'static str, u64>,
     /// Runs that left files no later takeover removes, with the first
     /// seed and what it left.
@@ -41,6 +43,7 @@ struct Tally {
 impl Tally {
     fn add(&mut self, seed: u64, outcome: &swaplock_sim::Outcome) {
         self.critical_sections += outcome.acquisitions;
+        self.cut += u64::from(outcome.cuts > 0);
         match outcome.progress {
             Progress::Took { .. } => self.took += 1,
             Progress::Exempt(why) => *self.exempt.entry(why).or_default() += 1,
@@ -61,6 +64,7 @@ impl Tally {
         self.critical_sections += other.critical_sections;
         self.took += other.took;
         self.unjudged += other.unjudged;
+        self.cut += other.cut;
         for (why, n) in other.exempt {
             *self.exempt.entry(why).or_default() += n;
         }
@@ -149,9 +153,17 @@ fn random_runs(pick: impl Fn(&Scenario) -> bool + Sync, per: u64) {
                 "{what}: nobody ever took the lock"
             );
         }
+        if sc.faults.power {
+            // A power-cut scenario whose schedules never cut proves nothing.
+            assert!(
+                tally.cut * 2 > tally.took + tally.unjudged,
+                "{what}: the power was cut in only {} runs",
+                tally.cut
+            );
+        }
         eprintln!(
-            "  {what}: progress: {} taken by a fresh contender, {} not judged, exempt: {:?}",
-            tally.took, tally.unjudged, tally.exempt
+            "  {what}: progress: {} taken by a fresh contender, {} not judged, exempt: {:?}; {} runs cut the power",
+            tally.took, tally.unjudged, tally.exempt, tally.cut
         );
         if let Some((runs, seed, first)) = &tally.accumulating {
             eprintln!(

@@ -188,7 +188,14 @@ fn break_lock_file<O: Os + ?Sized>(
         // commit another process's fsync forces between the two would keep
         // it there across a power cut, empty if its bytes were not yet
         // written: an empty marker, a wedge.
-        |os, file| write_placeholder(os, cfg, file).and_then(|()| synced(os, cfg, file)),
+        |os, file| {
+            write_placeholder(os, cfg, file).and_then(|()| {
+                match active(Mutant::PlaceholderUnsynced) {
+                    true => Ok(()),
+                    false => synced(os, cfg, file),
+                }
+            })
+        },
     );
     let Ok(Some((file, ()))) = published else {
         if active(Mutant::NoReleaseFallback) {

@@ -114,6 +114,10 @@ pub(crate) struct Oracle {
     /// Whether the run injects syscall failures, which may fail the
     /// calls that remove a marker whose write failed.
     syscall_faults: bool,
+    /// The files whose data a power cut took back (their record was
+    /// written but not synced), by generation: an empty marker of these at
+    /// the lock path is the cut's doing, never exempt.
+    pub(crate) taken_back: BTreeSet<u64>,
     /// Per fresh contender of the progress check: the attempts it had.
     bounds: BTreeMap<usize, u32>,
     /// Per process: when its last syscall ran.
@@ -179,6 +183,7 @@ impl Oracle {
             created_by: BTreeMap::new(),
             killed: vec![false; n],
             syscall_faults: scenario.faults.injects_syscall_failures(),
+            taken_back: BTreeSet::new(),
             bounds: BTreeMap::new(),
             last_step: vec![world.time; n],
             last_look: vec![world.time; n],
@@ -200,6 +205,12 @@ impl Oracle {
     /// progress check's fresh contender, with `bound` attempts.
     pub(crate) fn admit(&mut self, w: &World, bound: u32) {
         self.bounds.insert(self.holds.len(), bound);
+        self.admit_restarted(w);
+    }
+
+    /// Starts judging a process a power cut's boot started again (a
+    /// scenario's process, with its attempts).
+    pub(crate) fn admit_restarted(&mut self, w: &World) {
         self.holds.push(None);
         self.compromised.push(false);
         self.attempting.push(false);
@@ -498,6 +509,17 @@ pub(crate) fn owner_of(bytes: &[u8]) -> Option<(u32, &str)> {
         Classified::V2(r) => Some((r.pid.get(), r.host)),
         _ => None,
     }
+}
+
+/// The start token a record names, as (boot id, start time), if it
+/// names one that fits.
+pub(crate) fn start_of(bytes: &[u8]) -> Option<(u128, u64)> {
+    let owner = match classify(Content::Bytes(bytes), Reader::Protocol2) {
+        Classified::V1(r) => r.owner(),
+        Classified::V2(r) => r.owner(),
+        _ => return None,
+    };
+    owner.start.and_then(|s| s.to_u192())
 }
 
 /// What the lock path holds, for a message.
