@@ -362,3 +362,63 @@ fn break_judges_a_lease_on_its_published_duration() {
     assert!(!path.exists(), "broken by force");
     drop(guard);
 }
+
+/// `--no-sync` takes a soft lock whose markers are never synced (no
+/// `fsync` at all, where a durable lock syncs its record and its release's
+/// placeholder), and only a soft kind's.
+#[test]
+fn no_sync_writes_soft_markers_without_fsync() {
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("n.lock");
+    let lock = lock.to_str().unwrap();
+    for refused in [
+        &["--kind", "fcntl"][..],
+        &["--kind", "rw"],
+        &["--kind", "strict"],
+    ] {
+        let mut args = vec!["run"];
+        args.extend_from_slice(refused);
+        args.extend(["--no-sync", lock, "true"]);
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        assert!(
+            text(&out.stderr).contains("--no-sync applies to soft kinds"),
+            "{out:?}"
+        );
+    }
+    let out = run(&["status", "--no-sync", lock]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    if std::env::var_os("SWAPLOCK_TEST_RUNNER").is_some() {
+        // An emulator cannot be traced this way.
+        return;
+    }
+    // The syscalls of `run` and of the command it starts, by strace.
+    let fsyncs = |extra: &[&str]| {
+        let trace = dir.path().join("trace");
+        let mut cmd = Command::new("strace");
+        cmd.args(["-f", "-qq", "-e", "trace=fsync,fdatasync", "-o"])
+            .arg(&trace)
+            .arg(swaplock())
+            .args(["run", "--kind", "marker"])
+            .args(extra)
+            .args([lock, "cat", lock]);
+        let out = cmd
+            .output()
+            .expect("strace (Debian strace) runs swaplock: scripts/setup installs it");
+        assert!(out.status.success(), "{out:?}");
+        // The command read the record while the lock was held.
+        assert!(text(&out.stdout).contains("mode=exclusive"), "{out:?}");
+        std::fs::read_to_string(&trace)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("fsync(") || l.contains("fdatasync("))
+            .count()
+    };
+    assert_eq!(
+        fsyncs(&[]),
+        2,
+        "a durable cycle syncs its record and placeholder"
+    );
+    assert_eq!(fsyncs(&["--no-sync"]), 0);
+    assert!(!Path::new(lock).exists());
+}
