@@ -422,3 +422,68 @@ fn no_sync_writes_soft_markers_without_fsync() {
     assert_eq!(fsyncs(&["--no-sync"]), 0);
     assert!(!Path::new(lock).exists());
 }
+
+/// What contenders left beside the lock: `status` names each file and
+/// what becomes of it, and `break` removes the write names whose writers
+/// are gone, and nothing else.
+#[test]
+fn status_reports_what_contenders_left_and_break_sweeps_dead_writers_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("s.lock");
+    let token = "0123456789abcdef0123456789abcdef";
+    let mut child = Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let live = std::process::id();
+    let dead_writer = format!("s.lock.write.{dead}.{token}");
+    let live_writer = format!("s.lock.write.{live}.{token}");
+    let breaker = format!("s.lock.break.{dead}.{token}");
+    let foreign = format!("t.lock.write.{dead}.{token}");
+    for (name, content) in [
+        (&dead_writer, "filelock/2\n"),
+        (&live_writer, "filelock/2\n"),
+        (&breaker, "filelock/break\n1\n"),
+        (&foreign, ""),
+    ] {
+        std::fs::write(dir.path().join(name), content).unwrap();
+    }
+    let lock = lock.to_str().unwrap();
+    let out = run(&["status", lock]);
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let line = |name: &str| {
+        said.lines()
+            .find(|l| l.starts_with("beside the lock: ") && l.contains(name))
+            .unwrap_or_else(|| panic!("{name} not reported: {said}"))
+            .to_owned()
+    };
+    assert!(
+        line(&dead_writer).contains("`swaplock break` removes it"),
+        "{said}"
+    );
+    assert!(line(&live_writer).contains("kept"), "{said}");
+    assert!(line(&breaker).contains("keeps nobody out"), "{said}");
+    assert!(!said.contains(&foreign), "{said}");
+    let out = run(&["status", "--json", lock]);
+    let json = text(&out.stdout);
+    assert!(
+        json.contains(&format!(
+            "{{\"name\":\"{dead_writer}\",\"kind\":\"write\",\"pid\":{dead},\"gone\":true}}"
+        )),
+        "{json}"
+    );
+    let out = run(&["break", lock]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        text(&out.stdout).contains(&format!("removed {dead_writer}")),
+        "{out:?}"
+    );
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    let mut kept = vec![breaker, live_writer, foreign];
+    kept.sort();
+    assert_eq!(left, kept);
+}

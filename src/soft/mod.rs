@@ -155,6 +155,7 @@ use sys::{Dir, DirName, File};
 
 mod acquire;
 mod guard;
+mod leftovers;
 mod mismatch;
 mod registry;
 mod status;
@@ -167,6 +168,7 @@ use registry::*;
 use wait::*;
 
 pub use guard::SoftLockGuard;
+pub use leftovers::{Leftover, LeftoverKind};
 pub use mismatch::{KindMismatch, Mismatch};
 use status::Busy;
 pub use status::{Advice, OwnerInfo};

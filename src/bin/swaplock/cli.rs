@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use swaplock::core::decide::HeldBecause;
 use swaplock::core::soft::Standing;
-use swaplock::soft::{Advice, Kind, SoftLock, MISMATCH_AFTER};
+use swaplock::soft::{Advice, Kind, Leftover, LeftoverKind, SoftLock, MISMATCH_AFTER};
 use swaplock::FileLock;
 
 #[cfg(unix)]
