@@ -193,6 +193,9 @@ fn power_cuts_never_wedge_a_lock() {
     // The strict lock's breaks by `swaplock break --kind strict`, per
     // filesystem.
     let mut broken: BTreeMap<String, usize> = BTreeMap::new();
+    // Per disk: the files beside a lock (a write name, a breaker's file)
+    // that `status` listed after a cut, which keep nobody out.
+    let mut beside: BTreeMap<String, usize> = BTreeMap::new();
     let started = Instant::now();
     for cut in 0..=cuts {
         let moment = Duration::from_millis(50 + rng.below(1_500));
@@ -244,6 +247,8 @@ fn power_cuts_never_wedge_a_lock() {
                 if field("broke") == "yes" {
                     *broken.entry(fs.to_owned()).or_default() += 1;
                 }
+                *beside.entry(fs.to_owned()).or_default() +=
+                    field("status").matches("beside the lock: ").count();
                 if field("rc") != "0" {
                     let what = format!("cut {cut} ({moment:?} into the churn): {line}");
                     if fs == "vfat-plain" {
@@ -277,6 +282,11 @@ fn power_cuts_never_wedge_a_lock() {
     );
     for w in &plain_wedges {
         eprintln!("    {}", w.chars().take(160).collect::<String>());
+    }
+    for (fs, n) in &beside {
+        eprintln!(
+            "  power fact | {fs} | files left beside the locks, listed by status | {n} in {cuts} cuts"
+        );
     }
     for (fs, n) in &broken {
         eprintln!(

@@ -392,7 +392,8 @@ impl Dir for SimOs<'_> {
             return Ok(());
         }
         self.fallible(format_args!("fsync fd {f}"), |w, _| {
-            (w.fs.sync(*f), Call::Other)
+            let ino = w.fd_ino(*f);
+            (w.fs.sync(*f), Call::Sync { ino })
         })
     }
     fn open_read(&mut self, n: &[u8]) -> Result<u32, Errno> {

@@ -100,6 +100,8 @@ impl Fs {
             .filter(|n| !self.inodes.contains_key(n))
             .collect();
         self.disk = disk;
+        // What the processes see now is what the disk holds.
+        self.disk.unsynced.clear();
         taken_back
     }
 }

@@ -118,6 +118,11 @@ pub(crate) struct Oracle {
     /// written but not synced), by generation: an empty marker of these at
     /// the lock path is the cut's doing, never exempt.
     pub(crate) taken_back: BTreeSet<u64>,
+    /// Markers created by name at the lock path (the filelock way) and not
+    /// yet synced, by generation, with their creator: a power cut there
+    /// may keep the name without the record, the window creating by name
+    /// cannot close (7.2 step 4, I10).
+    by_name_unsynced: BTreeMap<u64, usize>,
     /// Per fresh contender of the progress check: the attempts it had.
     bounds: BTreeMap<usize, u32>,
     /// Per process: when its last syscall ran.
@@ -184,6 +189,7 @@ impl Oracle {
             killed: vec![false; n],
             syscall_faults: scenario.faults.injects_syscall_failures(),
             taken_back: BTreeSet::new(),
+            by_name_unsynced: BTreeMap::new(),
             bounds: BTreeMap::new(),
             last_step: vec![world.time; n],
             last_look: vec![world.time; n],
@@ -333,6 +339,14 @@ impl Oracle {
                 if is_lock(name) {
                     self.lease_refreshed(w, who);
                     self.own_change_noted(w, who);
+                    if let Some(generation) = generation {
+                        self.by_name_unsynced.insert(*generation, who);
+                    }
+                }
+            }
+            Call::Sync { ino: Some(ino) } => {
+                if let Some(i) = w.fs.inodes.get(ino) {
+                    self.by_name_unsynced.remove(&i.generation);
                 }
             }
             Call::CreateUnnamed { ino: Some(ino) } => {

@@ -77,7 +77,15 @@ impl Oracle {
     /// disk did not hold are `taken_back`. One of them left empty at the
     /// lock path names nobody and is never evicted (I10): a wedge for good,
     /// which the protocol must never leave (PROTOCOL 13.2).
-    pub(crate) fn power_cut(&mut self, w: &World, taken_back: BTreeSet<u64>) {
+    pub(crate) fn power_cut(&mut self, w: &World, mut taken_back: BTreeSet<u64>) {
+        // A marker created by name and not yet synced: the window that
+        // creating by name leaves (7.2 step 4), exempt as a killed
+        // creator's unwritten marker is.
+        for (generation, _) in std::mem::take(&mut self.by_name_unsynced) {
+            if taken_back.remove(&generation) {
+                self.killed_unwritten.insert(generation);
+            }
+        }
         self.taken_back.extend(taken_back);
         let Some(ino) = w.fs.ino(LOCK) else {
             return;
