@@ -424,12 +424,24 @@ fn no_sync_writes_soft_markers_without_fsync() {
 }
 
 /// What contenders left beside the lock: `status` names each file and
-/// what becomes of it, and `break` removes the write names whose writers
-/// are gone, and nothing else.
+/// what becomes of it, and `break` removes the write names that hold
+/// their writer's own record of this host and whose writer is gone, and
+/// nothing else: not a live writer's, not an unfinished one, not another
+/// lock's marker whose name reads as a write name of this lock.
 #[test]
 fn status_reports_what_contenders_left_and_break_sweeps_dead_writers_names() {
     let dir = tempfile::tempdir().unwrap();
     let lock = dir.path().join("s.lock");
+    let lock = lock.to_str().unwrap();
+    // The host name swaplock records, from a marker it writes.
+    let out = run(&["run", "--kind", "marker", lock, "cat", lock]);
+    let said = text(&out.stdout);
+    let host = said
+        .lines()
+        .find_map(|l| l.strip_prefix("host="))
+        .unwrap_or_else(|| panic!("{out:?}"))
+        .to_owned();
+    let record = |pid: u32| format!("filelock/2\npid={pid}\nhost={host}\nmode=exclusive\n");
     let token = "0123456789abcdef0123456789abcdef";
     let mut child = Command::new("true").spawn().unwrap();
     let dead = child.id();
@@ -437,17 +449,22 @@ fn status_reports_what_contenders_left_and_break_sweeps_dead_writers_names() {
     let live = std::process::id();
     let dead_writer = format!("s.lock.write.{dead}.{token}");
     let live_writer = format!("s.lock.write.{live}.{token}");
+    let unfinished = format!("s.lock.write.{dead}.{}", token.replace('0', "1"));
+    // Another lock's marker, held by a live process, named like a write
+    // name of this lock.
+    let other_lock = format!("s.lock.write.{dead}.{}", token.replace('0', "2"));
     let breaker = format!("s.lock.break.{dead}.{token}");
     let foreign = format!("t.lock.write.{dead}.{token}");
     for (name, content) in [
-        (&dead_writer, "filelock/2\n"),
-        (&live_writer, "filelock/2\n"),
-        (&breaker, "filelock/break\n1\n"),
-        (&foreign, ""),
+        (&dead_writer, record(dead)),
+        (&live_writer, record(live)),
+        (&unfinished, String::new()),
+        (&other_lock, record(live)),
+        (&breaker, "filelock/break\n1\n".to_owned()),
+        (&foreign, record(dead)),
     ] {
         std::fs::write(dir.path().join(name), content).unwrap();
     }
-    let lock = lock.to_str().unwrap();
     let out = run(&["status", lock]);
     let said = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
@@ -461,7 +478,10 @@ fn status_reports_what_contenders_left_and_break_sweeps_dead_writers_names() {
         line(&dead_writer).contains("`swaplock break` removes it"),
         "{said}"
     );
-    assert!(line(&live_writer).contains("kept"), "{said}");
+    assert!(line(&live_writer).contains("PID runs: kept"), "{said}");
+    for kept in [&unfinished, &other_lock] {
+        assert!(line(kept).contains("not its writer's own record"), "{said}");
+    }
     assert!(line(&breaker).contains("keeps nobody out"), "{said}");
     assert!(!said.contains(&foreign), "{said}");
     let out = run(&["status", "--json", lock]);
@@ -483,7 +503,7 @@ fn status_reports_what_contenders_left_and_break_sweeps_dead_writers_names() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     left.sort();
-    let mut kept = vec![breaker, live_writer, foreign];
+    let mut kept = vec![breaker, live_writer, unfinished, other_lock, foreign];
     kept.sort();
     assert_eq!(left, kept);
 }

@@ -134,10 +134,13 @@ pub fn pid_break_name(lock_base: &[u8], breaker: Pid, token: &Token) -> Result<N
     )
 }
 
-/// `<lock_base>.write.<pid>.<token>`: where a breaker writes its complete
-/// marker before renaming it to its break name, on a filesystem without
-/// unnamed files. No reader or recovery takes this name for anything: a
-/// breaker killed mid-write leaves a file nobody ever publishes.
+/// `<lock_base>.write.<pid>.<token>`: where a process writes a complete
+/// file before renaming it, on a filesystem without unnamed files: a
+/// breaker's or a releaser's file before its break name (7.8, 7.10), a
+/// contender's marker before the lock path (7.2 step 3b). No reader or
+/// recovery takes this name for anything: a writer killed mid-write
+/// leaves a file nobody ever publishes (`swaplock break` removes it once
+/// its writer is gone).
 pub fn write_name(lock_base: &[u8], writer: Pid, token: &Token) -> Result<Name, NameTooLong> {
     let mut digits = [0u8; 10];
     build(

@@ -168,7 +168,7 @@ use registry::*;
 use wait::*;
 
 pub use guard::SoftLockGuard;
-pub use leftovers::{Leftover, LeftoverKind};
+pub use leftovers::{Leftover, LeftoverKind, Swept};
 pub use mismatch::{KindMismatch, Mismatch};
 use status::Busy;
 pub use status::{Advice, OwnerInfo};

@@ -280,13 +280,16 @@ pub(super) fn publish_aside<O: Dir + ?Sized, T>(
     }
 }
 
+/// How many times [`synced`] makes again a sync a signal interrupted.
+const SYNC_TRIES: u32 = 4;
+
 /// Puts a file's record on stable storage before a name makes it visible
 /// (7.2 step 3, 7.8 step 3): a power cut after the link or rename keeps
 /// the name, and without this could lose the record under it, leaving an
 /// empty file that reads as a recordless marker nobody evicts (I10). A
 /// file that cannot be synced (`EINVAL`, `ENOSYS`, `EOPNOTSUPP`) has
 /// nothing a cut keeps; a failed sync (`EIO`, `ENOSPC`) is the write's
-/// error, with nothing named.
+/// error, with nothing named; an interrupted one is made again.
 pub(super) fn synced<O: Dir + ?Sized>(
     os: &mut O,
     cfg: &Config<'_>,
@@ -295,12 +298,20 @@ pub(super) fn synced<O: Dir + ?Sized>(
     if !cfg.durable || active(Mutant::RecordUnsynced) {
         return Ok(());
     }
-    match os.sync_file(file) {
-        Ok(()) | Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => Ok(()),
-        Err(errno) => Err(Error::Os {
-            op: Op::Write,
-            errno,
-        }),
+    // A signal may interrupt a sync (a FUSE filesystem mounted `intr`):
+    // made again, a few times.
+    let mut tries = 0;
+    loop {
+        match os.sync_file(file) {
+            Ok(()) | Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => return Ok(()),
+            Err(Errno::INTR) if tries < SYNC_TRIES => tries += 1,
+            Err(errno) => {
+                return Err(Error::Os {
+                    op: Op::Write,
+                    errno,
+                })
+            }
+        }
     }
 }
 

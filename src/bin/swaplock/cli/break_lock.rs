@@ -29,12 +29,15 @@ pub(super) fn break_lock(opts: Options) -> i32 {
     let path = lock.path().display().to_string();
     // The write names of writers this host proves gone: nothing reads them.
     match lock.sweep() {
-        Ok(removed) => {
+        Ok((removed, failed)) => {
             for l in removed {
                 println!("removed {}: {}", l.name, l.kind.describe());
             }
+            for (l, e) in failed {
+                eprintln!("swaplock: {} stays: {e}", l.name);
+            }
         }
-        Err(e) => eprintln!("swaplock: {e}"),
+        Err(e) => eprintln!("swaplock: cannot list what is beside the lock: {e}"),
     }
     // Then the contender's safe path: it takes a stale marker over.
     match lock.try_lock() {

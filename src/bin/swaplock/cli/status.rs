@@ -381,7 +381,10 @@ pub(super) fn status(opts: Options) -> i32 {
     };
     let held = i32::from(found.is_some());
     let leftovers = match opts.kind {
-        LockKind::Soft(kind) => soft_lock(&opts, kind).leftovers().unwrap_or_default(),
+        LockKind::Soft(kind) => soft_lock(&opts, kind).leftovers().unwrap_or_else(|e| {
+            eprintln!("swaplock: cannot list what is beside the lock: {e}");
+            Vec::new()
+        }),
         _ => Vec::new(),
     };
     if !opts.json {
@@ -456,7 +459,11 @@ pub(super) fn leftover_text(l: &Leftover) -> String {
     let pid = l.pid.map_or(String::new(), |p| format!(" (pid {p})"));
     let fate = match (l.kind, l.gone) {
         (LeftoverKind::Write, Some(true)) => "its writer is gone: `swaplock break` removes it",
-        (LeftoverKind::Write, _) => "its writer's PID runs: kept",
+        (LeftoverKind::Write, Some(false)) => "its writer's PID runs: kept",
+        (LeftoverKind::Write, None) => {
+            "not its writer's own record of this host: kept (another host's, unfinished, \
+             or another lock's marker)"
+        }
         (LeftoverKind::Break, _) => {
             "keeps nobody out (a record there is recovered by the next takeover)"
         }
