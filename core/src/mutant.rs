@@ -110,6 +110,10 @@ pub enum Mutant {
     PlaceholderUnsynced,
     /// Take a recorded start token as this process's when their start times match, whatever their boot ids (4.2, 13.2).
     StartIgnoresBoot,
+    /// Judge another recoverer's restore name by its PID alone, even when the record it claims is of an earlier boot (7.11, 13.2).
+    RestoreClaimByPidAlone,
+    /// Claim the dead writer's break names without looking whether one is a live breaker's under the same PID: the file we judged taken aside, or that breaker's own live record (7.11, 13.2).
+    BreakCandidateUnchecked,
     /// Open a non-regular node at the lock path to read it, so that a symlink there fails the read (`ELOOP`) instead of reading as no marker, which ages out (3.1).
     SymlinkReadFails,
     /// Report an exclusive create refused with `EPERM` (an SFTP client's answer over an existing name) as an error, without looking whether the name exists (7.2, 13.5).
@@ -298,6 +302,8 @@ impl Mutant {
         Mutant::RecordUnsynced,
         Mutant::PlaceholderUnsynced,
         Mutant::StartIgnoresBoot,
+        Mutant::RestoreClaimByPidAlone,
+        Mutant::BreakCandidateUnchecked,
         Mutant::RwLinkByReturnCode,
         Mutant::RwNoPredecessorBefore,
         Mutant::RwNoPredecessorAfter,
@@ -397,6 +403,8 @@ impl Mutant {
             Mutant::RecordUnsynced => "record-unsynced",
             Mutant::PlaceholderUnsynced => "placeholder-unsynced",
             Mutant::StartIgnoresBoot => "start-ignores-boot",
+            Mutant::RestoreClaimByPidAlone => "restore-claim-by-pid-alone",
+            Mutant::BreakCandidateUnchecked => "break-candidate-unchecked",
             Mutant::SymlinkReadFails => "symlink-read-fails",
             Mutant::EpermIsError => "eperm-is-error",
             Mutant::UnlinkIfSameBlind => "unlink-if-same-blind",

@@ -48,6 +48,12 @@ pub struct Sim {
     naive: bool,
     /// The scenario's processes, which start again after a power cut.
     processes: Vec<Process>,
+    /// The processes the last power cut's boot started: once their work is
+    /// done they stay up, idle, as a device's services do, so that their
+    /// PIDs run through the progress check.
+    restarted: Vec<usize>,
+    /// Whether the scenario injects syscall failures.
+    syscall_faults: bool,
 }
 
 /// The PID the progress check's fresh contender starts from (the first
@@ -119,6 +125,8 @@ impl Sim {
                 .iter()
                 .any(|p| matches!(p.policy, Policy::Naive(_))),
             processes: scenario.processes.clone(),
+            restarted: Vec::new(),
+            syscall_faults: scenario.faults.injects_syscall_failures(),
         }
     }
 
@@ -159,7 +167,11 @@ impl Sim {
         {
             let mut w = self.world.borrow_mut();
             for who in 0..w.procs.len() {
-                if w.procs[who].alive {
+                // Where syscalls fail, a live process may leave its own
+                // record behind by design (a release that fails says so):
+                // those runs end with every process gone.
+                let stays = self.restarted.contains(&who) && !self.syscall_faults;
+                if w.procs[who].alive && !stays {
                     w.exit(who);
                     w.note(who, format_args!("exits"));
                 }
@@ -222,8 +234,9 @@ impl Sim {
             // only the boot id tells them apart.
             // A token without a boot id (0: a peer that could not read it)
             // tells no boot from another, by design (4.2).
+            let runs = |pid: u32| w.procs.iter().any(|p| p.alive && p.pid.get() == pid);
             let reborn = match named {
-                Some((pid, h)) if w.boots > 0 && w.hosts[host] == h => {
+                Some((pid, h)) if w.boots > 0 && w.hosts[host] == h && !runs(pid) => {
                     w.fs.content(LOCK)
                         .and_then(crate::oracle::start_of)
                         .filter(|&(boot, _)| boot != 0 && boot != w.boot_id())
@@ -349,7 +362,8 @@ impl Sim {
     /// the filesystem is what its disk held ([`Fs::power_cut`]); the
     /// machine boots with a new boot id, and the scenario's processes
     /// start again, with the PIDs and start times they had in the boot
-    /// before, as a device's services do.
+    /// before, as a device's services do; once done they stay up, idle,
+    /// through the progress check (unless syscalls fail in the scenario).
     pub fn power_cut(&mut self) {
         for co in self.coroutines.iter_mut().filter_map(Option::take) {
             return_stack(co);
@@ -370,9 +384,11 @@ impl Sim {
         ));
         self.oracle.read_events(&mut w);
         self.oracle.power_cut(&w, taken_back);
+        self.restarted.clear();
         for spec in &self.processes {
             let pid = Pid::new(spec.pid).expect("scenario PIDs are in range");
             let me = w.spawn(pid, spec.host);
+            self.restarted.push(me);
             self.oracle.admit_restarted(&w);
             self.coroutines.push(Some(coroutine(
                 &self.world,

@@ -19,7 +19,7 @@
 use super::config::{Config, Error};
 use super::marker::read_marker;
 use super::os::{NodeKind, Os};
-use super::standing::is_stale;
+use super::standing::{is_stale, owner_standing, Standing};
 use super::types::Judged;
 use crate::errno::Errno;
 use crate::mutant::{active, Mutant};
@@ -156,6 +156,11 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
                 Err(_) => return None,
             }
             let claim = match recoverer {
+                // The dead writer's PID may run again (a PID reused, the
+                // boot after a power cut): its break names may then be a
+                // live breaker's at work, which must not be taken for the
+                // dead writer's (PROTOCOL 7.11 step 2, 13.2).
+                None if self.a_live_breakers(&name) => return None,
                 None => Claim::Rename,
                 Some(r) if r == self.cfg.pid && !active(Mutant::NoAdoptOwnClaim) => Claim::Adopt,
                 Some(r) => {
@@ -164,7 +169,9 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
                         host: self.cfg.host,
                         start: None,
                     };
-                    if !is_stale(self.os, self.cfg, &owner) && !active(Mutant::LiveRecovererIgnored)
+                    if !is_stale(self.os, self.cfg, &owner)
+                        && !self.claims_an_earlier_boots_record(&name)
+                        && !active(Mutant::LiveRecovererIgnored)
                     {
                         // A live recoverer is at work: the lock counts as held.
                         return None;
@@ -215,8 +222,64 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
         Ok(())
     }
 
+    /// Whether the restore name `name` holds a record of this host made in
+    /// another boot than ours (its start token's boot id, when both tokens
+    /// carry one): its holder is gone for sure, so every recoverer removes
+    /// it, and the claim protects nothing, whoever runs under the
+    /// recoverer's PID now. A restore name carries no start token of its
+    /// own: after a power cut the PID it names may run a process of the new
+    /// boot, whose claim it is not, for as long as that process lives
+    /// (PROTOCOL 7.11, 13.2).
+    fn claims_an_earlier_boots_record(&mut self, name: &[u8]) -> bool {
+        let ours = match self.cfg.start {
+            Some(start) if start.high != 0 && !active(Mutant::RestoreClaimByPidAlone) => start.high,
+            _ => return false,
+        };
+        let Ok(read) = read_marker(self.os, name) else {
+            return false;
+        };
+        let owner = match classify(read.content(), self.cfg.kind.reader()) {
+            Classified::V1(r) => r.owner(),
+            Classified::V2(r) => r.owner(),
+            _ => return false,
+        };
+        let boot = owner.start.and_then(|s| s.to_u192()).map(|(high, _)| high);
+        owner.host == self.cfg.host && boot.is_some_and(|b| b != 0 && b != ours)
+    }
+
+    /// Whether the dead writer's break name `name` is a live breaker's
+    /// that runs under the dead writer's PID: it holds the very file we
+    /// judged at the lock path (that breaker's exchange took it aside
+    /// after our judgement), or a record of this host naming that PID
+    /// whose process lives (that breaker's own, not yet exchanged). A name
+    /// holds one process's files for good (its token is that process's),
+    /// so what this look finds settles whose the name is.
+    fn a_live_breakers(&mut self, name: &[u8]) -> bool {
+        if active(Mutant::BreakCandidateUnchecked) {
+            return false;
+        }
+        let Ok(read) = read_marker(self.os, name) else {
+            return false;
+        };
+        if self.judged.is(&read.stat()) {
+            return true;
+        }
+        let owner = match classify(read.content(), self.cfg.kind.reader()) {
+            Classified::V1(r) => r.owner(),
+            Classified::V2(r) => r.owner(),
+            _ => return false,
+        };
+        self.breaker.to_u64() == Some(u64::from(owner.pid.get()))
+            && owner.host == self.cfg.host
+            && !is_stale(self.os, self.cfg, &owner)
+    }
+
     /// Whether `name` holds a record of `breaker` on this host, provably
-    /// gone.
+    /// gone, and no process runs under its PID now: a break name carries
+    /// only the PID, so while one runs the name may be that process's, at
+    /// work on a takeover of its own, with a record of the PID's earlier
+    /// process aside (PROTOCOL 13.2). The sweep is best effort: such a
+    /// name waits for a later one.
     fn is_dead_breakers_own(&mut self, name: &[u8], breaker: Decimal<'_>) -> bool {
         let Ok(read) = read_marker(self.os, name) else {
             return false;
@@ -228,7 +291,10 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
         };
         breaker.to_u64() == Some(u64::from(owner.pid.get()))
             && owner.host == self.cfg.host
-            && is_stale(self.os, self.cfg, &owner)
+            && match owner_standing(self.os, self.cfg, &owner) {
+                Standing::Stale { recycled } => !recycled,
+                _ => false,
+            }
     }
 
     /// Claims one candidate by renaming it to our own restore name (one
