@@ -240,6 +240,15 @@ impl Sim {
                     w.fs.content(LOCK)
                         .and_then(crate::oracle::start_of)
                         .filter(|&(boot, _)| boot != 0 && boot != w.boot_id())
+                        // A PID and start time name one process of a boot:
+                        // none of this boot may have had them already.
+                        .filter(|&(_, start)| {
+                            !w.procs.iter().any(|p| {
+                                p.pid.get() == pid
+                                    && p.start.high == w.boot_id()
+                                    && p.start.low == start
+                            })
+                        })
                         .map(|(_, start)| (pid, start))
                 }
                 _ => None,

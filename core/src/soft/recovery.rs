@@ -11,10 +11,11 @@
 //! - A record that may be alive goes back to the lock path only if the
 //!   path still shows the dead breaker's record we judged; otherwise it is
 //!   handed back under a fresh break name of that breaker.
-//! - Nothing stays forever: another dead breaker's own complete record
+//! - Nothing stays for good: another dead breaker's own complete record
 //!   under its own break name (a takeover killed before its exchange, or
-//!   while undoing it) is swept once claimed; anything else found there is
-//!   handed back untouched.
+//!   while undoing it) is swept once claimed and no process runs under its
+//!   PID (while one does, the name waits for a later sweep); anything else
+//!   found there is handed back untouched.
 
 use super::config::{Config, Error};
 use super::marker::read_marker;
@@ -55,6 +56,18 @@ enum Claim {
     /// Our own restore name, left by an earlier recovery of ours: ours
     /// already.
     Adopt,
+}
+
+/// Whether `owner` is of this host and of another boot than ours: both
+/// start tokens carry a boot id, and they differ. Such a holder is gone
+/// for sure, whatever runs under its PID now (PROTOCOL 4.2, 13.2).
+fn of_an_earlier_boot(cfg: &Config<'_>, owner: &Owner<'_>) -> bool {
+    let ours = match cfg.start {
+        Some(start) if start.high != 0 => start.high,
+        _ => return false,
+    };
+    let boot = owner.start.and_then(|s| s.to_u192()).map(|(high, _)| high);
+    owner.host == cfg.host && boot.is_some_and(|b| b != 0 && b != ours)
 }
 
 /// A stranded record to recover.
@@ -231,20 +244,19 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
     /// boot, whose claim it is not, for as long as that process lives
     /// (PROTOCOL 7.11, 13.2).
     fn claims_an_earlier_boots_record(&mut self, name: &[u8]) -> bool {
-        let ours = match self.cfg.start {
-            Some(start) if start.high != 0 && !active(Mutant::RestoreClaimByPidAlone) => start.high,
-            _ => return false,
-        };
+        if active(Mutant::RestoreClaimByPidAlone) {
+            return false;
+        }
         let Ok(read) = read_marker(self.os, name) else {
             return false;
         };
-        let owner = match classify(read.content(), self.cfg.kind.reader()) {
-            Classified::V1(r) => r.owner(),
-            Classified::V2(r) => r.owner(),
-            _ => return false,
-        };
-        let boot = owner.start.and_then(|s| s.to_u192()).map(|(high, _)| high);
-        owner.host == self.cfg.host && boot.is_some_and(|b| b != 0 && b != ours)
+        match classify(read.content(), self.cfg.kind.reader()) {
+            Classified::V1(r) => of_an_earlier_boot(self.cfg, &r.owner()),
+            // A mode this version does not know is never taken (I10).
+            Classified::V2(r) if matches!(r.mode, Mode::Unknown(_)) => false,
+            Classified::V2(r) => of_an_earlier_boot(self.cfg, &r.owner()),
+            _ => false,
+        }
     }
 
     /// Whether the dead writer's break name `name` is a live breaker's
@@ -258,8 +270,10 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
         if active(Mutant::BreakCandidateUnchecked) {
             return false;
         }
+        // A name that cannot be read may be a live breaker's: held, as
+        // `restore` would answer for a claim it cannot read.
         let Ok(read) = read_marker(self.os, name) else {
-            return false;
+            return true;
         };
         if self.judged.is(&read.stat()) {
             return true;
@@ -269,8 +283,11 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
             Classified::V2(r) => r.owner(),
             _ => return false,
         };
+        // Only a start token tells the PID's process now from the dead
+        // writer; a record without one is the dead writer's as before.
         self.breaker.to_u64() == Some(u64::from(owner.pid.get()))
             && owner.host == self.cfg.host
+            && owner.start.is_some()
             && !is_stale(self.os, self.cfg, &owner)
     }
 
@@ -391,10 +408,18 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
                 .and_then(parse_placeholder)
                 .is_some_and(|pid| pid.to_u64() != breaker.to_u64()),
             _ if active(Mutant::RecoveryDeletesLiveRecords) => false,
-            Classified::V1(r) => !is_breakers(&r.owner()) && !is_stale(self.os, cfg, &r.owner()),
+            // A record of this host from another boot than ours names a
+            // holder gone for sure, whatever a probe would answer now.
+            Classified::V1(r) => {
+                !is_breakers(&r.owner())
+                    && !of_an_earlier_boot(cfg, &r.owner())
+                    && !is_stale(self.os, cfg, &r.owner())
+            }
             Classified::V2(r) => {
                 matches!(r.mode, Mode::Unknown(_))
-                    || (!is_breakers(&r.owner()) && !is_stale(self.os, cfg, &r.owner()))
+                    || (!is_breakers(&r.owner())
+                        && !of_an_earlier_boot(cfg, &r.owner())
+                        && !is_stale(self.os, cfg, &r.owner()))
             }
         }
     }
