@@ -172,7 +172,7 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
                 // The dead writer's PID may run again (a PID reused, the
                 // boot after a power cut): its break names may then be a
                 // live breaker's at work, which must not be taken for the
-                // dead writer's (PROTOCOL 7.11 step 2, 13.2).
+                // dead writer's (PROTOCOL 7.11 step 1, 13.2).
                 None if self.a_live_breakers(&name) => return None,
                 None => Claim::Rename,
                 Some(r) if r == self.cfg.pid && !active(Mutant::NoAdoptOwnClaim) => Claim::Adopt,
