@@ -12,7 +12,7 @@
 use super::config::{Config, Error, Kind, Op};
 use super::create::finish_create;
 use super::judge::{break_expired, judge_stale};
-use super::marker::{publish, settle_names, synced, unlink_if_same};
+use super::marker::{publish_synced, settle_names, unlink_if_same};
 use super::os::{Os, Semantics};
 use super::types::{Attempt, Contender, Held, Holder};
 use crate::decide::{Instant, WatchKey};
@@ -118,7 +118,7 @@ fn publish_unnamed<O: Os + ?Sized>(
         return Ok(None);
     };
     // The record reaches the disk before the name does (7.2 step 3).
-    let published = publish(os, cfg, &file).and_then(|id| synced(os, cfg, &file).map(|()| id));
+    let published = publish_synced(os, cfg, &file);
     let linked = match published {
         Ok(_) => os.link_unnamed(&file, cfg.lock),
         Err(_) if active(Mutant::LinkUnfinishedUnnamed) => os.link_unnamed(&file, cfg.lock),
@@ -172,7 +172,7 @@ fn publish_renamed<O: Os + ?Sized>(
     if aliased {
         return finish_create(os, cfg, file).map(Some);
     }
-    let published = publish(os, cfg, &file).and_then(|id| synced(os, cfg, &file).map(|()| id));
+    let published = publish_synced(os, cfg, &file);
     let renamed = match published {
         Ok(_) if active(Mutant::RenameReplaces) => os.rename(&writing, cfg.lock),
         Ok(_) => os.rename_noreplace(&writing, cfg.lock),

@@ -8,7 +8,7 @@
 //!   never by name after close.
 
 use super::config::{Config, Error};
-use super::marker::{publish, synced};
+use super::marker::publish_synced;
 use super::os::Os;
 use super::release::remove_own_file;
 use super::types::{Attempt, Held, Holder};
@@ -25,7 +25,7 @@ pub(super) fn finish_create<O: Os + ?Sized>(
     // here the name came first (7.2 step 4), so a power cut between the
     // create and the end of the sync may still keep the name without the
     // record, but not for the writeback delay after it (PROTOCOL 13.2).
-    match publish(os, cfg, &file).and_then(|id| synced(os, cfg, &file).map(|()| id)) {
+    match publish_synced(os, cfg, &file) {
         // A writer paused mid-record longer than the malformed grace period
         // has its half-written marker evicted (invariant I9): it holds the
         // lock only if its marker, complete now, is still linked. Complete,

@@ -18,7 +18,7 @@
 
 use super::config::{Config, Error};
 use super::marker::{
-    encode_placeholder, publish, publish_aside, settle_names, synced, unlink_if_same,
+    encode_placeholder, publish_aside, publish_synced, settle_names, unlink_if_same,
 };
 use super::os::Os;
 use super::recovery::{Recovery, Stranded};
@@ -65,7 +65,7 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
         // Our record reaches the disk before its break name, and so
         // before the lock path, names it (7.8 step 3): a power cut during
         // the hold keeps our whole marker, not an empty one.
-        |os, file| publish(os, cfg, file).and_then(|id| synced(os, cfg, file).map(|()| id)),
+        |os, file| publish_synced(os, cfg, file),
     )?;
     let Some((file, id)) = published else {
         return Ok(Takeover::Busy);

@@ -151,6 +151,19 @@ pub(super) fn write_all<O: Dir + ?Sized>(
     Ok(())
 }
 
+/// [`publish`], then [`synced`]: our whole record, on stable storage
+/// before any name shows it (or, created by name, right after). Returns
+/// our marker's identity.
+pub(super) fn publish_synced<O: Dir + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    file: &O::File,
+) -> Result<FileId, Error> {
+    let id = publish(os, cfg, file)?;
+    synced(os, cfg, file)?;
+    Ok(id)
+}
+
 /// Publishes our record in `file`: `fstat`, apply the explicit mode, write
 /// the whole record (PROTOCOL 7.2). Returns our marker's identity.
 pub(super) fn publish<O: Dir + ?Sized>(
