@@ -114,6 +114,10 @@ pub enum Mutant {
     RestoreClaimByPidAlone,
     /// Claim the dead writer's break names without looking whether one is a live breaker's under the same PID: the file we judged taken aside, or that breaker's own live record (7.11, 13.2).
     BreakCandidateUnchecked,
+    /// When an exchange-back finds our break name claimed while our file sits at the lock path, leave our complete record there instead of our placeholder: a recovery that then removes what it claimed (released, or dead) leaves the lock path naming a live process that holds nothing (7.9, 12.1 S13).
+    ClaimedLeavesRecord,
+    /// Leave our complete record in our file when a settled exchange-back's abandon finds it still linked, instead of marking it: a recovery that claimed it from our break name once our exchange-back put it there publishes it at the lock path, naming a live process that holds nothing (7.9, 12.1 S14).
+    SettledLeavesRecord,
     /// Open a non-regular node at the lock path to read it, so that a symlink there fails the read (`ELOOP`) instead of reading as no marker, which ages out (3.1).
     SymlinkReadFails,
     /// Report an exclusive create refused with `EPERM` (an SFTP client's answer over an existing name) as an error, without looking whether the name exists (7.2, 13.5).
@@ -304,6 +308,8 @@ impl Mutant {
         Mutant::StartIgnoresBoot,
         Mutant::RestoreClaimByPidAlone,
         Mutant::BreakCandidateUnchecked,
+        Mutant::ClaimedLeavesRecord,
+        Mutant::SettledLeavesRecord,
         Mutant::RwLinkByReturnCode,
         Mutant::RwNoPredecessorBefore,
         Mutant::RwNoPredecessorAfter,
@@ -405,6 +411,8 @@ impl Mutant {
             Mutant::StartIgnoresBoot => "start-ignores-boot",
             Mutant::RestoreClaimByPidAlone => "restore-claim-by-pid-alone",
             Mutant::BreakCandidateUnchecked => "break-candidate-unchecked",
+            Mutant::ClaimedLeavesRecord => "claimed-leaves-record",
+            Mutant::SettledLeavesRecord => "settled-leaves-record",
             Mutant::SymlinkReadFails => "symlink-read-fails",
             Mutant::EpermIsError => "eperm-is-error",
             Mutant::UnlinkIfSameBlind => "unlink-if-same-blind",

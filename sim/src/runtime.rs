@@ -7,7 +7,7 @@ use crate::actors;
 use crate::cast::{Policy, Process, Scenario, LOCK};
 use crate::event::What;
 use crate::model::Fs;
-use crate::oracle::{Oracle, Progress, FRESH_POLL, RECORDLESS};
+use crate::oracle::{Oracle, Progress, FRESH_POLL, IDLE_OWNER, RECORDLESS};
 use crate::os::SimOs;
 use crate::world::{name, World};
 use corosensei::stack::DefaultStack;
@@ -200,6 +200,13 @@ impl Sim {
                 {
                     self.oracle.fail(format!(
                         "wedge: the run left an empty marker at the lock path{}, which a live process created and left behind (I10)",
+                        w.fs.ino(LOCK).map_or(String::new(), |i| format!(" (inode {i})"))
+                    ));
+                    return;
+                }
+                (Err(why), None) if why == IDLE_OWNER => {
+                    self.oracle.fail(format!(
+                        "wedge: the lock path{} holds the record of a live process that holds nothing, which keeps every contender out while it lives",
                         w.fs.ino(LOCK).map_or(String::new(), |i| format!(" (inode {i})"))
                     ));
                     return;

@@ -5,7 +5,10 @@
 //!
 //! `SWAPLOCK_SIM_SCHEDULES` sets the number of random schedules (default
 //! 1,000,000, shared among the scenarios); `SWAPLOCK_SIM_FREE_STEPS` the
-//! bound of the every-interleaving search (default 20 steps).
+//! bound of the every-interleaving search (default 20 steps);
+//! `SWAPLOCK_SIM_ONLY` keeps the random runs to the scenarios whose name
+//! holds it (the schedules are still shared among all of them, so each
+//! chosen scenario runs as many seeds as in a whole run).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -91,7 +94,10 @@ const CHUNK: u64 = 500;
 /// removes.
 fn random_runs(pick: impl Fn(&Scenario) -> bool + Sync, per: u64) {
     let list = scenarios(Policy::Ours);
-    let chosen: Vec<usize> = (0..list.len()).filter(|&i| pick(&list[i].1)).collect();
+    let only = std::env::var("SWAPLOCK_SIM_ONLY").unwrap_or_default();
+    let chosen: Vec<usize> = (0..list.len())
+        .filter(|&i| pick(&list[i].1) && list[i].0.contains(only.as_str()))
+        .collect();
     let chunks: Vec<(usize, u64)> = chosen
         .iter()
         .flat_map(|&i| (0..per.div_ceil(CHUNK)).map(move |c| (i, c * CHUNK)))

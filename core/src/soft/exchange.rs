@@ -157,10 +157,21 @@ fn abandon<O: Os + ?Sized>(
         PutBack::Yes | PutBack::Judged => exchange_back(os, cfg.lock, aside, &file),
         PutBack::No => Settled::Yes,
     };
-    // A recovery of our names holds what we took and restores it only
-    // while the lock path shows our file as it judged it: neither removed
-    // nor rewritten, it is exchanged off the path by that recovery.
+    // A recovery of our names holds what we took. Our file stays at the
+    // lock path (removed, it would leave the path empty while what we took
+    // waits aside: 12.1 S8), but not with our record: that recovery may
+    // find what it claimed released or dead and remove it, and our record
+    // would then name this live process, which holds nothing, at the lock
+    // path for as long as it lives (12.1 S13). Our placeholder instead: a
+    // recovery that looked before the write puts its claim back over it as
+    // it would over our record; one that looks after sees the path
+    // changed and hands its claim back under our break name, where the
+    // contender that evicts the placeholder after the grace period
+    // recovers it.
     if settled == Settled::Claimed && put_back == PutBack::Yes {
+        if !active(Mutant::ClaimedLeavesRecord) {
+            let _ = mark_placeholder(os, cfg, &file);
+        }
         os.close(file);
         return;
     }
@@ -176,16 +187,22 @@ fn abandon<O: Os + ?Sized>(
         }
         unlink_if_same(os, aside, &own);
         // Still linked: under another breaker's name, under ours if the
-        // unlink failed, or at the lock path, where an exchange-back that
-        // failed (a transient error, say) left it. Our record must not
-        // stay anywhere a recovery or a put-back may publish it, nor at
-        // the lock path: naming this live process, it would keep every
-        // contender out until we exit.
-        if (!settled || never_exchanged)
-            && !active(Mutant::AbandonLeavesRecord)
-            && !os.fstat(&file).is_ok_and(|st| st.nlink == 0)
-        {
+        // unlink failed, at the lock path, where an exchange-back that
+        // failed (a transient error, say) left it, or, settled, under a
+        // recoverer's restore name: a recovery of our names may claim our
+        // own file from our break name once our exchange-back put it
+        // there (12.1 S14). Our record must not stay anywhere a recovery
+        // or a put-back may publish it, nor at the lock path: naming this
+        // live process, it would keep every contender out until we exit.
+        let left =
+            active(Mutant::AbandonLeavesRecord) || (settled && active(Mutant::SettledLeavesRecord));
+        if !left && !os.fstat(&file).is_ok_and(|st| st.nlink == 0) {
             let at_lock = os.lstat(cfg.lock).is_ok_and(|st| st.same_file(&own));
+            // A settled exchange-back may have counted our break name
+            // claimed as settled, and a recovery may hand what it claimed
+            // back under our break name: only without an exchange is
+            // nothing of a holder's there for a record naming us to lead a
+            // recovery to.
             if (never_exchanged && !at_lock) || active(Mutant::AbandonMarksReleased) {
                 let _ = mark_released(os, &file);
             } else {

@@ -47,7 +47,7 @@ mod safety;
 mod timing;
 
 pub use progress::Progress;
-pub(crate) use progress::{FRESH_POLL, RECORDLESS};
+pub(crate) use progress::{FRESH_POLL, IDLE_OWNER, RECORDLESS};
 
 use crate::cast::{Scenario, LEASE, LOCK, VICTIM};
 use crate::event::{Call, Event, Log, Name, Target, What};

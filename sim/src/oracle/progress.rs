@@ -186,18 +186,29 @@ impl Oracle {
         };
         // The owner itself, not a process of another boot or a later one
         // that has its PID.
-        let alive = w.procs.iter().any(|p| {
+        let alive = w.procs.iter().position(|p| {
             p.alive
                 && p.pid == owner.pid
                 && p.host == host
                 && owner.start.is_none_or(|s| p.start.equals(s))
         });
-        if alive {
-            // I8: a live holder keeps the lock. None is left once the run
-            // is over: every process has finished or died.
-            return Err("a live holder (I8)");
+        match alive {
+            // I8: a live holder keeps the lock. Once the run is over every
+            // process has finished or died, but those a power cut started
+            // again, which stay up idle as a device's services do.
+            Some(who) if self.holds[who].is_some() || self.attempting[who] => {
+                Err("a live holder (I8)")
+            }
+            // A live process that holds nothing: a lease it does not
+            // refresh lapses after the lease duration (7.14), and any other
+            // record of it would keep every contender out for as long as
+            // it lives, itself included.
+            Some(_) => match self.lease {
+                Some(lease) => Ok(lease),
+                None => Err(IDLE_OWNER),
+            },
+            None => Ok(Duration::ZERO),
         }
-        Ok(Duration::ZERO)
     }
 
     /// Never a wedge: whether the fresh contender `fresh` took the lock
@@ -294,6 +305,10 @@ impl Oracle {
 }
 
 /// The progress check's exemption for an empty marker at the lock path.
+/// The lock path holds the record of a live process that holds nothing
+/// and attempts nothing: never exempt.
+pub(crate) const IDLE_OWNER: &str = "the record of a live process that holds nothing";
+
 pub(crate) const RECORDLESS: &str = "an empty marker (I10, recordless)";
 
 /// Polls a fresh contender may need beyond the wait that applies: its
