@@ -118,6 +118,10 @@ pub enum Mutant {
     ClaimedLeavesRecord,
     /// Leave our complete record in our file when a settled exchange-back's abandon finds it still linked, instead of marking it: a recovery that claimed it from our break name once our exchange-back put it there publishes it at the lock path, naming a live process that holds nothing (7.9, 12.1 S14).
     SettledLeavesRecord,
+    /// Keep a placeholder mark written short or not cut to its length, mixed with the rest of our record into a file that names no breaker, instead of writing our record back whole (7.9).
+    TornPlaceholderKept,
+    /// Take a takeover's exchange reported failed for one never made, and abandon without a put-back: one made all the same (a FUSE server's EINTR) leaves what it took under our break name while the abandon removes our file from the lock path (7.8 step 6).
+    ExchangeErrorNeverMade,
     /// Open a non-regular node at the lock path to read it, so that a symlink there fails the read (`ELOOP`) instead of reading as no marker, which ages out (3.1).
     SymlinkReadFails,
     /// Report an exclusive create refused with `EPERM` (an SFTP client's answer over an existing name) as an error, without looking whether the name exists (7.2, 13.5).
@@ -310,6 +314,8 @@ impl Mutant {
         Mutant::BreakCandidateUnchecked,
         Mutant::ClaimedLeavesRecord,
         Mutant::SettledLeavesRecord,
+        Mutant::TornPlaceholderKept,
+        Mutant::ExchangeErrorNeverMade,
         Mutant::RwLinkByReturnCode,
         Mutant::RwNoPredecessorBefore,
         Mutant::RwNoPredecessorAfter,
@@ -413,6 +419,8 @@ impl Mutant {
             Mutant::BreakCandidateUnchecked => "break-candidate-unchecked",
             Mutant::ClaimedLeavesRecord => "claimed-leaves-record",
             Mutant::SettledLeavesRecord => "settled-leaves-record",
+            Mutant::TornPlaceholderKept => "torn-placeholder-kept",
+            Mutant::ExchangeErrorNeverMade => "exchange-error-never-made",
             Mutant::SymlinkReadFails => "symlink-read-fails",
             Mutant::EpermIsError => "eperm-is-error",
             Mutant::UnlinkIfSameBlind => "unlink-if-same-blind",

@@ -149,6 +149,10 @@ pub struct Planned {
     pub nth: u32,
     /// The error it answers.
     pub errno: Errno,
+    /// Whether the call is made all the same, its reply lost: a FUSE
+    /// server's `EINTR` after the server acted, an NFS reply lost after
+    /// the server applied the call.
+    pub made: bool,
 }
 
 impl Faults {

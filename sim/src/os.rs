@@ -127,27 +127,44 @@ impl<'y> SimOs<'y> {
         let at = w.time;
         let looks = std::mem::take(&mut self.looks);
         let injected = fail.and_then(|fail| {
-            let e = w.planned_fault(me, what).or_else(|| w.syscall_fault())?;
-            Some((fail(e), e))
+            let (e, made) = w
+                .planned_fault(me, what)
+                .or_else(|| w.syscall_fault().map(|e| (e, false)))?;
+            Some((fail(e), e, made))
         });
-        let (result, call) = match injected {
-            Some((result, e)) => {
+        // What the world saw (the events the oracle reads), and what the
+        // caller is answered.
+        let (result, call, status) = match injected {
+            Some((result, e, false)) => {
                 w.note(
                     me,
                     format_args!("{what} -> {result:?} (injected {})", fault_name(e)),
                 );
-                (result, if looks { Call::Look } else { Call::Other })
+                let status = result.status();
+                (result, if looks { Call::Look } else { Call::Other }, status)
+            }
+            Some((result, e, true)) => {
+                let (done, call) = op(&mut w, me);
+                w.note(
+                    me,
+                    format_args!(
+                        "{what} -> {done:?}, answered {result:?} (injected {}, the call made)",
+                        fault_name(e)
+                    ),
+                );
+                (result, call, done.status())
             }
             None => {
                 let (result, call) = op(&mut w, me);
                 w.note(me, format_args!("{what} -> {result:?}"));
-                (result, call)
+                let status = result.status();
+                (result, call, status)
             }
         };
         w.log.events.push(Event {
             who: me,
             at,
-            what: What::Call(call, result.status()),
+            what: What::Call(call, status),
         });
         result
     }
@@ -288,9 +305,14 @@ impl World {
     }
 
     /// Whether the syscall `what` that process `who` is about to make is
-    /// one the scenario plans to fail ([`Faults::planned`]), and with
-    /// which error; counts it among the calls each plan watches.
-    fn planned_fault(&mut self, who: usize, what: std::fmt::Arguments<'_>) -> Option<Errno> {
+    /// one the scenario plans to fail ([`Faults::planned`]), with which
+    /// error and whether it is made all the same; counts it among the
+    /// calls each plan watches.
+    fn planned_fault(
+        &mut self,
+        who: usize,
+        what: std::fmt::Arguments<'_>,
+    ) -> Option<(Errno, bool)> {
         let planned = self.fs.faults.planned;
         if planned.is_empty() {
             return None;
@@ -304,7 +326,7 @@ impl World {
             if plan.who == who && line.starts_with(plan.call) {
                 self.planned_calls[i] += 1;
                 if self.planned_calls[i] == plan.nth {
-                    fault = fault.or(Some(plan.errno));
+                    fault = fault.or(Some((plan.errno, plan.made)));
                 }
             }
         }

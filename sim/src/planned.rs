@@ -1,6 +1,7 @@
 //! Scenarios with planned syscall faults ([`Planned`]): races that need
-//! one call of one process to fail at one place, for the directed races
-//! of [`crate::directed`]. They come last in the catalogue, so that the
+//! one call of one process to fail at one place (or to be made and
+//! answered with an error), for the directed races of [`crate::directed`]
+//! and for random schedules. They come last in the catalogue, so that the
 //! kept schedules of the scenarios before them keep their index.
 
 use crate::cast::{contenders, Policy, Process, Scenario, LEASE, LOCK};
@@ -19,6 +20,7 @@ const MARK_FAILS: Planned = Planned {
     call: "pwrite",
     nth: 1,
     errno: Errno::IO,
+    made: false,
 };
 
 /// Appends the scenarios with planned faults to `all`.
@@ -50,6 +52,7 @@ pub(crate) fn push(all: &mut Vec<(&'static str, Scenario, u64)>, policy: Policy)
                 call: "futimens",
                 nth: TOUCH_OF_RELEASE,
                 errno: Errno::IO,
+                made: false,
             },
         ],
         ..Faults::default()
@@ -83,6 +86,7 @@ pub(crate) fn push(all: &mut Vec<(&'static str, Scenario, u64)>, policy: Policy)
             call: "list",
             nth: 1,
             errno: Errno::IO,
+            made: false,
         }],
         ..Faults::default()
     };
@@ -153,3 +157,57 @@ pub(crate) fn push_last(all: &mut Vec<(&'static str, Scenario, u64)>, policy: Po
 /// Which touch of the stopped lease holder is its release's: the
 /// heartbeats of its hold come first.
 const TOUCH_OF_RELEASE: u32 = 3;
+
+/// Appends, after the power cuts, the scenarios of calls that fail where a takeover must not be fooled (PROTOCOL 7.8
+/// step 6, 7.9): an exchange made but answered with an error, as a FUSE
+/// server's `EINTR` after it acted; and an exchange-back that fails with
+/// our file at the lock path, whose placeholder then cannot be cut to
+/// its length. Holders stay 3 s and contenders poll long enough to evict
+/// a malformed marker beside them.
+pub(crate) fn push_lost_replies(all: &mut Vec<(&'static str, Scenario, u64)>, policy: Policy) {
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+    sc.faults.planned = &[Planned {
+        who: 1,
+        call: "exchange a.lock.break",
+        nth: 1,
+        errno: Errno::INTR,
+        made: true,
+    }];
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 80);
+    for p in [0, 2] {
+        sc.processes[p].hold_pause = Duration::from_secs(3);
+    }
+    all.push((
+        "soft: a dead holder's marker, a takeover's exchange made but answered EINTR",
+        sc,
+        0,
+    ));
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+    sc.faults.planned = &[
+        Planned {
+            who: 1,
+            call: "exchange a.lock.break",
+            nth: 2,
+            errno: Errno::IO,
+            made: false,
+        },
+        Planned {
+            who: 1,
+            call: "ftruncate",
+            nth: 1,
+            errno: Errno::IO,
+            made: false,
+        },
+    ];
+    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 80);
+    for p in [0, 2] {
+        sc.processes[p].hold_pause = Duration::from_secs(3);
+    }
+    all.push((
+        "soft: a dead holder's marker, an exchange-back fails and its placeholder cannot be cut",
+        sc,
+        0,
+    ));
+}

@@ -474,6 +474,7 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         call: "exchange a.lock.restore",
         nth: 2,
         errno: swaplock_core::Errno::NOSPC,
+        made: false,
     }];
     all.push((
         "soft: a recordless holder beside breakers of a dead marker, two recoverers, a swap-back fails",
@@ -536,6 +537,7 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         call: "exchange a.lock.restore",
         nth: 2,
         errno: swaplock_core::Errno::NOSPC,
+        made: false,
     }];
     all.push((
         "soft: a recordless holder's unlink by name cuts a nested break short, a swap-back fails",
@@ -606,6 +608,7 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 8);
         all.push((name, sc, 50));
     }
+    crate::planned::push_lost_replies(&mut all, policy);
     all
 }
 

@@ -16,7 +16,7 @@
 //!   lock path while it holds another process's file, but to swap straight
 //!   back a file its own exchange fed aside.
 
-use super::config::{Config, Error};
+use super::config::{own_record, Config, Error};
 use super::marker::{
     encode_placeholder, publish_aside, publish_synced, settle_names, unlink_if_same,
 };
@@ -26,7 +26,7 @@ use super::types::{Breaker, Held, Judged, Takeover};
 use crate::errno::Errno;
 use crate::mutant::{active, Mutant};
 use crate::names::pid_break_name;
-use crate::record::RELEASED;
+use crate::record::{MAX_RECORD_LEN, RELEASED};
 use core::time::Duration;
 
 /// The exchange takeover of the judged marker `judged`, whose writer (or
@@ -80,8 +80,18 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
         }
     }
     // Invariant I3: the lock path is never empty; I11: no exchange, no move.
+    // An exchange reported failed may have been made all the same (a FUSE
+    // server's EINTR after the server did it): what our break name then
+    // holds may be a live holder's marker, which only a put-back returns.
+    // Exchange-back finds our file still under our break name at its first
+    // look when the exchange was not made, and then only removes it.
     if os.exchange(&aside, cfg.lock).is_err() {
-        abandon(os, cfg, file, &aside, PutBack::No);
+        let put_back = if active(Mutant::ExchangeErrorNeverMade) {
+            PutBack::No
+        } else {
+            PutBack::Yes
+        };
+        abandon(os, cfg, file, &aside, put_back);
         return Ok(Takeover::Busy);
     }
     // FAT: the exchange on disk before anything else is (13.2).
@@ -227,10 +237,16 @@ pub(super) fn mark_released<O: Os + ?Sized>(os: &mut O, file: &O::File) -> Resul
         .and_then(|_| os.truncate(file, RELEASED.len() as u64))
 }
 
-/// Overwrites our own open file with our placeholder (PROTOCOL 2.4),
-/// `filelock/break\n<our pid>\n`: no record naming us as a holder, yet it
-/// names us, so whoever evicts it at the lock path (malformed, after the
-/// grace period) recovers our break names, where a marker we took may wait.
+/// Overwrites our own open file, which holds our record, with our
+/// placeholder (PROTOCOL 2.4), `filelock/break\n<our pid>\n`: no record
+/// naming us as a holder, yet it names us, so whoever evicts it at the lock
+/// path (malformed, after the grace period) recovers our break names, where
+/// a marker we took may wait. A placeholder written short, or not cut to
+/// its length, would mix with the rest of our record into a file that
+/// names no breaker, evicted after the grace period with no recovery of
+/// our names, beside a live holder whose marker waits under one: our whole
+/// record is written back instead, which keeps the lock path, at worst,
+/// for as long as we live.
 fn mark_placeholder<O: Os + ?Sized>(
     os: &mut O,
     cfg: &Config<'_>,
@@ -238,8 +254,38 @@ fn mark_placeholder<O: Os + ?Sized>(
 ) -> Result<(), Errno> {
     let mut buf = [0u8; 40];
     let bytes = encode_placeholder(cfg, &mut buf)?;
-    os.write_at(file, bytes, 0)
-        .and_then(|_| os.truncate(file, bytes.len() as u64))
+    let mut record = [0u8; MAX_RECORD_LEN];
+    let record = own_record(cfg, &mut record).map_or(&[][..], |len| &record[..len]);
+    let marked = write_whole_at(os, file, bytes).and_then(|()| {
+        // The file held our record alone: a placeholder at least as long
+        // covers all of it.
+        if record.len() <= bytes.len() {
+            return Ok(());
+        }
+        let mut tries = 0;
+        loop {
+            match os.truncate(file, bytes.len() as u64) {
+                Err(e) if e == Errno::INTR && tries < 4 => tries += 1,
+                done => return done,
+            }
+        }
+    });
+    if marked.is_err() && !record.is_empty() && !active(Mutant::TornPlaceholderKept) {
+        // Written whole at offset 0, our record is the file's content
+        // again, unless the failed mark had grown the file past it.
+        if write_whole_at(os, file, record).is_ok() && record.len() < bytes.len() {
+            let _ = os.truncate(file, record.len() as u64);
+        }
+    }
+    marked
+}
+
+/// `pwrite` of all of `bytes` at offset 0: a short count is an error.
+fn write_whole_at<O: Os + ?Sized>(os: &mut O, file: &O::File, bytes: &[u8]) -> Result<(), Errno> {
+    match os.write_at(file, bytes, 0)? {
+        n if n == bytes.len() => Ok(()),
+        _ => Err(Errno::IO),
+    }
 }
 
 /// How long exchange-back waits while our file is not at the lock path
