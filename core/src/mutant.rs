@@ -118,7 +118,7 @@ pub enum Mutant {
     ClaimedLeavesRecord,
     /// Leave our complete record in our file when a settled exchange-back's abandon finds it still linked, instead of marking it: a recovery that claimed it from our break name once our exchange-back put it there publishes it at the lock path, naming a live process that holds nothing (7.9, 12.1 S14).
     SettledLeavesRecord,
-    /// Keep a placeholder mark written short or not cut to its length, mixed with the rest of our record into a file that names no breaker, instead of writing our record back whole (7.9).
+    /// Mark our file with our placeholder at its own length and cut the file to it, keeping the mix when the cut fails, instead of leading the placeholder's PID with zeros to our record's length so that one write replaces the record whole (7.9).
     TornPlaceholderKept,
     /// Take a takeover's exchange reported failed for one never made, and abandon without a put-back: one made all the same (a FUSE server's EINTR) leaves what it took under our break name while the abandon removes our file from the lock path (7.8 step 6).
     ExchangeErrorNeverMade,

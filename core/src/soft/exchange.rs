@@ -18,7 +18,8 @@
 
 use super::config::{own_record, Config, Error};
 use super::marker::{
-    encode_placeholder, publish_aside, publish_synced, settle_names, unlink_if_same,
+    encode_placeholder, encode_placeholder_over, publish_aside, publish_synced, settle_names,
+    unlink_if_same,
 };
 use super::os::Os;
 use super::recovery::{Recovery, Stranded};
@@ -80,19 +81,23 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
         }
     }
     // Invariant I3: the lock path is never empty; I11: no exchange, no move.
-    // An exchange reported failed may have been made all the same (a FUSE
-    // server's EINTR after the server did it): what our break name then
-    // holds may be a live holder's marker, which only a put-back returns.
-    // Exchange-back finds our file still under our break name at its first
-    // look when the exchange was not made, and then only removes it.
+    // An exchange answered with an error may have been made all the same
+    // (a FUSE server's EINTR after it acted, a lost NFS reply): our break
+    // name tells. Our own file there: nothing moved. The judged file: we
+    // took it, as a successful exchange does. Anything else (a marker a
+    // peer published between our look and our exchange), or no answer:
+    // only a put-back returns what it may hold to the lock path.
     if os.exchange(&aside, cfg.lock).is_err() {
-        let put_back = if active(Mutant::ExchangeErrorNeverMade) {
-            PutBack::No
-        } else {
-            PutBack::Yes
+        let put_back = match os.lstat(&aside) {
+            _ if active(Mutant::ExchangeErrorNeverMade) => Some(PutBack::No),
+            Ok(st) if st.id == id => Some(PutBack::No),
+            Ok(st) if judged.is(&st) => None,
+            _ => Some(PutBack::Yes),
         };
-        abandon(os, cfg, file, &aside, put_back);
-        return Ok(Takeover::Busy);
+        if let Some(put_back) = put_back {
+            abandon(os, cfg, file, &aside, put_back);
+            return Ok(Takeover::Busy);
+        }
     }
     // FAT: the exchange on disk before anything else is (13.2).
     settle_names(os, cfg, &file);
@@ -241,51 +246,53 @@ pub(super) fn mark_released<O: Os + ?Sized>(os: &mut O, file: &O::File) -> Resul
 /// placeholder (PROTOCOL 2.4), `filelock/break\n<our pid>\n`: no record
 /// naming us as a holder, yet it names us, so whoever evicts it at the lock
 /// path (malformed, after the grace period) recovers our break names, where
-/// a marker we took may wait. A placeholder written short, or not cut to
-/// its length, would mix with the rest of our record into a file that
-/// names no breaker, evicted after the grace period with no recovery of
-/// our names, beside a live holder whose marker waits under one: our whole
-/// record is written back instead, which keeps the lock path, at worst,
-/// for as long as we live.
+/// a marker we took may wait. Its PID is led by zeros to our record's
+/// length, so one write replaces every byte of the record and no cut is
+/// needed: a placeholder cut short would mix with the rest of our record
+/// into a file that names no breaker, evicted after the grace period with
+/// no recovery of our names, beside a live holder whose marker waits under
+/// one.
 fn mark_placeholder<O: Os + ?Sized>(
     os: &mut O,
     cfg: &Config<'_>,
     file: &O::File,
 ) -> Result<(), Errno> {
-    let mut buf = [0u8; 40];
-    let bytes = encode_placeholder(cfg, &mut buf)?;
+    if active(Mutant::TornPlaceholderKept) {
+        let mut buf = [0u8; 40];
+        let bytes = encode_placeholder(cfg, &mut buf)?;
+        return os
+            .write_at(file, bytes, 0)
+            .and_then(|_| os.truncate(file, bytes.len() as u64));
+    }
     let mut record = [0u8; MAX_RECORD_LEN];
-    let record = own_record(cfg, &mut record).map_or(&[][..], |len| &record[..len]);
-    let marked = write_whole_at(os, file, bytes).and_then(|()| {
-        // The file held our record alone: a placeholder at least as long
-        // covers all of it.
-        if record.len() <= bytes.len() {
-            return Ok(());
-        }
-        let mut tries = 0;
-        loop {
-            match os.truncate(file, bytes.len() as u64) {
-                Err(e) if e == Errno::INTR && tries < 4 => tries += 1,
-                done => return done,
-            }
-        }
-    });
-    if marked.is_err() && !record.is_empty() && !active(Mutant::TornPlaceholderKept) {
-        // Written whole at offset 0, our record is the file's content
-        // again, unless the failed mark had grown the file past it.
-        if write_whole_at(os, file, record).is_ok() && record.len() < bytes.len() {
-            let _ = os.truncate(file, record.len() as u64);
+    let record_len = own_record(cfg, &mut record).unwrap_or(0);
+    let mut buf = [0u8; MAX_RECORD_LEN];
+    let bytes = encode_placeholder_over(cfg, record_len, &mut buf)?;
+    let marked = write_whole_at(os, file, bytes);
+    if marked.is_err() && record_len > 0 {
+        // Written in part, the mark mixes with our record into a file that
+        // names no breaker: our record back whole instead, which keeps the
+        // lock path, at worst, for as long as we live.
+        if write_whole_at(os, file, &record[..record_len]).is_ok() && record_len < bytes.len() {
+            let _ = os.truncate(file, record_len as u64);
         }
     }
     marked
 }
 
-/// `pwrite` of all of `bytes` at offset 0: a short count is an error.
+/// `pwrite` of all of `bytes` at offset 0, going on after a short count
+/// and retrying `EINTR` a few times.
 fn write_whole_at<O: Os + ?Sized>(os: &mut O, file: &O::File, bytes: &[u8]) -> Result<(), Errno> {
-    match os.write_at(file, bytes, 0)? {
-        n if n == bytes.len() => Ok(()),
-        _ => Err(Errno::IO),
+    let (mut at, mut interrupted) = (0, 0);
+    while at < bytes.len() {
+        match os.write_at(file, &bytes[at..], at as u64) {
+            Ok(0) => return Err(Errno::IO),
+            Ok(n) => at += n,
+            Err(e) if e == Errno::INTR && interrupted < 4 => interrupted += 1,
+            Err(e) => return Err(e),
+        }
     }
+    Ok(())
 }
 
 /// How long exchange-back waits while our file is not at the lock path

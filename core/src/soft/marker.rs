@@ -10,7 +10,7 @@ use crate::errno::Errno;
 use crate::fs::ExclusiveRename;
 use crate::mutant::{active, Mutant};
 use crate::names::{write_name, Token};
-use crate::record::{Content, Record, MAX_RECORD_LEN, READ_LIMIT};
+use crate::record::{Content, Record, MAX_RECORD_LEN, PLACEHOLDER_PREFIX, READ_LIMIT};
 
 /// A marker as one look saw it: the content read, in a fixed buffer, and
 /// what `stat` said of it. [`look`] makes one for a report of the holder.
@@ -210,6 +210,26 @@ pub(super) fn encode_placeholder<'b>(
     Ok(&buf[..n])
 }
 
+/// Our placeholder, `filelock/break\n<pid>\n`, at least `len` bytes long
+/// (up to [`MAX_RECORD_LEN`]): the PID's digits led by zeros, which
+/// filelock 4.2.11's parser and ours read as the same PID (PROTOCOL 2.4).
+/// Written at offset 0 over a record of `len` bytes, it replaces all of it
+/// without a cut.
+pub(super) fn encode_placeholder_over<'b>(
+    cfg: &Config<'_>,
+    len: usize,
+    buf: &'b mut [u8; MAX_RECORD_LEN],
+) -> Result<&'b [u8], Errno> {
+    let n = Record::Placeholder(cfg.pid)
+        .encode(buf)
+        .map_err(|_| Errno::INVAL)?;
+    let pad = len.saturating_sub(n).min(MAX_RECORD_LEN - n);
+    let at = PLACEHOLDER_PREFIX.len();
+    buf.copy_within(at..n, at + pad);
+    buf[at..at + pad].fill(b'0');
+    Ok(&buf[..n + pad])
+}
+
 /// Writes our placeholder into `file`, a release's break file (PROTOCOL
 /// 7.10 step 3.1).
 pub(super) fn write_placeholder<O: Dir + ?Sized>(
@@ -348,5 +368,55 @@ pub(super) fn settle_names<O: Dir + ?Sized>(os: &mut O, cfg: &Config<'_>, file: 
 pub(crate) fn unlink_if_same<O: Dir + ?Sized>(os: &mut O, name: &[u8], own: &Stat) {
     if active(Mutant::UnlinkIfSameBlind) || os.lstat(name).is_ok_and(|st| st.same_file(own)) {
         let _ = os.unlink(name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use crate::pid::Pid;
+    use crate::record::parse_placeholder;
+    use crate::soft::Kind;
+    use std::format;
+    use std::string::ToString;
+
+    fn cfg(pid: u32) -> Config<'static> {
+        Config {
+            kind: Kind::Soft,
+            lock: b"a.lock",
+            pid: Pid::new(pid).expect("a PID"),
+            host: "h1",
+            start: None,
+            mode: None,
+            lease: None,
+            lifetime: None,
+            durable: true,
+        }
+    }
+
+    /// A placeholder led by zeros to a record's length names the same PID,
+    /// and one no longer than its own length is the plain placeholder.
+    #[test]
+    fn a_placeholder_over_a_record_is_as_long_and_names_the_same_pid() {
+        let mut buf = [0u8; MAX_RECORD_LEN];
+        for (pid, len) in [
+            (102, 0),
+            (102, 19),
+            (102, 32),
+            (4_194_304, 200),
+            (1, MAX_RECORD_LEN),
+        ] {
+            let cfg = cfg(pid);
+            let bytes = encode_placeholder_over(&cfg, len, &mut buf).expect("encodes");
+            let plain = format!("filelock/break\n{pid}\n");
+            assert_eq!(bytes.len(), len.max(plain.len()), "{pid} over {len}");
+            if len <= plain.len() {
+                assert_eq!(bytes, plain.as_bytes());
+            }
+            let text = core::str::from_utf8(bytes).expect("text");
+            let named = parse_placeholder(text).map(|d| d.as_str());
+            assert_eq!(named, Some(pid.to_string().as_str()), "{text:?}");
+        }
     }
 }
