@@ -83,15 +83,16 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
     // Invariant I3: the lock path is never empty; I11: no exchange, no move.
     // An exchange answered with an error may have been made all the same
     // (a FUSE server's EINTR after it acted, a lost NFS reply): our break
-    // name tells. Our own file there: nothing moved. The judged file: we
-    // took it, as a successful exchange does. Anything else (a marker a
-    // peer published between our look and our exchange), or no answer:
-    // only a put-back returns what it may hold to the lock path.
+    // name tells. Our own file there: nothing moved. The judged file there
+    // and ours at the lock path: we took it, as a successful exchange
+    // does. Anything else (a marker a peer published between our look and
+    // our exchange, a server's exchange left half done), or no answer: only
+    // a put-back returns what it may hold to the lock path.
     if os.exchange(&aside, cfg.lock).is_err() {
         let put_back = match os.lstat(&aside) {
             _ if active(Mutant::ExchangeErrorNeverMade) => Some(PutBack::No),
             Ok(st) if st.id == id => Some(PutBack::No),
-            Ok(st) if judged.is(&st) => None,
+            Ok(st) if judged.is(&st) && os.lstat(cfg.lock).is_ok_and(|at| at.id == id) => None,
             _ => Some(PutBack::Yes),
         };
         if let Some(put_back) = put_back {
