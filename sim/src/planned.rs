@@ -158,34 +158,22 @@ pub(crate) fn push_last(all: &mut Vec<(&'static str, Scenario, u64)>, policy: Po
 /// heartbeats of its hold come first.
 const TOUCH_OF_RELEASE: u32 = 3;
 
-/// Appends, after the power cuts, the scenarios of calls that fail where a takeover must not be fooled (PROTOCOL 7.8
-/// step 6, 7.9): an exchange made but answered with an error, as a FUSE
+/// Appends, after the power cuts, the scenarios of calls that fail where
+/// a takeover must not be fooled (PROTOCOL 7.8 step 6, 7.9): an exchange
+/// made but answered with an error, as a FUSE
 /// server's `EINTR` after it acted; and an exchange-back that fails with
 /// our file at the lock path, whose placeholder then cannot be cut to
 /// its length. Holders stay 3 s and contenders poll long enough to evict
 /// a malformed marker beside them.
 pub(crate) fn push_lost_replies(all: &mut Vec<(&'static str, Scenario, u64)>, policy: Policy) {
-    let mut sc = Scenario::new(Kind::Soft);
-    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
-    sc.faults.planned = &[Planned {
+    const MADE_BUT_INTERRUPTED: &[Planned] = &[Planned {
         who: 1,
         call: "exchange a.lock.break",
         nth: 1,
         errno: Errno::INTR,
         made: true,
     }];
-    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 80);
-    for p in [0, 2] {
-        sc.processes[p].hold_pause = Duration::from_secs(3);
-    }
-    all.push((
-        "soft: a dead holder's marker, a takeover's exchange made but answered EINTR",
-        sc,
-        0,
-    ));
-    let mut sc = Scenario::new(Kind::Soft);
-    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
-    sc.faults.planned = &[
+    const UNDO_AND_CUT_FAIL: &[Planned] = &[
         Planned {
             who: 1,
             call: "exchange a.lock.break",
@@ -201,13 +189,23 @@ pub(crate) fn push_lost_replies(all: &mut Vec<(&'static str, Scenario, u64)>, po
             made: false,
         },
     ];
-    contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 80);
-    for p in [0, 2] {
-        sc.processes[p].hold_pause = Duration::from_secs(3);
+    for (name, planned) in [
+        (
+            "soft: a dead holder's marker, a takeover's exchange made but answered EINTR",
+            MADE_BUT_INTERRUPTED,
+        ),
+        (
+            "soft: a dead holder's marker, an exchange-back fails and its placeholder cannot be cut",
+            UNDO_AND_CUT_FAIL,
+        ),
+    ] {
+        let mut sc = Scenario::new(Kind::Soft);
+        sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+        sc.faults.planned = planned;
+        contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 80);
+        for p in [0, 2] {
+            sc.processes[p].hold_pause = Duration::from_secs(3);
+        }
+        all.push((name, sc, 0));
     }
-    all.push((
-        "soft: a dead holder's marker, an exchange-back fails and its placeholder cannot be cut",
-        sc,
-        0,
-    ));
 }
