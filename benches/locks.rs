@@ -180,6 +180,8 @@ mod linux {
     pub(crate) fn soft_lock(kind: &str, path: &Path) -> SoftLock {
         match kind {
             "soft" => SoftLock::soft(path),
+            // The record not synced before its link (`durable(false)`).
+            "soft-volatile" => SoftLock::soft(path).durable(false),
             "marker" => SoftLock::marker(path),
             _ => SoftLock::lease(path),
         }
@@ -423,7 +425,7 @@ mod linux {
         };
         println!("| kind | swaplock | syscall floor | vs floor | std `File::lock` | fs2 | filelock 4.2.11 | vs filelock | allocations |");
         println!("|---|---|---|---|---|---|---|---|---|");
-        for kind in KINDS {
+        for kind in KINDS.into_iter().chain(["soft-volatile"]) {
             let path = at(&format!("{kind}.lock"));
             let kernel = match kind {
                 "fcntl" => Some(FileLock::new(&path)),

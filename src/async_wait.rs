@@ -15,7 +15,8 @@ pub(crate) fn in_runtime(path: &Arc<Path>) -> io::Result<()> {
     let kind = io::ErrorKind::Unsupported;
     let source = io::Error::new(
         kind,
-        "lock_async runs in a tokio runtime with its IO and time drivers enabled \
+        "an awaited lock (lock_async, read_async, write_async) runs in a tokio runtime with \
+         its IO and time drivers enabled \
          (#[tokio::main], or runtime::Builder::enable_all): call it from a task",
     );
     Err(LockError::io(path, Step::Lock, kind, source))

@@ -42,14 +42,13 @@ fn install() {
         // SAFETY: the handlers are `extern "C"` functions that stay valid
         // for the life of the process.
         unsafe { libc::pthread_atfork(Some(prepare), Some(resume), Some(resume_child)) };
-        #[cfg(not(swaplock_model))]
-        INSTALLED.store(true, Ordering::Release);
     });
 }
 
-/// Set once the handlers are registered.
+/// Set once [`INSTALL_AT_START`] has registered the handlers, as the
+/// program started: never where the constructor section is not known.
 #[cfg(not(swaplock_model))]
-static INSTALLED: AtomicBool = AtomicBool::new(false);
+static FROM_START: AtomicBool = AtomicBool::new(false);
 
 /// The process's ID read since the last fork, 0 before the first read.
 #[cfg(not(swaplock_model))]
@@ -62,7 +61,7 @@ static PID: AtomicU32 = AtomicU32::new(0);
 #[inline]
 pub(crate) fn process_id() -> u32 {
     #[cfg(not(swaplock_model))]
-    if AT_START && INSTALLED.load(Ordering::Acquire) {
+    if FROM_START.load(Ordering::Acquire) {
         let kept = PID.load(Ordering::Relaxed);
         if kept != 0 {
             return kept;
@@ -73,21 +72,6 @@ pub(crate) fn process_id() -> u32 {
     }
     std::process::id()
 }
-
-/// Whether [`INSTALL_AT_START`] registers the handlers (where the
-/// constructor section is known).
-#[cfg(not(swaplock_model))]
-const AT_START: bool = cfg!(any(
-    target_os = "linux",
-    target_os = "android",
-    target_os = "freebsd",
-    target_os = "netbsd",
-    target_os = "openbsd",
-    target_os = "dragonfly",
-    target_os = "illumos",
-    target_os = "solaris",
-    target_vendor = "apple"
-));
 
 /// Registers the handlers as the program starts, before `main` and any
 /// thread of it, so that no fork can race their registration. Registered
@@ -116,6 +100,8 @@ const AT_START: bool = cfg!(any(
 static INSTALL_AT_START: extern "C" fn() = {
     extern "C" fn install_at_start() {
         install();
+        #[cfg(not(swaplock_model))]
+        FROM_START.store(true, Ordering::Release);
     }
     install_at_start
 };

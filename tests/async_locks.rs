@@ -212,6 +212,22 @@ fn misuse_is_an_error() {
         wait.as_mut().poll(&mut cx),
         std::task::Poll::Ready(Err(e)) if e.kind() == ErrorKind::Unsupported
     ));
+    #[cfg(unix)]
+    {
+        let rw_lock = swaplock::rw::SoftRwLock::new(dir.path().join("rw.lock"));
+        let mut wait = std::pin::pin!(rw_lock.write_async());
+        match wait.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(Err(e)) => {
+                assert_eq!(e.kind(), ErrorKind::Unsupported);
+                assert!(e.to_string().contains("write_async"), "{e}");
+            }
+            other => panic!("outside a runtime: {other:?}"),
+        }
+        assert!(
+            !dir.path().join("rw.lock.rw").exists(),
+            "nothing is made outside a runtime"
+        );
+    }
     in_runtime(move || async move {
         let err = SoftLock::soft(&path)
             .reentrant(true)
@@ -312,5 +328,117 @@ fn a_strict_lock_is_awaited_as_the_others_are() {
         held.release().unwrap();
         waiter.await.unwrap().unwrap().release().unwrap();
         assert_eq!(claims(), 0);
+    });
+}
+
+/// The read-write lock's awaited acquires: readers of one runtime share a
+/// hold, and a writer task waits for them without blocking the runtime's
+/// only thread (the readers' release runs on it), then is granted a later
+/// generation, its fencing token.
+#[cfg(unix)]
+#[test]
+fn read_write_tasks_share_reads_and_a_writer_waits_for_them() {
+    use swaplock::rw::SoftRwLock;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rw.lock");
+    in_runtime(move || async move {
+        let lock = |p: &Path| SoftRwLock::new(p).poll_interval(Duration::from_millis(10));
+        let first = lock(&path).read_async().await.unwrap();
+        let second = lock(&path).read_async().await.unwrap();
+        assert_eq!(first.generation(), second.generation(), "readers share");
+        let writer = {
+            let path = path.clone();
+            tokio::spawn(async move { lock(&path).write_async().await })
+        };
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!writer.is_finished(), "written while read");
+        let read_at = first.generation();
+        first.release().unwrap();
+        second.release().unwrap();
+        let writing = writer.await.unwrap().unwrap();
+        assert!(writing.generation() > read_at, "a later generation");
+        // A read waits for the writer task in turn.
+        let reader = {
+            let path = path.clone();
+            tokio::spawn(async move { lock(&path).read_async().await })
+        };
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!reader.is_finished(), "read while written");
+        let written_at = writing.generation();
+        writing.release().unwrap();
+        let reading = reader.await.unwrap().unwrap();
+        assert!(reading.generation() > written_at);
+        reading.release().unwrap();
+    });
+}
+
+/// A read-write wait for a lock another process holds: a writer waiting
+/// behind a Python reader stays named in the log (new readers keep out, as
+/// filelock's writer preference has it); cut short, it leaves the log as
+/// it found it (this process reads beside the Python reader at once); a
+/// writer awaited to the end is granted when the Python writer releases.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[test]
+fn a_read_write_wait_behind_filelock_is_named_while_it_waits_and_leaves_when_dropped() {
+    use common::rw::{python_latest, Side};
+    use swaplock::rw::SoftRwLock;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rw.lock");
+    let terms = (0.5, 2.5, 0.02);
+    in_runtime(move || async move {
+        let lock = || {
+            SoftRwLock::new(&path)
+                .heartbeat_interval(Duration::from_millis(500))
+                .stale_threshold(Duration::from_millis(2500))
+                .poll_interval(Duration::from_millis(20))
+        };
+        let (reader, _) = Side::Python.hold("read", &path, terms);
+        {
+            let waiting = lock();
+            let wait = waiting.write_async();
+            tokio::pin!(wait);
+            // Until the writer is named in the latest snapshot (then the
+            // wait is dropped, at the end of this block).
+            loop {
+                tokio::select! {
+                    got = &mut wait => panic!("written while read: {got:?}"),
+                    () = tokio::time::sleep(Duration::from_millis(20)) => {}
+                }
+                if python_latest(&path)["writer"].is_string() {
+                    break;
+                }
+            }
+        }
+        // Dropped: nobody is named as writer, and a read shares at once.
+        let latest = python_latest(&path);
+        assert!(
+            latest["writer"].is_null(),
+            "the dropped wait stayed: {latest}"
+        );
+        lock().try_read().unwrap().release().unwrap();
+        assert!(reader.release().success());
+        let (writer, hello) = Side::Python.hold("write", &path, terms);
+        let wait = tokio::spawn({
+            let lock = lock();
+            async move { lock.write_async().await }
+        });
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!wait.is_finished(), "written beside filelock's writer");
+        assert!(writer.release().success());
+        let writing = wait.await.unwrap().unwrap();
+        let theirs: u128 = hello["generation"]
+            .to_string()
+            .trim_matches('"')
+            .parse()
+            .unwrap();
+        assert!(writing.generation() > theirs);
+        writing.release().unwrap();
     });
 }

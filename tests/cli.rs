@@ -362,3 +362,148 @@ fn break_judges_a_lease_on_its_published_duration() {
     assert!(!path.exists(), "broken by force");
     drop(guard);
 }
+
+/// `--no-sync` takes a soft lock whose markers are never synced (no
+/// `fsync` at all, where a durable lock syncs its record and its release's
+/// placeholder), and only a soft kind's.
+#[test]
+fn no_sync_writes_soft_markers_without_fsync() {
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("n.lock");
+    let lock = lock.to_str().unwrap();
+    for refused in [
+        &["--kind", "fcntl"][..],
+        &["--kind", "rw"],
+        &["--kind", "strict"],
+    ] {
+        let mut args = vec!["run"];
+        args.extend_from_slice(refused);
+        args.extend(["--no-sync", lock, "true"]);
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        assert!(
+            text(&out.stderr).contains("--no-sync applies to soft kinds"),
+            "{out:?}"
+        );
+    }
+    let out = run(&["status", "--no-sync", lock]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    if std::env::var_os("SWAPLOCK_TEST_RUNNER").is_some() {
+        // An emulator cannot be traced this way.
+        return;
+    }
+    // The syscalls of `run` and of the command it starts, by strace.
+    let fsyncs = |extra: &[&str]| {
+        let trace = dir.path().join("trace");
+        let mut cmd = Command::new("strace");
+        cmd.args(["-f", "-qq", "-e", "trace=fsync,fdatasync", "-o"])
+            .arg(&trace)
+            .arg(swaplock())
+            .args(["run", "--kind", "marker"])
+            .args(extra)
+            .args([lock, "cat", lock]);
+        let out = cmd
+            .output()
+            .expect("strace (Debian strace) runs swaplock: scripts/setup installs it");
+        assert!(out.status.success(), "{out:?}");
+        // The command read the record while the lock was held.
+        assert!(text(&out.stdout).contains("mode=exclusive"), "{out:?}");
+        std::fs::read_to_string(&trace)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("fsync(") || l.contains("fdatasync("))
+            .count()
+    };
+    assert_eq!(
+        fsyncs(&[]),
+        2,
+        "a durable cycle syncs its record and placeholder"
+    );
+    assert_eq!(fsyncs(&["--no-sync"]), 0);
+    assert!(!Path::new(lock).exists());
+}
+
+/// What contenders left beside the lock: `status` names each file and
+/// what becomes of it, and `break` removes the write names that hold
+/// their writer's own record of this host and whose writer is gone, and
+/// nothing else: not a live writer's, not an unfinished one, not another
+/// lock's marker whose name reads as a write name of this lock.
+#[test]
+fn status_reports_what_contenders_left_and_break_sweeps_dead_writers_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("s.lock");
+    let lock = lock.to_str().unwrap();
+    // The host name swaplock records, from a marker it writes.
+    let out = run(&["run", "--kind", "marker", lock, "cat", lock]);
+    let said = text(&out.stdout);
+    let host = said
+        .lines()
+        .find_map(|l| l.strip_prefix("host="))
+        .unwrap_or_else(|| panic!("{out:?}"))
+        .to_owned();
+    let record = |pid: u32| format!("filelock/2\npid={pid}\nhost={host}\nmode=exclusive\n");
+    let token = "0123456789abcdef0123456789abcdef";
+    let mut child = Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let live = std::process::id();
+    let dead_writer = format!("s.lock.write.{dead}.{token}");
+    let live_writer = format!("s.lock.write.{live}.{token}");
+    let unfinished = format!("s.lock.write.{dead}.{}", token.replace('0', "1"));
+    // Another lock's marker, held by a live process, named like a write
+    // name of this lock.
+    let other_lock = format!("s.lock.write.{dead}.{}", token.replace('0', "2"));
+    let breaker = format!("s.lock.break.{dead}.{token}");
+    let foreign = format!("t.lock.write.{dead}.{token}");
+    for (name, content) in [
+        (&dead_writer, record(dead)),
+        (&live_writer, record(live)),
+        (&unfinished, String::new()),
+        (&other_lock, record(live)),
+        (&breaker, "filelock/break\n1\n".to_owned()),
+        (&foreign, record(dead)),
+    ] {
+        std::fs::write(dir.path().join(name), content).unwrap();
+    }
+    let out = run(&["status", lock]);
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let line = |name: &str| {
+        said.lines()
+            .find(|l| l.starts_with("beside the lock: ") && l.contains(name))
+            .unwrap_or_else(|| panic!("{name} not reported: {said}"))
+            .to_owned()
+    };
+    assert!(
+        line(&dead_writer).contains("`swaplock break` removes it"),
+        "{said}"
+    );
+    assert!(line(&live_writer).contains("PID runs: kept"), "{said}");
+    for kept in [&unfinished, &other_lock] {
+        assert!(line(kept).contains("not its writer's own record"), "{said}");
+    }
+    assert!(line(&breaker).contains("keeps nobody out"), "{said}");
+    assert!(!said.contains(&foreign), "{said}");
+    let out = run(&["status", "--json", lock]);
+    let json = text(&out.stdout);
+    assert!(
+        json.contains(&format!(
+            "{{\"name\":\"{dead_writer}\",\"kind\":\"write\",\"pid\":{dead},\"gone\":true}}"
+        )),
+        "{json}"
+    );
+    let out = run(&["break", lock]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        text(&out.stdout).contains(&format!("removed {dead_writer}")),
+        "{out:?}"
+    );
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    let mut kept = vec![breaker, live_writer, unfinished, other_lock, foreign];
+    kept.sort();
+    assert_eq!(left, kept);
+}

@@ -173,24 +173,25 @@ fn without_flock_the_lock_is_a_soft_file_lock() {
 struct NoFlock<'p, F: FnMut()> {
     inner: UnixKernel<'p>,
     peer: F,
-    /// A file removed as soon as an exclusive open finds it there (a soft
-    /// holder releasing between the attempt's two opens).
-    removed_between: Option<&'p Path>,
+    /// A file made, with these bytes, as soon as a plain open finds none
+    /// (a soft contender creating its marker between the attempt's two
+    /// opens).
+    made_between: Option<(&'p Path, &'static str)>,
 }
 
 impl<F: FnMut()> KernelOs for NoFlock<'_, F> {
     type File = OwnedFd;
     fn open(&mut self, exclusive: bool) -> Result<OwnedFd, Errno> {
-        let opened = self.inner.open(exclusive);
-        if opened.as_ref().is_err_and(|e| *e == Errno::EXIST) {
-            if let Some(path) = self.removed_between.take() {
-                std::fs::remove_file(path).unwrap();
+        self.inner.open(exclusive)
+    }
+    fn open_existing(&mut self) -> Result<OwnedFd, Errno> {
+        let opened = self.inner.open_existing();
+        if opened.as_ref().is_err_and(|e| *e == Errno::NOENT) {
+            if let Some((path, bytes)) = self.made_between.take() {
+                std::fs::write(path, bytes).unwrap();
             }
         }
         opened
-    }
-    fn open_existing(&mut self) -> Result<OwnedFd, Errno> {
-        self.inner.open_existing()
     }
     fn lock(&mut self, _: &OwnedFd, _: bool) -> Result<(), Errno> {
         (self.peer)();
@@ -220,6 +221,7 @@ fn fallback_cleanup(dir: &Path, file: OwnedFd, created: bool) {
         mode: None,
         lease: None,
         lifetime: None,
+        durable: true,
     };
     let dirfd = open_dir(&std::ffi::CString::new(dir.to_str().unwrap()).unwrap()).unwrap();
     fall_back(
@@ -249,7 +251,7 @@ fn the_fallback_removes_only_its_own_placeholder() {
     let mut os = NoFlock {
         inner: kernel,
         peer: || {},
-        removed_between: None,
+        made_between: None,
     };
     match attempt(&mut os, false, true).unwrap() {
         Outcome::Unsupported { file, created } => {
@@ -269,7 +271,7 @@ fn the_fallback_removes_only_its_own_placeholder() {
             std::fs::remove_file(&path).unwrap();
             std::fs::write(&path, &record).unwrap();
         },
-        removed_between: None,
+        made_between: None,
     };
     match attempt(&mut os, false, true).unwrap() {
         Outcome::Unsupported { file, created } => {
@@ -288,7 +290,7 @@ fn the_fallback_removes_only_its_own_placeholder() {
     let mut os = NoFlock {
         inner: kernel,
         peer: || {},
-        removed_between: None,
+        made_between: None,
     };
     match attempt(&mut os, false, true).unwrap() {
         Outcome::Unsupported { file, created } => {
@@ -309,16 +311,15 @@ fn the_fallback_removes_only_its_own_placeholder() {
     assert_eq!(others.len(), 1, "left {others:?}");
 }
 
-/// The file a fallback attempt found there is removed before its second
-/// open (a soft holder released): the attempt creates it anew, exclusively,
-/// knows it did, and the fallback removes it, so no empty file is left at
-/// the path for every soft contender to wait on for ever.
+/// The plain open finds no file, and a soft contender makes its marker
+/// before the attempt's exclusive create: the attempt opens that file as
+/// not its own, and the fallback leaves the peer's marker in place.
 #[test]
-fn a_file_gone_between_the_two_opens_is_created_and_removed() {
+fn a_file_made_between_the_two_opens_is_a_peers_and_stays() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lock");
     let cpath = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-    std::fs::write(&path, "a released marker's last moment").unwrap();
+    let marker = "a peer's marker, made between the opens";
     let mut os = NoFlock {
         inner: UnixKernel {
             path: &cpath,
@@ -329,16 +330,16 @@ fn a_file_gone_between_the_two_opens_is_created_and_removed() {
             names: swaplock_core::kernel::Names::Trusted,
         },
         peer: || {},
-        removed_between: Some(&path),
+        made_between: Some((&path, marker)),
     };
     match attempt(&mut os, false, true).unwrap() {
         Outcome::Unsupported { file, created } => {
-            assert!(created, "the attempt created the file anew");
+            assert!(!created, "the peer's file was taken for the attempt's own");
             fallback_cleanup(dir.path(), file, created);
         }
         other => panic!("expected ENOSYS, got {other:?}"),
     }
-    assert!(!path.exists(), "an empty file was left at the lock path");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), marker);
 }
 
 /// A shared `flock` has no soft form: without `flock` it reports `ENOSYS`,

@@ -8,7 +8,8 @@
 //! `O_EXCL` create race between the two mounts ends, `RENAME_EXCHANGE`,
 //! `flock` and `fcntl` locks across mounts, inode numbers, mtime
 //! granularity. Then the soft locks under chaos across the two hosts over
-//! sshfs: no two holders, and progress.
+//! sshfs: no two holders, and progress; and the read-write lock's Rust and
+//! Python members under chaos there (tests/netfs/rw.rs).
 //!
 //! Run as root (the namespaces, FUSE, the servers), one test at a time:
 //! `cargo test --test netfs -- --test-threads=1`.
@@ -16,6 +17,8 @@
 #![cfg(target_os = "linux")]
 
 mod common;
+#[path = "netfs/rw.rs"]
+mod rw;
 
 use common::netfs::{self, measure, monotonic_ns, Caches, Facts, Host, Sftp, Smb};
 use common::stress::Rng;
@@ -39,6 +42,10 @@ const RACES: usize = 200;
 #[test]
 #[ignore = "entry point of the netfs tests' worker processes"]
 fn worker() {
+    // A read-write lock's member that an agent started.
+    if std::env::var_os(common::rw::WORKER).is_some() {
+        return common::rw::worker();
+    }
     let Ok(spec) = std::env::var(WORKER) else {
         return;
     };
@@ -54,6 +61,8 @@ fn worker() {
             seed.parse().unwrap(),
         ),
         ["reuse", root] => reuse_after_mkdir(Path::new(root)),
+        ["rwagent", lock, log, seed] => rw::agent(lock, log, seed.parse().unwrap()),
+        ["rwlinks", root] => rw::links(root),
         ["chaos", kind, lock, log, end, seed] => {
             chaos_worker(kind, lock, log, end.parse().unwrap(), seed.parse().unwrap())
         }

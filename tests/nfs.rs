@@ -17,8 +17,14 @@
 #[path = "nfs/chaos.rs"]
 mod chaos;
 mod common;
+#[path = "nfs/devices.rs"]
+mod devices;
+#[path = "nfs/rw.rs"]
+mod rw;
 #[path = "nfs/smb.rs"]
 mod smb;
+#[path = "nfs/strict.rs"]
+mod strict;
 
 use common::netfs::{measure, Session};
 use common::worker::WORKER_ARGS;
@@ -39,8 +45,10 @@ const GUEST: &str = "SWAPLOCK_NFS_GUEST";
 /// The client hosts, as the guest's init gives them: `NAME:PID ...`.
 const CLIENTS: &str = "SWAPLOCK_NFS_CLIENTS";
 
-/// The whole run's limit, boot included: the guest is killed after it.
-const RUN_LIMIT: Duration = Duration::from_secs(480);
+/// The whole run's limit, boot included: the guest is killed after it,
+/// before nextest ends the test at ten minutes (.config/nextest.toml), so
+/// that the results so far are printed.
+const RUN_LIMIT: Duration = Duration::from_secs(560);
 /// A group of workers that has not ended after this is wedged.
 const WORKERS_LIMIT: Duration = Duration::from_secs(240);
 
@@ -102,11 +110,23 @@ fn nfs_between_two_clients() {
     let image = dir.path().join("disk.img");
     File::create(&image).unwrap().set_len(256 << 20).unwrap();
     run(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&image));
+    // The device filesystems' disks (tests/nfs/devices.rs).
+    let vfat = dir.path().join("vfat.img");
+    File::create(&vfat).unwrap().set_len(64 << 20).unwrap();
+    run(Command::new("mkfs.vfat").arg(&vfat).stdout(Stdio::null()));
+    let f2fs = dir.path().join("f2fs.img");
+    File::create(&f2fs).unwrap().set_len(128 << 20).unwrap();
+    run(Command::new("mkfs.f2fs")
+        .arg("-q")
+        .arg(&f2fs)
+        .stdout(Stdio::null()));
 
     let started = Instant::now();
     let mut uml = Command::new("linux.uml");
     uml.arg("mem=1024M")
         .arg(format!("ubd0={}", image.display()))
+        .arg(format!("ubd1={}", vfat.display()))
+        .arg(format!("ubd2={}", f2fs.display()))
         .args(["rootfstype=hostfs", "rootflags=/", "ro"])
         .arg(format!("init={}", sources.join("guest").display()))
         .arg(format!("swaplock_out={}", out.display()))
@@ -329,7 +349,7 @@ fn guest() {
         .unwrap();
     let mut report = Report(file);
     let clients = Client::all();
-    let scenarios: [(&str, Scenario); 14] = [
+    let scenarios: [(&str, Scenario); 19] = [
         ("facts_between_two_clients", facts),
         (
             "mount_options_that_keep_locks_on_the_client_are_refused",
@@ -338,6 +358,19 @@ fn guest() {
         ("a_holder_killed_or_stopped_on_another_host", holder_fate),
         ("status_names_the_nfs_version_and_a_dead_hosts_fate", status),
         ("soft_locks_exclude_across_two_clients", soft_locks),
+        ("rw_lock_excludes_across_two_clients", rw::rounds),
+        (
+            "strict_lock_excludes_across_two_clients",
+            strict::contenders,
+        ),
+        (
+            "a_scans_listing_shows_the_other_hosts_new_names",
+            strict::listings,
+        ),
+        (
+            "every_kind_on_the_filesystems_devices_use",
+            devices::filesystems,
+        ),
         (
             "a_dead_holders_marker_on_another_host_names_the_remedy",
             stale_elsewhere,
@@ -361,7 +394,8 @@ fn guest() {
             "the_attribute_cache_never_expires_a_live_lease",
             chaos::lease_cache,
         ),
-        // Last: the cut host's mounts recover only after it.
+        // The cut host's mounts recover only after these two.
+        ("rw_lock_a_writers_host_crashes", rw::host_crash),
         ("a_holders_host_cut_off_from_the_server", host_cut_off),
     ];
     let only = narrowed("swaplock_only");
@@ -1046,6 +1080,10 @@ fn second_mount_again() -> impl Iterator<Item = (&'static Mount, &'static str, &
 #[test]
 #[ignore = "entry point of the NFS tests' workers"]
 fn worker() {
+    // A read-write lock's participant (tests/nfs/rw.rs).
+    if std::env::var_os(common::rw::WORKER).is_some() {
+        return common::rw::worker();
+    }
     let Ok(spec) = std::env::var(WORKER) else {
         return;
     };
@@ -1120,26 +1158,21 @@ fn worker() {
                 }
             }
         }
+        ["strict", lock, witness, rounds] => {
+            let lock = swaplock::StrictLock::new(lock).poll_interval(Duration::from_millis(50));
+            let take = || lock.lock();
+            let release = swaplock::StrictLockGuard::release;
+            rounds_of(take, release, lock.path(), Path::new(witness), rounds, &who);
+        }
         ["soft", kind, lock, witness, rounds] => {
-            let witness = Path::new(witness);
             let lock = match kind {
                 "soft" => swaplock::SoftLock::soft(lock),
                 "marker" => swaplock::SoftLock::marker(lock),
                 _ => swaplock::SoftLock::lease(lock).lease_duration(Duration::from_secs(6)),
             };
-            for _ in 0..rounds.parse::<usize>().unwrap() {
-                let guard = match lock.lock() {
-                    Ok(guard) => guard,
-                    Err(e) => {
-                        note(witness, "errors", &format!("{who}: lock: {e}"));
-                        continue;
-                    }
-                };
-                critical_section(witness, lock.path(), &who);
-                if let Err(e) = guard.release() {
-                    note(witness, "errors", &format!("{who}: release: {e}"));
-                }
-            }
+            let take = || lock.lock();
+            let release = swaplock::SoftLockGuard::release;
+            rounds_of(take, release, lock.path(), Path::new(witness), rounds, &who);
         }
         [program @ ("cli" | "chiark"), lock, _truth, witness, rounds] => {
             let program = match program {
@@ -1170,6 +1203,32 @@ rm -f "$1""#;
             }
         }
         _ => panic!("bad worker spec {spec:?}"),
+    }
+}
+
+/// `rounds` critical sections of `who` on `lock`, each between `take` and
+/// `release`, witnessed in `witness`; a failed take or release is noted as
+/// an error there.
+fn rounds_of<G, E: std::fmt::Display, R: std::fmt::Display>(
+    mut take: impl FnMut() -> Result<G, E>,
+    release: impl Fn(G) -> Result<(), R>,
+    lock: &Path,
+    witness: &Path,
+    rounds: &str,
+    who: &str,
+) {
+    for _ in 0..rounds.parse::<usize>().unwrap() {
+        let guard = match take() {
+            Ok(guard) => guard,
+            Err(e) => {
+                note(witness, "errors", &format!("{who}: lock: {e}"));
+                continue;
+            }
+        };
+        critical_section(witness, lock, who);
+        if let Err(e) = release(guard) {
+            note(witness, "errors", &format!("{who}: release: {e}"));
+        }
     }
 }
 

@@ -493,9 +493,51 @@ fn a_filesystem_without_hard_links_is_refused_by_both_leaving_no_record() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    // No generation and no temporary: the epoch (reading still works) and,
-    // from our confirmation of a new log, an empty HEAD, which every reader
-    // takes for a torn one.
-    assert_eq!(names, vec!["HEAD", "epoch"]);
-    assert_eq!(std::fs::read(gen.join("HEAD")).unwrap(), b"");
+    // No generation and no temporary: only the epoch filelock creates in
+    // place (ours is linked whole, which the filesystem refuses first).
+    assert_eq!(names, vec!["epoch"]);
+    assert_eq!(std::fs::read(gen.join("epoch")).unwrap().len(), 33);
+}
+
+#[test]
+fn under_an_epoch_without_a_token_both_sides_go_on_and_only_ours_bind_head() {
+    // A creator killed between its create and its write leaves the epoch
+    // empty for good (filelock creates it in place). filelock then never
+    // writes or trusts HEAD; swaplock binds HEAD to the epoch's exact bytes
+    // (PROTOCOL 16.9), which filelock reads past.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lock");
+    drop(ours(&path).write().unwrap());
+    let gen = log_dir(&path).join("gen");
+    std::fs::write(gen.join("epoch"), b"").unwrap();
+    std::fs::remove_file(gen.join("HEAD")).unwrap();
+    let granted = |got: &Value| -> u128 {
+        match &got["generation"] {
+            Value::String(s) => s.parse().unwrap(),
+            v => v.as_u64().unwrap().into(),
+        }
+    };
+    for round in 0..3 {
+        for side in [Rust, Python] {
+            let n = newest(&path);
+            assert_eq!(python_latest(&path)["generation"], n as u64);
+            let before = std::fs::read(gen.join("HEAD")).ok();
+            let got = side.attempt("write", &path, 0.0, QUICK);
+            assert_eq!(got["result"], "acquired", "{side:?}, round {round}: {got}");
+            assert_eq!(granted(&got), n + 1, "{side:?} found the true latest");
+            let head = std::fs::read(gen.join("HEAD")).ok();
+            match side {
+                // Our commits (the grant's, and the leave's after it) bind
+                // HEAD to the empty epoch: the record alone.
+                Rust => {
+                    let newest = newest(&path);
+                    let record = std::fs::read(gen.join(format!("{newest:020}"))).unwrap();
+                    assert_eq!(head, Some(record), "round {round}");
+                }
+                // filelock's leave it where our last commit put it.
+                Python => assert_eq!(head, before, "round {round}"),
+            }
+        }
+    }
+    assert_eq!(std::fs::read(gen.join("epoch")).unwrap(), b"");
 }

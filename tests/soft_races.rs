@@ -37,6 +37,11 @@ struct Seam<'d, 'a> {
     /// Whether the directory offers unnamed files (`O_TMPFILE`); without
     /// them a marker is created by name and then written.
     unnamed: bool,
+    /// Whether an exclusive rename may publish the marker where there are
+    /// no unnamed files (as the adapter judges the filesystem).
+    renames: bool,
+    /// The operations seen, in order.
+    ops: Vec<&'static str>,
 }
 
 impl<'d, 'a> Seam<'d, 'a> {
@@ -49,6 +54,8 @@ impl<'d, 'a> Seam<'d, 'a> {
             action,
             fired: false,
             unnamed: true,
+            renames: false,
+            ops: Vec::new(),
         }
     }
 
@@ -60,7 +67,8 @@ impl<'d, 'a> Seam<'d, 'a> {
         }
     }
 
-    fn step(&mut self, op: &str) -> Result<(), Errno> {
+    fn step(&mut self, op: &'static str) -> Result<(), Errno> {
+        self.ops.push(op);
         let n = self.count;
         self.count += 1;
         if n == self.at || self.at == EVERY {
@@ -96,6 +104,25 @@ impl Dir for Seam<'_, '_> {
     }
     fn link_unnamed(&mut self, f: &OwnedFd, name: &[u8]) -> Result<(), Errno> {
         seam!(self, "link_unnamed", self.inner.link_unnamed(f, name))
+    }
+    fn exclusive_rename(&mut self) -> swaplock::core::fs::ExclusiveRename {
+        match self.renames {
+            true => self.inner.exclusive_rename(),
+            false => swaplock::core::fs::ExclusiveRename::Untrusted,
+        }
+    }
+    fn sync_filesystem(&mut self, f: &OwnedFd) -> Result<(), Errno> {
+        seam!(self, "sync_filesystem", self.inner.sync_filesystem(f))
+    }
+    fn rename_noreplace(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno> {
+        seam!(
+            self,
+            "rename_noreplace",
+            self.inner.rename_noreplace(from, to)
+        )
+    }
+    fn sync_file(&mut self, f: &OwnedFd) -> Result<(), Errno> {
+        seam!(self, "sync_file", self.inner.sync_file(f))
     }
     fn open_read(&mut self, name: &[u8]) -> Result<OwnedFd, Errno> {
         seam!(self, "open_read", self.inner.open_read(name))
@@ -211,6 +238,7 @@ fn config<'a>(me: &'a Me, kind: Kind) -> Config<'a> {
         mode: None,
         lease: None,
         lifetime: None,
+        durable: true,
     }
 }
 
@@ -734,11 +762,17 @@ fn an_abandoned_takeover_never_publishes_its_record() {
     let at_path = std::fs::read(&lock).unwrap();
     // Our placeholder: malformed, so evicted after the grace period, yet
     // naming us, so the contender that evicts it recovers our break names.
+    // Its PID is led by zeros to our record's length (PROTOCOL 2.4), so that
+    // one write replaced the record whole.
+    let text = String::from_utf8_lossy(&at_path);
+    let digits = text
+        .strip_prefix("filelock/break\n")
+        .and_then(|t| t.strip_suffix('\n'))
+        .unwrap_or_else(|| panic!("the lock path holds {text:?}"));
     assert_eq!(
-        at_path,
-        format!("filelock/break\n{}\n", me.pid).into_bytes(),
-        "the lock path holds {:?}",
-        String::from_utf8_lossy(&at_path)
+        digits.trim_start_matches('0'),
+        me.pid.to_string(),
+        "the lock path holds {text:?}"
     );
 }
 
@@ -970,4 +1004,88 @@ fn a_lease_guard_sees_its_marker_removed_or_replaced() {
     std::fs::remove_file(dir.path().join("aside")).unwrap();
     std::fs::remove_file(&path).unwrap();
     assert_eq!(guard.lease_lost(), Some(Compromise::MarkerMissing));
+}
+
+/// Where the directory has no unnamed files but renames exclusively (vfat,
+/// exFAT: PROTOCOL 7.2 step 3b), the marker is written and synced under a
+/// write name and renamed to the lock path: held with nothing else left; a
+/// peer's marker made just before the rename is judged, never replaced; a
+/// failed sync publishes nothing; a rename that fails for another reason
+/// (no such flag, a directory without room for both names) falls back to
+/// the create by name.
+#[test]
+fn an_exclusive_rename_publishes_a_whole_marker_or_nothing() {
+    let me = me();
+    let live = Live::spawn();
+    // (the step, what a peer or the OS does there, what the attempt ends as)
+    for (step, case) in [
+        ("none", "uncontended"),
+        ("rename_noreplace", "a peer's marker"),
+        ("sync_file", "a failed sync"),
+        ("rename_noreplace", "a refused rename"),
+        ("rename_noreplace", "a directory out of room"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join(std::str::from_utf8(LOCK).unwrap());
+        let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+        let (record, lock2) = (live.record(), lock.clone());
+        let mut os = Seam::every(
+            &fd,
+            Box::new(move |_, op| match (op == step, case) {
+                (true, "a peer's marker") => {
+                    std::fs::write(&lock2, &record).unwrap();
+                    None
+                }
+                (true, "a failed sync") => Some(Errno::IO),
+                (true, "a refused rename") => Some(Errno::INVAL),
+                (true, "a directory out of room") => Some(Errno::NOSPC),
+                _ => None,
+            }),
+        );
+        os.unnamed = false;
+        os.renames = true;
+        let cfg = config(&me, Kind::Soft);
+        let attempt = soft::try_acquire(&mut os, &cfg, &mut Contender::new());
+        let ops = std::mem::take(&mut os.ops);
+        drop(os);
+        assert!(
+            ops.contains(&"rename_noreplace") || case == "a failed sync",
+            "{case}: no exclusive rename in {ops:?} (is the test directory on a local filesystem?)"
+        );
+        let content = std::fs::read_to_string(&lock).ok();
+        match (case, attempt) {
+            (
+                "uncontended" | "a refused rename" | "a directory out of room",
+                Ok(Attempt::Acquired(held)),
+            ) => {
+                let ino = std::fs::metadata(&lock).unwrap().ino();
+                assert_eq!(ino, held.id.ino, "{case}");
+                let content = content.unwrap();
+                assert!(
+                    content.starts_with(&format!("{}\n", me.pid)),
+                    "{case}: {content:?}"
+                );
+                // The write name's create, and after a refused rename the
+                // marker's own create by name.
+                let creates = ops.iter().filter(|op| **op == "create").count();
+                let expected = if case == "uncontended" { 1 } else { 2 };
+                assert_eq!(creates, expected, "{case}: {ops:?}");
+            }
+            ("a peer's marker", Ok(Attempt::Busy(_))) => {
+                assert_eq!(content.as_deref(), Some(&*live.record()), "{case}");
+            }
+            ("a failed sync", Err(_)) => {
+                assert_eq!(content, None, "{case}: a marker was published");
+                assert!(ops.contains(&"sync_file"), "{case}: {ops:?}");
+            }
+            (case, other) => panic!("{case}: {:?}", other.map(|_| ())),
+        }
+        // No write name is ever left behind.
+        let names = std::str::from_utf8(LOCK).unwrap();
+        assert!(
+            others(dir.path(), &[names]).is_empty(),
+            "{case}: left {:?}",
+            others(dir.path(), &[names])
+        );
+    }
 }

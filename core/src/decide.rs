@@ -190,6 +190,39 @@ pub fn elsewhere_scan_applies(recorded: Option<Decimal<'_>>, boot_id: u128) -> b
     matches!(recorded.to_u192(), Some((high, _)) if high == 0 || high == boot_id)
 }
 
+/// What a scan of every task that began at `began` (clock ticks since
+/// boot, rounded down, on the clock `starttime` counts) still answers for
+/// a record started at `recorded` (PROTOCOL 4.5), asked at any time after.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Scanned {
+    /// The recorded tick ended before the scan began (`recorded < began`):
+    /// a task that matches the record started within it, so the task,
+    /// alive when asked about, was alive through the whole scan and was
+    /// seen by it. Only the tasks of other PID namespaces the scan saw can
+    /// be the owner.
+    Answers,
+    /// The record's tick is the scan's own: a match may also be a task
+    /// started within that tick after the scan began, which has a number
+    /// the scan did not see. (A number the scan saw, freed and taken again
+    /// by a task started within the same tick, would need the host to go
+    /// through every PID of `pid_max` in one tick.) Those tasks, and the
+    /// ones of other PID namespaces the scan saw, can be the owner.
+    AnswersButNewTasks,
+    /// Started after the scan's tick, or ticks that do not fit: scan again.
+    Stale,
+}
+
+/// What a scan that began at `began` answers for a record started at
+/// `recorded` ([`Scanned`]).
+pub fn scanned(began: u64, recorded: Decimal<'_>) -> Scanned {
+    match recorded.to_u192() {
+        Some((_, ticks)) if ticks < began => Scanned::Answers,
+        Some((_, ticks)) if ticks == began => Scanned::AnswersButNewTasks,
+        _ => Scanned::Stale,
+    }
+}
+
 /// The innermost PID a `/proc/<task>/status` file gives its task: the last
 /// field of the `NSpid:` line (lines split on `\n` only, since a task's name
 /// may hold other separators).
@@ -226,13 +259,16 @@ pub fn parse_nspid(status: &[u8]) -> NsPid {
 /// reader's `starttime` is shifted, when tokens cannot be compared), whose
 /// innermost PID is the recorded one. [`NsPid::Unparsable`] counts as a
 /// match: it cannot be ruled out, and the verdict fails closed.
+/// `innermost` reads the task's `status` ([`parse_nspid`]), asked only
+/// once the PID and the start leave the task in question: a scan of every
+/// task on the host then reads one small file of most of them, not two.
 pub fn task_is_owner(
     task: u64,
     owner: Pid,
     reader_unshifted: bool,
     task_start: Option<StartToken>,
     recorded: Decimal<'_>,
-    innermost: NsPid,
+    innermost: impl FnOnce() -> NsPid,
 ) -> bool {
     if task == u64::from(owner.get()) {
         return false;
@@ -240,7 +276,7 @@ pub fn task_is_owner(
     if reader_unshifted && !task_start.is_some_and(|t| same_start(t, recorded)) {
         return false;
     }
-    match innermost {
+    match innermost() {
         NsPid::Pid(pid) => pid == u64::from(owner.get()),
         NsPid::Missing => false,
         NsPid::Unparsable => true,
@@ -610,18 +646,56 @@ mod tests {
             true,
             Some(StartToken::from_u64(5)),
             d("5"),
-            NsPid::Pid(1)
+            || NsPid::Pid(1)
         ));
+        // Another start, or the owner's own PID: its status is not read.
+        let unread = || -> NsPid { panic!("the status of a task ruled out was read") };
         assert!(!task_is_owner(
             900,
             pid,
             true,
             Some(StartToken::from_u64(6)),
             d("5"),
-            NsPid::Pid(1)
+            unread
         ));
-        assert!(task_is_owner(900, pid, false, None, d("5"), NsPid::Pid(1)));
-        assert!(!task_is_owner(1, pid, false, None, d("5"), NsPid::Pid(1)));
+        assert!(!task_is_owner(900, pid, true, None, d("5"), unread));
+        assert!(task_is_owner(900, pid, false, None, d("5"), || NsPid::Pid(
+            1
+        )));
+        assert!(!task_is_owner(
+            900,
+            pid,
+            false,
+            None,
+            d("5"),
+            || NsPid::Pid(2)
+        ));
+        assert!(task_is_owner(900, pid, false, None, d("5"), || {
+            NsPid::Unparsable
+        }));
+        assert!(!task_is_owner(900, pid, false, None, d("5"), || {
+            NsPid::Missing
+        }));
+        assert!(!task_is_owner(1, pid, false, None, d("5"), unread));
+    }
+
+    #[test]
+    fn a_scan_answers_for_records_started_before_its_tick_or_within_it() {
+        let d = |s: &'static str| Decimal::parse(s.as_bytes()).unwrap();
+        assert_eq!(scanned(1_000, d("997")), Scanned::Answers);
+        assert_eq!(scanned(1_000, d("999")), Scanned::Answers);
+        assert_eq!(scanned(1_000, d("1000")), Scanned::AnswersButNewTasks);
+        assert_eq!(scanned(1_000, d("1001")), Scanned::Stale);
+        assert_eq!(scanned(0, d("0")), Scanned::AnswersButNewTasks);
+        // A Linux token: the boot id above the 64 bits of ticks.
+        let mut buf = [0u8; crate::start::START_DIGITS_MAX];
+        let token = StartToken::linux(0xabc, 997).to_decimal(&mut buf);
+        assert_eq!(scanned(1_000, token), Scanned::Answers);
+        let mut buf = [0u8; crate::start::START_DIGITS_MAX];
+        let token = StartToken::linux(0xabc, 5_000).to_decimal(&mut buf);
+        assert_eq!(scanned(1_000, token), Scanned::Stale);
+        let huge = d("10000000000000000000000000000000000000000000000000000000000");
+        assert_eq!(scanned(u64::MAX, huge), Scanned::Stale, "past 192 bits");
     }
 
     #[test]

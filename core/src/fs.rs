@@ -34,6 +34,10 @@ pub mod magic {
     pub const TMPFS: u64 = 0x0102_1994;
     /// F2FS (Android's data partitions).
     pub const F2FS: u64 = 0xF2F5_2010;
+    /// FAT: vfat and msdos (SD cards, USB sticks).
+    pub const FAT: u64 = 0x4D44;
+    /// exFAT.
+    pub const EXFAT: u64 = 0x2011_BAB0;
     /// overlayfs.
     pub const OVERLAY: u64 = 0x794C_7630;
 }
@@ -55,9 +59,46 @@ pub fn magic_name(f_type: u64) -> Option<&'static str> {
         magic::BTRFS => "btrfs",
         magic::TMPFS => "tmpfs",
         magic::F2FS => "f2fs",
+        magic::FAT => "vfat",
+        magic::EXFAT => "exfat",
         magic::OVERLAY => "overlay",
         _ => return None,
     })
+}
+
+/// How a filesystem renames without replacing (`renameat2(RENAME_NOREPLACE)`),
+/// as the publication of a marker by an exclusive rename needs it
+/// (PROTOCOL 7.2 step 3b).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExclusiveRename {
+    /// Not trusted: a network filesystem's client checks its own cache of
+    /// the directory (a name another host made may be missing from it) or
+    /// refuses the flag; FUSE hands it to a daemon nothing here knows;
+    /// overlayfs copies names up between layers; and any filesystem this
+    /// table does not know.
+    Untrusted,
+    /// The kernel refuses an existing name under the directory's lock, and
+    /// the rename is journaled (or lives in memory): ext4, XFS, Btrfs,
+    /// F2FS, tmpfs.
+    Journaled,
+    /// The kernel refuses an existing name under the directory's lock, but
+    /// nothing orders what the rename writes: FAT and exFAT give the new
+    /// name an entry whose size and first cluster follow when the file is
+    /// written back, and remove the old entry when the directory is; a
+    /// power cut between leaves two entries on the same clusters, which the
+    /// boot's check truncates. The filesystem is synced after the rename.
+    Unjournaled,
+}
+
+/// How a filesystem of `f_type` renames without replacing.
+pub fn exclusive_rename(f_type: u64) -> ExclusiveRename {
+    match f_type {
+        magic::EXT4 | magic::XFS | magic::BTRFS | magic::TMPFS | magic::F2FS => {
+            ExclusiveRename::Journaled
+        }
+        magic::FAT | magic::EXFAT => ExclusiveRename::Unjournaled,
+        _ => ExclusiveRename::Untrusted,
+    }
 }
 
 /// Whether a filesystem's answer depends on what its mount table entry

@@ -151,21 +151,36 @@ pub enum Listed {
 /// the name never comes back to it, so a listing that still shows the
 /// locked file there shows it current.
 pub fn named<O: KernelOs>(os: &mut O) -> Result<FileId, Errno> {
+    look(os).0
+}
+
+/// [`named`]'s answer, and the file the `stat` found where the listing
+/// then overruled it (no entry under the name, or an entry of another
+/// inode number): the one answer that can repeat for good about a file
+/// nobody removes (an export that lists the name in another case or
+/// Unicode form; a file mounted over the name, whose directory lists the
+/// file beneath).
+fn look<O: KernelOs>(os: &mut O) -> (Result<FileId, Errno>, Option<FileId>) {
     if os.names_cached() {
         match os.made_anew() {
-            Ok(made) => return Ok(made),
+            Ok(made) => return (Ok(made), None),
             Err(e) if e == Errno::EXIST || asked_first(e) => {}
-            Err(e) => return Err(e),
+            Err(e) => return (Err(e), None),
         }
     }
-    let found = os.stat()?;
+    let found = match os.stat() {
+        Ok(found) => found,
+        Err(e) => return (Err(e), None),
+    };
     if !os.names_delegated() {
-        return Ok(found);
+        return (Ok(found), None);
     }
-    match os.listed()? {
-        Listed::Entry(ino) => Ok(FileId { ino, ..found }),
-        Listed::Absent => Err(Errno::NOENT),
-        Listed::Link => Ok(found),
+    match os.listed() {
+        Ok(Listed::Entry(ino)) if ino != found.ino => (Ok(FileId { ino, ..found }), Some(found)),
+        Ok(Listed::Entry(_)) => (Ok(found), None),
+        Ok(Listed::Absent) => (Err(Errno::NOENT), Some(found)),
+        Ok(Listed::Link) => (Ok(found), None),
+        Err(e) => (Err(e), None),
     }
 }
 
@@ -202,11 +217,13 @@ pub enum Step {
     Named,
 }
 
-/// How many times in a row one attempt starts again on the same file: the
-/// path's open gave it, and the identity check found the path naming
-/// another file or none. A holder's delete-on-release hands each waiter a
-/// new file at the next open; only a check that disagrees with the open
-/// for good gives the same one again.
+/// How many times in a row one attempt starts again on the same file
+/// because the directory's listing, under the name by which the `stat`
+/// found that file, showed no entry or another file's. A holder's
+/// delete-on-release makes the `stat` itself find another file or none,
+/// which never counts; only a listing that disagrees with the `stat` for
+/// good (an export that lists the name in another case or Unicode form, a
+/// file mounted over the name) shows the same file again and again.
 pub const UNNAMED_AT_MOST: u32 = 8;
 
 /// The outcome of one attempt.
@@ -226,9 +243,10 @@ pub enum Outcome<F> {
     },
 }
 
-/// How many times in a row a fallback attempt finds the file there for its
-/// exclusive open and gone for the next before it opens as a plain open
-/// would (a dangling symlink it follows stays so for ever).
+/// How many times in a row a fallback attempt finds the file gone for its
+/// plain open and there for its exclusive create before it opens as a
+/// plain open with create would (a dangling symlink it follows stays so
+/// for ever).
 const VANISHED_AT_MOST: u32 = 8;
 
 /// How many times in a row one attempt starts again after an `ESTALE`: a
@@ -274,8 +292,9 @@ impl Stale {
 /// One attempt: open (creating if needed), lock, and keep the lock only if
 /// the path still names the locked file. `may_fall_back`: the caller
 /// switches to a soft lock where the lock call answers `ENOSYS` (`flock`,
-/// as filelock's `UnixFileLock` does, PROTOCOL 7.17), so the attempt opens
-/// with `O_EXCL` first, to learn whether it created the file, and reports
+/// as filelock's `UnixFileLock` does, PROTOCOL 7.17), so the attempt
+/// creates the file only with `O_EXCL` (after a plain open found none), to
+/// learn whether it created it, and reports
 /// [`Outcome::Unsupported`]. Otherwise (`fcntl`, the with-lock-ex
 /// protocol) `ENOSYS` is an error, as with-lock-ex reports it: a switch
 /// without knowing who created the file would leave an empty file at the
@@ -296,24 +315,27 @@ pub fn attempt<O: KernelOs>(
             // Whether this attempt created the file must be known for
             // sure: the file a plain open found may be a peer's marker,
             // which the fallback must never remove.
+            // The plain open comes first: a lock file usually outlives its
+            // holders, and then one open does (an exclusive create first
+            // would cost a failed open on every acquire).
             true => {
-                let mut vanished = 0;
+                let mut appeared = 0;
                 loop {
-                    match os.open(true) {
-                        Ok(file) => break Ok((file, true)),
-                        Err(e) if e == Errno::EXIST => match os.open_existing() {
-                            Ok(file) => break Ok((file, false)),
-                            // Removed between the two opens: create it
-                            // anew, exclusively, rather than by a plain
-                            // open that could not say it created it.
-                            Err(e) if e == Errno::NOENT && vanished < VANISHED_AT_MOST => {
-                                vanished += 1;
+                    match os.open_existing() {
+                        Ok(file) => break Ok((file, false)),
+                        Err(e) if e == Errno::NOENT => match os.open(true) {
+                            Ok(file) => break Ok((file, true)),
+                            // Made by a peer between the two opens: open
+                            // it as it is now, not created by us.
+                            Err(e) if e == Errno::EXIST && appeared < VANISHED_AT_MOST => {
+                                appeared += 1;
                             }
-                            // Still there for the exclusive open and gone
-                            // for the other: a symlink to a missing file
-                            // (followed). The plain open creates its
-                            // target, which is then not known to be ours.
-                            Err(e) if e == Errno::NOENT => {
+                            // Gone for the plain open and still there for
+                            // the exclusive one: a symlink to a missing
+                            // file (followed). The plain open with create
+                            // makes its target, which is then not known
+                            // to be ours.
+                            Err(e) if e == Errno::EXIST => {
                                 break os.open(false).map(|f| (f, false));
                             }
                             Err(e) => break Err(e),
@@ -367,7 +389,7 @@ pub fn attempt<O: KernelOs>(
         if active(Mutant::KernelLockUnchecked) {
             return Ok(Outcome::Held(file, locked));
         }
-        let named = named(os);
+        let (named, unlisted) = look(os);
         match named {
             Err(e) if e == Errno::STALE => {
                 if !stale.went_away(os, e) {
@@ -393,9 +415,19 @@ pub fn attempt<O: KernelOs>(
             KernelLockCheck::Held => return Ok(Outcome::Held(file, locked)),
             // A holder removed or replaced the file after we opened it: our
             // lock is on an orphan. Close it and lock the new file.
+            // Only a start again because the listing overruled a `stat`
+            // that found the locked file counts towards the bound (the
+            // listing and the `stat` disagree for good where the listing
+            // spells the name otherwise, or a file is mounted over the
+            // name): a `stat` that finds another file, or none, saw a
+            // peer remove the locked one, which is progress however the
+            // filesystem numbers the next file (ext4 gives a file made
+            // after a removal the freed inode number, so every file at a
+            // busy path may carry the same one).
             KernelLockCheck::Retry => {
                 os.close(file);
                 unnamed = match unnamed {
+                    _ if unlisted != Some(locked) => (None, 0),
                     (Some(id), n) if id == locked => (Some(id), n + 1),
                     _ => (Some(locked), 1),
                 };

@@ -102,6 +102,26 @@ pub enum Mutant {
     FallbackRemovesFoundFile,
     /// Link an unnamed marker at the lock path even when writing our record into it failed (7.2, I2).
     LinkUnfinishedUnnamed,
+    /// Publish a marker written under a write name by a plain rename, which replaces a marker already at the lock path, instead of the exclusive one (7.2 step 3b).
+    RenameReplaces,
+    /// Publish a marker (or a release's placeholder) without syncing its record first, so that a power cut may keep the name and lose the bytes (7.2, 13.2).
+    RecordUnsynced,
+    /// Exchange a release's placeholder into the lock path without syncing it first (7.10, 13.2).
+    PlaceholderUnsynced,
+    /// Take a recorded start token as this process's when their start times match, whatever their boot ids (4.2, 13.2).
+    StartIgnoresBoot,
+    /// Judge another recoverer's restore name by its PID alone, even when the record it claims is of an earlier boot (7.11, 13.2).
+    RestoreClaimByPidAlone,
+    /// Claim the dead writer's break names without looking whether one is a live breaker's under the same PID: the file we judged taken aside, or that breaker's own live record (7.11, 13.2).
+    BreakCandidateUnchecked,
+    /// When an exchange-back finds our break name claimed while our file sits at the lock path, leave our complete record there instead of our placeholder: a recovery that then removes what it claimed (released, or dead) leaves the lock path naming a live process that holds nothing (7.9, 12.1 S13).
+    ClaimedLeavesRecord,
+    /// Leave our complete record in our file when a settled exchange-back's abandon finds it still linked, instead of marking it: a recovery that claimed it from our break name once our exchange-back put it there publishes it at the lock path, naming a live process that holds nothing (7.9, 12.1 S14).
+    SettledLeavesRecord,
+    /// Mark our file with our placeholder at its own length and cut the file to it, keeping the mix when the cut fails, instead of leading the placeholder's PID with zeros to our record's length so that one write replaces the record whole (7.9).
+    TornPlaceholderKept,
+    /// Take a takeover's exchange reported failed for one never made, and abandon without a put-back: one made all the same (a FUSE server's EINTR) leaves what it took under our break name while the abandon removes our file from the lock path (7.8 step 6).
+    ExchangeErrorNeverMade,
     /// Open a non-regular node at the lock path to read it, so that a symlink there fails the read (`ELOOP`) instead of reading as no marker, which ages out (3.1).
     SymlinkReadFails,
     /// Report an exclusive create refused with `EPERM` (an SFTP client's answer over an existing name) as an error, without looking whether the name exists (7.2, 13.5).
@@ -214,6 +234,8 @@ pub enum Mutant {
     RwNoReprepare,
     /// Honour any lease a holder record asks, as filelock does, so that a crashed holder asking 1e+20 keeps everyone out (C-RW8).
     RwLeaseUncapped,
+    /// Bind HEAD only to a valid epoch, as filelock does: under an epoch that holds no token, HEAD is never written or trusted, and a client blind to the live log takes it for new (C-RW1).
+    RwTornEpochUnbound,
 }
 
 impl Mutant {
@@ -284,6 +306,16 @@ impl Mutant {
         Mutant::AsideKeptWhenPathMissing,
         Mutant::ExchangeBackNoSwapBack,
         Mutant::UnlinkDespiteUnchangedMtime,
+        Mutant::RenameReplaces,
+        Mutant::RecordUnsynced,
+        Mutant::PlaceholderUnsynced,
+        Mutant::StartIgnoresBoot,
+        Mutant::RestoreClaimByPidAlone,
+        Mutant::BreakCandidateUnchecked,
+        Mutant::ClaimedLeavesRecord,
+        Mutant::SettledLeavesRecord,
+        Mutant::TornPlaceholderKept,
+        Mutant::ExchangeErrorNeverMade,
         Mutant::RwLinkByReturnCode,
         Mutant::RwNoPredecessorBefore,
         Mutant::RwNoPredecessorAfter,
@@ -304,6 +336,7 @@ impl Mutant {
         Mutant::RwSweptTempIsError,
         Mutant::RwNoReprepare,
         Mutant::RwLeaseUncapped,
+        Mutant::RwTornEpochUnbound,
     ];
 
     /// The read-write lock's mutants (a tail of [`Mutant::ALL`]): the
@@ -329,6 +362,7 @@ impl Mutant {
         Mutant::RwSweptTempIsError,
         Mutant::RwNoReprepare,
         Mutant::RwLeaseUncapped,
+        Mutant::RwTornEpochUnbound,
     ];
 
     /// The read-write lock's guards where swaplock is stricter than
@@ -342,6 +376,7 @@ impl Mutant {
         Mutant::RwSweptTempIsError,
         Mutant::RwNoReprepare,
         Mutant::RwLeaseUncapped,
+        Mutant::RwTornEpochUnbound,
     ];
 
     /// The mutant's name, as kept findings and reports spell it.
@@ -376,6 +411,16 @@ impl Mutant {
             Mutant::KernelInterruptFails => "kernel-interrupt-fails",
             Mutant::FallbackRemovesFoundFile => "fallback-removes-found-file",
             Mutant::LinkUnfinishedUnnamed => "link-unfinished-unnamed",
+            Mutant::RenameReplaces => "rename-replaces",
+            Mutant::RecordUnsynced => "record-unsynced",
+            Mutant::PlaceholderUnsynced => "placeholder-unsynced",
+            Mutant::StartIgnoresBoot => "start-ignores-boot",
+            Mutant::RestoreClaimByPidAlone => "restore-claim-by-pid-alone",
+            Mutant::BreakCandidateUnchecked => "break-candidate-unchecked",
+            Mutant::ClaimedLeavesRecord => "claimed-leaves-record",
+            Mutant::SettledLeavesRecord => "settled-leaves-record",
+            Mutant::TornPlaceholderKept => "torn-placeholder-kept",
+            Mutant::ExchangeErrorNeverMade => "exchange-error-never-made",
             Mutant::SymlinkReadFails => "symlink-read-fails",
             Mutant::EpermIsError => "eperm-is-error",
             Mutant::UnlinkIfSameBlind => "unlink-if-same-blind",
@@ -432,6 +477,7 @@ impl Mutant {
             Mutant::RwSweptTempIsError => "rw-swept-temp-is-error",
             Mutant::RwNoReprepare => "rw-no-reprepare",
             Mutant::RwLeaseUncapped => "rw-lease-uncapped",
+            Mutant::RwTornEpochUnbound => "rw-torn-epoch-unbound",
         }
     }
 

@@ -134,10 +134,13 @@ pub fn pid_break_name(lock_base: &[u8], breaker: Pid, token: &Token) -> Result<N
     )
 }
 
-/// `<lock_base>.write.<pid>.<token>`: where a breaker writes its complete
-/// marker before renaming it to its break name, on a filesystem without
-/// unnamed files. No reader or recovery takes this name for anything: a
-/// breaker killed mid-write leaves a file nobody ever publishes.
+/// `<lock_base>.write.<pid>.<token>`: where a process writes a complete
+/// file before renaming it, on a filesystem without unnamed files: a
+/// breaker's or a releaser's file before its break name (7.8, 7.10), a
+/// contender's marker before the lock path (7.2 step 3b). No reader or
+/// recovery takes this name for anything: a writer killed mid-write
+/// leaves a file nobody ever publishes (`swaplock break` removes it once
+/// its writer is gone).
 pub fn write_name(lock_base: &[u8], writer: Pid, token: &Token) -> Result<Name, NameTooLong> {
     let mut digits = [0u8; 10];
     build(
@@ -274,6 +277,19 @@ pub fn parse_derived_in<'a>(
     Some(Derived::Restore { recoverer, token })
 }
 
+/// The writer of `<lock_base>.write.<pid>.<token>`, as [`write_name`]
+/// spells it (the PID's canonical digits, in 1..=2³¹−1): a write name a
+/// writer left, which nothing else ever reads, takes or publishes.
+pub fn parse_write_name(lock_base: &[u8], entry: &[u8]) -> Option<Pid> {
+    let rest = entry.strip_prefix(lock_base)?.strip_prefix(WRITE)?;
+    let (digits, _) = split_pid_token(rest)?;
+    let writer = Decimal::parse(digits)?;
+    if writer.as_str().len() != digits.len() {
+        return None;
+    }
+    Pid::new(u32::try_from(writer.to_u64()?).ok()?)
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -301,6 +317,33 @@ mod tests {
                 (false, s, token)
             }
         })
+    }
+
+    #[test]
+    fn a_write_name_names_its_writer_and_nothing_else_does() {
+        let token = Token::parse_hex(HEX.as_bytes()).unwrap();
+        let made = write_name(b"l.lock", Pid::new(4242).unwrap(), &token).unwrap();
+        assert_eq!(parse_write_name(b"l.lock", &made), Pid::new(4242));
+        let writer = |name: &str| parse_write_name(b"l.lock", name.as_bytes());
+        assert_eq!(writer(&alloc_fmt(&["l.lock.write.1.", HEX])), Pid::new(1));
+        assert_eq!(
+            writer(&alloc_fmt(&["l.lock.write.2147483647.", HEX])),
+            Pid::new(2_147_483_647)
+        );
+        for not_one in [
+            alloc_fmt(&["l.lock.write.2147483648.", HEX]),
+            alloc_fmt(&["l.lock.write.0.", HEX]),
+            alloc_fmt(&["l.lock.write.042.", HEX]),
+            alloc_fmt(&["l.lock.write.4x2.", HEX]),
+            alloc_fmt(&["l.lock.write..", HEX]),
+            alloc_fmt(&["l.lock.write.42.", &HEX[1..]]),
+            alloc_fmt(&["l.lock.write.42-", HEX]),
+            alloc_fmt(&["l.lock.break.42.", HEX]),
+            alloc_fmt(&["m.lock.write.42.", HEX]),
+            alloc_fmt(&["l.lockwrite.42.", HEX]),
+        ] {
+            assert_eq!(writer(&not_one), None, "{not_one}");
+        }
     }
 
     #[test]

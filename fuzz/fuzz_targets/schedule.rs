@@ -1,6 +1,8 @@
 //! The soft-lock protocol under a fuzzer-chosen schedule: the first byte
 //! picks a scenario, each further byte which process runs its next syscall
-//! (0xff kills it instead, at most twice). Any violation of the simulator's
+//! (0xff kills it instead, at most twice; in a scenario that may lose
+//! power, 0xfe cuts the power, at most twice, and 0xfd commits the
+//! filesystem's journal). Any violation of the simulator's
 //! invariants is a crash, with the replayable trace.
 //! `SWAPLOCK_FUZZ_ONLY=PREFIX` narrows the search to one scenario;
 //! `SWAPLOCK_MUTANT=NAME[+NAME]` switches protocol mutants on (see

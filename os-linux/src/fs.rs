@@ -63,7 +63,7 @@ pub fn of_path(path: &Path) -> io::Result<Filesystem> {
 /// `f_type`, a C long: every magic fits in 32 bits, and 32-bit targets
 /// hold the larger ones as negative numbers.
 #[allow(clippy::unnecessary_cast)]
-fn f_type(statfs: &rustix::fs::StatFs) -> u64 {
+pub(crate) fn f_type(statfs: &rustix::fs::StatFs) -> u64 {
     u64::from(statfs.f_type as u32)
 }
 

@@ -14,9 +14,13 @@
 #![cfg_attr(not(any(target_os = "linux", target_os = "android")), no_std)]
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
+pub mod elsewhere;
+#[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod fs;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod kernel;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod proc;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod queue;
 #[cfg(any(target_os = "linux", target_os = "android"))]

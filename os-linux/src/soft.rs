@@ -7,16 +7,14 @@
 // libc backends); the casts widen where needed and are no-ops elsewhere.
 #![allow(clippy::unnecessary_cast, clippy::useless_conversion)]
 
-use rustix::fd::{BorrowedFd, OwnedFd};
-use rustix::fs::{Mode, OFlags};
+use crate::proc::{read_start_token, starttime_unshifted};
+use rustix::fd::BorrowedFd;
+use rustix::fs::OFlags;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use swaplock_core::decide::{elsewhere_scan_applies, parse_nspid, task_is_owner};
 use swaplock_core::host::{host_name as escape_host_name, HostName};
 use swaplock_core::names::{NameCase, Token};
-use swaplock_core::start::{
-    parse_boot_id, parse_stat_starttime, timens_offsets_unshifted, StartToken,
-};
+use swaplock_core::start::StartToken;
 use swaplock_core::{Decimal, Pid};
 pub use swaplock_unix::soft::{current_pid, monotonic_now, open_dir, probe, Platform};
 
@@ -34,12 +32,25 @@ impl Platform for Linux {
     }
 
     fn runs_elsewhere(pid: Pid, start: Decimal<'_>) -> bool {
-        runs_elsewhere(pid, start)
+        crate::elsewhere::runs_elsewhere(pid, start)
     }
 
     /// `getrandom(16 bytes)`.
     fn token() -> Token {
         random_token()
+    }
+
+    /// `fstatfs(dir)`: the filesystem's type, judged by the core.
+    fn exclusive_rename(dir: BorrowedFd<'_>) -> swaplock_core::fs::ExclusiveRename {
+        match rustix::fs::fstatfs(dir) {
+            Ok(fs) => swaplock_core::fs::exclusive_rename(crate::fs::f_type(&fs)),
+            Err(_) => swaplock_core::fs::ExclusiveRename::Untrusted,
+        }
+    }
+
+    /// `syncfs(fd)`.
+    fn sync_filesystem(fd: BorrowedFd<'_>) -> Result<(), swaplock_core::Errno> {
+        rustix::fs::syncfs(fd).map_err(|e| swaplock_core::Errno::from_raw(e.raw_os_error()))
     }
 
     /// `ioctl(dir, FS_IOC_GETFLAGS)`: a directory with `FS_CASEFOLD_FL`
@@ -189,117 +200,6 @@ fn compute_start_token(pid: u32) -> Option<StartToken> {
     }
 }
 
-/// This boot's identity, read once. Not a `OnceLock`: a child forked while
-/// another thread was reading it would find the `OnceLock` being
-/// initialised for good, and wait on it at its first start token. Here a
-/// thread never waits: the first to finish publishes the value, and until
-/// one has (or in such a child) each reads it afresh.
-fn boot_id() -> u128 {
-    use std::sync::atomic::AtomicU8;
-    /// 0: not read yet, 1: being published, 2: published.
-    static STATE: AtomicU8 = AtomicU8::new(0);
-    static HIGH: AtomicU64 = AtomicU64::new(0);
-    static LOW: AtomicU64 = AtomicU64::new(0);
-    if STATE.load(Ordering::Acquire) == 2 {
-        return (u128::from(HIGH.load(Ordering::Relaxed)) << 64)
-            | u128::from(LOW.load(Ordering::Relaxed));
-    }
-    let id = std::fs::read("/proc/sys/kernel/random/boot_id")
-        .map(|t| parse_boot_id(&t))
-        .unwrap_or(0);
-    if STATE
-        .compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed)
-        .is_ok()
-    {
-        HIGH.store((id >> 64) as u64, Ordering::Relaxed);
-        LOW.store(id as u64, Ordering::Relaxed);
-        STATE.store(2, Ordering::Release);
-    }
-    id
-}
-
-/// Whether this process reads `starttime` without a time-namespace offset
-/// (PROTOCOL 4.2), asked afresh as filelock does.
-fn starttime_unshifted() -> bool {
-    const INITIAL_TIME_NAMESPACE: u64 = 0xEFFF_FFFA;
-    let ns = match swaplock_unix::stat::stat_path(c"/proc/self/ns/time", true) {
-        Ok(st) => st.st_ino as u64,
-        Err(rustix::io::Errno::NOENT) => return true,
-        Err(_) => return false,
-    };
-    if ns == INITIAL_TIME_NAMESPACE {
-        return true;
-    }
-    match swaplock_unix::stat::stat_path(c"/proc/self/ns/time_for_children", true) {
-        Ok(st) if st.st_ino as u64 == ns => {}
-        _ => return false,
-    }
-    let mut buf = [0u8; 512];
-    read_small(rustix::fs::CWD, "/proc/self/timens_offsets", &mut buf)
-        .is_some_and(timens_offsets_unshifted)
-}
-
-/// Reads a small file (a `/proc` entry) into `buf` without allocating:
-/// `openat(dir, path)`, then `read` until end of file or a full buffer.
-fn read_small<'b>(dir: BorrowedFd<'_>, path: &str, buf: &'b mut [u8]) -> Option<&'b [u8]> {
-    let fd = rustix::fs::openat(dir, path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
-    let mut len = 0;
-    while len < buf.len() {
-        match rustix::io::read(&fd, &mut buf[len..]) {
-            Ok(0) => break,
-            Ok(n) => len += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(_) => return None,
-        }
-    }
-    Some(&buf[..len])
-}
-
-/// `/proc`, opened once. Start tokens are read relative to it: a user-mode
-/// emulator (qemu-user) rewrites opens of `/proc/self/stat` and
-/// `/proc/<own pid>/stat` by their path, and its `starttime` is not the
-/// kernel's, which a native peer reads; a relative open reaches the kernel.
-///
-/// Not a `OnceLock`, for the reason [`boot_id`] gives: the first thread to
-/// open it publishes its descriptor, and a thread that lost the race
-/// closes its own.
-fn proc_dir() -> Option<BorrowedFd<'static>> {
-    use std::os::fd::{FromRawFd, IntoRawFd};
-    use std::sync::atomic::AtomicI32;
-    /// The descriptor, or -1 while none is published.
-    static PROC: AtomicI32 = AtomicI32::new(-1);
-    let mut fd = PROC.load(Ordering::Acquire);
-    if fd < 0 {
-        let mine = rustix::fs::open(
-            "/proc",
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .ok()?
-        .into_raw_fd();
-        fd = match PROC.compare_exchange(-1, mine, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => mine,
-            Err(published) => {
-                // SAFETY: `mine` was just opened here and is owned by no one.
-                drop(unsafe { OwnedFd::from_raw_fd(mine) });
-                published
-            }
-        };
-    }
-    // SAFETY: a published descriptor is never closed: it stays open for
-    // the life of the process.
-    Some(unsafe { BorrowedFd::borrow_raw(fd) })
-}
-
-fn read_start_token(pid: u64) -> Option<StartToken> {
-    let mut path = heapless::String::<32>::new();
-    std::fmt::Write::write_fmt(&mut path, format_args!("{pid}/stat")).ok()?;
-    // A stat line is a few hundred bytes: the command name is at most 64.
-    let mut buf = [0u8; 1024];
-    let stat = read_small(proc_dir()?, &path, &mut buf)?;
-    Some(StartToken::linux(boot_id(), parse_stat_starttime(stat)?))
-}
-
 /// The start token of process `pid`, exactly as filelock computes it, or
 /// `None` when it cannot be (the process is gone, or this process runs in
 /// a time namespace with a boot-time offset).
@@ -308,39 +208,4 @@ pub fn start_token(pid: u32) -> Option<StartToken> {
         return own_start_token(pid);
     }
     compute_start_token(pid)
-}
-
-/// Whether a task in another PID namespace runs as `pid` with the recorded
-/// start `start` (PROTOCOL 4.5, `_owner_runs_elsewhere`).
-fn runs_elsewhere(pid: Pid, start: Decimal<'_>) -> bool {
-    if !elsewhere_scan_applies(Some(start), boot_id()) {
-        return false;
-    }
-    let unshifted = starttime_unshifted();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(task) = name.to_str().and_then(|n| n.parse::<u64>().ok()) else {
-            continue;
-        };
-        let task_start = if unshifted {
-            read_start_token(task)
-        } else {
-            None
-        };
-        let status = std::fs::read(entry.path().join("status")).unwrap_or_default();
-        if task_is_owner(
-            task,
-            pid,
-            unshifted,
-            task_start,
-            start,
-            parse_nspid(&status),
-        ) {
-            return true;
-        }
-    }
-    false
 }

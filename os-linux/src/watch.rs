@@ -268,9 +268,11 @@ impl Watch {
 
     /// `pidfd_open(pid, 0)` — watches process `pid` for its exit as well,
     /// instead of any other: the wait ends when it exits (a death raises
-    /// no event on the lock path). [`ExitWatch::Unwatched`] where it cannot
-    /// be watched: a kernel before Linux 5.3, a process already reaped, no
-    /// descriptor left; the wait then polls as before. Watching a PID that a new
+    /// no event on the lock path). [`ExitWatch::Ended`] where no such
+    /// process is left (it exited and was reaped since the attempt that
+    /// named it). [`ExitWatch::Unwatched`] where it cannot be watched: a
+    /// kernel before Linux 5.3, no descriptor left; the wait then polls
+    /// as before. Watching a PID that a new
     /// process has taken since the record was written watches that one,
     /// which only costs a look too many, or too few: the poll goes on.
     ///
@@ -292,15 +294,35 @@ impl Watch {
         self.ended = None;
         // rustix offers pidfd_open on Linux only: an Android waiter polls.
         #[cfg(target_os = "linux")]
-        let opened = Pid::from_raw(pid).and_then(|p| {
-            rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok()
-        });
+        let opened = match Pid::from_raw(pid) {
+            Some(p) => rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()),
+            None => Err(Errno::INVAL),
+        };
         #[cfg(not(target_os = "linux"))]
-        let opened: Option<OwnedFd> = None;
-        self.exit = opened.map(|fd| (pid, fd));
-        match self.exit {
-            Some(_) => ExitWatch::Watching,
-            None => ExitWatch::Unwatched,
+        let opened: Result<OwnedFd, Errno> = Err(Errno::NOSYS);
+        match opened {
+            Ok(fd) => {
+                self.exit = Some((pid, fd));
+                // Should it die, whether it runs in another PID namespace
+                // is asked then: the scan that answers it is made now,
+                // while it holds, off the takeover's path.
+                crate::elsewhere::prepare(pid as u32);
+                ExitWatch::Watching
+            }
+            // No such process: it exited and was reaped between the
+            // attempt that named it and this call (its killer may reap it
+            // at once), so its exit raises nothing more to wait for. The
+            // marker is judged again, as after an exit seen, within the
+            // same bound of looks.
+            Err(Errno::SRCH) => {
+                self.exit = None;
+                self.ended = Some((pid, 0));
+                ExitWatch::Ended
+            }
+            Err(_) => {
+                self.exit = None;
+                ExitWatch::Unwatched
+            }
         }
     }
 
@@ -365,6 +387,13 @@ impl Watch {
         let by_pin = format!("/proc/self/fd/{}", rustix::fd::AsRawFd::as_raw_fd(&pin));
         let wd = match inotify::add_watch(self.inotify(), by_pin.as_str(), flags) {
             Ok(wd) => wd,
+            // The pinned marker was removed since it was opened: `/proc`
+            // leads nowhere for a file with no name left. It has left the
+            // path, so the caller looks again: a wait here, with nothing
+            // watched, would sleep through every release to come.
+            Err(Errno::NOENT) if rustix::fs::fstat(&pin).is_ok_and(|st| st.st_nlink == 0) => {
+                return Armed::Gone
+            }
             // No `/proc`: by the directory's path, which may lead elsewhere
             // by now (a `chdir` under a relative path, the directory moved):
             // the watch counts only if that path still shows the pinned
@@ -373,12 +402,15 @@ impl Watch {
                 let Some(path) = &self.by_path else {
                     return Armed::Unwatched;
                 };
-                let Ok(wd) = inotify::add_watch(
+                let wd = match inotify::add_watch(
                     self.inotify(),
                     path.as_c_str(),
                     flags | WatchFlags::DONT_FOLLOW,
-                ) else {
-                    return Armed::Unwatched;
+                ) {
+                    Ok(wd) => wd,
+                    // Nothing at the path now: the marker left; look again.
+                    Err(Errno::NOENT) => return Armed::Gone,
+                    Err(_) => return Armed::Unwatched,
                 };
                 let same = rustix::fs::lstat(path.as_c_str())
                     .is_ok_and(|st| st.st_dev == pinned.st_dev && st.st_ino == pinned.st_ino);
@@ -540,5 +572,43 @@ impl Drop for Watch {
             // A forked child's copy of its parent's watch.
             std::mem::forget(inotify);
         }
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::{ExitWatch, Watch};
+
+    fn watch() -> Watch {
+        Watch::new(&std::env::temp_dir(), b"swaplock-watch-test.lock").unwrap()
+    }
+
+    /// A holder killed and reaped before its waiter asks to watch it has
+    /// nothing left to raise: the waiter looks again at once (the bounded
+    /// looks of an exit seen), rather than waiting for its poll.
+    #[test]
+    fn a_process_reaped_before_it_is_watched_has_ended() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = i32::try_from(child.id()).unwrap();
+        child.wait().unwrap();
+        let mut watch = watch();
+        assert_eq!(watch.watch_exit(pid), ExitWatch::Ended);
+        assert_eq!(watch.watch_exit(pid), ExitWatch::Ended);
+    }
+
+    /// A live process is watched; once it exits, the wait ends.
+    #[test]
+    fn a_live_process_is_watched() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let pid = i32::try_from(child.id()).unwrap();
+        let mut watch = watch();
+        assert_eq!(watch.watch_exit(pid), ExitWatch::Watching);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(watch.exit_seen());
+        assert_eq!(watch.watch_exit(pid), ExitWatch::Ended);
     }
 }

@@ -288,8 +288,14 @@ impl<P: Platform> Files for RwFiles<P> {
             Err(e) if missing(e) => return Ok(Read::Missing),
             other => other.map_err(FsError::Os)?,
         };
-        if os.fstat(&file).map_err(FsError::Os)?.kind != NodeKind::Regular {
-            return Ok(Read::Bytes(0));
+        // A name a peer removed after the open answers ESTALE here on a
+        // network filesystem whose server keeps no open state (NFSv3): it
+        // is missing, as at the open.
+        match os.fstat(&file) {
+            Ok(st) if st.kind != NodeKind::Regular => return Ok(Read::Bytes(0)),
+            Ok(_) => {}
+            Err(e) if missing(e) => return Ok(Read::Missing),
+            Err(e) => return Err(FsError::Os(e)),
         }
         let mut len = 0;
         while len < buf.len() {
@@ -297,6 +303,7 @@ impl<P: Platform> Files for RwFiles<P> {
                 Ok(0) => break,
                 Ok(n) => len += n,
                 Err(e) if e == Errno::INTR => {}
+                Err(e) if missing(e) => return Ok(Read::Missing),
                 Err(e) => return Err(FsError::Os(e)),
             }
         }

@@ -14,6 +14,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, Timestamps, CWD, 
 use rustix::time::{ClockId, Timespec};
 use std::ffi::CStr;
 use swaplock_core::decide::{FileId, FileTime, Instant, Liveness};
+use swaplock_core::fs::ExclusiveRename;
 use swaplock_core::names::format_u64;
 use swaplock_core::names::{NameCase, Token};
 use swaplock_core::soft::{Clock, Dir, Entropy, Handles, NodeKind, Processes, Stat};
@@ -40,6 +41,12 @@ pub trait Platform {
     /// How the directory open as `dir` compares names: byte for byte,
     /// unless the system says it folds case.
     fn name_case(dir: BorrowedFd<'_>) -> NameCase;
+    /// How the filesystem of the directory open as `dir` renames without
+    /// replacing ([`swaplock_core::fs::exclusive_rename`]); untrusted where
+    /// the system cannot tell.
+    fn exclusive_rename(dir: BorrowedFd<'_>) -> ExclusiveRename;
+    /// `syncfs(fd)` where the system has it.
+    fn sync_filesystem(fd: BorrowedFd<'_>) -> Result<(), Errno>;
 }
 
 fn errno(e: rustix::io::Errno) -> Errno {
@@ -178,6 +185,12 @@ impl<P: Platform> Dir for UnixOs<'_, P> {
         })
     }
 
+    /// `fsync(fd)`: the whole file, its directory entry's size and place
+    /// on FAT included, which `fdatasync` may leave unwritten.
+    fn sync_file(&mut self, file: &OwnedFd) -> Result<(), Errno> {
+        rustix::fs::fsync(file).map_err(errno)
+    }
+
     /// `openat(dir, name, O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC)`.
     fn open_read(&mut self, name: &[u8]) -> Result<OwnedFd, Errno> {
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
@@ -283,6 +296,23 @@ impl<P: Platform> Dir for UnixOs<'_, P> {
     /// The system's answer for this directory ([`Platform::name_case`]).
     fn name_case(&mut self) -> NameCase {
         P::name_case(self.dir)
+    }
+
+    fn exclusive_rename(&mut self) -> ExclusiveRename {
+        P::exclusive_rename(self.dir)
+    }
+
+    fn sync_filesystem(&mut self, file: &OwnedFd) -> Result<(), Errno> {
+        P::sync_filesystem(file.as_fd())
+    }
+
+    /// `renameat2(dir, from, dir, to, RENAME_NOREPLACE)`.
+    fn rename_noreplace(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno> {
+        let from = c_name(from)?;
+        let from = CStr::from_bytes_with_nul(&from).map_err(|_| Errno::INVAL)?;
+        with_name(to, |to| {
+            rustix::fs::renameat_with(self.dir, from, self.dir, to, RenameFlags::NOREPLACE)
+        })
     }
 
     /// `getdents64` over the directory.

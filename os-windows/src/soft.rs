@@ -303,6 +303,11 @@ impl soft::Dir for WindowsOs<'_> {
         Err(Errno::OPNOTSUPP)
     }
 
+    /// Nothing is unnamed here, so nothing is synced before its link.
+    fn sync_file(&mut self, _file: &OwnedHandle) -> Result<(), Errno> {
+        Err(Errno::OPNOTSUPP)
+    }
+
     /// `CreateFileW(OPEN_EXISTING, GENERIC_READ, share everything)`, not
     /// following a reparse point.
     fn open_read(&mut self, name: &[u8]) -> Result<OwnedHandle, Errno> {

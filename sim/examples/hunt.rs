@@ -37,7 +37,7 @@ fn main() {
                 continue;
             };
             // A finding replays with the world's seed 1: hunt with it.
-            let mut rec = Recording::new(Random::new(seed, crash_one_in, 2));
+            let mut rec = Recording::new(Random::for_scenario(&scenario, seed, crash_one_in, 2));
             if run(&scenario, 1, &mut rec, false, 20_000)
                 .violation()
                 .is_none()

@@ -237,6 +237,7 @@ fn contender(os: &mut SimOs<'_>, spec: &Process, kind: Kind, lifetime: Option<Du
         mode: None,
         lease,
         lifetime,
+        durable: true,
     };
     if spec.enosys_fallback {
         flock_fallback(os, spec.policy, &cfg);

@@ -79,11 +79,6 @@ pub const ALL: &[Directed] = &[
         steer: lock_path_replaced_before_the_restore,
     },
     Directed {
-        name: "an abandoned takeover's record restored over its process's marker",
-        mutant: Mutant::AbandonLeavesRecord,
-        steer: abandoned_record_restored,
-    },
-    Directed {
         name: "a stranded marker claimed between a peer's listing and its look",
         mutant: Mutant::VanishedCandidateSkipped,
         steer: claimed_between_listing_and_look,
@@ -119,6 +114,21 @@ pub const ALL: &[Directed] = &[
         steer: crate::directed_planned::takeover_after_an_unseen_touch,
     },
 ];
+
+/// The race written for `abandon-leaves-record` ([`abandoned_record_restored`]),
+/// kept out of [`ALL`]: a witness of the wedge of PROTOCOL 12.3 G1, which
+/// the shipped protocol reaches on its schedule too, so that it kills
+/// nothing, and the hunt must count none of its schedules
+/// (`tests/mutants.rs`). Since the abandon's placeholder is one write,
+/// the schedule steered under that mutant reaches it on the shipped
+/// protocol as well; the mutant's kill is the kept schedule of
+/// `settled-leaves-record` (PROTOCOL 12.1 S14), where a live, idle process
+/// that left its record wedges the lock.
+pub const G1_WITNESS: Directed = Directed {
+    name: "an abandoned takeover's record restored over its process's marker",
+    mutant: Mutant::AbandonLeavesRecord,
+    steer: abandoned_record_restored,
+};
 
 /// Coarse file times, so that a freed inode number handed out again within
 /// the same second is the same (inode, mtime) identity. A contender pins
@@ -404,8 +414,9 @@ fn lock_path_replaced_before_the_restore() -> Result<Script, Lost> {
 /// a placeholder there names T as a breaker only, and ages out.
 ///
 /// Steered without its mutant (under another one, as the mutation run
-/// steers it, or none), the race wedges the shipped protocol too: the
-/// abandon then writes its placeholder, which takes more steps, and
+/// steers it, or none), or replayed from the schedule steered under it,
+/// the race wedges the shipped protocol too: the abandon then writes its
+/// placeholder, which takes a step more, and
 /// the recordless holder's unlink by name removes B's record while its
 /// own marker waits under T's break name. Its hold over, that empty file
 /// names nobody; once the placeholder naming T at the lock path ages out,

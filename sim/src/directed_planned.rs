@@ -142,7 +142,7 @@ pub(crate) fn restored_over_a_new_holders_marker() -> Result<Script, Lost> {
     s.until(c, "probe 104", 400)?;
     s.until(c, "lstat a.lock", 3)?;
     s.until(recordless, "unlink a.lock ->", 100)?;
-    s.until(e, "ftruncate", 30)?;
+    s.until(e, "pwrite fd", 30)?;
     s.until(x, "ENTERS", 400)?;
     s.until(c, "rename a.lock.restore", 50)?;
     s.turns_until(&[c, e], "ENTERS", 20_000)?;

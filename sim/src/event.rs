@@ -120,6 +120,9 @@ pub(crate) enum Call {
     Write { ino: Option<u64> },
     /// `futimens` through a descriptor of this inode.
     Touch { ino: Option<u64> },
+    /// `fsync` through a descriptor of this inode (recorded where power
+    /// may be lost, the one place a sync is a step).
+    Sync { ino: Option<u64> },
     /// `renameat2(a, b, RENAME_EXCHANGE)`, and the files `a` and `b`
     /// linked.
     Exchange {

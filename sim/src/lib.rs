@@ -36,7 +36,11 @@
 //! says the same at length.
 //!
 //! Faults: short and failing writes, a filesystem without exchange or
-//! with unnamed files, and any syscall but `close` failing, one in
+//! with unnamed files, power cuts (the disk keeps the journal's last
+//! commit and each file's data as last synced; every process dies, and
+//! the scenario's processes start again in a new boot with the PIDs and
+//! start times they had: [`model::Faults::power`], PROTOCOL 13.2), and
+//! any syscall but `close` failing, one in
 //! `Faults::syscall_one_in`, with `ENOSPC`, `EMFILE`, `ENFILE`,
 //! `ENAMETOOLONG`, `EIO`, `EINTR` or `EACCES`, drawn by the world's
 //! random source ([`model::SYSCALL_FAULTS`]); or, in the scenarios of

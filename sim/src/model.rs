@@ -15,6 +15,9 @@
 //! - Faults to inject: short writes, `EIO` and `ENOSPC` from writes, and
 //!   (applied by `SimOs` before the model sees the call) any syscall but
 //!   `close` failing with one of [`SYSCALL_FAULTS`].
+//! - Power loss, where [`Faults::power`] is set (`disk`): a disk beside
+//!   what the processes see, holding the journal's last commit and each
+//!   file's data as of its last sync; a cut puts it back.
 //! - Windows rules, when [`Fs::windows`] is set: a descriptor records
 //!   whether it has delete access and whether it shares delete; a file open
 //!   without delete sharing cannot be renamed, deleted or opened with delete
@@ -23,6 +26,8 @@
 //!   exchange. A delete takes the name at once, as POSIX-semantics deletes
 //!   do (a classic delete leaves it "pending" until the last handle closes,
 //!   which only refuses creates at the deleted name for that long).
+
+mod disk;
 
 use std::collections::{BTreeMap, BTreeSet};
 use swaplock_core::decide::{FileId, FileTime};
@@ -99,6 +104,10 @@ pub struct Faults {
     /// The directory offers unnamed files (`O_TMPFILE`, then `linkat`);
     /// without them a marker is created by name and then written.
     pub unnamed: bool,
+    /// The filesystem renames exclusively (`RENAME_NOREPLACE`, as a local
+    /// one such as vfat): without unnamed files a marker is written under
+    /// a write name and renamed to the lock path.
+    pub exclusive_rename: bool,
     /// One syscall in this many fails before it is applied, with an error
     /// drawn from [`SYSCALL_FAULTS`] (0: none). Every call of acquire,
     /// release, takeover, recovery and heartbeat may fail so, except
@@ -119,6 +128,10 @@ pub struct Faults {
     /// Syscall faults the scenario plans rather than draws: each fails
     /// one given call of one process, whatever the random source says.
     pub planned: &'static [Planned],
+    /// The machine may lose power: the filesystem keeps what its journal
+    /// last committed ([`Fs::commit`]), each file's data as it was last
+    /// synced, and a schedule may cut the power ([`Fs::power_cut`]).
+    pub power: bool,
 }
 
 /// A syscall fault a scenario plans: the `nth` call (counted from 1) of
@@ -136,6 +149,10 @@ pub struct Planned {
     pub nth: u32,
     /// The error it answers.
     pub errno: Errno,
+    /// Whether the call is made all the same, its reply lost: a FUSE
+    /// server's `EINTR` after the server acted, an NFS reply lost after
+    /// the server applied the call.
+    pub made: bool,
 }
 
 impl Faults {
@@ -210,6 +227,11 @@ pub struct Fs {
     /// descriptor of the lock file at a time, so a classic lock, the
     /// process's, would act the same.
     pub locks: BTreeMap<u64, u32>,
+    /// What a power cut leaves ([`Faults::power`]): the directory as the
+    /// journal last committed it.
+    disk: disk::Disk,
+    /// Each file's data as it was last synced, by its inode's generation.
+    synced: BTreeMap<u64, Node>,
 }
 
 impl Fs {
@@ -673,6 +695,19 @@ impl Fs {
         self.deletable(ino)?;
         if let Some(&old) = self.names.get(to) {
             self.deletable(old)?;
+        }
+        self.move_name(from, to)
+    }
+
+    /// `renameat2(from, to, RENAME_NOREPLACE)`: `EEXIST` if `to` exists.
+    pub fn rename_noreplace(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno> {
+        if !self.faults.exclusive_rename || self.windows {
+            return Err(Errno::INVAL);
+        }
+        let ino = *self.names.get(from).ok_or(Errno::NOENT)?;
+        self.deletable(ino)?;
+        if self.names.contains_key(to) {
+            return Err(Errno::EXIST);
         }
         self.move_name(from, to)
     }

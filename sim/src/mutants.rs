@@ -210,7 +210,8 @@ pub fn hunt(per_scenario: u64, fresh: bool, corpus: Option<&Path>) -> Option<Kil
     for n in 0..per_scenario {
         for (i, (what, scenario, crash_one_in)) in all.iter().enumerate() {
             let seed = ((i as u64) << 40) + n;
-            let mut chooser = Recording::new(Random::new(seed, *crash_one_in, 2));
+            let mut chooser =
+                Recording::new(Random::for_scenario(scenario, seed, *crash_one_in, 2));
             let sim = run(scenario, seed, &mut chooser, false, 20_000);
             if !sim.failed() {
                 continue;

@@ -127,27 +127,44 @@ impl<'y> SimOs<'y> {
         let at = w.time;
         let looks = std::mem::take(&mut self.looks);
         let injected = fail.and_then(|fail| {
-            let e = w.planned_fault(me, what).or_else(|| w.syscall_fault())?;
-            Some((fail(e), e))
+            let (e, made) = w
+                .planned_fault(me, what)
+                .or_else(|| w.syscall_fault().map(|e| (e, false)))?;
+            Some((fail(e), e, made))
         });
-        let (result, call) = match injected {
-            Some((result, e)) => {
+        // What the world saw (the events the oracle reads), and what the
+        // caller is answered.
+        let (result, call, status) = match injected {
+            Some((result, e, false)) => {
                 w.note(
                     me,
                     format_args!("{what} -> {result:?} (injected {})", fault_name(e)),
                 );
-                (result, if looks { Call::Look } else { Call::Other })
+                let status = result.status();
+                (result, if looks { Call::Look } else { Call::Other }, status)
+            }
+            Some((result, e, true)) => {
+                let (done, call) = op(&mut w, me);
+                w.note(
+                    me,
+                    format_args!(
+                        "{what} -> {done:?}, answered {result:?} (injected {}, the call made)",
+                        fault_name(e)
+                    ),
+                );
+                (result, call, done.status())
             }
             None => {
                 let (result, call) = op(&mut w, me);
                 w.note(me, format_args!("{what} -> {result:?}"));
-                (result, call)
+                let status = result.status();
+                (result, call, status)
             }
         };
         w.log.events.push(Event {
             who: me,
             at,
-            what: What::Call(call, result.status()),
+            what: What::Call(call, status),
         });
         result
     }
@@ -288,9 +305,14 @@ impl World {
     }
 
     /// Whether the syscall `what` that process `who` is about to make is
-    /// one the scenario plans to fail ([`Faults::planned`]), and with
-    /// which error; counts it among the calls each plan watches.
-    fn planned_fault(&mut self, who: usize, what: std::fmt::Arguments<'_>) -> Option<Errno> {
+    /// one the scenario plans to fail ([`Faults::planned`]), with which
+    /// error and whether it is made all the same; counts it among the
+    /// calls each plan watches.
+    fn planned_fault(
+        &mut self,
+        who: usize,
+        what: std::fmt::Arguments<'_>,
+    ) -> Option<(Errno, bool)> {
         let planned = self.fs.faults.planned;
         if planned.is_empty() {
             return None;
@@ -304,7 +326,7 @@ impl World {
             if plan.who == who && line.starts_with(plan.call) {
                 self.planned_calls[i] += 1;
                 if self.planned_calls[i] == plan.nth {
-                    fault = fault.or(Some(plan.errno));
+                    fault = fault.or(Some((plan.errno, plan.made)));
                 }
             }
         }
@@ -382,6 +404,18 @@ impl Dir for SimOs<'_> {
                 name: w.log.name(n),
             };
             (w.fs.link_fd(*f, n), call)
+        })
+    }
+    fn sync_file(&mut self, f: &u32) -> Result<(), Errno> {
+        if !self.world.borrow().fs.faults.power {
+            // Not a step where power is never lost: nothing is lost but by
+            // a kill there, so a sync changes nothing another process could
+            // see, and the kept schedules stay step for step as they were.
+            return Ok(());
+        }
+        self.fallible(format_args!("fsync fd {f}"), |w, _| {
+            let ino = w.fd_ino(*f);
+            (w.fs.sync(*f), Call::Sync { ino })
         })
     }
     fn open_read(&mut self, n: &[u8]) -> Result<u32, Errno> {
@@ -467,6 +501,25 @@ impl Dir for SimOs<'_> {
             };
             (w.fs.exchange(a, b), call)
         })
+    }
+    fn exclusive_rename(&mut self) -> swaplock_core::fs::ExclusiveRename {
+        // What the filesystem is, as the adapter judges it: not a step.
+        match self.world.borrow().fs.faults.exclusive_rename {
+            true => swaplock_core::fs::ExclusiveRename::Journaled,
+            false => swaplock_core::fs::ExclusiveRename::Untrusted,
+        }
+    }
+    fn rename_noreplace(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno> {
+        self.fallible(
+            format_args!("rename_noreplace {} {}", name(from), name(to)),
+            |w, _| {
+                let call = Call::Rename {
+                    from: w.log.name(from),
+                    moved: w.target(from),
+                };
+                (w.fs.rename_noreplace(from, to), call)
+            },
+        )
     }
     fn rename(&mut self, from: &[u8], to: &[u8]) -> Result<(), Errno> {
         self.fallible(

@@ -7,7 +7,7 @@ use crate::actors;
 use crate::cast::{Policy, Process, Scenario, LOCK};
 use crate::event::What;
 use crate::model::Fs;
-use crate::oracle::{Oracle, Progress, FRESH_POLL, RECORDLESS};
+use crate::oracle::{Oracle, Progress, FRESH_POLL, IDLE_OWNER, RECORDLESS};
 use crate::os::SimOs;
 use crate::world::{name, World};
 use corosensei::stack::DefaultStack;
@@ -46,6 +46,14 @@ pub struct Sim {
     /// Whether a process runs the naive policy: such runs are judged on
     /// safety only.
     naive: bool,
+    /// The scenario's processes, which start again after a power cut.
+    processes: Vec<Process>,
+    /// The processes the last power cut's boot started: once their work is
+    /// done they stay up, idle, as a device's services do, so that their
+    /// PIDs run through the progress check.
+    restarted: Vec<usize>,
+    /// Whether the scenario injects syscall failures.
+    syscall_faults: bool,
 }
 
 /// The PID the progress check's fresh contender starts from (the first
@@ -116,6 +124,9 @@ impl Sim {
                 .processes
                 .iter()
                 .any(|p| matches!(p.policy, Policy::Naive(_))),
+            processes: scenario.processes.clone(),
+            restarted: Vec::new(),
+            syscall_faults: scenario.faults.injects_syscall_failures(),
         }
     }
 
@@ -156,7 +167,11 @@ impl Sim {
         {
             let mut w = self.world.borrow_mut();
             for who in 0..w.procs.len() {
-                if w.procs[who].alive {
+                // Where syscalls fail, a live process may leave its own
+                // record behind by design (a release that fails says so):
+                // those runs end with every process gone.
+                let stays = self.restarted.contains(&who) && !self.syscall_faults;
+                if w.procs[who].alive && !stays {
                     w.exit(who);
                     w.note(who, format_args!("exits"));
                 }
@@ -189,6 +204,13 @@ impl Sim {
                     ));
                     return;
                 }
+                (Err(why), None) if why == IDLE_OWNER => {
+                    self.oracle.fail(format!(
+                        "wedge: the lock path{} holds the record of a live process that holds nothing, which keeps every contender out while it lives",
+                        w.fs.ino(LOCK).map_or(String::new(), |i| format!(" (inode {i})"))
+                    ));
+                    return;
+                }
                 (Err(why), None) => {
                     self.oracle.progress = Progress::Exempt(why);
                     return;
@@ -213,14 +235,43 @@ impl Sim {
             let host = named
                 .and_then(|(_, host)| w.hosts.iter().position(|h| *h == host))
                 .unwrap_or(0);
-            let pid = (FRESH_PID..)
-                .find(|&pid| {
+            // After a power cut, the record's owner of the boot before is
+            // gone, and the fresh contender is a process of this boot with
+            // its PID and start time (a device's service started again):
+            // only the boot id tells them apart.
+            // A token without a boot id (0: a peer that could not read it)
+            // tells no boot from another, by design (4.2).
+            let runs = |pid: u32| w.procs.iter().any(|p| p.alive && p.pid.get() == pid);
+            let reborn = match named {
+                Some((pid, h)) if w.boots > 0 && w.hosts[host] == h && !runs(pid) => {
+                    w.fs.content(LOCK)
+                        .and_then(crate::oracle::start_of)
+                        .filter(|&(boot, _)| boot != 0 && boot != w.boot_id())
+                        // A PID and start time name one process of a boot:
+                        // none of this boot may have had them already.
+                        .filter(|&(_, start)| {
+                            !w.procs.iter().any(|p| {
+                                p.pid.get() == pid
+                                    && p.start.high == w.boot_id()
+                                    && p.start.low == start
+                            })
+                        })
+                        .map(|(_, start)| (pid, start))
+                }
+                _ => None,
+            };
+            let pid = match reborn {
+                Some((pid, _)) => Some(pid),
+                None => (FRESH_PID..).find(|&pid| {
                     !w.procs.iter().any(|p| p.pid.get() == pid)
                         && named.is_none_or(|(p, _)| p != pid)
-                })
-                .and_then(Pid::new)
-                .expect("a free PID");
-            let fresh = w.spawn(pid, host);
+                }),
+            };
+            let pid = pid.and_then(Pid::new).expect("a free PID");
+            let fresh = match reborn {
+                Some((_, start)) => w.spawn_started(pid, host, start),
+                None => w.spawn(pid, host),
+            };
             w.note(
                 fresh,
                 format_args!("PROGRESS: a fresh contender, alone, with {bound} attempts"),
@@ -322,6 +373,59 @@ impl Sim {
         w.note(i, format_args!("is KILLED"));
     }
 
+    /// The power is cut ([`Faults::power`](crate::model::Faults::power)):
+    /// every process dies where it stands (nothing of it runs, as a kill);
+    /// the filesystem is what its disk held ([`Fs::power_cut`]); the
+    /// machine boots with a new boot id, and the scenario's processes
+    /// start again, with the PIDs and start times they had in the boot
+    /// before, as a device's services do; once done they stay up, idle,
+    /// through the progress check (unless syscalls fail in the scenario).
+    pub fn power_cut(&mut self) {
+        for co in self.coroutines.iter_mut().filter_map(Option::take) {
+            return_stack(co);
+        }
+        let mut w = self.world.borrow_mut();
+        for who in 0..w.procs.len() {
+            if w.procs[who].alive {
+                w.exit(who);
+                w.record(who, What::Killed);
+            }
+        }
+        let taken_back = w.fs.power_cut();
+        w.reboot();
+        w.steps += 1;
+        let kept = w.fs.names.len();
+        w.note_machine(format_args!(
+            "POWER CUT: the machine boots again, the disk keeping {kept} names"
+        ));
+        self.oracle.read_events(&mut w);
+        self.oracle.power_cut(&w, taken_back);
+        self.restarted.clear();
+        for spec in &self.processes {
+            let pid = Pid::new(spec.pid).expect("scenario PIDs are in range");
+            let me = w.spawn(pid, spec.host);
+            self.restarted.push(me);
+            self.oracle.admit_restarted(&w);
+            self.coroutines.push(Some(coroutine(
+                &self.world,
+                me,
+                spec.clone(),
+                self.kind,
+                self.lifetime,
+            )));
+        }
+        self.oracle.check(&mut w);
+    }
+
+    /// The filesystem's journal commits on its own
+    /// ([`Fs::commit`]): a step of no process.
+    pub fn commit(&mut self) {
+        let mut w = self.world.borrow_mut();
+        w.fs.commit();
+        w.steps += 1;
+        w.note_machine(format_args!("the journal commits"));
+    }
+
     /// Whether a violation was found, without copying the trace.
     pub fn failed(&self) -> bool {
         self.oracle.violation.is_some()
@@ -345,6 +449,11 @@ impl Sim {
     /// Whether process `i` has finished or died.
     pub fn done(&self, i: usize) -> bool {
         self.coroutines[i].is_none()
+    }
+
+    /// Power cuts so far.
+    pub fn cuts(&self) -> u64 {
+        self.world.borrow().boots
     }
 
     /// Steps run and critical sections entered.

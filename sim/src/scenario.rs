@@ -474,6 +474,7 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         call: "exchange a.lock.restore",
         nth: 2,
         errno: swaplock_core::Errno::NOSPC,
+        made: false,
     }];
     all.push((
         "soft: a recordless holder beside breakers of a dead marker, two recoverers, a swap-back fails",
@@ -536,6 +537,7 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         call: "exchange a.lock.restore",
         nth: 2,
         errno: swaplock_core::Errno::NOSPC,
+        made: false,
     }];
     all.push((
         "soft: a recordless holder's unlink by name cuts a nested break short, a swap-back fails",
@@ -543,6 +545,70 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         25,
     ));
     crate::planned::push_last(&mut all, policy);
+
+    // Power cuts (PROTOCOL 13.2): the disk keeps what the journal
+    // committed and each file's data as last synced; after a cut the
+    // contenders start again with the PIDs and start times of the boot
+    // before, which only the boot id tells apart. No empty marker may be
+    // left at the lock path but in the window creating by name leaves,
+    // and the old boot's records must be taken. ext4 has unnamed files
+    // and renames exclusively (a failed link falls back to the write
+    // name); a filesystem with neither creates markers by name.
+    let ext4 = Faults {
+        unnamed: true,
+        exclusive_rename: true,
+        power: true,
+        ..Faults::default()
+    };
+    for (kind, dead, faults, name) in [
+        (
+            Kind::Soft,
+            DEAD,
+            ext4,
+            "soft: power cuts, ext4, a dead holder's marker",
+        ),
+        (
+            Kind::Marker,
+            DEAD_V2,
+            Faults {
+                unnamed: false,
+                ..ext4
+            },
+            "marker: power cuts, exclusive renames (no unnamed files), a dead holder's marker",
+        ),
+        (
+            Kind::Lease,
+            DEAD_V2,
+            ext4,
+            "lease: power cuts, ext4, a dead holder's marker",
+        ),
+        (
+            Kind::Soft,
+            DEAD,
+            Faults {
+                syscall_one_in: 25,
+                ..ext4
+            },
+            "soft: power cuts, ext4, failing syscalls",
+        ),
+        (
+            Kind::Marker,
+            DEAD_V2,
+            Faults {
+                unnamed: false,
+                exclusive_rename: false,
+                ..ext4
+            },
+            "marker: power cuts, markers created by name (neither unnamed files nor exclusive renames)",
+        ),
+    ] {
+        let mut sc = Scenario::new(kind);
+        sc.files.push((LOCK.to_vec(), dead.to_vec()));
+        sc.faults = faults;
+        contenders(&mut sc, policy, &[(0, 101), (0, 102), (0, 103)], 8);
+        all.push((name, sc, 50));
+    }
+    crate::planned::push_lost_replies(&mut all, policy);
     all
 }
 

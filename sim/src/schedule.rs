@@ -16,6 +16,15 @@ pub enum Action {
     Step(usize),
     /// Process `i` is killed.
     Crash(usize),
+    /// The power is cut ([`Faults::power`](crate::model::Faults::power)):
+    /// every process dies, the filesystem keeps what its disk held, and
+    /// the scenario's processes start again in the new boot. Where power
+    /// is never lost, process `i` steps instead.
+    PowerCut(usize),
+    /// The filesystem's journal commits on its own (as ext4 does every
+    /// five seconds). Where power is never lost, process `i` steps
+    /// instead.
+    Commit(usize),
 }
 
 /// Chooses what happens next: which process steps, and whether it is
@@ -37,12 +46,22 @@ pub trait Chooser {
 }
 
 /// A seeded random chooser: kills with probability `1/crash_one_in`, at
-/// most `max_crashes` times.
+/// most `max_crashes` times; where the scenario may lose power
+/// ([`Random::for_scenario`]), also commits the journal one step in 10
+/// and cuts the power one in 60, at most twice.
 pub struct Random {
     state: SplitMix64,
     crash_one_in: u64,
     crashes_left: u32,
+    cuts_left: u32,
 }
+
+/// How often a random schedule cuts the power, where it may.
+pub(crate) const CUT_ONE_IN: u64 = 60;
+/// How often a random schedule commits the journal, where power may be lost.
+pub(crate) const COMMIT_ONE_IN: u64 = 10;
+/// Power cuts in one random schedule at most.
+pub(crate) const MAX_CUTS: u32 = 2;
 
 impl Random {
     /// A chooser from `seed`.
@@ -51,8 +70,25 @@ impl Random {
             state: SplitMix64::new(seed ^ 0xD1B5_4A32_D192_ED03),
             crash_one_in,
             crashes_left: max_crashes,
+            cuts_left: 0,
         }
     }
+
+    /// [`Random::new`], cutting the power and committing the journal where
+    /// `scenario` may lose power (elsewhere it draws as `new` does).
+    pub fn for_scenario(
+        scenario: &Scenario,
+        seed: u64,
+        crash_one_in: u64,
+        max_crashes: u32,
+    ) -> Self {
+        let mut r = Random::new(seed, crash_one_in, max_crashes);
+        if scenario.faults.power {
+            r.cuts_left = MAX_CUTS;
+        }
+        r
+    }
+
     fn next(&mut self) -> u64 {
         self.state.next()
     }
@@ -71,6 +107,26 @@ impl Chooser for Random {
             return true;
         }
         false
+    }
+    fn choose(&mut self, runnable: &[usize]) -> Action {
+        let i = runnable[self.pick(runnable.len())];
+        if self.cuts_left > 0 {
+            // Named by the process its byte picks (no process acts), so
+            // that a recording keeps it.
+            let r = self.next();
+            if r.is_multiple_of(CUT_ONE_IN) {
+                self.cuts_left -= 1;
+                return Action::PowerCut(runnable[0xfe % runnable.len()]);
+            }
+            if (r >> 32).is_multiple_of(COMMIT_ONE_IN) {
+                return Action::Commit(runnable[0xfd % runnable.len()]);
+            }
+        }
+        if self.crash() {
+            Action::Crash(i)
+        } else {
+            Action::Step(i)
+        }
     }
 }
 
@@ -95,6 +151,9 @@ pub fn run(
         match chooser.choose(&runnable) {
             Action::Step(i) => sim.step(i),
             Action::Crash(i) => sim.crash(i),
+            Action::PowerCut(i) | Action::Commit(i) if !scenario.faults.power => sim.step(i),
+            Action::PowerCut(_) => sim.power_cut(),
+            Action::Commit(_) => sim.commit(),
         }
         steps += 1;
     }
@@ -113,6 +172,8 @@ pub struct Outcome {
     pub progress: Progress,
     /// Files it left that no later takeover would remove.
     pub accumulating: Vec<String>,
+    /// Power cuts in it.
+    pub cuts: u64,
 }
 
 /// Runs `scenario` under the random schedule of `seed`; on a violation,
@@ -126,7 +187,7 @@ pub fn run_seed(
     let sim = run(
         scenario,
         seed,
-        &mut Random::new(seed, crash_one_in, max_crashes),
+        &mut Random::for_scenario(scenario, seed, crash_one_in, max_crashes),
         false,
         20_000,
     );
@@ -137,12 +198,13 @@ pub fn run_seed(
             acquisitions,
             progress: sim.progress(),
             accumulating: sim.accumulating().to_vec(),
+            cuts: sim.cuts(),
         });
     }
     let traced = run(
         scenario,
         seed,
-        &mut Random::new(seed, crash_one_in, max_crashes),
+        &mut Random::for_scenario(scenario, seed, crash_one_in, max_crashes),
         true,
         20_000,
     );
@@ -252,6 +314,7 @@ impl Chooser for Explorer {
                 self.current = Some(i);
             }
             Action::Crash(_) => self.crashes -= 1,
+            Action::PowerCut(_) | Action::Commit(_) => {}
         }
         action
     }
@@ -328,6 +391,8 @@ impl<C: Chooser> Chooser for Recording<C> {
         let byte = match action {
             Action::Step(i) => runnable.iter().position(|&r| r == i).map(|p| p as u8),
             Action::Crash(i) => (runnable[255 % runnable.len()] == i).then_some(0xff),
+            Action::PowerCut(i) => (runnable[0xfe % runnable.len()] == i).then_some(0xfe),
+            Action::Commit(i) => (runnable[0xfd % runnable.len()] == i).then_some(0xfd),
         };
         match (byte, self.bytes.as_mut()) {
             (Some(b), Some(bytes)) => bytes.push(b),
@@ -338,11 +403,15 @@ impl<C: Chooser> Chooser for Recording<C> {
 }
 
 /// A chooser that reads its decisions from bytes (a fuzzer's input): each
-/// byte picks a process; a byte of 0xff kills it instead, at most twice.
-/// When the bytes run out, the lowest runnable process runs.
+/// byte picks a process; a byte of 0xff kills it instead, at most twice;
+/// where the scenario may lose power, a byte of 0xfe cuts it, at most
+/// twice, and one of 0xfd commits the journal (elsewhere the
+/// process they pick steps). When the bytes run out, the lowest runnable
+/// process runs.
 pub struct FromBytes<'a> {
     bytes: &'a [u8],
     crashes_left: u32,
+    cuts_left: u32,
 }
 
 impl<'a> FromBytes<'a> {
@@ -356,6 +425,7 @@ impl<'a> FromBytes<'a> {
         FromBytes {
             bytes,
             crashes_left: kills,
+            cuts_left: MAX_CUTS,
         }
     }
 }
@@ -376,6 +446,13 @@ impl Chooser for FromBytes<'_> {
         if b == 0xff && self.crashes_left > 0 {
             self.crashes_left -= 1;
             return Action::Crash(i);
+        }
+        if b == 0xfe && self.cuts_left > 0 {
+            self.cuts_left -= 1;
+            return Action::PowerCut(i);
+        }
+        if b == 0xfd {
+            return Action::Commit(i);
         }
         Action::Step(i)
     }

@@ -32,8 +32,10 @@ pub(crate) struct World {
     /// Each host's wall clock minus the filesystem's, in nanoseconds.
     pub(crate) wall_offsets: Vec<i128>,
     pub(crate) procs: Vec<Proc>,
-    /// Start tokens handed out so far.
+    /// Start tokens handed out since the last boot.
     tokens: u64,
+    /// Boots since the start (power cuts): each boot has its own boot id.
+    pub(crate) boots: u64,
     /// Monotonic time, nanoseconds.
     pub(crate) time: u64,
     /// The source of random tokens.
@@ -74,12 +76,15 @@ impl World {
         for (n, target) in &scenario.symlinks {
             let _ = fs.link_new(n, Node::Symlink(target.clone()));
         }
+        // The starting files are on disk.
+        fs.sync_all();
         let mut world = World {
             fs,
             hosts: scenario.hosts.clone(),
             wall_offsets: scenario.wall_offsets.clone(),
             procs: Vec::new(),
             tokens: 0,
+            boots: 0,
             time: 1_000_000_000_000,
             rng: SplitMix64::new(seed),
             trace: String::new(),
@@ -113,6 +118,15 @@ impl World {
         self.procs.len() - 1
     }
 
+    /// [`World::spawn`], with the start time `starttime` in this boot
+    /// (a process of a boot after a power cut that started as early as a
+    /// process of the boot before).
+    pub(crate) fn spawn_started(&mut self, pid: Pid, host: usize, starttime: u64) -> usize {
+        let who = self.spawn(pid, host);
+        self.procs[who].start.low = starttime;
+        who
+    }
+
     /// Process `who` has exited (or been killed): the kernel closes its
     /// descriptors, and its PID is free.
     pub(crate) fn exit(&mut self, who: usize) {
@@ -127,7 +141,21 @@ impl World {
 
     fn new_token(&mut self) -> StartToken {
         self.tokens += 1;
-        StartToken::linux(0x5eed, self.tokens)
+        StartToken::linux(self.boot_id(), self.tokens)
+    }
+
+    /// This boot's id.
+    pub(crate) fn boot_id(&self) -> u128 {
+        0x5eed + u128::from(self.boots)
+    }
+
+    /// The machine boots again after a power cut: a new boot id, and start
+    /// times counted from the boot (a process started as early in this
+    /// boot as one of the last has its start time: only the boot id tells
+    /// them apart).
+    pub(crate) fn reboot(&mut self) {
+        self.boots += 1;
+        self.tokens = 0;
     }
 
     /// Appends a line about process `who` to the trace, when tracing.
@@ -140,6 +168,18 @@ impl World {
                 self.time / 1_000_000,
                 p.pid,
                 self.hosts[p.host]
+            );
+        }
+    }
+
+    /// Appends a line about the machine (no process) to the trace, when
+    /// tracing.
+    pub(crate) fn note_machine(&mut self, what: std::fmt::Arguments<'_>) {
+        if self.tracing {
+            let _ = writeln!(
+                self.trace,
+                "t={:>6}ms machine: {what}",
+                self.time / 1_000_000
             );
         }
     }

@@ -5,7 +5,10 @@
 //!
 //! `SWAPLOCK_SIM_SCHEDULES` sets the number of random schedules (default
 //! 1,000,000, shared among the scenarios); `SWAPLOCK_SIM_FREE_STEPS` the
-//! bound of the every-interleaving search (default 20 steps).
+//! bound of the every-interleaving search (default 20 steps);
+//! `SWAPLOCK_SIM_ONLY` keeps the random runs to the scenarios whose name
+//! holds it (the schedules are still shared among all of them, so each
+//! chosen scenario runs as many seeds as in a whole run).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -32,6 +35,8 @@ struct Tally {
     critical_sections: u64,
     took: u64,
     unjudged: u64,
+    /// Runs with a power cut.
+    cut: u64,
     exempt: BTreeMap<&'static str, u64>,
     /// Runs that left files no later takeover removes, with the first
     /// seed and what it left.
@@ -41,6 +46,7 @@ struct Tally {
 impl Tally {
     fn add(&mut self, seed: u64, outcome: &swaplock_sim::Outcome) {
         self.critical_sections += outcome.acquisitions;
+        self.cut += u64::from(outcome.cuts > 0);
         match outcome.progress {
             Progress::Took { .. } => self.took += 1,
             Progress::Exempt(why) => *self.exempt.entry(why).or_default() += 1,
@@ -61,6 +67,7 @@ impl Tally {
         self.critical_sections += other.critical_sections;
         self.took += other.took;
         self.unjudged += other.unjudged;
+        self.cut += other.cut;
         for (why, n) in other.exempt {
             *self.exempt.entry(why).or_default() += n;
         }
@@ -87,7 +94,10 @@ const CHUNK: u64 = 500;
 /// removes.
 fn random_runs(pick: impl Fn(&Scenario) -> bool + Sync, per: u64) {
     let list = scenarios(Policy::Ours);
-    let chosen: Vec<usize> = (0..list.len()).filter(|&i| pick(&list[i].1)).collect();
+    let only = std::env::var("SWAPLOCK_SIM_ONLY").unwrap_or_default();
+    let chosen: Vec<usize> = (0..list.len())
+        .filter(|&i| pick(&list[i].1) && list[i].0.contains(only.as_str()))
+        .collect();
     let chunks: Vec<(usize, u64)> = chosen
         .iter()
         .flat_map(|&i| (0..per.div_ceil(CHUNK)).map(move |c| (i, c * CHUNK)))
@@ -149,9 +159,17 @@ fn random_runs(pick: impl Fn(&Scenario) -> bool + Sync, per: u64) {
                 "{what}: nobody ever took the lock"
             );
         }
+        if sc.faults.power {
+            // A power-cut scenario whose schedules never cut proves nothing.
+            assert!(
+                tally.cut * 2 > tally.took + tally.unjudged,
+                "{what}: the power was cut in only {} runs",
+                tally.cut
+            );
+        }
         eprintln!(
-            "  {what}: progress: {} taken by a fresh contender, {} not judged, exempt: {:?}",
-            tally.took, tally.unjudged, tally.exempt
+            "  {what}: progress: {} taken by a fresh contender, {} not judged, exempt: {:?}; {} runs cut the power",
+            tally.took, tally.unjudged, tally.exempt, tally.cut
         );
         if let Some((runs, seed, first)) = &tally.accumulating {
             eprintln!(

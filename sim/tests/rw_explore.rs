@@ -75,7 +75,7 @@ fn small(name: &str, rounds: u32) -> Scenario {
 }
 
 #[test]
-fn every_schedule_of_small_cases_within_the_budgets_finds_no_violation() {
+fn exhaustive_every_schedule_of_small_cases_within_the_budgets_finds_no_violation() {
     let preemptions = env("SWAPLOCK_RW_PREEMPTIONS", 2) as u32;
     let cases = [
         // Every interleaving of two writers' one acquisition each.

@@ -10,6 +10,9 @@
 //!   window; its probe of 1 to 64 finds nothing, it takes the log for new,
 //!   and its commit of generation 1 passes every check while a reader of
 //!   the other host holds at 201.
+//! - `c-rw1-torn-*`: the same under an epoch that holds no token, where
+//!   filelock never binds HEAD: the blind client's confirmation finds a
+//!   HEAD, reads it as unbound, and commits generation 1.
 //! - `c-rw5-*`: the disk's host crashes after a grant and loses the
 //!   grant's link (directories are never synced); the next commit is
 //!   granted the same generation in the same log.
@@ -33,6 +36,8 @@
 //! ```text
 //! SWAPLOCK_RW_KEEP=1 cargo test -p swaplock-sim --release --test rw_findings -- --ignored --nocapture
 //! ```
+//!
+//! `SWAPLOCK_RW_GAP=<prefix>` hunts that gap alone.
 
 use swaplock_sim::rw::mutants::{files, findings_dir, replay_under, NAIVE};
 use swaplock_sim::rw::{index_of, run, scenarios, Random, Recording};
@@ -41,6 +46,11 @@ use swaplock_sim::rw::{index_of, run, scenarios, Random, Recording};
 /// what the naive policy breaks there.
 const GAPS: &[(&str, &str, &str)] = &[
     ("c-rw1", "a-blind-client-joins-a-live-log", "generation 1"),
+    (
+        "c-rw1-torn",
+        "a-blind-client-joins-a-live-log-whose-epoch-is-torn",
+        "generation 1",
+    ),
     ("c-rw5", "a-host-crash", "fencing"),
     ("c-rw6", "a-stopped-committer", "ENOENT"),
     ("c-rw7", "gen-removed-under-a-long-lived-lock", "wedge"),
@@ -93,8 +103,12 @@ fn every_gap_the_simulator_confirms_has_a_kept_finding() {
 #[ignore = "the hunt: seconds to minutes; see the header"]
 fn hunt() {
     let keep = std::env::var_os("SWAPLOCK_RW_KEEP").is_some();
+    let only = std::env::var("SWAPLOCK_RW_GAP").ok();
     let all = scenarios();
     for (prefix, name, what) in GAPS {
+        if only.as_deref().is_some_and(|o| o != *prefix) {
+            continue;
+        }
         let i = index_of(name).unwrap();
         let found = (0..200_000u64).find_map(|seed| {
             let _on = swaplock_sim::rw::mutants::select(NAIVE);

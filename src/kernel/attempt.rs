@@ -197,7 +197,9 @@ impl FileLock {
                 // The empty file this attempt may have created must not
                 // stay: a later exclusive lock's soft fallback would take
                 // it for a holder that recorded no PID, for good.
-                let _ = SoftLock::soft(&*self.path).fall_back(file, created);
+                if let Some(soft) = self.fallback {
+                    (soft.fall_back)(&self.path, file, created);
+                }
                 Err(self.err(Step::Lock, Errno::NOSYS))
             }
             #[cfg(unix)]
@@ -206,7 +208,9 @@ impl FileLock {
                 // this attempt created (never a peer's soft marker), and
                 // this lock is a SoftFileLock from now on. A placeholder
                 // that could not be removed does not stop the switch.
-                let _ = SoftLock::soft(&*self.path).fall_back(file, created);
+                if let Some(soft) = self.fallback {
+                    (soft.fall_back)(&self.path, file, created);
+                }
                 self.soft.store(true, Ordering::Relaxed);
                 return Settled::FellBack;
             }
@@ -258,20 +262,19 @@ impl FileLock {
             // that one that meets ENOSYS removes only its own (a shared
             // one too, which then reports ENOSYS: a soft lock has no
             // shared form).
-            may_fall_back: self.kind == Kind::Flock,
+            fallback: self.fallback,
             names: self.names(),
         }
     }
 
     #[cfg(unix)]
     pub(super) fn acquire_soft(&self, wait: Wait) -> io::Result<FileLockGuard> {
-        let lock = SoftLock::soft(&*self.path);
-        let guard = match wait {
-            Wait::No => lock.try_lock(),
-            Wait::Forever => lock.lock(),
-            Wait::Until(deadline) => lock.lock_timeout(time_left(deadline)),
-        }?;
-        Ok(FileLockGuard(Inner::Soft(Box::new(guard))))
+        match self.fallback {
+            Some(soft) => (soft.acquire)(&self.path, wait),
+            // Only an flock lock falls back (a kernel attempt reaches
+            // ENOSYS only where it may).
+            None => Err(self.err(Step::Lock, Errno::NOSYS)),
+        }
     }
 }
 

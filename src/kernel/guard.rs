@@ -30,7 +30,7 @@ pub(super) enum Inner {
     },
     // Boxed: only the ENOSYS fallback takes this path.
     #[cfg(unix)]
-    Soft(Box<SoftLockGuard>),
+    Soft(Box<dyn super::fallback::FallbackGuard>),
 }
 
 impl FileLockGuard {
@@ -248,7 +248,7 @@ impl std::os::fd::AsFd for FileLockGuard {
     fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         match &self.0 {
             Inner::Kernel { fd, .. } => fd.as_fd(),
-            Inner::Soft(guard) => guard.as_fd(),
+            Inner::Soft(guard) => guard.fd(),
         }
     }
 }

@@ -98,6 +98,8 @@ use swaplock_core::Errno;
 pub(crate) type Wait = swaplock_core::wait::Wait<Instant>;
 
 mod attempt;
+#[cfg(unix)]
+mod fallback;
 mod fs_check;
 mod guard;
 mod holder;
@@ -171,6 +173,10 @@ pub struct FileLock {
     /// Set for good once `flock` answered `ENOSYS`: from then on this lock
     /// is a `SoftFileLock`, as filelock switches.
     soft: Arc<AtomicBool>,
+    /// The soft lock an `flock` lock falls back to (only
+    /// [`FileLock::flock`] gives one).
+    #[cfg(unix)]
+    fallback: Option<&'static fallback::SoftFallback>,
     /// Whether a filesystem that keeps locks per client mount is accepted
     /// ([`FileLock::allow_client_local`]).
     client_local: bool,
@@ -253,7 +259,13 @@ impl FileLock {
     /// # }
     /// ```
     pub fn flock(path: impl Into<PathBuf>) -> Self {
-        Self::with_kind(path.into(), Kind::Flock)
+        #[allow(unused_mut)]
+        let mut lock = Self::with_kind(path.into(), Kind::Flock);
+        #[cfg(unix)]
+        {
+            lock.fallback = Some(&fallback::SOFT);
+        }
+        lock
     }
 
     fn with_kind(path: PathBuf, kind: Kind) -> Self {
@@ -265,6 +277,8 @@ impl FileLock {
             mode: with_lock_ex_mode(current_umask()),
             follow_symlinks: false,
             soft: Arc::new(AtomicBool::new(false)),
+            #[cfg(unix)]
+            fallback: None,
             client_local: false,
             #[cfg(any(target_os = "linux", target_os = "android"))]
             fs_judged: Arc::new(crate::sync::atomic::AtomicU64::new(fs_check::NOT_JUDGED)),
@@ -571,15 +585,14 @@ impl FileLock {
             // A soft lock since flock answered ENOSYS: the soft lock's own
             // wait, which logs and calls the hook as a soft wait does.
             #[cfg(unix)]
-            if self.soft.load(Ordering::Relaxed) {
+            if let (true, Some(soft)) = (self.soft.load(Ordering::Relaxed), self.fallback) {
                 let left = timeout.map(|t| t.saturating_sub(began.elapsed()));
-                let guard = SoftLock::soft(&*self.path).lock_with(left, |_| {
+                return (soft.lock_with)(&self.path, left, &mut || {
                     hook(&WaitStatus {
                         lock: self,
                         waited: began.elapsed(),
                     })
-                })?;
-                return Ok(FileLockGuard(Inner::Soft(Box::new(guard))));
+                });
             }
             debug!(
                 "Attempting to acquire lock {} on {}",
@@ -692,7 +705,7 @@ impl FileLock {
             #[cfg(unix)]
             if self.soft.load(Ordering::Relaxed) && !shared {
                 let guard = SoftLock::soft(&*self.path).lock_async().await?;
-                return Ok(FileLockGuard(Inner::Soft(Box::new(guard))));
+                return Ok(fallback::soft_guard(guard));
             }
             match self.acquire(Wait::No, shared) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}

@@ -44,7 +44,6 @@
 use super::inodes::{self, Threads};
 use crate::adapter::kernel as os;
 use crate::kernel::{kernel_os, time_left, Reached, Scope, SysPath, Wait};
-use crate::soft::SoftLock;
 use crate::sync::{Condvar, Mutex, MutexGuard};
 use std::os::fd::OwnedFd;
 use std::path::Path;
@@ -76,19 +75,25 @@ pub(crate) struct Job {
     pub(crate) follow: bool,
     pub(crate) mode: u32,
     pub(crate) scope: Scope,
-    pub(crate) may_fall_back: bool,
+    /// The soft lock an `flock` attempt that meets `ENOSYS` falls back to.
+    pub(super) fallback: Option<&'static super::fallback::SoftFallback>,
     /// [`os::UnixKernel::names`].
     pub(crate) names: swaplock_core::kernel::Names,
 }
 
 impl Job {
+    /// Whether an attempt that meets `ENOSYS` falls back to a soft lock.
+    fn may_fall_back(&self) -> bool {
+        self.fallback.is_some()
+    }
+
     /// Whether a waiting thread for `other` takes this very lock.
     fn same(&self, other: &Job) -> bool {
         *self.sys_path == *other.sys_path
             && self.follow == other.follow
             && self.mode == other.mode
             && self.scope == other.scope
-            && self.may_fall_back == other.may_fall_back
+            && self.may_fall_back() == other.may_fall_back()
     }
 
     /// The core's acquire, on this lock's operations: in the kernel or
@@ -124,7 +129,7 @@ impl Job {
         let outcome = protocol::acquire(
             &mut kernel,
             wait_in_kernel,
-            self.may_fall_back,
+            self.may_fall_back(),
             &mut backoff,
         );
         Reached::of(&kernel, outcome)
@@ -136,7 +141,9 @@ impl Job {
         match reached {
             Reached::Held(fd, _) => drop(fd),
             Reached::Unsupported(file, created) => {
-                let _ = SoftLock::soft(&*self.path).fall_back(file, created);
+                if let Some(soft) = self.fallback {
+                    (soft.fall_back)(&self.path, file, created);
+                }
             }
             Reached::Busy(_) | Reached::Failed(..) => {}
         }

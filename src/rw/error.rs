@@ -70,6 +70,19 @@ impl IntoIo for RwError {
                     root.display()
                 ),
             ),
+            RwError::Fs(FsError::LinkNotOneFile) => problem(
+                path,
+                step,
+                io::ErrorKind::Unsupported,
+                format!(
+                    "the filesystem of {} shows a hard link's two names as two different files \
+                     (sshfs gives each name an inode number of its own), so the read-write \
+                     lock could never confirm a commit there: put the lock on a filesystem that \
+                     shows hard links as one file (a local one, or NFS), or use a soft lock \
+                     (kind soft, marker or lease) on this one",
+                    root.display()
+                ),
+            ),
             RwError::Malformed { generation, why } => {
                 let name = generation_name(generation).unwrap_or_default();
                 problem(

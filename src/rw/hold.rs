@@ -51,13 +51,30 @@ enum Slot {
     Held(Hold),
 }
 
+/// Who took a level of a hold: a thread, whose acquires nest in its own
+/// hold, or one awaited acquire (feature `tokio`): a task moves between
+/// threads, so each of its acquires is an owner of its own, which never
+/// nests in a hold it took before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Owner {
+    Thread(ThreadId),
+    #[cfg(feature = "tokio")]
+    Task(u64),
+}
+
+impl Owner {
+    fn this_thread() -> Owner {
+        Owner::Thread(thread::current().id())
+    }
+}
+
 /// A granted hold of this process.
 struct Hold {
     mode: Mode,
-    /// The thread a write hold is pinned to.
-    writer: Option<ThreadId>,
-    /// Read levels per acquiring thread.
-    depths: Vec<(ThreadId, usize)>,
+    /// The owner a write hold is pinned to.
+    writer: Option<Owner>,
+    /// Read levels per acquiring owner.
+    depths: Vec<(Owner, usize)>,
     level: usize,
     generation: u128,
     token: Token,
@@ -196,7 +213,7 @@ enum Join {
 }
 
 impl Hold {
-    fn join(&self, mode: Mode, me: ThreadId) -> Join {
+    fn join(&self, mode: Mode, me: Owner) -> Join {
         let reads = self.depths.iter().any(|(t, _)| *t == me);
         match (self.mode, mode) {
             (Mode::Read, Mode::Read) => Join::Nest,
@@ -274,6 +291,59 @@ impl SoftRwLock {
         Ok(left.map_or(self.poll, |l| l.min(self.poll)))
     }
 
+    /// What `owner`'s acquire in `mode` may do with the path's slot now:
+    /// nest in the process's hold (the guard), refuse, wait, or take the
+    /// slot (then busy) to join the log.
+    fn claim(&self, shared: &Arc<Shared>, mode: Mode, owner: Owner) -> Claim {
+        let mut slot = lock(&shared.slot);
+        match &mut *slot {
+            Slot::Free => {
+                *slot = Slot::Busy;
+                Claim::Claimed
+            }
+            Slot::Held(h) => match h.join(mode, owner) {
+                Join::Nest => {
+                    if let Some(c) = *lock(&h.lost) {
+                        let text = format!(
+                            "Cannot acquire {} lock on {}: the current hold was lost ({c:?}), \
+                             release it before acquiring again",
+                            mode.as_str(),
+                            self.path.display()
+                        );
+                        return Claim::Refused(self.refusal(io::ErrorKind::Other, text));
+                    }
+                    h.level += 1;
+                    if mode == Mode::Read {
+                        match h.depths.iter_mut().find(|(t, _)| *t == owner) {
+                            Some((_, d)) => *d += 1,
+                            None => h.depths.push((owner, 1)),
+                        }
+                    }
+                    Claim::Nested(SoftRwGuard::new(
+                        shared,
+                        mode,
+                        owner,
+                        h.generation,
+                        h.token,
+                        &h.lost,
+                    ))
+                }
+                Join::Refuse(what) => {
+                    let held = h.mode.as_str();
+                    let text = format!(
+                        "Cannot acquire {} lock on {}: this thread holds a {held} lock already \
+                         ({what} not allowed): release it first",
+                        mode.as_str(),
+                        self.path.display()
+                    );
+                    Claim::Refused(self.refusal(io::ErrorKind::Deadlock, text))
+                }
+                Join::Wait => Claim::Wait,
+            },
+            Slot::Busy => Claim::Wait,
+        }
+    }
+
     /// Takes the lock in `mode` (PROTOCOL 16.10): nests in this process's
     /// hold where it may, waits for it to end otherwise, then joins the
     /// log as a new participant.
@@ -286,58 +356,17 @@ impl SoftRwLock {
         let began = crate::sync::now();
         let terms = self.terms()?;
         let shared = self.shared()?;
-        let me = thread::current().id();
-        let mut slot = lock(&shared.slot);
+        let me = Owner::this_thread();
         loop {
-            match &mut *slot {
-                Slot::Free => break,
-                Slot::Held(h) => match h.join(mode, me) {
-                    Join::Nest => {
-                        if let Some(c) = *lock(&h.lost) {
-                            let text = format!(
-                                "Cannot acquire {} lock on {}: the current hold was lost ({c:?}), \
-                                 release it before acquiring again",
-                                mode.as_str(),
-                                self.path.display()
-                            );
-                            return Err(self.refusal(io::ErrorKind::Other, text));
-                        }
-                        h.level += 1;
-                        if mode == Mode::Read {
-                            match h.depths.iter_mut().find(|(t, _)| *t == me) {
-                                Some((_, d)) => *d += 1,
-                                None => h.depths.push((me, 1)),
-                            }
-                        }
-                        return Ok(SoftRwGuard::new(
-                            &shared,
-                            mode,
-                            me,
-                            h.generation,
-                            h.token,
-                            &h.lost,
-                        ));
-                    }
-                    Join::Refuse(what) => {
-                        let held = h.mode.as_str();
-                        let text = format!(
-                            "Cannot acquire {} lock on {}: this thread holds a {held} lock already \
-                             ({what} not allowed): release it first",
-                            mode.as_str(),
-                            self.path.display()
-                        );
-                        return Err(self.refusal(io::ErrorKind::Deadlock, text));
-                    }
-                    Join::Wait => {}
-                },
-                Slot::Busy => {}
+            match self.claim(&shared, mode, me) {
+                Claim::Claimed => break,
+                Claim::Nested(guard) => return Ok(guard),
+                Claim::Refused(e) => return Err(e),
+                Claim::Wait => {}
             }
-            drop(slot);
             let pause = self.next_pause(patience, began, &mut hook, None)?;
-            slot = wait_timeout(&shared.changed, lock(&shared.slot), pause);
+            drop(wait_timeout(&shared.changed, lock(&shared.slot), pause));
         }
-        *slot = Slot::Busy;
-        drop(slot);
         // Whatever panics in the wait (the caller's hook, a logger called
         // from it), the participant leaves the log, a writer entered there
         // no longer keeps readers out, and the path is free for this
@@ -354,18 +383,45 @@ impl SoftRwLock {
                 std::panic::resume_unwind(panic);
             }
         };
-        let mut slot = lock(&shared.slot);
-        let guard = taken.map(|hold| {
-            let guard =
-                SoftRwGuard::new(&shared, mode, me, hold.generation, hold.token, &hold.lost);
-            *slot = Slot::Held(hold);
-            guard
-        });
-        if guard.is_err() {
-            *slot = Slot::Free;
+        settle(&shared, mode, me, taken)
+    }
+
+    /// Takes the lock in `mode` as [`acquire`](Self::acquire) waits for
+    /// it, without blocking the thread between polls: each poll of the log
+    /// runs in the task, the pauses are the runtime's timer. Dropped
+    /// before it returns, it leaves the log and frees the path for the
+    /// process's other acquires.
+    #[cfg(feature = "tokio")]
+    pub(super) async fn acquire_async(&self, mode: Mode) -> io::Result<SoftRwGuard> {
+        crate::async_wait::in_runtime(&self.path)?;
+        let terms = self.terms()?;
+        let shared = self.shared()?;
+        let me = Owner::Task(crate::async_wait::next_id());
+        loop {
+            match self.claim(&shared, mode, me) {
+                Claim::Claimed => break,
+                Claim::Nested(guard) => return Ok(guard),
+                Claim::Refused(e) => return Err(e),
+                // A release of this process's hold wakes the threads that
+                // wait for it; a task looks again at its next poll.
+                Claim::Wait => crate::sync::time::sleep(self.poll).await,
+            }
         }
-        shared.changed.notify_all();
-        guard
+        let mut joining = Joining {
+            shared: &shared,
+            settled: false,
+        };
+        self.publish(&shared, mode, terms)?;
+        loop {
+            match poll(&shared).0 {
+                Ok(true) => break,
+                Ok(false) => crate::sync::time::sleep(self.poll).await,
+                Err(e) => return Err(shared.error(e, Step::Lock)),
+            }
+        }
+        let hold = self.granted(&shared, mode, me, terms);
+        joining.settled = true;
+        settle(&shared, mode, me, hold)
     }
 
     /// Joins the log: publish, poll until granted (or given up, leaving
@@ -379,34 +435,9 @@ impl SoftRwLock {
         began: Instant,
         hook: &mut Hook<'_>,
     ) -> io::Result<Hold> {
-        let me = thread::current().id();
-        {
-            let mut engine = lock(&shared.engine);
-            let Engine {
-                files,
-                lock: log,
-                participant,
-            } = &mut *engine;
-            *log.config_mut() = terms.config();
-            match log.publish(files, &mut StdEnv, mode) {
-                Ok(p) => *participant = Some(p),
-                Err(e) => return Err(shared.error(e, Step::Lock)),
-            }
-        }
+        self.publish(shared, mode, terms)?;
         loop {
-            let (polled, latest) = {
-                let mut engine = lock(&shared.engine);
-                let Engine {
-                    files,
-                    lock: log,
-                    participant,
-                } = &mut *engine;
-                let p = participant
-                    .as_mut()
-                    .expect("published above; only this thread takes it");
-                let polled = log.advance(files, &mut StdEnv, p);
-                (polled, log.snapshot().map(|s| Latest::of(&s)))
-            };
+            let (polled, latest) = poll(shared);
             let failure = match polled {
                 Ok(true) => break,
                 Ok(false) => match self.next_pause(patience, began, hook, latest.as_ref()) {
@@ -425,6 +456,34 @@ impl SoftRwLock {
             let _ = leave(shared);
             return Err(failure);
         }
+        self.granted(shared, mode, Owner::this_thread(), terms)
+    }
+
+    /// Publishes this process's participant in the log, on `terms`.
+    fn publish(&self, shared: &Arc<Shared>, mode: Mode, terms: Terms) -> io::Result<()> {
+        let mut engine = lock(&shared.engine);
+        let Engine {
+            files,
+            lock: log,
+            participant,
+        } = &mut *engine;
+        *log.config_mut() = terms.config();
+        match log.publish(files, &mut StdEnv, mode) {
+            Ok(p) => *participant = Some(p),
+            Err(e) => return Err(shared.error(e, Step::Lock)),
+        }
+        Ok(())
+    }
+
+    /// The hold of a participant just granted, its heartbeat started (or,
+    /// where it cannot start, the log left and the error).
+    fn granted(
+        &self,
+        shared: &Arc<Shared>,
+        mode: Mode,
+        me: Owner,
+        terms: Terms,
+    ) -> io::Result<Hold> {
         let (generation, token) = {
             let engine = lock(&shared.engine);
             let p = engine.participant.as_ref().expect("granted above");
@@ -516,11 +575,80 @@ fn leave(shared: &Shared) -> Result<(), RwError> {
     }
 }
 
+/// What an acquire may do with the path's slot ([`SoftRwLock::claim`]).
+enum Claim {
+    /// The slot is this acquire's (busy): it joins the log.
+    Claimed,
+    /// It nested in the process's hold.
+    Nested(SoftRwGuard),
+    Refused(io::Error),
+    /// The process's hold, or another acquire, is in the way.
+    Wait,
+}
+
+/// One poll of the participant: whether it is granted, and the latest
+/// snapshot it read.
+fn poll(shared: &Shared) -> (Result<bool, RwError>, Option<Latest>) {
+    let mut engine = lock(&shared.engine);
+    let Engine {
+        files,
+        lock: log,
+        participant,
+    } = &mut *engine;
+    let p = participant
+        .as_mut()
+        .expect("published; only the slot's acquire takes it");
+    let polled = log.advance(files, &mut StdEnv, p);
+    (polled, log.snapshot().map(|s| Latest::of(&s)))
+}
+
+/// The slot after a participant's acquire: the hold, and its guard, or
+/// free again.
+fn settle(
+    shared: &Arc<Shared>,
+    mode: Mode,
+    me: Owner,
+    taken: io::Result<Hold>,
+) -> io::Result<SoftRwGuard> {
+    let mut slot = lock(&shared.slot);
+    let guard = taken.map(|hold| {
+        let guard = SoftRwGuard::new(shared, mode, me, hold.generation, hold.token, &hold.lost);
+        *slot = Slot::Held(hold);
+        guard
+    });
+    if guard.is_err() {
+        *slot = Slot::Free;
+    }
+    shared.changed.notify_all();
+    guard
+}
+
+/// An awaited acquire between its claim of the slot and its hold: dropped
+/// unsettled (the future dropped, or an error), the participant leaves the
+/// log and the slot is free again.
+#[cfg(feature = "tokio")]
+struct Joining<'a> {
+    shared: &'a Arc<Shared>,
+    settled: bool,
+}
+
+#[cfg(feature = "tokio")]
+impl Drop for Joining<'_> {
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        let _ = leave(self.shared);
+        *lock(&self.shared.slot) = Slot::Free;
+        self.shared.changed.notify_all();
+    }
+}
+
 impl SoftRwGuard {
     fn new(
         shared: &Arc<Shared>,
         mode: Mode,
-        thread: ThreadId,
+        thread: Owner,
         generation: u128,
         token: Token,
         lost: &Arc<Mutex<Option<Compromise>>>,

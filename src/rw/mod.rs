@@ -135,7 +135,7 @@ impl RwWaitStatus<'_> {
 pub struct SoftRwGuard {
     shared: Option<Arc<Shared>>,
     mode: Mode,
-    thread: crate::sync::thread::ThreadId,
+    thread: hold::Owner,
     pid: u32,
     generation: u128,
     token: swaplock_core::names::Token,
@@ -530,6 +530,70 @@ impl SoftRwLock {
             timeout.map_or(Patience::Forever, until),
             Some(&mut hook),
         )
+    }
+}
+
+/// The awaited acquires (feature `tokio`).
+#[cfg(feature = "tokio")]
+impl SoftRwLock {
+    /// Waits for the read lock without blocking the thread: each poll of
+    /// the log runs in the task, and the pauses between polls (the poll
+    /// interval) are the runtime's timer. The hold and its heartbeat are
+    /// as [`read`](Self::read)'s: the heartbeat runs on a thread of its
+    /// own, whatever the task does.
+    ///
+    /// Cancel-safe: a future dropped before it returns leaves the log as
+    /// it found it (a writer that waited no longer keeps readers out) and
+    /// holds nothing. For a timeout, wrap it in `tokio::time::timeout`.
+    /// The runtime needs its time driver; outside a runtime the call fails
+    /// with an error of kind [`Unsupported`](io::ErrorKind::Unsupported).
+    /// A read shares a read hold this process has already, as a thread's
+    /// does; a task moves between threads, so each awaited acquire is an
+    /// owner of its own: a task that awaits a write lock it holds waits
+    /// for ever (no deadlock is detected, since a task is no thread). In a
+    /// task, take the lock only through these: the blocking calls
+    /// ([`read`](Self::read), [`try_write`](Self::try_write), ...) nest by
+    /// thread, so two tasks that run on one thread would share its write
+    /// hold.
+    ///
+    /// # Panics
+    ///
+    /// In a runtime without its time driver: tokio's timer panics.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use swaplock::rw::SoftRwLock;
+    /// # async fn run() -> std::io::Result<()> {
+    /// let lock = SoftRwLock::new("/mnt/nfs/catalog.lock");
+    /// let reading = tokio::time::timeout(Duration::from_secs(30), lock.read_async())
+    ///     .await
+    ///     .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+    /// // ... read the catalog ...
+    /// reading.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn read_async(&self) -> io::Result<SoftRwGuard> {
+        self.acquire_async(Mode::Read).await
+    }
+
+    /// Waits for the write lock without blocking the thread, as
+    /// [`read_async`](Self::read_async) waits for the read lock. While it
+    /// waits, its participant stays in the log, so new readers of every
+    /// process, Python's included, keep out as they do for
+    /// [`write`](Self::write).
+    ///
+    /// ```no_run
+    /// use swaplock::rw::SoftRwLock;
+    /// # async fn run() -> std::io::Result<()> {
+    /// let writing = SoftRwLock::new("/mnt/nfs/catalog.lock").write_async().await?;
+    /// println!("writing under fencing token {}", writing.generation());
+    /// writing.release()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn write_async(&self) -> io::Result<SoftRwGuard> {
+        self.acquire_async(Mode::Write).await
     }
 }
 

@@ -408,6 +408,7 @@ impl Identity {
             mode: lock.mode,
             lease,
             lifetime: lock.lifetime,
+            durable: lock.durable,
         }
     }
 }

@@ -284,9 +284,14 @@ impl StrictLock {
         }
         if uid == euid {
             if let Some(settled) = settled_directory_mode(st_mode, mode) {
-                SoftOs::on(parent).chmod(&dir, settled).map_err(|e| {
-                    self.invalid(None, format!("cannot set the mode of {shown}: {e}"))
-                })?;
+                SoftOs::on(parent)
+                    .chmod(&dir, settled)
+                    .map_err(|e| match e {
+                        // Its owner may always set a directory's mode, but
+                        // where the filesystem keeps none (vfat, exFAT).
+                        e if e == Errno::PERM => self.no_unix_modes(&shown, e),
+                        e => self.invalid(None, format!("cannot set the mode of {shown}: {e}")),
+                    })?;
             }
         }
         Ok(dir)

@@ -151,22 +151,40 @@ impl StrictWait<'_> {
 type Hook<'a> = dyn FnMut(&StrictWait<'_>) -> ControlFlow<()> + 'a;
 
 impl StrictLock {
-    /// The error of a filesystem whose `link` fails with `errno`.
-    pub(super) fn no_hard_links(&self, errno: Errno) -> io::Error {
+    /// An error of kind [`Unsupported`](io::ErrorKind::Unsupported): this
+    /// filesystem cannot carry a strict lock, for `reason`.
+    fn unsupported(&self, reason: String) -> io::Error {
         let kind = io::ErrorKind::Unsupported;
         let source = io::Error::new(
             kind,
             Explained(Box::new(Invalid {
                 path: self.path.clone(),
                 claim: None,
-                reason: format!(
-                    "filesystem does not support atomic no-replace hard-link publication (link: \
-                     {errno}): a strict lock publishes every claim by a hard link; use another \
-                     kind of lock on this filesystem"
-                ),
+                reason,
             })),
         );
         LockError::io(&self.path, Step::Lock, kind, source)
+    }
+
+    /// The error of a filesystem whose `link` fails with `errno`.
+    pub(super) fn no_hard_links(&self, errno: Errno) -> io::Error {
+        self.unsupported(format!(
+            "filesystem does not support atomic no-replace hard-link publication (link: \
+             {errno}): a strict lock publishes every claim by a hard link; use another kind of \
+             lock on this filesystem"
+        ))
+    }
+
+    /// The error of a filesystem that keeps no Unix modes: `chmod` of a
+    /// directory this account owns fails with `errno` (`EPERM` on vfat and
+    /// exFAT), so the claims' directory cannot be settled (18.1).
+    pub(super) fn no_unix_modes(&self, dir: &str, errno: Errno) -> io::Error {
+        self.unsupported(format!(
+            "filesystem keeps no Unix modes (chmod of {dir}, which this account owns: {errno}), \
+             which a strict lock sets on its directories, and vfat and exFAT have no hard links \
+             either, by which it publishes every claim; use another kind of lock on this \
+             filesystem"
+        ))
     }
 
     /// A strict lock on `path`. A path whose final component is empty, or

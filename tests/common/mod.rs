@@ -8,6 +8,8 @@ pub mod netfs;
 mod portable;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod rw;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub mod rw_chaos;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod seccomp;
 pub mod stress;

@@ -509,6 +509,43 @@ impl Drop for Session {
 }
 
 /// `Ok(())` or the errno of the last failed call, as a session answers.
+/// The names of directory `dir` (less `.` and `..`), sorted, as
+/// `[a,b]`, read through a descriptor `openat(dir, ".")` opens.
+fn list_at(dir: &File) -> String {
+    // SAFETY: a valid descriptor and NUL-terminated path; the new
+    // descriptor is owned by the stream, which closedir closes.
+    let stream = unsafe {
+        let fd = libc::openat(
+            dir.as_raw_fd(),
+            c".".as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        );
+        if fd < 0 {
+            return outcome(fd);
+        }
+        libc::fdopendir(fd)
+    };
+    assert!(!stream.is_null());
+    let mut names = Vec::new();
+    loop {
+        // SAFETY: `stream` is an open directory stream.
+        let entry = unsafe { libc::readdir(stream) };
+        if entry.is_null() {
+            break;
+        }
+        // SAFETY: readdir returned a valid entry with a NUL-terminated name.
+        let name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) };
+        let name = name.to_string_lossy().into_owned();
+        if name != "." && name != ".." {
+            names.push(name);
+        }
+    }
+    // SAFETY: closes the stream opened above, once.
+    unsafe { libc::closedir(stream) };
+    names.sort();
+    format!("[{}]", names.join(","))
+}
+
 fn outcome(r: libc::c_int) -> String {
     if r >= 0 {
         "ok".into()
@@ -553,6 +590,7 @@ pub fn serve(root: &Path) {
     let host = host.trim();
     let mut held: Vec<File> = Vec::new();
     let mut opened: Vec<File> = Vec::new();
+    let mut dirs: Vec<File> = Vec::new();
     let stdin = std::io::stdin();
     let mut out = std::io::stdout();
     for line in stdin.lock().lines() {
@@ -649,6 +687,14 @@ pub fn serve(root: &Path) {
                 "ok".into()
             }
             ["unlink", name] => io_outcome(fs::remove_file(root.join(name))),
+            // A directory opened once, kept, and listed through `openat`
+            // of "." relative to it, as the strict lock's scans list
+            // `claims/` (rustix's `Dir::read_from`).
+            ["opendir", name] => io_outcome(File::open(root.join(name)).map(|f| dirs.push(f))),
+            ["listat"] => match dirs.last() {
+                Some(dir) => list_at(dir),
+                None => "err no directory opened".into(),
+            },
             ["rename", a, b] => io_outcome(fs::rename(root.join(a), root.join(b))),
             _ => panic!("unknown request {line:?}"),
         };

@@ -21,7 +21,8 @@ pub type Terms = (f64, f64, f64);
 /// filelock's defaults.
 pub const DEFAULTS: Terms = (30.0, 90.0, 0.25);
 
-fn lock(path: &str, (heartbeat, stale, poll): Terms) -> SoftRwLock {
+/// A lock on `path` with these intervals.
+pub fn lock(path: &str, (heartbeat, stale, poll): Terms) -> SoftRwLock {
     SoftRwLock::new(path)
         .heartbeat_interval(Duration::from_secs_f64(heartbeat))
         .stale_threshold(Duration::from_secs_f64(stale))
@@ -119,6 +120,15 @@ pub fn worker() {
             }
             say(json!({"generations": generations, "collisions": collisions}));
         }
+        ["loop", mode, path, log, rounds, wait, hold, ref t @ ..] => super::rw_chaos::member(
+            mode,
+            path,
+            log,
+            rounds.parse().unwrap(),
+            wait.parse().unwrap(),
+            hold.parse().unwrap(),
+            terms(t),
+        ),
         _ => panic!("bad worker spec {spec:?}"),
     }
 }
@@ -142,12 +152,15 @@ pub fn rust_command(args: &[&str]) -> Command {
     cmd
 }
 
+/// The Python peer's script.
+pub fn peer_script() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peer/rw_peer.py")
+}
+
 /// `rw_peer.py ARGS...`.
 pub fn python_command(args: &[&str]) -> Command {
     let mut cmd = Command::new(python());
-    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peer/rw_peer.py"))
-        .args(args)
-        .stderr(Stdio::inherit());
+    cmd.arg(peer_script()).args(args).stderr(Stdio::inherit());
     cmd
 }
 

@@ -27,10 +27,10 @@ const STILL: Duration = Duration::from_millis(2_500);
 const LEASE: Duration = Duration::from_secs(6);
 
 /// A small deterministic generator, seeded per run (the seed is reported).
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -218,7 +218,7 @@ fn host_name(client: &Client) -> String {
 }
 
 /// Who the witness has inside the critical section, if anyone.
-fn inside(witness: &Witness) -> Option<String> {
+pub(super) fn inside(witness: &Witness) -> Option<String> {
     let mut text = String::new();
     let mut file = match fs::File::open(witness.0.join("inside")) {
         Ok(file) => file,

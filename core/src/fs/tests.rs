@@ -136,6 +136,8 @@ fn every_named_magic_has_its_name_and_its_traits() {
         (magic::BTRFS, "btrfs"),
         (magic::TMPFS, "tmpfs"),
         (magic::F2FS, "f2fs"),
+        (magic::FAT, "vfat"),
+        (magic::EXFAT, "exfat"),
         (magic::OVERLAY, "overlay"),
     ];
     for (f_type, name) in named {

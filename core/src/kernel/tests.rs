@@ -4,6 +4,9 @@ use super::*;
 use crate::decide::{FileTime, Instant};
 use crate::wait::Deadline;
 
+/// The `flock` fallback's opens (PROTOCOL 7.1, 7.17).
+mod fallback;
+
 /// A lock file held by someone else for `busy_for`, on a clock that
 /// moves only when the driver sleeps.
 struct Fake {
@@ -15,10 +18,11 @@ struct Fake {
     exclusive_open: Result<(), Errno>,
     /// What an open of the existing file answers.
     existing_open: Result<(), Errno>,
-    /// How many opens of the existing file find it removed since.
-    vanished: u32,
-    /// Every open of the existing file finds it missing, and every
-    /// exclusive open finds it there: a dangling symlink.
+    /// How many exclusive opens find the file made by a peer since the
+    /// plain open found none.
+    appeared: u32,
+    /// Every plain open finds the file missing, and every exclusive open
+    /// finds it there: a dangling symlink.
     dangling: bool,
     /// How many lock calls answer `EINTR` first.
     interrupts: u32,
@@ -78,7 +82,7 @@ impl Fake {
             free: Ok(()),
             exclusive_open: Ok(()),
             existing_open: Ok(()),
-            vanished: 0,
+            appeared: 0,
             dangling: false,
             interrupts: 0,
             refused_opens: (0, Errno::AGAIN),
@@ -156,6 +160,13 @@ impl KernelOs for Fake {
                 }
             };
         }
+        if exclusive && self.appeared > 0 {
+            // A peer made the file since the plain open found none, and
+            // the next plain open finds it.
+            self.appeared -= 1;
+            self.existing_open = Ok(());
+            return Err(Errno::EXIST);
+        }
         match exclusive {
             true => self.exclusive_open.map(|()| ID),
             false => Ok(ID),
@@ -165,13 +176,6 @@ impl KernelOs for Fake {
         self.call();
         self.attempts += 1;
         if self.dangling {
-            return Err(Errno::NOENT);
-        }
-        if self.vanished > 0 {
-            // A peer removed the file since the exclusive open failed,
-            // and the next one succeeds.
-            self.vanished -= 1;
-            self.exclusive_open = Ok(());
             return Err(Errno::NOENT);
         }
         self.existing_open.map(|()| ID)
@@ -517,81 +521,6 @@ fn a_wait_in_the_kernel_answered_busy_keeps_waiting() {
 }
 
 #[test]
-fn enosys_is_a_fallback_only_for_a_caller_that_falls_back() {
-    let mut os = Fake::new(Duration::ZERO);
-    os.free = Err(Errno::NOSYS);
-    let out = acquire(&mut os, false, true, &mut Deadline::once());
-    assert!(matches!(
-        out,
-        Ok(Outcome::Unsupported { created: true, .. })
-    ));
-    // fcntl, the with-lock-ex protocol: an error, never a soft lock
-    // beside an empty file nobody knows who created.
-    let out = acquire(&mut os, false, false, &mut Deadline::once());
-    assert!(matches!(out, Err((Step::Lock, e)) if e == Errno::NOSYS));
-}
-
-#[test]
-fn a_fallback_attempt_opens_a_file_already_there_as_not_created() {
-    let mut os = Fake::new(Duration::ZERO);
-    os.free = Err(Errno::NOSYS);
-    os.exclusive_open = Err(Errno::EXIST);
-    let out = attempt(&mut os, false, true);
-    assert!(matches!(
-        out,
-        Ok(Outcome::Unsupported { created: false, .. })
-    ));
-}
-
-#[test]
-fn a_fallback_attempt_that_finds_the_file_gone_creates_it_and_says_so() {
-    let mut os = Fake::new(Duration::ZERO);
-    os.free = Err(Errno::NOSYS);
-    os.exclusive_open = Err(Errno::EXIST);
-    os.vanished = 1;
-    let out = attempt(&mut os, false, true);
-    assert!(matches!(
-        out,
-        Ok(Outcome::Unsupported { created: true, .. })
-    ));
-    assert_eq!(os.attempts, 3, "exclusive, existing, exclusive again");
-}
-
-#[test]
-fn a_fallback_attempt_on_a_dangling_symlink_ends() {
-    let mut os = Fake::new(Duration::ZERO);
-    os.free = Err(Errno::NOSYS);
-    os.exclusive_open = Err(Errno::EXIST);
-    os.dangling = true;
-    let out = attempt(&mut os, false, true);
-    // The target created by a plain open is not known to be ours.
-    assert!(matches!(
-        out,
-        Ok(Outcome::Unsupported { created: false, .. })
-    ));
-    assert_eq!(os.attempts, 2 * (VANISHED_AT_MOST + 1) + 1);
-}
-
-#[test]
-fn a_fallback_attempt_reports_any_other_error_of_its_second_open() {
-    let mut os = Fake::new(Duration::ZERO);
-    os.exclusive_open = Err(Errno::EXIST);
-    os.existing_open = Err(Errno::ACCES);
-    let out = attempt(&mut os, false, true);
-    assert!(matches!(out, Err((Step::Open, e)) if e == Errno::ACCES));
-    assert_eq!(os.attempts, 2);
-}
-
-#[test]
-fn a_fallback_attempt_reports_any_other_error_of_its_exclusive_open() {
-    let mut os = Fake::new(Duration::ZERO);
-    os.exclusive_open = Err(Errno::ACCES);
-    let out = attempt(&mut os, false, true);
-    assert!(matches!(out, Err((Step::Open, e)) if e == Errno::ACCES));
-    assert_eq!(os.attempts, 1, "no second open");
-}
-
-#[test]
 fn an_open_refused_for_now_is_contention_and_waited_out() {
     let mut os = Fake::new(Duration::ZERO);
     os.refused_opens = (3, Errno::AGAIN);
@@ -633,6 +562,41 @@ fn a_lock_on_a_file_a_holder_replaced_is_taken_again_on_the_new_one() {
         Ok(Outcome::Held(ID, ID))
     ));
     assert_eq!(os.attempts, 3, "two orphans, then the file at the path");
+}
+
+#[test]
+fn a_listing_that_names_another_file_for_good_fails_instead_of_looping() {
+    // The path opens and `stat`s one file, and the listing shows another
+    // inode number under the name for good (a file mounted over the name:
+    // the directory lists the file beneath).
+    let mut os = Fake::new(Duration::ZERO);
+    os.server = Some(Some(ID));
+    os.listing = true;
+    os.listing_answer = Some(Listed::Entry(ID.ino + 7));
+    let out = attempt(&mut os, true, false);
+    assert!(
+        matches!(out, Err((Step::Named, e)) if e == Errno::NOENT),
+        "{out:?}"
+    );
+    assert_eq!(os.listings, UNNAMED_AT_MOST + 1);
+}
+
+#[test]
+fn a_busy_path_whose_every_file_has_one_inode_number_is_taken_in_the_end() {
+    // Holders remove file after file under the waiter, and each new file
+    // gets the freed inode number again (ext4 does): every start again is
+    // a peer's removal, which is progress, never the listing's
+    // disagreement that the bound is for.
+    let starts = 3 * (UNNAMED_AT_MOST + 1);
+    for (removed, replaced) in [(starts, 0), (0, starts), (starts, starts)] {
+        let mut os = Fake::new(Duration::ZERO);
+        os.removed = removed;
+        os.replaced = replaced;
+        let out = attempt(&mut os, true, false);
+        assert!(matches!(out, Ok(Outcome::Held(ID, ID))), "{out:?}");
+        assert_eq!(os.attempts, removed + replaced + 1);
+        assert_eq!(os.closes, removed + replaced, "every orphan closed");
+    }
 }
 
 #[test]

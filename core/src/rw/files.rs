@@ -65,6 +65,11 @@ pub enum FsError {
     /// links (`ENOSYS`, `EXDEV`, `ENOTSUP`, `EPERM`): the log cannot be
     /// advanced here at all.
     NoHardLinks(Errno),
+    /// `link` answered success, and the two names it joined show two
+    /// different files: the filesystem does not show a hard link's names
+    /// as one file (sshfs gives each name an inode number of its own), so
+    /// no commit could ever be confirmed here (RW3).
+    LinkNotOneFile,
     /// Any other error of the system.
     Os(Errno),
 }
@@ -94,6 +99,10 @@ impl fmt::Display for FsError {
             FsError::NoHardLinks(e) => write!(
                 f,
                 "filesystem does not support atomic no-replace hard-link publication ({e})"
+            ),
+            FsError::LinkNotOneFile => write!(
+                f,
+                "filesystem shows a hard link's two names as two different files"
             ),
             FsError::Os(e) => write!(f, "{e}"),
         }
@@ -218,9 +227,15 @@ pub fn link_landed(from: Option<FileId>, to: Option<FileId>) -> bool {
 /// and the identities the two names show afterwards (`lstat`, `None` for
 /// a name that is missing): `true` when it landed ([`link_landed`]),
 /// whatever the call answered; `false` when it did not and the call
-/// answered success or `EEXIST` (a peer's link holds the name); an error
-/// otherwise, [`FsError::NoHardLinks`] where the filesystem has none
-/// ([`no_hard_links`]), which the identities are not asked about.
+/// answered `EEXIST` (a peer's link holds the name), or success while a
+/// name is missing (our temporary swept from under a stalled commit); an
+/// error otherwise: [`FsError::NoHardLinks`] where the filesystem has none
+/// ([`no_hard_links`]), which the identities are not asked about, and
+/// [`FsError::LinkNotOneFile`] where the call answered success and both
+/// names stand, as two files: a filesystem that shows a hard link's names
+/// as two files (sshfs), or a peer's link made in the name after ours was
+/// removed (a committer stopped for a window of commits, a log wiped in
+/// place). The commit tells them apart by the bytes at the name.
 pub fn link_outcome(
     call: Result<(), Errno>,
     from: Option<FileId>,
@@ -242,6 +257,7 @@ pub fn link_outcome(
         return Ok(true);
     }
     match call {
+        Ok(()) if from.is_some() && to.is_some() => Err(FsError::LinkNotOneFile),
         Ok(()) => Ok(false),
         Err(e) if e == Errno::EXIST => Ok(false),
         Err(e) => Err(FsError::Os(e)),

@@ -9,6 +9,7 @@
 //! removes it).
 
 use super::names::{MAX_GENERATION, MAX_RECORD, PROTOCOL};
+use crate::mutant::{active, Mutant};
 use crate::names::Token;
 use crate::pid::Pid;
 use crate::pyfloat;
@@ -367,13 +368,30 @@ pub fn is_valid_epoch(epoch: &[u8]) -> bool {
     Token::parse_hex(text).is_some()
 }
 
+/// Whether filelock binds HEAD to `epoch`: it is valid, and ends with the
+/// `\n` that ends HEAD's first line. (A token without its `\n` is valid,
+/// yet no first line can equal it.)
+pub fn filelock_binds(epoch: &[u8]) -> bool {
+    is_valid_epoch(epoch) && epoch.ends_with(b"\n")
+}
+
 /// The record HEAD carries after the epoch `epoch`, if `head` is bound to
-/// it: the epoch is valid and HEAD's first line, with its `\n`, is exactly
-/// that epoch (PROTOCOL 16.2). A HEAD of another incarnation, or one
-/// torn before its first line ended, gives `None`. The record itself may
-/// still be malformed.
+/// it (PROTOCOL 16.2). Where filelock binds ([`filelock_binds`]), as it
+/// reads it: HEAD's first line, with its `\n`, is exactly the epoch; the
+/// record itself may still be malformed. Under any other epoch of at most
+/// [`EPOCH_LEN`] bytes (torn: a creator killed before its write, or cut
+/// before its `\n`), which filelock never binds a HEAD to, swaplock's
+/// binding: HEAD starts with the epoch's exact bytes and the rest parses
+/// as a snapshot (the parse tells such a HEAD from an empty one, or from
+/// one of a valid epoch). A HEAD of another incarnation, or one torn before
+/// its first line ended, gives `None`.
 pub fn head_record<'a>(head: &'a [u8], epoch: Option<&[u8]>) -> Option<&'a [u8]> {
-    let epoch = epoch.filter(|e| is_valid_epoch(e))?;
+    let epoch = epoch?;
+    if !filelock_binds(epoch) {
+        let rest = head.strip_prefix(epoch)?;
+        let torn = epoch.len() <= EPOCH_LEN && !active(Mutant::RwTornEpochUnbound);
+        return (torn && parse_snapshot(rest).is_ok()).then_some(rest);
+    }
     let split = head
         .iter()
         .position(|&b| b == b'\n')
@@ -382,8 +400,14 @@ pub fn head_record<'a>(head: &'a [u8], epoch: Option<&[u8]>) -> Option<&'a [u8]>
 }
 
 /// The generation HEAD names under the epoch `epoch`: [`head_record`],
-/// parsed as a snapshot. Only the generation is ever taken from HEAD.
+/// parsed as a snapshot, only where filelock binds HEAD too. Only the
+/// generation is ever taken from HEAD. A HEAD bound by swaplock alone
+/// names none: only swaplock moves it under a torn epoch, so it may lag
+/// the log by any number of windows (its generation would start a probe of
+/// patience 1 far behind), and it says only that the log is not new
+/// (PROTOCOL 16.9).
 pub fn head_generation(head: &[u8], epoch: Option<&[u8]>) -> Option<u128> {
+    let epoch = epoch.filter(|e| filelock_binds(e));
     parse_snapshot(head_record(head, epoch)?)
         .ok()
         .map(|s| s.generation)

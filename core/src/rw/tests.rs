@@ -251,6 +251,36 @@ fn epoch_and_head_bind_to_each_other() {
     assert_eq!(head_generation(head, Some(&epoch[..32])), None);
 }
 
+#[test]
+fn a_torn_epoch_binds_a_head_that_starts_with_it_and_holds_a_snapshot() {
+    // swaplock's binding only (PROTOCOL 16.9): filelock binds nothing to
+    // an epoch that holds no token. Such a HEAD says the log is not new,
+    // and names no generation to start from.
+    let record: &[u8] = b"filelock-rw/1\ngeneration=7\n";
+    assert_eq!(head_record(record, Some(b"")), Some(record), "empty epoch");
+    assert_eq!(head_generation(record, Some(b"")), None, "no generation");
+    let torn = b"5e210ab5";
+    let head = [&torn[..], record].concat();
+    assert_eq!(head_record(&head, Some(torn)), Some(record), "a short one");
+    assert_eq!(head_generation(&head, Some(torn)), None);
+    assert_eq!(head_record(&head, Some(b"5e210ab6")), None, "another");
+    assert_eq!(head_record(record, Some(torn)), None, "not its prefix");
+    // A prefix alone, an empty HEAD, or a torn record: not bound, so a
+    // confirmation left by a creator that died reads as torn still.
+    assert_eq!(head_record(torn, Some(torn)), None);
+    assert_eq!(head_record(b"", Some(b"")), None);
+    assert_eq!(head_record(&record[..20], Some(b"")), None);
+    // A valid epoch's HEAD under an empty epoch: the rest does not parse.
+    let valid = b"5e210ab54e14cb9b9798c552ff0af2de\nfilelock-rw/1\ngeneration=1\n";
+    assert_eq!(head_record(valid, Some(b"")), None);
+    // Past the 33 bytes of an epoch, nothing binds.
+    let long = [b'x'; 34];
+    assert_eq!(
+        head_record(&[&long[..], record].concat(), Some(&long)),
+        None
+    );
+}
+
 fn holder(lease: f64) -> Vec<u8> {
     let record = HolderRecord {
         token: t(W),
@@ -713,4 +743,33 @@ fn a_break_looks_again_only_at_what_it_would_evict_at_once_after_a_watch() {
     for l in [Look::Alive, Look::Elsewhere] {
         assert!(!look_again(l, true, false), "{l:?} is not evicted at once");
     }
+}
+
+/// RW3: the two names' identities decide a link, whatever the call
+/// answered; a success that left two files behind is a filesystem that
+/// cannot show a hard link (sshfs), refused rather than read as a peer's
+/// commit, which would have a writer commit generation after generation.
+#[test]
+fn a_link_is_decided_by_identity_and_two_files_after_a_success_are_refused() {
+    use super::files::{link_outcome, FsError};
+    use crate::decide::FileId;
+    use crate::errno::Errno;
+    let (a, b) = (FileId { dev: 1, ino: 7 }, FileId { dev: 1, ino: 8 });
+    // Landed, answered either way (a retransmit answers EEXIST).
+    assert_eq!(link_outcome(Ok(()), Some(a), Some(a)), Ok(true));
+    assert_eq!(link_outcome(Err(Errno::EXIST), Some(a), Some(a)), Ok(true));
+    // A peer's link holds the name.
+    assert_eq!(link_outcome(Err(Errno::EXIST), Some(a), Some(b)), Ok(false));
+    // Our temporary swept from under a stalled commit.
+    assert_eq!(link_outcome(Ok(()), None, Some(b)), Ok(false));
+    // Success, and two files.
+    assert_eq!(
+        link_outcome(Ok(()), Some(a), Some(b)),
+        Err(FsError::LinkNotOneFile)
+    );
+    // No hard links at all.
+    assert_eq!(
+        link_outcome(Err(Errno::PERM), Some(a), None),
+        Err(FsError::NoHardLinks(Errno::PERM))
+    );
 }

@@ -12,13 +12,14 @@
 use super::config::{Config, Error, Kind, Op};
 use super::create::finish_create;
 use super::judge::{break_expired, judge_stale};
-use super::marker::publish;
+use super::marker::{publish_synced, settle_names, unlink_if_same};
 use super::os::{Os, Semantics};
 use super::types::{Attempt, Contender, Held, Holder};
 use crate::decide::{Instant, WatchKey};
 use crate::errno::Errno;
+use crate::fs::ExclusiveRename;
 use crate::mutant::{active, Mutant};
-use crate::names::MAX_LOCK_NAME;
+use crate::names::{write_name, MAX_LOCK_NAME};
 use crate::wait::Patience;
 use core::time::Duration;
 
@@ -58,6 +59,11 @@ pub fn try_acquire<O: Os + ?Sized>(
     if os.semantics() == Semantics::Posix {
         if let Some(attempt) = publish_unnamed(os, cfg, contender)? {
             return Ok(attempt);
+        }
+        if os.exclusive_rename() != ExclusiveRename::Untrusted {
+            if let Some(attempt) = publish_renamed(os, cfg, contender)? {
+                return Ok(attempt);
+            }
         }
     }
     let mut looks = 0;
@@ -111,7 +117,8 @@ fn publish_unnamed<O: Os + ?Sized>(
     let Ok(file) = os.create_unnamed(cfg.marker_mode()) else {
         return Ok(None);
     };
-    let published = publish(os, cfg, &file);
+    // The record reaches the disk before the name does (7.2 step 3).
+    let published = publish_synced(os, cfg, &file);
     let linked = match published {
         Ok(_) => os.link_unnamed(&file, cfg.lock),
         Err(_) if active(Mutant::LinkUnfinishedUnnamed) => os.link_unnamed(&file, cfg.lock),
@@ -133,6 +140,68 @@ fn publish_unnamed<O: Os + ?Sized>(
             os.close(file);
             Ok(None)
         }
+    }
+}
+
+/// Publishes our complete marker by an exclusive rename (PROTOCOL 7.2
+/// step 3b), where the directory has no unnamed files (vfat, exFAT) but
+/// its filesystem renames without replacing, atomically: written and
+/// synced under our write name, then renamed to the lock path, which fails
+/// if a marker exists. As with an unnamed file, no reader sees our marker
+/// empty or half-written, and a process killed before the rename leaves
+/// only its write name, which nothing ever publishes. `None`: nothing was
+/// published (no write name could be made, or the rename failed for
+/// another reason); the caller creates the marker by name.
+fn publish_renamed<O: Os + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    contender: &mut Contender,
+) -> Result<Option<Attempt<O::File>>, Error> {
+    let token = os.token();
+    let writing = write_name(cfg.lock, cfg.pid, &token)?;
+    let Ok(file) = os.create_new(&writing, cfg.marker_mode(), false) else {
+        return Ok(None);
+    };
+    // A filesystem that cuts names short (msdos's 8.3 names) made the
+    // write name the lock path itself: this was the exclusive create by
+    // name, and the attempt goes on as one (steps 5 to 7).
+    let aliased = match (os.fstat(&file), os.lstat(cfg.lock)) {
+        (Ok(own), Ok(at_lock)) => at_lock.same_file(&own),
+        _ => false,
+    };
+    if aliased {
+        return finish_create(os, cfg, file).map(Some);
+    }
+    let published = publish_synced(os, cfg, &file);
+    let renamed = match published {
+        Ok(_) if active(Mutant::RenameReplaces) => os.rename(&writing, cfg.lock),
+        Ok(_) => os.rename_noreplace(&writing, cfg.lock),
+        Err(_) => Ok(()),
+    };
+    if let (Ok(id), Ok(())) = (&published, renamed) {
+        // FAT gives the new name an empty entry, whose size and first
+        // cluster follow when the file is written back, and removes the
+        // write name's entry when the directory is: a power cut between
+        // leaves two entries on our clusters, and the boot's check
+        // truncates the later one, perhaps the lock path's, to an empty
+        // marker. Syncing the filesystem narrows that window to this call.
+        settle_names(os, cfg, &file);
+        return Ok(Some(Attempt::Acquired(Held { file, id: *id })));
+    }
+    // Our write name still shows our file (I7): remove it, then close.
+    if let Ok(own) = os.fstat(&file) {
+        unlink_if_same(os, &writing, &own);
+    }
+    os.close(file);
+    match (published, renamed) {
+        (Err(e), _) => Err(e),
+        (Ok(_), Err(e)) if e == Errno::EXIST => judge_stale(os, cfg, contender).map(Some),
+        // Any other failure (no such flag after all, ENOSYS before Linux
+        // 3.15; a directory with room for the write name but not for
+        // both, ENOSPC; a security policy, EPERM) published nothing, and
+        // our write name is gone: the create by name, which a lock must
+        // not be refused for want of.
+        _ => Ok(None),
     }
 }
 

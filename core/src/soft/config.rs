@@ -62,6 +62,10 @@ pub struct Config<'a> {
     pub lease: Option<LeaseTerms>,
     /// Break markers older than this by their mtime (Soft and Marker only).
     pub lifetime: Option<Duration>,
+    /// Whether our record reaches stable storage before a name publishes
+    /// it (PROTOCOL 7.2 step 3), so that a power cut never leaves our
+    /// marker empty, a wedge (I10). Off, an acquire saves an `fsync`.
+    pub durable: bool,
 }
 
 impl Config<'_> {

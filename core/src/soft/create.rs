@@ -8,7 +8,7 @@
 //!   never by name after close.
 
 use super::config::{Config, Error};
-use super::marker::publish;
+use super::marker::publish_synced;
 use super::os::Os;
 use super::release::remove_own_file;
 use super::types::{Attempt, Held, Holder};
@@ -21,7 +21,11 @@ pub(super) fn finish_create<O: Os + ?Sized>(
     cfg: &Config<'_>,
     file: O::File,
 ) -> Result<Attempt<O::File>, Error> {
-    match publish(os, cfg, &file) {
+    // Synced once written, as a record is before any name publishes it:
+    // here the name came first (7.2 step 4), so a power cut between the
+    // create and the end of the sync may still keep the name without the
+    // record, but not for the writeback delay after it (PROTOCOL 13.2).
+    match publish_synced(os, cfg, &file) {
         // A writer paused mid-record longer than the malformed grace period
         // has its half-written marker evicted (invariant I9): it holds the
         // lock only if its marker, complete now, is still linked. Complete,

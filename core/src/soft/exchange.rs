@@ -16,15 +16,18 @@
 //!   lock path while it holds another process's file, but to swap straight
 //!   back a file its own exchange fed aside.
 
-use super::config::{Config, Error};
-use super::marker::{encode_placeholder, publish, publish_aside, unlink_if_same};
+use super::config::{own_record, Config, Error};
+use super::marker::{
+    encode_placeholder, encode_placeholder_over, publish_aside, publish_synced, settle_names,
+    unlink_if_same,
+};
 use super::os::Os;
 use super::recovery::{Recovery, Stranded};
 use super::types::{Breaker, Held, Judged, Takeover};
 use crate::errno::Errno;
 use crate::mutant::{active, Mutant};
 use crate::names::pid_break_name;
-use crate::record::RELEASED;
+use crate::record::{MAX_RECORD_LEN, RELEASED};
 use core::time::Duration;
 
 /// The exchange takeover of the judged marker `judged`, whose writer (or
@@ -60,7 +63,10 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
         &token,
         cfg.marker_mode(),
         Mutant::BreakFileWrittenInPlace,
-        |os, file| publish(os, cfg, file),
+        // Our record reaches the disk before its break name, and so
+        // before the lock path, names it (7.8 step 3): a power cut during
+        // the hold keeps our whole marker, not an empty one.
+        |os, file| publish_synced(os, cfg, file),
     )?;
     let Some((file, id)) = published else {
         return Ok(Takeover::Busy);
@@ -75,10 +81,27 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
         }
     }
     // Invariant I3: the lock path is never empty; I11: no exchange, no move.
+    // An exchange answered with an error may have been made all the same
+    // (a FUSE server's EINTR after it acted, a lost NFS reply): our break
+    // name tells. Our own file there: nothing moved. The judged file there
+    // and ours at the lock path: we took it, as a successful exchange
+    // does. Anything else (a marker a peer published between our look and
+    // our exchange, a server's exchange left half done), or no answer: only
+    // a put-back returns what it may hold to the lock path.
     if os.exchange(&aside, cfg.lock).is_err() {
-        abandon(os, cfg, file, &aside, PutBack::No);
-        return Ok(Takeover::Busy);
+        let put_back = match os.lstat(&aside) {
+            _ if active(Mutant::ExchangeErrorNeverMade) => Some(PutBack::No),
+            Ok(st) if st.id == id => Some(PutBack::No),
+            Ok(st) if judged.is(&st) && os.lstat(cfg.lock).is_ok_and(|at| at.id == id) => None,
+            _ => Some(PutBack::Yes),
+        };
+        if let Some(put_back) = put_back {
+            abandon(os, cfg, file, &aside, put_back);
+            return Ok(Takeover::Busy);
+        }
     }
+    // FAT: the exchange on disk before anything else is (13.2).
+    settle_names(os, cfg, &file);
     // Invariant I4: we hold the lock only if we took the judged file.
     match os.lstat(&aside) {
         Ok(taken) if judged.is(&taken) => {}
@@ -92,6 +115,7 @@ pub(super) fn take_over_by_exchange<O: Os + ?Sized>(
         abandon(os, cfg, file, &aside, PutBack::Judged);
         return Ok(Takeover::Busy);
     }
+    settle_names(os, cfg, &file);
     // Our marker must still exist: a contender that paused here longer than
     // a lease would find that a peer expired it, took it over and removed it
     // meanwhile. A peer's check may hold it aside for an instant, which keeps
@@ -149,10 +173,21 @@ fn abandon<O: Os + ?Sized>(
         PutBack::Yes | PutBack::Judged => exchange_back(os, cfg.lock, aside, &file),
         PutBack::No => Settled::Yes,
     };
-    // A recovery of our names holds what we took and restores it only
-    // while the lock path shows our file as it judged it: neither removed
-    // nor rewritten, it is exchanged off the path by that recovery.
+    // A recovery of our names holds what we took. Our file stays at the
+    // lock path (removed, it would leave the path empty while what we took
+    // waits aside: 12.1 S8), but not with our record: that recovery may
+    // find what it claimed released or dead and remove it, and our record
+    // would then name this live process, which holds nothing, at the lock
+    // path for as long as it lives (12.1 S13). Our placeholder instead: a
+    // recovery that looked before the write puts its claim back over it as
+    // it would over our record; one that looks after sees the path
+    // changed and hands its claim back under our break name, where the
+    // contender that evicts the placeholder after the grace period
+    // recovers it.
     if settled == Settled::Claimed && put_back == PutBack::Yes {
+        if !active(Mutant::ClaimedLeavesRecord) {
+            let _ = mark_placeholder(os, cfg, &file);
+        }
         os.close(file);
         return;
     }
@@ -168,16 +203,22 @@ fn abandon<O: Os + ?Sized>(
         }
         unlink_if_same(os, aside, &own);
         // Still linked: under another breaker's name, under ours if the
-        // unlink failed, or at the lock path, where an exchange-back that
-        // failed (a transient error, say) left it. Our record must not
-        // stay anywhere a recovery or a put-back may publish it, nor at
-        // the lock path: naming this live process, it would keep every
-        // contender out until we exit.
-        if (!settled || never_exchanged)
-            && !active(Mutant::AbandonLeavesRecord)
-            && !os.fstat(&file).is_ok_and(|st| st.nlink == 0)
-        {
+        // unlink failed, at the lock path, where an exchange-back that
+        // failed (a transient error, say) left it, or, settled, under a
+        // recoverer's restore name: a recovery of our names may claim our
+        // own file from our break name once our exchange-back put it
+        // there (12.1 S14). Our record must not stay anywhere a recovery
+        // or a put-back may publish it, nor at the lock path: naming this
+        // live process, it would keep every contender out until we exit.
+        let left =
+            active(Mutant::AbandonLeavesRecord) || (settled && active(Mutant::SettledLeavesRecord));
+        if !left && !os.fstat(&file).is_ok_and(|st| st.nlink == 0) {
             let at_lock = os.lstat(cfg.lock).is_ok_and(|st| st.same_file(&own));
+            // A settled exchange-back may have counted our break name
+            // claimed as settled, and a recovery may hand what it claimed
+            // back under our break name: only without an exchange is
+            // nothing of a holder's there for a record naming us to lead a
+            // recovery to.
             if (never_exchanged && !at_lock) || active(Mutant::AbandonMarksReleased) {
                 let _ = mark_released(os, &file);
             } else {
@@ -202,19 +243,57 @@ pub(super) fn mark_released<O: Os + ?Sized>(os: &mut O, file: &O::File) -> Resul
         .and_then(|_| os.truncate(file, RELEASED.len() as u64))
 }
 
-/// Overwrites our own open file with our placeholder (PROTOCOL 2.4),
-/// `filelock/break\n<our pid>\n`: no record naming us as a holder, yet it
-/// names us, so whoever evicts it at the lock path (malformed, after the
-/// grace period) recovers our break names, where a marker we took may wait.
+/// Overwrites our own open file, which holds our record, with our
+/// placeholder (PROTOCOL 2.4), `filelock/break\n<our pid>\n`: no record
+/// naming us as a holder, yet it names us, so whoever evicts it at the lock
+/// path (malformed, after the grace period) recovers our break names, where
+/// a marker we took may wait. Its PID is led by zeros to our record's
+/// length, so one write replaces every byte of the record and no cut is
+/// needed: a placeholder cut short would mix with the rest of our record
+/// into a file that names no breaker, evicted after the grace period with
+/// no recovery of our names, beside a live holder whose marker waits under
+/// one.
 fn mark_placeholder<O: Os + ?Sized>(
     os: &mut O,
     cfg: &Config<'_>,
     file: &O::File,
 ) -> Result<(), Errno> {
-    let mut buf = [0u8; 40];
-    let bytes = encode_placeholder(cfg, &mut buf)?;
-    os.write_at(file, bytes, 0)
-        .and_then(|_| os.truncate(file, bytes.len() as u64))
+    if active(Mutant::TornPlaceholderKept) {
+        let mut buf = [0u8; 40];
+        let bytes = encode_placeholder(cfg, &mut buf)?;
+        return os
+            .write_at(file, bytes, 0)
+            .and_then(|_| os.truncate(file, bytes.len() as u64));
+    }
+    let mut record = [0u8; MAX_RECORD_LEN];
+    let record_len = own_record(cfg, &mut record).unwrap_or(0);
+    let mut buf = [0u8; MAX_RECORD_LEN];
+    let bytes = encode_placeholder_over(cfg, record_len, &mut buf)?;
+    let marked = write_whole_at(os, file, bytes);
+    if marked.is_err() && record_len > 0 {
+        // Written in part, the mark mixes with our record into a file that
+        // names no breaker: our record back whole instead, which keeps the
+        // lock path, at worst, for as long as we live.
+        if write_whole_at(os, file, &record[..record_len]).is_ok() && record_len < bytes.len() {
+            let _ = os.truncate(file, record_len as u64);
+        }
+    }
+    marked
+}
+
+/// `pwrite` of all of `bytes` at offset 0, going on after a short count
+/// and retrying `EINTR` a few times.
+fn write_whole_at<O: Os + ?Sized>(os: &mut O, file: &O::File, bytes: &[u8]) -> Result<(), Errno> {
+    let (mut at, mut interrupted) = (0, 0);
+    while at < bytes.len() {
+        match os.write_at(file, &bytes[at..], at as u64) {
+            Ok(0) => return Err(Errno::IO),
+            Ok(n) => at += n,
+            Err(e) if e == Errno::INTR && interrupted < 4 => interrupted += 1,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// How long exchange-back waits while our file is not at the lock path

@@ -7,9 +7,10 @@ use super::config::{own_record, Config, Error, Op};
 use super::os::{Clock, Dir, NodeKind, Stat};
 use crate::decide::{FileId, Instant};
 use crate::errno::Errno;
+use crate::fs::ExclusiveRename;
 use crate::mutant::{active, Mutant};
 use crate::names::{write_name, Token};
-use crate::record::{Content, Record, MAX_RECORD_LEN, READ_LIMIT};
+use crate::record::{Content, Record, MAX_RECORD_LEN, PLACEHOLDER_PREFIX, READ_LIMIT};
 
 /// A marker as one look saw it: the content read, in a fixed buffer, and
 /// what `stat` said of it. [`look`] makes one for a report of the holder.
@@ -150,6 +151,19 @@ pub(super) fn write_all<O: Dir + ?Sized>(
     Ok(())
 }
 
+/// [`publish`], then [`synced`]: our whole record, on stable storage
+/// before any name shows it (or, created by name, right after). Returns
+/// our marker's identity.
+pub(super) fn publish_synced<O: Dir + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    file: &O::File,
+) -> Result<FileId, Error> {
+    let id = publish(os, cfg, file)?;
+    synced(os, cfg, file)?;
+    Ok(id)
+}
+
 /// Publishes our record in `file`: `fstat`, apply the explicit mode, write
 /// the whole record (PROTOCOL 7.2). Returns our marker's identity.
 pub(super) fn publish<O: Dir + ?Sized>(
@@ -194,6 +208,26 @@ pub(super) fn encode_placeholder<'b>(
         .encode(buf)
         .map_err(|_| Errno::INVAL)?;
     Ok(&buf[..n])
+}
+
+/// Our placeholder, `filelock/break\n<pid>\n`, at least `len` bytes long
+/// (up to [`MAX_RECORD_LEN`]): the PID's digits led by zeros, which
+/// filelock 4.2.11's parser and ours read as the same PID (PROTOCOL 2.4).
+/// Written at offset 0 over a record of `len` bytes, it replaces all of it
+/// without a cut.
+pub(super) fn encode_placeholder_over<'b>(
+    cfg: &Config<'_>,
+    len: usize,
+    buf: &'b mut [u8; MAX_RECORD_LEN],
+) -> Result<&'b [u8], Errno> {
+    let n = Record::Placeholder(cfg.pid)
+        .encode(buf)
+        .map_err(|_| Errno::INVAL)?;
+    let pad = len.saturating_sub(n).min(MAX_RECORD_LEN - n);
+    let at = PLACEHOLDER_PREFIX.len();
+    buf.copy_within(at..n, at + pad);
+    buf[at..at + pad].fill(b'0');
+    Ok(&buf[..n + pad])
 }
 
 /// Writes our placeholder into `file`, a release's break file (PROTOCOL
@@ -279,10 +313,110 @@ pub(super) fn publish_aside<O: Dir + ?Sized, T>(
     }
 }
 
+/// How many times [`synced`] makes again a sync a signal interrupted.
+const SYNC_TRIES: u32 = 4;
+
+/// Puts a file's record on stable storage before a name makes it visible
+/// (7.2 step 3, 7.8 step 3): a power cut after the link or rename keeps
+/// the name, and without this could lose the record under it, leaving an
+/// empty file that reads as a recordless marker nobody evicts (I10). A
+/// file that cannot be synced (`EINVAL`, `ENOSYS`, `EOPNOTSUPP`) has
+/// nothing a cut keeps; a failed sync (`EIO`, `ENOSPC`) is the write's
+/// error, with nothing named; an interrupted one is made again.
+pub(super) fn synced<O: Dir + ?Sized>(
+    os: &mut O,
+    cfg: &Config<'_>,
+    file: &O::File,
+) -> Result<(), Error> {
+    if !cfg.durable || active(Mutant::RecordUnsynced) {
+        return Ok(());
+    }
+    // A signal may interrupt a sync (a FUSE filesystem mounted `intr`):
+    // made again, a few times.
+    let mut tries = 0;
+    loop {
+        match os.sync_file(file) {
+            Ok(()) | Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => return Ok(()),
+            Err(Errno::INTR) if tries < SYNC_TRIES => tries += 1,
+            Err(errno) => {
+                return Err(Error::Os {
+                    op: Op::Write,
+                    errno,
+                })
+            }
+        }
+    }
+}
+
+/// On a filesystem whose renames nothing orders (FAT and exFAT,
+/// [`ExclusiveRename::Unjournaled`]), writes the whole filesystem out after
+/// a step that moved names at the lock path (a publication by rename, a
+/// takeover's exchange and unlink, a release), so that a power cut, or
+/// another process's `fsync` that writes the directory or the allocation
+/// table, never keeps half of the step: FAT then leaves two entries on one
+/// file's clusters, and the boot's check truncates one to an empty marker
+/// (PROTOCOL 13.2). Durable locks only; a failure changes nothing another
+/// process sees.
+pub(super) fn settle_names<O: Dir + ?Sized>(os: &mut O, cfg: &Config<'_>, file: &O::File) {
+    if cfg.durable && os.exclusive_rename() == ExclusiveRename::Unjournaled {
+        let _ = os.sync_filesystem(file);
+    }
+}
+
 /// Unlinks `name` if it names the open file whose stat is `own` (I7: the
 /// caller holds that file open).
 pub(crate) fn unlink_if_same<O: Dir + ?Sized>(os: &mut O, name: &[u8], own: &Stat) {
     if active(Mutant::UnlinkIfSameBlind) || os.lstat(name).is_ok_and(|st| st.same_file(own)) {
         let _ = os.unlink(name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use crate::pid::Pid;
+    use crate::record::parse_placeholder;
+    use crate::soft::Kind;
+    use std::format;
+    use std::string::ToString;
+
+    fn cfg(pid: u32) -> Config<'static> {
+        Config {
+            kind: Kind::Soft,
+            lock: b"a.lock",
+            pid: Pid::new(pid).expect("a PID"),
+            host: "h1",
+            start: None,
+            mode: None,
+            lease: None,
+            lifetime: None,
+            durable: true,
+        }
+    }
+
+    /// A placeholder led by zeros to a record's length names the same PID,
+    /// and one no longer than its own length is the plain placeholder.
+    #[test]
+    fn a_placeholder_over_a_record_is_as_long_and_names_the_same_pid() {
+        let mut buf = [0u8; MAX_RECORD_LEN];
+        for (pid, len) in [
+            (102, 0),
+            (102, 19),
+            (102, 32),
+            (4_194_304, 200),
+            (1, MAX_RECORD_LEN),
+        ] {
+            let cfg = cfg(pid);
+            let bytes = encode_placeholder_over(&cfg, len, &mut buf).expect("encodes");
+            let plain = format!("filelock/break\n{pid}\n");
+            assert_eq!(bytes.len(), len.max(plain.len()), "{pid} over {len}");
+            if len <= plain.len() {
+                assert_eq!(bytes, plain.as_bytes());
+            }
+            let text = core::str::from_utf8(bytes).expect("text");
+            let named = parse_placeholder(text).map(|d| d.as_str());
+            assert_eq!(named, Some(pid.to_string().as_str()), "{text:?}");
+        }
     }
 }

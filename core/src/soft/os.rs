@@ -107,6 +107,13 @@ pub trait Dir {
     /// `EEXIST` if the name exists, so the file appears complete or not at
     /// all.
     fn link_unnamed(&mut self, file: &Self::File, name: &[u8]) -> Result<(), Errno>;
+    /// `fsync(file)`: a marker's record on stable storage before a link or
+    /// a rename names it, so that a power cut never leaves the name durable
+    /// and its record lost (an empty marker, never evicted: I10).
+    /// `EINVAL`, `ENOSYS` or `EOPNOTSUPP` where the file
+    /// cannot be synced (nothing of it outlives a power cut there to be
+    /// ordered).
+    fn sync_file(&mut self, file: &Self::File) -> Result<(), Errno>;
     /// `open(name, O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC)`.
     fn open_read(&mut self, name: &[u8]) -> Result<Self::File, Errno>;
     /// `open(name, O_PATH|O_NOFOLLOW|O_CLOEXEC)`, or where there is no
@@ -145,6 +152,28 @@ pub trait Dir {
     /// the adapter knows better).
     fn name_case(&mut self) -> crate::names::NameCase {
         crate::names::NameCase::Exact
+    }
+
+    /// How the directory's filesystem renames without replacing
+    /// ([`crate::fs::exclusive_rename`]): where it is trusted, the marker is
+    /// published by an exclusive rename where the directory has no unnamed
+    /// files (7.2 step 3b). Untrusted by default.
+    fn exclusive_rename(&mut self) -> crate::fs::ExclusiveRename {
+        crate::fs::ExclusiveRename::Untrusted
+    }
+
+    /// `syncfs(file)`: everything of the file's filesystem on stable
+    /// storage, for a filesystem whose rename writes nothing in order
+    /// ([`crate::fs::ExclusiveRename::Unjournaled`]). `EOPNOTSUPP` by
+    /// default.
+    fn sync_filesystem(&mut self, _file: &Self::File) -> Result<(), Errno> {
+        Err(Errno::OPNOTSUPP)
+    }
+
+    /// `renameat2(dir, from, dir, to, RENAME_NOREPLACE)`: `EEXIST` if `to`
+    /// exists. Asked for only where [`Dir::exclusive_rename`] trusts it.
+    fn rename_noreplace(&mut self, _from: &[u8], _to: &[u8]) -> Result<(), Errno> {
+        Err(Errno::OPNOTSUPP)
     }
 
     /// The calls that act through a handle, where the filesystem follows

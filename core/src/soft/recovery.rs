@@ -11,15 +11,16 @@
 //! - A record that may be alive goes back to the lock path only if the
 //!   path still shows the dead breaker's record we judged; otherwise it is
 //!   handed back under a fresh break name of that breaker.
-//! - Nothing stays forever: another dead breaker's own complete record
+//! - Nothing stays for good: another dead breaker's own complete record
 //!   under its own break name (a takeover killed before its exchange, or
-//!   while undoing it) is swept once claimed; anything else found there is
-//!   handed back untouched.
+//!   while undoing it) is swept once claimed and no process runs under its
+//!   PID (while one does, the name waits for a later sweep); anything else
+//!   found there is handed back untouched.
 
 use super::config::{Config, Error};
 use super::marker::read_marker;
 use super::os::{NodeKind, Os};
-use super::standing::is_stale;
+use super::standing::{is_stale, owner_standing, Standing};
 use super::types::Judged;
 use crate::errno::Errno;
 use crate::mutant::{active, Mutant};
@@ -55,6 +56,18 @@ enum Claim {
     /// Our own restore name, left by an earlier recovery of ours: ours
     /// already.
     Adopt,
+}
+
+/// Whether `owner` is of this host and of another boot than ours: both
+/// start tokens carry a boot id, and they differ. Such a holder is gone
+/// for sure, whatever runs under its PID now (PROTOCOL 4.2, 13.2).
+fn of_an_earlier_boot(cfg: &Config<'_>, owner: &Owner<'_>) -> bool {
+    let ours = match cfg.start {
+        Some(start) if start.high != 0 => start.high,
+        _ => return false,
+    };
+    let boot = owner.start.and_then(|s| s.to_u192()).map(|(high, _)| high);
+    owner.host == cfg.host && boot.is_some_and(|b| b != 0 && b != ours)
 }
 
 /// A stranded record to recover.
@@ -156,6 +169,11 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
                 Err(_) => return None,
             }
             let claim = match recoverer {
+                // The dead writer's PID may run again (a PID reused, the
+                // boot after a power cut): its break names may then be a
+                // live breaker's at work, which must not be taken for the
+                // dead writer's (PROTOCOL 7.11 step 1, 13.2).
+                None if self.a_live_breakers(&name) => return None,
                 None => Claim::Rename,
                 Some(r) if r == self.cfg.pid && !active(Mutant::NoAdoptOwnClaim) => Claim::Adopt,
                 Some(r) => {
@@ -164,7 +182,9 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
                         host: self.cfg.host,
                         start: None,
                     };
-                    if !is_stale(self.os, self.cfg, &owner) && !active(Mutant::LiveRecovererIgnored)
+                    if !is_stale(self.os, self.cfg, &owner)
+                        && !self.claims_an_earlier_boots_record(&name)
+                        && !active(Mutant::LiveRecovererIgnored)
                     {
                         // A live recoverer is at work: the lock counts as held.
                         return None;
@@ -215,8 +235,68 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
         Ok(())
     }
 
+    /// Whether the restore name `name` holds a record of this host made in
+    /// another boot than ours (its start token's boot id, when both tokens
+    /// carry one): its holder is gone for sure, so every recoverer removes
+    /// it, and the claim protects nothing, whoever runs under the
+    /// recoverer's PID now. A restore name carries no start token of its
+    /// own: after a power cut the PID it names may run a process of the new
+    /// boot, whose claim it is not, for as long as that process lives
+    /// (PROTOCOL 7.11, 13.2).
+    fn claims_an_earlier_boots_record(&mut self, name: &[u8]) -> bool {
+        if active(Mutant::RestoreClaimByPidAlone) {
+            return false;
+        }
+        let Ok(read) = read_marker(self.os, name) else {
+            return false;
+        };
+        match classify(read.content(), self.cfg.kind.reader()) {
+            Classified::V1(r) => of_an_earlier_boot(self.cfg, &r.owner()),
+            // A mode this version does not know is never taken (I10).
+            Classified::V2(r) if matches!(r.mode, Mode::Unknown(_)) => false,
+            Classified::V2(r) => of_an_earlier_boot(self.cfg, &r.owner()),
+            _ => false,
+        }
+    }
+
+    /// Whether the dead writer's break name `name` is a live breaker's
+    /// that runs under the dead writer's PID: it holds the very file we
+    /// judged at the lock path (that breaker's exchange took it aside
+    /// after our judgement), or a record of this host naming that PID
+    /// whose process lives (that breaker's own, not yet exchanged). A name
+    /// holds one process's files for good (its token is that process's),
+    /// so what this look finds settles whose the name is.
+    fn a_live_breakers(&mut self, name: &[u8]) -> bool {
+        if active(Mutant::BreakCandidateUnchecked) {
+            return false;
+        }
+        // A name that cannot be read may be a live breaker's: held, as
+        // `restore` would answer for a claim it cannot read.
+        let Ok(read) = read_marker(self.os, name) else {
+            return true;
+        };
+        if self.judged.is(&read.stat()) {
+            return true;
+        }
+        let owner = match classify(read.content(), self.cfg.kind.reader()) {
+            Classified::V1(r) => r.owner(),
+            Classified::V2(r) => r.owner(),
+            _ => return false,
+        };
+        // Only a start token tells the PID's process now from the dead
+        // writer; a record without one is the dead writer's as before.
+        self.breaker.to_u64() == Some(u64::from(owner.pid.get()))
+            && owner.host == self.cfg.host
+            && owner.start.is_some()
+            && !is_stale(self.os, self.cfg, &owner)
+    }
+
     /// Whether `name` holds a record of `breaker` on this host, provably
-    /// gone.
+    /// gone, and no process runs under its PID now: a break name carries
+    /// only the PID, so while one runs the name may be that process's, at
+    /// work on a takeover of its own, with a record of the PID's earlier
+    /// process aside (PROTOCOL 13.2). The sweep is best effort: such a
+    /// name waits for a later one.
     fn is_dead_breakers_own(&mut self, name: &[u8], breaker: Decimal<'_>) -> bool {
         let Ok(read) = read_marker(self.os, name) else {
             return false;
@@ -228,7 +308,10 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
         };
         breaker.to_u64() == Some(u64::from(owner.pid.get()))
             && owner.host == self.cfg.host
-            && is_stale(self.os, self.cfg, &owner)
+            && match owner_standing(self.os, self.cfg, &owner) {
+                Standing::Stale { recycled } => !recycled,
+                _ => false,
+            }
     }
 
     /// Claims one candidate by renaming it to our own restore name (one
@@ -325,10 +408,18 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
                 .and_then(parse_placeholder)
                 .is_some_and(|pid| pid.to_u64() != breaker.to_u64()),
             _ if active(Mutant::RecoveryDeletesLiveRecords) => false,
-            Classified::V1(r) => !is_breakers(&r.owner()) && !is_stale(self.os, cfg, &r.owner()),
+            // A record of this host from another boot than ours names a
+            // holder gone for sure, whatever a probe would answer now.
+            Classified::V1(r) => {
+                !is_breakers(&r.owner())
+                    && !of_an_earlier_boot(cfg, &r.owner())
+                    && !is_stale(self.os, cfg, &r.owner())
+            }
             Classified::V2(r) => {
                 matches!(r.mode, Mode::Unknown(_))
-                    || (!is_breakers(&r.owner()) && !is_stale(self.os, cfg, &r.owner()))
+                    || (!is_breakers(&r.owner())
+                        && !of_an_earlier_boot(cfg, &r.owner())
+                        && !is_stale(self.os, cfg, &r.owner()))
             }
         }
     }

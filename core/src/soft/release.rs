@@ -11,7 +11,7 @@
 
 use super::config::{Config, Error, Op};
 use super::exchange::{exchange_back, mark_released};
-use super::marker::{publish_aside, unlink_if_same, write_placeholder};
+use super::marker::{publish_aside, settle_names, synced, unlink_if_same, write_placeholder};
 use super::os::{Os, Semantics, Stat};
 use super::types::{Held, Judged};
 use crate::errno::Errno;
@@ -183,7 +183,19 @@ fn break_lock_file<O: Os + ?Sized>(
         &token,
         0o600,
         Mutant::PlaceholderWrittenInPlace,
-        |os, file| write_placeholder(os, cfg, file),
+        // Synced before its name, as a record is (7.10): exchanged into
+        // the lock path, it stands there until our unlink, and a journal
+        // commit another process's fsync forces between the two would keep
+        // it there across a power cut, empty if its bytes were not yet
+        // written: an empty marker, a wedge.
+        |os, file| {
+            write_placeholder(os, cfg, file).and_then(|()| {
+                match active(Mutant::PlaceholderUnsynced) {
+                    true => Ok(()),
+                    false => synced(os, cfg, file),
+                }
+            })
+        },
     );
     let Ok(Some((file, ()))) = published else {
         if active(Mutant::NoReleaseFallback) {
@@ -329,6 +341,8 @@ fn release_posix<O: Os + ?Sized>(
         // path, or held aside by a peer.
         let st = os.fstat(file)?;
         if st.nlink == 0 {
+            // FAT: the release on disk at once, not half of it (13.2).
+            settle_names(os, cfg, file);
             return Ok(());
         }
         if os.lstat(cfg.lock).is_ok_and(|st| st.same_file(own)) {

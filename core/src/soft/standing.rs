@@ -158,6 +158,11 @@ pub fn owner_verdict<O: Processes + ?Sized>(
     } else {
         None
     };
+    // Without its boot id, a token matches any boot's with its start time.
+    let current = match active(Mutant::StartIgnoresBoot) {
+        true => current.map(|t| crate::start::StartToken { high: 0, ..t }),
+        false => current,
+    };
     let stale = Standing::Stale {
         recycled: probe == Liveness::Alive,
     };

@@ -100,6 +100,8 @@ fixed = [
     "1\nvm\n" + "9" * 300 + "\n", "1\nfilelock-strict-v1\x00\n0\n", "", "\n", "garbage\n", "filelock/released\n",
     "filelock/break\n123\n", "filelock/break\n0\n", "filelock/break\n99999999999\n", "filelock/break\n123\n\n",
     "filelock/break\n12 3\n", "filelock/break\n", "filelock/break\n\n", "filelock/break\n+1\n",
+    # An abandoned takeover's placeholder led by zeros to its record's length.
+    "filelock/break\n00000000000000102\n", "filelock/break\n" + "0" * 180 + "4194304\n",
     "filelock/2\npid=1\nhost=vm\nmode=\n", "filelock/2\npid=1\nhost=vm\nmode=shared\n",
     "filelock/2\npid=1\nhost=vm\nmode=exclusive\nduration=30\n",
     "filelock/2\npid=1\nhost=vm\nmode=exclusive\nduration=1e+20\n",

@@ -47,7 +47,7 @@ mod safety;
 mod timing;
 
 pub use progress::Progress;
-pub(crate) use progress::{FRESH_POLL, RECORDLESS};
+pub(crate) use progress::{FRESH_POLL, IDLE_OWNER, RECORDLESS};
 
 use crate::cast::{Scenario, LEASE, LOCK, VICTIM};
 use crate::event::{Call, Event, Log, Name, Target, What};
@@ -114,6 +114,15 @@ pub(crate) struct Oracle {
     /// Whether the run injects syscall failures, which may fail the
     /// calls that remove a marker whose write failed.
     syscall_faults: bool,
+    /// The files whose data a power cut took back (their record was
+    /// written but not synced), by generation: an empty marker of these at
+    /// the lock path is the cut's doing, never exempt.
+    pub(crate) taken_back: BTreeSet<u64>,
+    /// Markers created by name at the lock path (the filelock way) and not
+    /// yet synced, by generation, with their creator: a power cut there
+    /// may keep the name without the record, the window creating by name
+    /// cannot close (7.2 step 4, I10).
+    by_name_unsynced: BTreeMap<u64, usize>,
     /// Per fresh contender of the progress check: the attempts it had.
     bounds: BTreeMap<usize, u32>,
     /// Per process: when its last syscall ran.
@@ -179,6 +188,8 @@ impl Oracle {
             created_by: BTreeMap::new(),
             killed: vec![false; n],
             syscall_faults: scenario.faults.injects_syscall_failures(),
+            taken_back: BTreeSet::new(),
+            by_name_unsynced: BTreeMap::new(),
             bounds: BTreeMap::new(),
             last_step: vec![world.time; n],
             last_look: vec![world.time; n],
@@ -200,6 +211,12 @@ impl Oracle {
     /// progress check's fresh contender, with `bound` attempts.
     pub(crate) fn admit(&mut self, w: &World, bound: u32) {
         self.bounds.insert(self.holds.len(), bound);
+        self.admit_restarted(w);
+    }
+
+    /// Starts judging a process a power cut's boot started again (a
+    /// scenario's process, with its attempts).
+    pub(crate) fn admit_restarted(&mut self, w: &World) {
         self.holds.push(None);
         self.compromised.push(false);
         self.attempting.push(false);
@@ -322,6 +339,14 @@ impl Oracle {
                 if is_lock(name) {
                     self.lease_refreshed(w, who);
                     self.own_change_noted(w, who);
+                    if let Some(generation) = generation {
+                        self.by_name_unsynced.insert(*generation, who);
+                    }
+                }
+            }
+            Call::Sync { ino: Some(ino) } => {
+                if let Some(i) = w.fs.inodes.get(ino) {
+                    self.by_name_unsynced.remove(&i.generation);
                 }
             }
             Call::CreateUnnamed { ino: Some(ino) } => {
@@ -498,6 +523,17 @@ pub(crate) fn owner_of(bytes: &[u8]) -> Option<(u32, &str)> {
         Classified::V2(r) => Some((r.pid.get(), r.host)),
         _ => None,
     }
+}
+
+/// The start token a record names, as (boot id, start time), if it
+/// names one that fits.
+pub(crate) fn start_of(bytes: &[u8]) -> Option<(u128, u64)> {
+    let owner = match classify(Content::Bytes(bytes), Reader::Protocol2) {
+        Classified::V1(r) => r.owner(),
+        Classified::V2(r) => r.owner(),
+        _ => return None,
+    };
+    owner.start.and_then(|s| s.to_u192())
 }
 
 /// What the lock path holds, for a message.

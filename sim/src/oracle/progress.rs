@@ -7,6 +7,7 @@ use crate::cast::LOCK;
 use crate::event::{Call, Log};
 use crate::model::Node;
 use crate::world::{name, World};
+use std::collections::BTreeSet;
 use std::time::Duration;
 use swaplock_core::decide::MALFORMED_GRACE;
 use swaplock_core::names::{parse_derived, Derived};
@@ -65,8 +66,37 @@ impl Oracle {
     pub(crate) fn unwritten_marker(&self, w: &World) -> bool {
         w.fs.ino(LOCK).is_some_and(|ino| {
             let i = &w.fs.inodes[&ino];
-            self.killed_unwritten.contains(&i.generation) && i.node == Node::File(Vec::new())
+            self.killed_unwritten.contains(&i.generation)
+                && !self.taken_back.contains(&i.generation)
+                && i.node == Node::File(Vec::new())
         })
+    }
+
+    /// A power cut ([`Sim::power_cut`](crate::Sim::power_cut)): every
+    /// process died (their kills are read), and the files whose data the
+    /// disk did not hold are `taken_back`. One of them left empty at the
+    /// lock path names nobody and is never evicted (I10): a wedge for good,
+    /// which the protocol must never leave (PROTOCOL 13.2).
+    pub(crate) fn power_cut(&mut self, w: &World, mut taken_back: BTreeSet<u64>) {
+        // A marker created by name and not yet synced: the window that
+        // creating by name leaves (7.2 step 4), exempt as a killed
+        // creator's unwritten marker is.
+        for (generation, _) in std::mem::take(&mut self.by_name_unsynced) {
+            if taken_back.remove(&generation) {
+                self.killed_unwritten.insert(generation);
+            }
+        }
+        self.taken_back.extend(taken_back);
+        let Some(ino) = w.fs.ino(LOCK) else {
+            return;
+        };
+        let i = &w.fs.inodes[&ino];
+        if i.node == Node::File(Vec::new()) && self.taken_back.contains(&i.generation) {
+            self.fail(format!(
+                "wedge: a power cut left an empty marker at the lock path (inode {ino}): its \
+                 record was never synced, and an empty marker is never evicted (I10)"
+            ));
+        }
     }
 
     /// Whether an empty file at the lock path once the run is over is one
@@ -82,6 +112,10 @@ impl Oracle {
             return true;
         };
         let generation = w.fs.inodes[&ino].generation;
+        if self.taken_back.contains(&generation) {
+            // Emptied by a power cut: the protocol's doing, not a peer's.
+            return false;
+        }
         match self.created_by.get(&generation) {
             None => true,
             Some(&who) => self.holds_empty[who] || self.killed[who] || self.syscall_faults,
@@ -150,16 +184,31 @@ impl Oracle {
             // runs on the record's host when the scenario has it.
             return Err("a record of a host the fresh contender is not on (I8)");
         };
-        let alive = w
-            .procs
-            .iter()
-            .any(|p| p.alive && p.pid == owner.pid && p.host == host);
-        if alive {
-            // I8: a live holder keeps the lock. None is left once the run
-            // is over: every process has finished or died.
-            return Err("a live holder (I8)");
+        // The owner itself, not a process of another boot or a later one
+        // that has its PID.
+        let alive = w.procs.iter().position(|p| {
+            p.alive
+                && p.pid == owner.pid
+                && p.host == host
+                && owner.start.is_none_or(|s| p.start.equals(s))
+        });
+        match alive {
+            // I8: a live holder keeps the lock. Once the run is over every
+            // process has finished or died, but those a power cut started
+            // again, which stay up idle as a device's services do.
+            Some(who) if self.holds[who].is_some() || self.attempting[who] => {
+                Err("a live holder (I8)")
+            }
+            // A live process that holds nothing: a lease it does not
+            // refresh lapses after the lease duration (7.14), and any other
+            // record of it would keep every contender out for as long as
+            // it lives, itself included.
+            Some(_) => match self.lease {
+                Some(lease) => Ok(lease),
+                None => Err(IDLE_OWNER),
+            },
+            None => Ok(Duration::ZERO),
         }
-        Ok(Duration::ZERO)
     }
 
     /// Never a wedge: whether the fresh contender `fresh` took the lock
@@ -256,6 +305,10 @@ impl Oracle {
 }
 
 /// The progress check's exemption for an empty marker at the lock path.
+/// The lock path holds the record of a live process that holds nothing
+/// and attempts nothing: never exempt.
+pub(crate) const IDLE_OWNER: &str = "the record of a live process that holds nothing";
+
 pub(crate) const RECORDLESS: &str = "an empty marker (I10, recordless)";
 
 /// Polls a fresh contender may need beyond the wait that applies: its

@@ -109,6 +109,19 @@ pub enum Start {
         /// The host whose caches are that old.
         blind: Option<usize>,
     },
+    /// [`Start::LiveLog`] under an epoch that holds no token (its creator
+    /// killed before its write), as swaplock participants run it: HEAD
+    /// holds the epoch's bytes (none) and the newest snapshot, which
+    /// filelock never writes or trusts there. `blind`'s view shows HEAD
+    /// and no generation, as a listing cached while the log was new (the
+    /// confirmation's HEAD standing, nothing linked) would, its read of
+    /// HEAD reaching today's bytes (C-RW1 under a torn epoch).
+    TornLiveLog {
+        /// The newest generation.
+        at: u128,
+        /// The host whose listing is that old.
+        blind: Option<usize>,
+    },
     /// A log at generation 1 naming a dead writer whose record asks a
     /// lease of `lease` seconds (C-RW8: filelock honours any).
     DeadWriter {

@@ -506,11 +506,27 @@ fn setup(w: &mut World, start: Start) {
     for d in 0..3 {
         let _ = w.fs.mkdir(d);
     }
-    let epoch = encode_epoch(&planted(0xe));
+    let epoch = match start {
+        Start::TornLiveLog { .. } => Vec::new(),
+        _ => encode_epoch(&planted(0xe)).to_vec(),
+    };
     put(w, (dir(Area::Generations), EPOCH.to_vec()), &epoch);
     w.fs.now = w.time;
     match start {
         Start::Empty => {}
+        Start::TornLiveLog { at, blind } => {
+            // HEAD before the view, the generations after it.
+            w.fs.now = w.time - 1_500_000;
+            let head = [&epoch[..], &snapshot(at, None)].concat();
+            put(w, (dir(Area::Generations), HEAD.to_vec()), &head);
+            if let Some(h) = blind {
+                w.fs.set_view(h, dir(Area::Generations), w.time - 1_000_000);
+            }
+            w.fs.now = w.time;
+            for n in at.saturating_sub(u128::from(RETAINED) - 1).max(1)..=at {
+                put(w, gen(n), &snapshot(n, None));
+            }
+        }
         Start::LiveLog { at, blind } => {
             for n in at.saturating_sub(u128::from(RETAINED) - 1).max(1)..=at {
                 put(w, gen(n), &snapshot(n, None));

@@ -267,6 +267,42 @@ pub fn scenarios() -> Vec<Scenario> {
                 ..Faults::default()
             },
         ),
+        // 13: two readers that start a new log together, and a reader that
+        // comes back again and again, on a threshold long enough for a
+        // window of commits to pass while a committer is stopped.
+        Scenario {
+            timing: Timing {
+                heartbeat: Duration::from_secs(10),
+                threshold: Duration::from_secs(30),
+                poll: MS(50),
+                max_lease: Duration::from_secs(60),
+                stop: None,
+            },
+            ..local(
+                "a-commit-stopped-after-its-link-for-a-window",
+                vec![
+                    part(0, 21, Read, 1, 0, 0),
+                    part(0, 22, Read, 1, 0, 0),
+                    part(0, 23, Read, 40, 0, 10),
+                ],
+                Faults::default(),
+            )
+        },
+        // 14: C-RW1 under an epoch that holds no token: scenario 7, the
+        // blind client's cache showing HEAD, which filelock never binds
+        // there.
+        Scenario {
+            start: Start::TornLiveLog {
+                at: 200,
+                blind: Some(1),
+            },
+            wcc: false,
+            ..nfs(
+                "a-blind-client-joins-a-live-log-whose-epoch-is-torn",
+                vec![part(0, 11, Read, 1, 400, 0), part(1, 21, Write, 1, 100, 5)],
+                Faults::default(),
+            )
+        },
     ]
 }
 

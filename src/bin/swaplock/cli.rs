@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use swaplock::core::decide::HeldBecause;
 use swaplock::core::soft::Standing;
-use swaplock::soft::{Advice, Kind, SoftLock, MISMATCH_AFTER};
+use swaplock::soft::{Advice, Kind, Leftover, LeftoverKind, SoftLock, MISMATCH_AFTER};
 use swaplock::FileLock;
 
 #[cfg(unix)]
@@ -78,6 +78,10 @@ options:
   -c CMD, --command CMD
                     run CMD by sh -c instead of COMMAND ARGS
   --lifetime SECS   soft kinds: a marker older than SECS is broken
+  --no-sync         soft kinds: write markers without fsync (4 to 5 times
+                    faster on a disk; a power cut may then leave an empty
+                    marker that keeps the lock taken until `swaplock break
+                    --force`): for tmpfs, or where power cuts never happen
   --lease SECS      lease: the lease duration (default 30); rw: the stale
                     threshold, written as the record's lease (default 90;
                     heartbeat a third of it); etcd: the lease TTL
@@ -234,6 +238,8 @@ struct Options {
     timeout: Option<Duration>,
     lifetime: Option<Duration>,
     lease: Option<Duration>,
+    /// `--no-sync`: soft markers are not synced ([`SoftLock::durable`]).
+    no_sync: bool,
     force: bool,
     shared: bool,
     /// The exit status when the lock is held (`-E`).
@@ -330,6 +336,7 @@ fn parse(sub: Sub, args: Vec<OsString>) -> Result<Parsed, String> {
         busy: Busy::Wait,
         timeout: None,
         lifetime: None,
+        no_sync: false,
         lease: None,
         force: false,
         shared: false,
@@ -406,6 +413,10 @@ fn parse(sub: Sub, args: Vec<OsString>) -> Result<Parsed, String> {
                 only("--lifetime", &[Sub::Run, Sub::Status, Sub::Break])?;
                 o.lifetime = Some(seconds(value(&mut p)?)?);
             }
+            Long("no-sync") => {
+                only("--no-sync", &[Sub::Run])?;
+                o.no_sync = true;
+            }
             Long("lease") => {
                 only("--lease", &[Sub::Run, Sub::Status, Sub::Break])?;
                 o.lease = Some(seconds(value(&mut p)?)?);
@@ -469,10 +480,12 @@ fn parse(sub: Sub, args: Vec<OsString>) -> Result<Parsed, String> {
                         (the cargo feature `etcd`)"
                 .into());
         }
-        if kind_given || o.lifetime.is_some() || o.shared {
-            return Err("--etcd takes no --kind, --lifetime or --shared: \
+        if kind_given || o.lifetime.is_some() || o.shared || o.no_sync {
+            return Err(
+                "--etcd takes no --kind, --lifetime, --no-sync or --shared: \
                         an etcd lock is its own kind"
-                .into());
+                    .into(),
+            );
         }
         return Ok(Parsed::Options(o));
     }
@@ -481,6 +494,9 @@ fn parse(sub: Sub, args: Vec<OsString>) -> Result<Parsed, String> {
     }
     if o.lifetime.is_some() && !matches!(o.kind, LockKind::Soft(_)) {
         return Err("--lifetime applies to soft kinds: soft, marker or lease".into());
+    }
+    if o.no_sync && !matches!(o.kind, LockKind::Soft(_)) {
+        return Err("--no-sync applies to soft kinds: soft, marker or lease".into());
     }
     if o.lease.is_some() && !matches!(o.kind, LockKind::Soft(Kind::Lease) | LockKind::Rw) {
         return Err("--lease needs --kind lease or --kind rw".into());

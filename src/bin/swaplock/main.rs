@@ -4,7 +4,8 @@
 //! ```text
 //! swaplock run [--kind fcntl|flock|sqlite|soft|marker|lease|rw|strict]
 //!              [--wait|--fail|--quiet] [--shared|-s] [--timeout SECS]
-//!              [--lifetime SECS] [--lease SECS] LOCKFILE COMMAND [ARGS...]
+//!              [--lifetime SECS] [--lease SECS] [--no-sync]
+//!              LOCKFILE COMMAND [ARGS...]
 //! swaplock status [--kind KIND] LOCKFILE
 //! swaplock run --etcd URL[,URL...] [--lease SECS] [...] NAME COMMAND [ARGS...]
 //! swaplock status --etcd URL[,URL...] NAME

@@ -165,7 +165,7 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
     /// reads as a torn one to every reader, and the first commit's HEAD
     /// replaces it. With it, the identity of the HEAD it created, which the
     /// commit asks again after its link.
-    fn confirm_new_log(
+    pub(super) fn confirm_new_log(
         &mut self,
         files: &mut impl Files,
     ) -> Result<(Committed, Option<FileId>), Error> {
@@ -257,6 +257,28 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
         match linked {
             Ok(true) => {}
             Ok(false) => return Ok(Committed::Lost),
+            // The call made the name, and the name shows another file now:
+            // a filesystem that shows a hard link's names as two files
+            // (sshfs), or a peer's link made there since ours was removed
+            // (a committer stopped for a window of commits, a log wiped in
+            // place). The bytes tell: a peer's record never equals ours,
+            // which names our fresh token, one no peer adds (PROTOCOL
+            // 16.9). Ours: removed, so that no peer reads it, and the
+            // filesystem refused. A peer's: a lost commit, left alone.
+            Err(FsError::LinkNotOneFile) => {
+                let ours = match self.read_scratch(files, GEN, &target) {
+                    Ok(Some(n)) => {
+                        let data = &self.bufs.snapshots[at].as_ref()[EPOCH_LEN..EPOCH_LEN + len];
+                        self.scratch(n) == data
+                    }
+                    Ok(None) | Err(_) => false,
+                };
+                if !ours {
+                    return Ok(Committed::Lost);
+                }
+                let _ = files.unlink(GEN, &target);
+                return Err(FsError::LinkNotOneFile.into());
+            }
             // The temporary was swept from under a stalled commit (C-RW6),
             // or `gen/` went: either way not ours.
             Err(FsError::Os(e)) if missing(e) && !active(Mutant::RwSweptTempIsError) => {
@@ -311,7 +333,10 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
         let Some(epoch) = self.epoch else {
             return Ok(());
         };
-        let Some(bytes) = epoch.bytes().filter(|e| is_valid_epoch(e)) else {
+        // A torn epoch binds HEAD too, for swaplock's readers only
+        // (PROTOCOL 16.9): filelock's ignore it.
+        let bindable = |e: &&[u8]| is_valid_epoch(e) || !active(Mutant::RwTornEpochUnbound);
+        let Some(bytes) = epoch.bytes().filter(bindable) else {
             return Ok(());
         };
         let unchanged = self.epoch_now(files)? == Some(epoch);

@@ -3,11 +3,10 @@
 //! one and HEAD's, read newest first, then a probe forward by name.
 
 use super::{cut, gen_name, Env, Epoch, Error, Held, Instance, Ledger};
-use crate::errno::Errno;
 use crate::mutant::{active, Mutant};
 use crate::rw::files::{missing, Area, Files, FsError, Read};
 use crate::rw::log::{accept_blind, named, patience, retain, Probe};
-use crate::rw::names::{parse_generation_name, EPOCH, HEAD, READ_LIMIT, RETAINED};
+use crate::rw::names::{parse_generation_name, temporary_name, EPOCH, HEAD, READ_LIMIT, RETAINED};
 use crate::rw::record::{
     encode_epoch, head_generation, head_record, parse_generation, Malformed, SnapshotRecord,
 };
@@ -29,8 +28,12 @@ fn make_room(listed: &mut heapless::Vec<u128, LISTED>) {
 }
 
 impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
-    /// The epoch (PROTOCOL 16.4 step 1): read, or created (`O_EXCL`,
-    /// fsynced) if missing and read again; `None` without `gen/`.
+    /// The epoch (PROTOCOL 16.4 step 1): read, or made if missing and read
+    /// again; `None` without `gen/`. Made whole: a temporary written and
+    /// fsynced, then linked to `epoch` without replacing one a peer made
+    /// first, so that a creator killed midway leaves no epoch without a
+    /// token (filelock creates it in place and then writes it, PROTOCOL
+    /// 16.9).
     fn incarnation(
         &mut self,
         files: &mut impl Files,
@@ -39,10 +42,21 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
         if let Some(n) = self.read_scratch(files, GEN, EPOCH)? {
             return Ok(Some(Epoch::of(self.scratch(n))));
         }
-        match files.create(GEN, EPOCH, &encode_epoch(&env.token()), true) {
+        let temp = temporary_name(&env.token());
+        match files.create(GEN, &temp, &encode_epoch(&env.token()), true) {
             Ok(_) => {}
-            Err(FsError::Os(e)) if e == Errno::EXIST => {}
             Err(FsError::Os(e)) if missing(e) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        }
+        let linked = files.link(GEN, &temp, EPOCH);
+        let _ = files.unlink(GEN, &temp);
+        match linked {
+            // Ours, or a peer's made first; read below either way. Where a
+            // link's names show two files (sshfs), the name holds a copy
+            // of ours, and the first commit refuses the filesystem.
+            Ok(_) | Err(FsError::LinkNotOneFile) => {}
+            // `gen/` removed, or the temporary swept: read below.
+            Err(FsError::Os(e)) if missing(e) => {}
             Err(e) => return Err(e.into()),
         }
         Ok(self

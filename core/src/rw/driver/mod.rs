@@ -1,7 +1,7 @@
 //! The read-write lock's driver (PROTOCOL 16.4-16.8): the loop that asks
 //! each of the log's and the participant's decisions in turn and performs
 //! the file operation each one needs, written once for the facade and the
-//! simulator. It is generic over [`Files`] (the adapter's file
+//! simulator. It is generic over [`Files`](crate::rw::files::Files) (the adapter's file
 //! operations, one call per operation, so that the simulator can
 //! interleave processes between any two of them) and [`Env`] (the
 //! monotonic clock and the random tokens), and allocates nothing: the

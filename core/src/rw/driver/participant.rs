@@ -291,6 +291,7 @@ impl<L: Ledger, B: AsMut<[u8]> + AsRef<[u8]>> Instance<L, B> {
             Ok(true) => Refreshed::Yes,
             Ok(false) | Err(FsError::TreeReplaced { .. }) => Refreshed::Gone,
             Err(FsError::Os(e) | FsError::NoHardLinks(e)) => Refreshed::Failed(e),
+            Err(FsError::LinkNotOneFile) => Refreshed::Failed(Errno::NOTSUP),
         };
         if refreshed != Refreshed::Yes {
             return beat(refreshed, None);

@@ -37,6 +37,10 @@ struct Mem {
     /// Runs before the next link: what peers do while the linker is
     /// stopped.
     before_link: Option<fn(&mut Mem)>,
+    /// Runs after the next link made its name, before the two names'
+    /// identities are taken: what peers do while the linker is stopped
+    /// there.
+    after_link: Option<fn(&mut Mem)>,
 }
 
 fn area(a: Area) -> u8 {
@@ -47,6 +51,14 @@ fn area(a: Area) -> u8 {
 }
 
 impl Mem {
+    /// Makes the epoch, so that the next link a test watches is a
+    /// commit's, not the epoch's.
+    fn make_epoch(&mut self) {
+        let epoch = crate::rw::record::encode_epoch(&Token([0xe0; 16]));
+        self.create(Area::Generations, b"epoch", &epoch, true)
+            .unwrap();
+    }
+
     fn exists(&self, a: Area) -> bool {
         match a {
             Area::Generations => self.gen,
@@ -165,6 +177,9 @@ impl Files for Mem {
         }
         self.names.insert((area(a), to.to_vec()), ino);
         self.inodes.get_mut(&ino).unwrap().1 += 1;
+        if let Some(peers) = self.after_link.take() {
+            peers(self);
+        }
         let from_id = self.names.get(&(area(a), from.to_vec())).map(|&i| id(i));
         let to_id = self.names.get(&(area(a), to.to_vec())).map(|&i| id(i));
         let call = match self.retransmit {
@@ -539,6 +554,7 @@ fn a_first_commit_whose_confirmation_was_replaced_meanwhile_is_refused() {
     let mut env = Clock::new();
     let mut l = lock(90.0);
     let mut w = l.publish(&mut fs, &mut env, Mode::Write).unwrap();
+    fs.make_epoch();
     fs.before_link = Some(|fs: &mut Mem| {
         let head = fs.get(Area::Generations, HEAD).unwrap().clone();
         assert!(head.is_empty(), "the confirmation's HEAD");
@@ -575,6 +591,7 @@ fn a_link_answered_eexist_that_landed_is_won() {
     let mut env = Clock::new();
     let mut l = lock(90.0);
     let mut w = l.publish(&mut fs, &mut env, Mode::Write).unwrap();
+    fs.make_epoch();
     assert_eq!(l.advance(&mut fs, &mut env, &mut w), Ok(true));
     assert_eq!(w.generation(), Some(1));
     assert_eq!(fs.links, 1);
@@ -656,3 +673,5 @@ fn successors_list_readers_ascending_whatever_order_they_came_in() {
 use super::super::record;
 
 mod review;
+mod torn;
+mod torn_review;

@@ -27,7 +27,19 @@ pub(super) fn break_lock(opts: Options) -> i32 {
         }
     }
     let path = lock.path().display().to_string();
-    // First the contender's safe path: it takes a stale marker over.
+    // The write names of writers this host proves gone: nothing reads them.
+    match lock.sweep() {
+        Ok((removed, failed)) => {
+            for l in removed {
+                println!("removed {}: {}", l.name, l.kind.describe());
+            }
+            for (l, e) in failed {
+                eprintln!("swaplock: {} stays: {e}", l.name);
+            }
+        }
+        Err(e) => eprintln!("swaplock: cannot list what is beside the lock: {e}"),
+    }
+    // Then the contender's safe path: it takes a stale marker over.
     match lock.try_lock() {
         Ok(guard) => {
             return match guard.release() {

@@ -380,10 +380,20 @@ pub(super) fn status(opts: Options) -> i32 {
         }
     };
     let held = i32::from(found.is_some());
+    let leftovers = match opts.kind {
+        LockKind::Soft(kind) => soft_lock(&opts, kind).leftovers().unwrap_or_else(|e| {
+            eprintln!("swaplock: cannot list what is beside the lock: {e}");
+            Vec::new()
+        }),
+        _ => Vec::new(),
+    };
     if !opts.json {
         status_text(found);
         if let Some(m) = &mismatch {
             println!("another kind of lock: {m}");
+        }
+        for l in &leftovers {
+            println!("beside the lock: {}", leftover_text(l));
         }
         if let Some((text, _)) = fs {
             println!("{text}");
@@ -415,16 +425,51 @@ pub(super) fn status(opts: Options) -> i32 {
                 json_string(&m.to_string())
             )
         });
+        let leftovers: Vec<String> = leftovers
+            .iter()
+            .map(|l| {
+                format!(
+                    "{{\"name\":{},\"kind\":{},\"pid\":{},\"gone\":{}}}",
+                    json_string(&l.name),
+                    json_string(match l.kind {
+                        LeftoverKind::Write => "write",
+                        LeftoverKind::Break => "break",
+                        _ => "restore",
+                    }),
+                    l.pid.map_or("null".into(), |p| p.to_string()),
+                    l.gone.map_or("null".into(), |g| g.to_string()),
+                )
+            })
+            .collect();
         println!(
             "{{\"path\":{},\"kind\":{},\"held\":{},\"holder\":{holder},\"filesystem\":{},\
-             \"mismatch\":{mismatch}}}",
+             \"mismatch\":{mismatch},\"leftovers\":[{}]}}",
             json_string(&path),
             json_string(kind_name(opts.kind)),
             found.is_some(),
             fs.map_or("null".into(), |(_, json)| json),
+            leftovers.join(","),
         );
         held
     }
+}
+
+/// A file beside the lock, and what becomes of it.
+pub(super) fn leftover_text(l: &Leftover) -> String {
+    let pid = l.pid.map_or(String::new(), |p| format!(" (pid {p})"));
+    let fate = match (l.kind, l.gone) {
+        (LeftoverKind::Write, Some(true)) => "its writer is gone: `swaplock break` removes it",
+        (LeftoverKind::Write, Some(false)) => "its writer's PID runs: kept",
+        (LeftoverKind::Write, None) => {
+            "not its writer's own record of this host: kept (another host's, unfinished, \
+             or another lock's marker)"
+        }
+        (LeftoverKind::Break, _) => {
+            "keeps nobody out (a record there is recovered by the next takeover)"
+        }
+        _ => "keeps nobody out (the next recovery takes it up)",
+    };
+    format!("{}: {}{pid}; {fate}", l.name, l.kind.describe())
 }
 
 /// `status`'s first line: `free`, or who holds the lock.

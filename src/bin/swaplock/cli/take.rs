@@ -11,6 +11,9 @@ pub(super) fn soft_lock(opts: &Options, kind: Kind) -> SoftLock {
     if let Some(l) = opts.lease {
         lock = lock.lease_duration(l);
     }
+    if opts.no_sync {
+        lock = lock.durable(false);
+    }
     lock
 }
 

@@ -1,0 +1,125 @@
+//! The `/proc` reads that a start token and the PID-namespace scan share:
+//! this boot's identity, whether `starttime` is read without a time
+//! namespace's offset, `/proc` opened once, and a process's start token.
+
+// `stat` field types differ between targets (a 32-bit `st_ino` on some):
+// the casts widen where needed and are no-ops elsewhere.
+#![allow(clippy::unnecessary_cast)]
+
+use rustix::fd::{BorrowedFd, OwnedFd};
+use rustix::fs::{Mode, OFlags};
+use std::sync::atomic::{AtomicU64, Ordering};
+use swaplock_core::start::{
+    parse_boot_id, parse_stat_starttime, timens_offsets_unshifted, StartToken,
+};
+
+/// This boot's identity, read once. Not a `OnceLock`: a child forked while
+/// another thread was reading it would find the `OnceLock` being
+/// initialised for good, and wait on it at its first start token. Here a
+/// thread never waits: the first to finish publishes the value, and until
+/// one has (or in such a child) each reads it afresh.
+pub(crate) fn boot_id() -> u128 {
+    use std::sync::atomic::AtomicU8;
+    /// 0: not read yet, 1: being published, 2: published.
+    static STATE: AtomicU8 = AtomicU8::new(0);
+    static HIGH: AtomicU64 = AtomicU64::new(0);
+    static LOW: AtomicU64 = AtomicU64::new(0);
+    if STATE.load(Ordering::Acquire) == 2 {
+        return (u128::from(HIGH.load(Ordering::Relaxed)) << 64)
+            | u128::from(LOW.load(Ordering::Relaxed));
+    }
+    let id = std::fs::read("/proc/sys/kernel/random/boot_id")
+        .map(|t| parse_boot_id(&t))
+        .unwrap_or(0);
+    if STATE
+        .compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok()
+    {
+        HIGH.store((id >> 64) as u64, Ordering::Relaxed);
+        LOW.store(id as u64, Ordering::Relaxed);
+        STATE.store(2, Ordering::Release);
+    }
+    id
+}
+
+/// Whether this process reads `starttime` without a time-namespace offset
+/// (PROTOCOL 4.2), asked afresh as filelock does.
+pub(crate) fn starttime_unshifted() -> bool {
+    const INITIAL_TIME_NAMESPACE: u64 = 0xEFFF_FFFA;
+    let ns = match swaplock_unix::stat::stat_path(c"/proc/self/ns/time", true) {
+        Ok(st) => st.st_ino as u64,
+        Err(rustix::io::Errno::NOENT) => return true,
+        Err(_) => return false,
+    };
+    if ns == INITIAL_TIME_NAMESPACE {
+        return true;
+    }
+    match swaplock_unix::stat::stat_path(c"/proc/self/ns/time_for_children", true) {
+        Ok(st) if st.st_ino as u64 == ns => {}
+        _ => return false,
+    }
+    let mut buf = [0u8; 512];
+    read_small(rustix::fs::CWD, "/proc/self/timens_offsets", &mut buf)
+        .is_some_and(timens_offsets_unshifted)
+}
+
+/// Reads a small file (a `/proc` entry) into `buf` without allocating:
+/// `openat(dir, path)`, then `read` until end of file or a full buffer.
+fn read_small<'b>(dir: BorrowedFd<'_>, path: &str, buf: &'b mut [u8]) -> Option<&'b [u8]> {
+    let fd = rustix::fs::openat(dir, path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    let mut len = 0;
+    while len < buf.len() {
+        match rustix::io::read(&fd, &mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return None,
+        }
+    }
+    Some(&buf[..len])
+}
+
+/// `/proc`, opened once. Start tokens are read relative to it: a user-mode
+/// emulator (qemu-user) rewrites opens of `/proc/self/stat` and
+/// `/proc/<own pid>/stat` by their path, and its `starttime` is not the
+/// kernel's, which a native peer reads; a relative open reaches the kernel.
+///
+/// Not a `OnceLock`, for the reason [`boot_id`] gives: the first thread to
+/// open it publishes its descriptor, and a thread that lost the race
+/// closes its own.
+pub(crate) fn proc_dir() -> Option<BorrowedFd<'static>> {
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    use std::sync::atomic::AtomicI32;
+    /// The descriptor, or -1 while none is published.
+    static PROC: AtomicI32 = AtomicI32::new(-1);
+    let mut fd = PROC.load(Ordering::Acquire);
+    if fd < 0 {
+        let mine = rustix::fs::open(
+            "/proc",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()?
+        .into_raw_fd();
+        fd = match PROC.compare_exchange(-1, mine, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => mine,
+            Err(published) => {
+                // SAFETY: `mine` was just opened here and is owned by no one.
+                drop(unsafe { OwnedFd::from_raw_fd(mine) });
+                published
+            }
+        };
+    }
+    // SAFETY: a published descriptor is never closed: it stays open for
+    // the life of the process.
+    Some(unsafe { BorrowedFd::borrow_raw(fd) })
+}
+
+pub(crate) fn read_start_token(pid: u64) -> Option<StartToken> {
+    let mut path = heapless::String::<32>::new();
+    std::fmt::Write::write_fmt(&mut path, format_args!("{pid}/stat")).ok()?;
+    // A stat line is a few hundred bytes: the command name is at most 64.
+    let mut buf = [0u8; 1024];
+    let stat = read_small(proc_dir()?, &path, &mut buf)?;
+    Some(StartToken::linux(boot_id(), parse_stat_starttime(stat)?))
+}
