@@ -166,6 +166,12 @@ fn a_timed_soft_wait_that_gives_up_leaves_no_waiter_and_holds_nothing() {
             thread::spawn(move || {
                 let guard = SoftLock::marker(&*path).lock().unwrap();
                 inside.enter();
+                // Held a while: the timed wait, queued behind this one
+                // and served meanwhile, lets its pauses go by without an
+                // attempt (PROTOCOL 7.20) and may reach its deadline here.
+                for _ in 0..3 {
+                    thread::yield_now();
+                }
                 inside.leave();
                 guard.release().unwrap();
             })

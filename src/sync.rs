@@ -226,6 +226,36 @@ pub(crate) mod model {
         WATCHES.with(Cell::get)
     }
 
+    /// How many waiting threads the host queue of soft waiters started
+    /// (`src/soft/queue.rs`), in every run so far: a counter of the
+    /// process, not of the model, so that a test sees its runs queue some
+    /// waiter behind a head.
+    static QUEUE_STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    /// The host queue started a waiting thread.
+    pub(crate) fn queue_thread_started() {
+        QUEUE_STARTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// How many pauses a member behind the head of a host queue let go by
+    /// without an attempt, the queue served meanwhile, in every run so far.
+    static QUEUE_SKIPPED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    /// A member behind the head let a pause go by (`src/soft/wait.rs`).
+    pub(crate) fn queue_pause_skipped() {
+        QUEUE_SKIPPED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// See [`queue_pause_skipped`].
+    pub(crate) fn queue_pauses_skipped() -> usize {
+        QUEUE_SKIPPED.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// See [`queue_thread_started`].
+    pub(crate) fn queue_threads_started() -> usize {
+        QUEUE_STARTED.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// How many threads are in a waiting lock call and have found the lock
     /// taken (`src/kernel/inodes.rs`'s `lock_call`).
     pub(crate) fn blocked() -> usize {

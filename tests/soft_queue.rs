@@ -64,12 +64,7 @@ fn worker() {
     let pid = std::process::id();
     for i in 0..iters.parse::<u32>().unwrap() {
         let guard = lock.lock().unwrap();
-        if std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(witness)
-            .is_err()
-        {
+        if !enter(witness, pid) {
             std::process::exit(OVERLAP);
         }
         log.write_all(format!("E {pid} {i}\n").as_bytes()).unwrap();
@@ -83,6 +78,41 @@ fn worker() {
         out.flush().unwrap();
         guard.release().unwrap();
     }
+}
+
+/// Makes the witness, naming this worker; `false` if another live worker
+/// is inside. A worker SIGKILLed inside leaves its witness behind: once
+/// it is dead (gone, or a zombie the test has not reaped yet) the witness
+/// is its leftover, removed and made again.
+fn enter(witness: &str, pid: u32) -> bool {
+    for _ in 0..2 {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(witness)
+        {
+            Ok(mut f) => {
+                f.write_all(pid.to_string().as_bytes()).unwrap();
+                return true;
+            }
+            Err(_) => {
+                let inside = std::fs::read_to_string(witness).unwrap_or_default();
+                let state = std::fs::read_to_string(format!("/proc/{}/stat", inside.trim()))
+                    .ok()
+                    .and_then(|st| {
+                        st.rsplit_once(") ")
+                            .and_then(|(_, rest)| rest.chars().next())
+                    });
+                // Another holder inside that still lives, stopped or not;
+                // or a witness not yet written: two holders either way.
+                if inside.is_empty() || !matches!(state, None | Some('Z' | 'X')) {
+                    return false;
+                }
+                let _ = std::fs::remove_file(witness);
+            }
+        }
+    }
+    false
 }
 
 /// What the workers report: a line, or their end.

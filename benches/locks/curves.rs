@@ -99,12 +99,30 @@ const fn row(
     }
 }
 
-const ROWS: [Row; 12] = [
+const ROWS: [Row; 15] = [
     row("`FileLock::new` (fcntl)", "fcntl", None, Some("raw-flock")),
     row("`FileLock::flock`", "flock", None, Some("raw-flock")),
     row("`SoftLock::soft`", "soft", None, Some("py-soft")),
     row("`SoftLock::marker`", "marker", None, Some("py-marker")),
     row("`SoftLock::lease`", "lease", None, Some("py-lease")),
+    row(
+        "`SoftLock::soft`, not durable",
+        "soft-v",
+        None,
+        Some("py-soft"),
+    ),
+    row(
+        "`SoftLock::marker`, not durable",
+        "marker-v",
+        None,
+        Some("py-marker"),
+    ),
+    row(
+        "`SoftLock::lease`, not durable",
+        "lease-v",
+        None,
+        Some("py-lease"),
+    ),
     row("`SoftRwLock::write`", "rw", None, Some("py-rw")),
     row("raw `flock(2)`", "raw-flock", None, None),
     row("filelock `FileLock`", "py-flock", Some("FileLock"), None),
@@ -138,9 +156,9 @@ const ROWS: [Row; 12] = [
 /// is in one.
 const GROUPS: [&[&str]; 5] = [
     &["fcntl", "flock", "raw-flock", "py-flock"],
-    &["soft", "py-soft"],
-    &["marker", "py-marker"],
-    &["lease", "py-lease"],
+    &["soft", "soft-v", "py-soft"],
+    &["marker", "marker-v", "py-marker"],
+    &["lease", "lease-v", "py-lease"],
     &["rw", "py-rw"],
 ];
 
@@ -178,6 +196,11 @@ impl Lock {
             "fcntl" => Lock::Kernel(FileLock::new(path)),
             "flock" => Lock::Kernel(FileLock::flock(path)),
             "soft" | "marker" | "lease" => Lock::Soft(soft_lock(key, path)),
+            // Each soft kind without its syncs, as filelock writes its
+            // markers (`SoftLock::durable(false)`).
+            "soft-v" | "marker-v" | "lease-v" => {
+                Lock::Soft(soft_lock(&key[..key.len() - 2], path).durable(false))
+            }
             "rw" => Lock::Rw(SoftRwLock::new(path)),
             "raw-flock" => Lock::Raw(c_path(path)),
             "none" => Lock::None,
@@ -394,14 +417,30 @@ fn measure(
     seconds: f64,
     py: Option<&Path>,
 ) -> Result<Run, String> {
+    measure_beside(row, n, None, dir, seconds, py).map(|(run, _)| run)
+}
+
+/// `n` processes of `row` and, with `beside`, one more of that row (a
+/// filelock class) on the same lock in `dir`, for `seconds`: the run of
+/// the `n`, and that of the one beside them.
+fn measure_beside(
+    row: &Row,
+    n: usize,
+    beside: Option<&Row>,
+    dir: &Path,
+    seconds: f64,
+    py: Option<&Path>,
+) -> Result<(Run, Option<Run>), String> {
     let what = format!("{}, {n} processes", row.name);
     let lock_dir = dir.join("lock");
     std::fs::create_dir_all(&lock_dir).unwrap();
     let lock = lock_dir.join("curve.lock");
     let witness = dir.join("witness");
     let (read, write) = barrier();
-    let mut children = Vec::with_capacity(n);
-    for _ in 0..n {
+    let mut children = Vec::with_capacity(n + 1);
+    let all = n + usize::from(beside.is_some());
+    for k in 0..all {
+        let row = if k < n { row } else { beside.unwrap_or(row) };
         let mut c = match (row.class, py) {
             (Some(class), Some(py)) => {
                 let mut c = Command::new(py);
@@ -442,6 +481,7 @@ fn measure(
     drop(write);
     let mut cycles = Vec::with_capacity(n);
     let mut waits = Vec::new();
+    let (mut beside_cycles, mut beside_waits) = (Vec::new(), Vec::new());
     let mut failed = None;
     // The processes not yet reaped, which the watchdog may end: a PID is
     // taken out of it before its process is reaped, so it names no other.
@@ -485,6 +525,10 @@ fn measure(
                 });
                 continue;
             }
+            let (cycles, waits) = match k < n {
+                true => (&mut cycles, &mut waits),
+                false => (&mut beside_cycles, &mut beside_waits),
+            };
             for line in text.lines() {
                 let mut words = line.split(' ');
                 match words.next() {
@@ -505,11 +549,20 @@ fn measure(
     }
     assert_eq!(cycles.len(), n, "{what}: a process printed no count");
     waits.sort();
-    Ok(Run {
-        cycles,
-        waits,
+    beside_waits.sort();
+    let beside = beside.map(|_| Run {
+        cycles: beside_cycles,
+        waits: beside_waits,
         seconds,
-    })
+    });
+    Ok((
+        Run {
+            cycles,
+            waits,
+            seconds,
+        },
+        beside,
+    ))
 }
 
 /// A duration in the unit that suits it.
@@ -551,6 +604,9 @@ pub(crate) fn run(root: &Path, quick: bool) -> i32 {
         return 2;
     }
     let py = python();
+    if std::env::args().any(|a| a == "--poller") {
+        return poller(root, quick, py.as_deref());
+    }
     if py.is_none() {
         println!(
             "(filelock's rows are left out: no Python with filelock 4.2.11; \
@@ -630,6 +686,76 @@ pub(crate) fn run(root: &Path, quick: bool) -> i32 {
         .collect();
     print_tables(&runs, ns, seconds);
     guard(&ratios)
+}
+
+/// How long each `--poller` run lasts: a filelock waiter attempts once
+/// every 50 ms, a hundred times in 5 s.
+const POLLER_SECONDS: f64 = 5.0;
+
+/// `--poller`: one filelock process of each soft kind's class among 32
+/// and 128 (with `--quick`, 32 for 2 s) processes of that kind, on one
+/// lock. filelock's waiters poll: one that never got the lock while
+/// swaplock's waiters took turns would be starved. The exit status.
+fn poller(root: &Path, quick: bool, py: Option<&Path>) -> i32 {
+    let Some(py) = py else {
+        eprintln!(
+            "--poller needs a Python with filelock 4.2.11: set SWAPLOCK_PYTHON or run scripts/setup"
+        );
+        return 2;
+    };
+    let (ns, seconds): (&[usize], f64) = match quick {
+        true => (&[GUARD_MANY], 2.0),
+        false => (&[GUARD_MANY, 128], POLLER_SECONDS),
+    };
+    println!("\n## A filelock poller among soft waiters ({seconds} s a run)\n");
+    println!(
+        "| kind | processes | their cycles/s | their fairness | the poller | its cycles | \
+         its fair share | its wait p50 / longest |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let mut starved = Vec::new();
+    for key in GUARDED {
+        let row = ROWS.iter().find(|r| r.key == key).unwrap();
+        let peer = ROWS.iter().find(|r| Some(r.key) == row.peer).unwrap();
+        for &n in ns {
+            let dir = root.join(format!("poller-{key}-{n}"));
+            let (ours, theirs) = match measure_beside(row, n, Some(peer), &dir, seconds, Some(py)) {
+                Ok((ours, Some(theirs))) => (ours, theirs),
+                Ok(_) => unreachable!("a run beside a poller measures the poller"),
+                Err(e) => {
+                    eprintln!("{e}");
+                    return 2;
+                }
+            };
+            let _ = std::fs::remove_dir_all(&dir);
+            let polled: u64 = theirs.cycles.iter().sum();
+            let all = ours.cycles.iter().sum::<u64>() + polled;
+            let waits = match (theirs.wait(0.5), theirs.waits.last()) {
+                (Some(p50), Some(&longest)) => format!("{} / {}", short(p50), short(longest)),
+                _ => "none".to_owned(),
+            };
+            println!(
+                "| {} | {n} | {:.0} | {:.2} | {} | {polled} | {:.1} | {waits} |",
+                row.name,
+                ours.throughput(),
+                ours.jain(),
+                peer.name,
+                all as f64 / (n + 1) as f64,
+            );
+            if polled == 0 {
+                starved.push(format!("{} among {n} {}", peer.name, row.name));
+            }
+        }
+    }
+    if starved.is_empty() {
+        println!("\nNo poller starved: each got the lock beside every soft kind.");
+        return 0;
+    }
+    eprintln!(
+        "starved: a filelock poller never got the lock in {seconds} s: {}",
+        starved.join("; ")
+    );
+    1
 }
 
 /// Eight processes without a lock: the run must fail, the witness

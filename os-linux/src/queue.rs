@@ -13,7 +13,7 @@
 //! does. Every call reports its failure, and the caller then waits as it
 //! did without a queue.
 
-use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use rustix::fd::{BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use swaplock_core::Errno;
 
@@ -65,6 +65,10 @@ const DRAWING: i64 = 0;
 const MEMBERS: i64 = 1;
 /// Where the ticket counter is kept: the next ticket, 8 bytes little-endian.
 const COUNTER: u64 = 8;
+/// Where the members' count of turns served is kept, 8 bytes
+/// little-endian: a member that took the lock adds one as it leaves, so
+/// that those behind see the queue move without looking at the marker.
+const SERVED: u64 = 16;
 /// The byte of ticket `t` is `SLOTS + t`: its member holds it until it
 /// leaves, and its successor waits for it.
 const SLOTS: i64 = 1 << 20;
@@ -149,10 +153,28 @@ pub fn leave(fd: BorrowedFd<'_>, ticket: u64) -> Result<(), Errno> {
     ofd(fd, slot(ticket), libc::F_UNLCK as _, false)
 }
 
+/// The count of turns served; `None` if it cannot be read.
+pub fn served(fd: BorrowedFd<'_>) -> Option<u64> {
+    let mut count = [0u8; 8];
+    match rustix::io::pread(fd, &mut count, SERVED) {
+        Ok(8) => Some(u64::from_le_bytes(count)),
+        Ok(_) => Some(0),
+        Err(_) => None,
+    }
+}
+
+/// Counts one more turn served. Two members that count at once may count
+/// one: the count still moves, which is all its readers ask of it.
+pub fn serve(fd: BorrowedFd<'_>) {
+    let next = served(fd).unwrap_or(0).wrapping_add(1);
+    let _ = rustix::io::pwrite(fd, &next.to_le_bytes(), SERVED);
+}
+
 /// `F_OFD_SETLK` and `F_OFD_SETLKW` (Linux 3.15), as the kernel adapter
 /// has them: only where `off_t` is 64 bits (see `swaplock_unix::kernel`).
 #[cfg(target_pointer_width = "64")]
 fn ofd(fd: BorrowedFd<'_>, byte: i64, kind: libc::c_short, wait: bool) -> Result<(), Errno> {
+    use rustix::fd::{AsFd, AsRawFd};
     const F_OFD_SETLK: libc::c_int = 37;
     const F_OFD_SETLKW: libc::c_int = 38;
     // SAFETY: `flock` is a plain C struct of integers; all-zero is valid.

@@ -38,11 +38,11 @@ fn nothing_left(path: &Path) {
         .unwrap();
 }
 
-/// Three threads take one lock twice each: the second time, a thread
-/// whose first wait left others queued joins the queue before its first
-/// attempt. Never two holders, every thread gets the lock each time, and
+/// Three threads take one lock three times each: a thread whose wait left
+/// others queued takes it again once at its first attempt, then joins the
+/// queue before its first attempt (the model's batch of turns is one). Never two holders, every thread gets the lock each time, and
 /// nothing is left.
-fn take_turns_twice() {
+fn take_turns_thrice() {
     let dir = tempfile::tempdir().unwrap();
     let path: Arc<Path> = dir.path().join("a.lock").into();
     let inside = Arc::new(Inside::default());
@@ -50,7 +50,7 @@ fn take_turns_twice() {
         .map(|_| {
             let (path, inside) = (Arc::clone(&path), Arc::clone(&inside));
             thread::spawn(move || {
-                for _ in 0..2 {
+                for _ in 0..3 {
                     let guard = SoftLock::marker(&*path).lock().unwrap();
                     inside.enter();
                     inside.leave();
@@ -68,13 +68,13 @@ fn take_turns_twice() {
 /// How many waiting threads the queue started so far: a test's runs must
 /// have queued some waiter behind a head.
 fn started() -> usize {
-    crate::soft::QUEUE_STARTED.load(std::sync::atomic::Ordering::SeqCst)
+    crate::sync::model::queue_threads_started()
 }
 
 #[test]
 fn queued_soft_waits_take_turns_and_leave_no_thread_or_side_file() {
     let before = started();
-    explore(300, take_turns_twice);
+    explore(300, take_turns_thrice);
     assert!(started() > before, "no waiter queued behind a head");
 }
 
@@ -85,7 +85,7 @@ fn queued_watched_soft_waits_take_turns_and_leave_no_thread_or_side_file() {
     let before = started();
     explore(300, || {
         crate::sync::model::watches(true);
-        take_turns_twice();
+        take_turns_thrice();
         crate::sync::model::watches(false);
     });
     assert!(started() > before, "no waiter queued behind a head");
@@ -135,4 +135,43 @@ fn a_timed_wait_that_gives_up_while_queued_leaves_its_place() {
         nothing_left(&path);
         crate::sync::model::timeouts(false);
     });
+}
+
+/// With the model's timed waits timing out, four threads take one lock
+/// twice each: members behind the head find the queue served at the end
+/// of a pause and let it go by without an attempt (PROTOCOL 7.20), in
+/// some runs. Never two holders, every thread gets the lock each time,
+/// and nothing is left.
+#[test]
+fn members_behind_a_served_queue_skip_their_pauses_and_still_take_the_lock() {
+    let before = crate::sync::model::queue_pauses_skipped();
+    explore(300, || {
+        crate::sync::model::timeouts(true);
+        let dir = tempfile::tempdir().unwrap();
+        let path: Arc<Path> = dir.path().join("a.lock").into();
+        let inside = Arc::new(Inside::default());
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let (path, inside) = (Arc::clone(&path), Arc::clone(&inside));
+                thread::spawn(move || {
+                    for _ in 0..2 {
+                        let guard = SoftLock::marker(&*path).lock().unwrap();
+                        inside.enter();
+                        thread::yield_now();
+                        inside.leave();
+                        guard.release().unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        nothing_left(&path);
+        crate::sync::model::timeouts(false);
+    });
+    assert!(
+        crate::sync::model::queue_pauses_skipped() > before,
+        "no member behind the head skipped a pause"
+    );
 }

@@ -162,6 +162,9 @@ impl SoftLock {
         };
         *crate::sync::lock(&self.contender) = contender;
         // The next waiter of this host watches from now on.
+        if let Ok(Attempt::Acquired(_)) = &outcome {
+            patience.queue.taken();
+        }
         patience.queue.leave();
         let handed = patience.waiting.as_mut().and_then(Waiting::leave);
         // A cancelled wait holds nothing, even a hold handed over since.

@@ -173,8 +173,6 @@ pub use leftovers::{Leftover, LeftoverKind, Swept};
 pub use mismatch::{KindMismatch, Mismatch};
 #[doc(hidden)]
 pub use queue::queue_threads;
-#[cfg(all(test, swaplock_model, any(target_os = "linux", target_os = "android")))]
-pub(crate) use queue::STARTED as QUEUE_STARTED;
 use status::Busy;
 pub use status::{Advice, OwnerInfo};
 pub use wait::{waiting_threads, WaitStatus, MISMATCH_AFTER};

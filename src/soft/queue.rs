@@ -70,17 +70,33 @@ mod imp {
         /// The lock's canonical path, which [`CONTENDED`] lists.
         key: Option<Arc<Path>>,
         state: State,
+        /// The count of turns served when this member last looked.
+        served: Option<u64>,
     }
 
     /// The locks (by canonical path) this process last left a queue of
-    /// with another member still in it: its next wait for one joins the
-    /// queue before its first attempt, so that it does not take the lock
-    /// ahead of the waiters already queued as soon as it let it go. A wait
-    /// that leaves as the only member takes its lock off. At most
-    /// [`MOST_CONTENDED`], the oldest dropped first.
-    static CONTENDED: crate::lists::ProcessMutex<Vec<(u32, Arc<Path>)>> =
+    /// with another member still in it, each with the number of times it
+    /// took that lock since without queueing (its streak). Once the streak
+    /// reaches [`TURN_BATCH`], the next wait joins the queue before its
+    /// first attempt, behind those already queued: a releaser may take the
+    /// lock back at once a few times (no waiter is woken for it), but not
+    /// more, so the turn passes in order. A wait that leaves as the only
+    /// member takes its lock off. At most [`MOST_CONTENDED`], the oldest
+    /// dropped first.
+    static CONTENDED: crate::lists::ProcessMutex<Vec<(u32, Arc<Path>, u32)>> =
         crate::lists::ProcessMutex::new(Vec::new());
     const MOST_CONTENDED: usize = 16;
+
+    /// How many times in a row a process that left others queued may take
+    /// the lock again without queueing behind them (PROTOCOL 7.20): each
+    /// time saves the wake-up of another process, and the queue's turns
+    /// stay in order (under the model, one, so that its short runs queue
+    /// first too).
+    const TURN_BATCH: u32 = if cfg!(swaplock_model) { 1 } else { 8 };
+
+    /// How many pauses in a row a member behind the head lets go by without
+    /// an attempt while the queue moves (PROTOCOL 7.20).
+    pub(crate) const MOST_SKIPS: usize = 64;
 
     /// Whether this process's waits for `key` join the queue first.
     pub(crate) fn contended(key: &Path) -> bool {
@@ -88,19 +104,32 @@ mod imp {
         CONTENDED
             .lock()
             .iter()
-            .any(|(p, k)| *p == pid && **k == *key)
+            .any(|(p, k, streak)| *p == pid && **k == *key && *streak >= TURN_BATCH)
+    }
+
+    /// A wait for `key` ended without joining its queue: one more in the
+    /// streak of a lock left with others queued.
+    fn again(key: &Path) {
+        let pid = crate::pid::id();
+        if let Some(entry) = CONTENDED
+            .lock()
+            .iter_mut()
+            .find(|(p, k, _)| *p == pid && **k == *key)
+        {
+            entry.2 = entry.2.saturating_add(1);
+        }
     }
 
     fn mark(key: &Arc<Path>, on: bool) {
         let pid = crate::pid::id();
         let mut list = CONTENDED.lock();
         // A forked child's copy names its parent's.
-        list.retain(|(p, k)| *p == pid && **k != **key);
+        list.retain(|(p, k, _)| *p == pid && **k != **key);
         if on {
             if list.len() >= MOST_CONTENDED {
                 list.remove(0);
             }
-            list.push((pid, Arc::clone(key)));
+            list.push((pid, Arc::clone(key), 0));
         }
     }
 
@@ -126,12 +155,6 @@ mod imp {
         THREADS.load(Ordering::SeqCst)
     }
 
-    /// How many waiting threads started, ever (for the model's tests: some
-    /// of their runs must queue behind a head).
-    #[cfg(all(test, swaplock_model))]
-    pub(crate) static STARTED: std::sync::atomic::AtomicUsize =
-        std::sync::atomic::AtomicUsize::new(0);
-
     /// How many times a joiner opens the side file again when it was
     /// removed or replaced under it.
     const REOPENS: u32 = 3;
@@ -155,6 +178,7 @@ mod imp {
                 mode,
                 key,
                 state: State::Out,
+                served: None,
             }
         }
 
@@ -162,6 +186,9 @@ mod imp {
         pub(crate) fn standing(&mut self) -> Standing {
             if let State::Out = self.state {
                 self.state = self.join();
+                if let State::In(member, _) = &self.state {
+                    self.served = os::served(member.fd.as_fd());
+                }
             }
             let State::In(member, pid) = &self.state else {
                 return Standing::Off;
@@ -179,6 +206,29 @@ mod imp {
                 Turn::Failed | Turn::Left => {
                     self.leave();
                     Standing::Off
+                }
+            }
+        }
+
+        /// Whether the queue moved (a member took the lock) since this
+        /// member last looked; at the first look, whether it can be told.
+        pub(crate) fn moved(&mut self) -> bool {
+            let State::In(member, _) = &self.state else {
+                return false;
+            };
+            crate::sync::syscall();
+            let now = os::served(member.fd.as_fd());
+            let before = std::mem::replace(&mut self.served, now);
+            now.is_some() && before != now
+        }
+
+        /// The lock was taken: a member counts its turn served, for those
+        /// behind it (see [`moved`](Self::moved)).
+        pub(crate) fn taken(&mut self) {
+            if let State::In(member, pid) = &self.state {
+                if *pid == crate::pid::id() {
+                    crate::sync::syscall();
+                    os::serve(member.fd.as_fd());
                 }
             }
         }
@@ -232,9 +282,17 @@ mod imp {
         /// Leaves the queue: gives up its turn, or the turn its waiting
         /// thread gets; the last member removes the file.
         pub(crate) fn leave(&mut self) {
-            let State::In(member, pid) = std::mem::replace(&mut self.state, State::Off) else {
-                return;
+            let member = match std::mem::replace(&mut self.state, State::Off) {
+                State::In(member, pid) => (member, pid),
+                State::Out => {
+                    if let Some(key) = &self.key {
+                        again(key);
+                    }
+                    return;
+                }
+                State::Off => return,
             };
+            let (member, pid) = member;
             if pid != crate::pid::id() {
                 self.state = State::In(member, pid);
                 return self.forget();
@@ -286,7 +344,7 @@ mod imp {
     /// hands the work to an idle one); `false` if none could be started.
     fn wait_for_turn(member: &Arc<Member>) -> bool {
         #[cfg(all(test, swaplock_model))]
-        STARTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        crate::sync::model::queue_thread_started();
         #[cfg(not(swaplock_model))]
         if idle::hand(member) {
             return true;
@@ -321,7 +379,8 @@ mod imp {
     #[cfg(not(swaplock_model))]
     mod idle {
         use super::Member;
-        use std::sync::{Arc, Condvar};
+        use crate::sync::Condvar;
+        use std::sync::Arc;
         use std::time::{Duration, Instant};
 
         /// How long an idle waiting thread waits for work before it ends.
@@ -497,17 +556,17 @@ mod imp {
     }
 
     /// No host queue here: waiters poll.
-    pub(crate) struct Queue;
+    pub(crate) struct Queue<'d>(std::marker::PhantomData<&'d Dir>);
 
-    impl Queue {
+    impl<'d> Queue<'d> {
         pub(crate) fn new(
-            _: &Dir,
+            _: &'d Dir,
             _: &[u8],
             _: u32,
             _: Option<std::sync::Arc<std::path::Path>>,
             _: bool,
         ) -> Self {
-            Queue
+            Queue(std::marker::PhantomData)
         }
 
         pub(crate) fn standing(&mut self) -> Standing {
@@ -515,7 +574,15 @@ mod imp {
         }
 
         pub(crate) fn leave(&mut self) {}
+
+        pub(crate) fn taken(&mut self) {}
+
+        pub(crate) fn moved(&mut self) -> bool {
+            false
+        }
     }
+
+    pub(crate) const MOST_SKIPS: usize = 0;
 
     /// No queue here, so none is joined first.
     pub(crate) fn contended(_: &std::path::Path) -> bool {
@@ -530,6 +597,4 @@ mod imp {
 }
 
 pub use imp::queue_threads;
-#[cfg(all(test, swaplock_model, any(target_os = "linux", target_os = "android")))]
-pub(crate) use imp::STARTED;
-pub(crate) use imp::{contended, Queue, Standing};
+pub(crate) use imp::{contended, Queue, Standing, MOST_SKIPS};

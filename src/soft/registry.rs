@@ -62,6 +62,7 @@ pub(super) fn notify_release() {
 /// release does, for a waiter whose turn came in its host's queue
 /// ([`queue`](super::queue)); watchers' bells are not rung: their waits
 /// are no business of the queue's.
+#[cfg(any(target_os = "linux", target_os = "android"))]
 pub(super) fn notify_turn() {
     let (count, released) = &RELEASES;
     *count.lock() += 1;

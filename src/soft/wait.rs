@@ -321,17 +321,42 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
             // counts as a release of this process, as does a hand-over,
             // so neither is missed here; the pause bounds the wait as
             // without the queue.
+            //
+            // A pause over finds the marker again only if the queue did not
+            // move meanwhile: while members ahead take the lock in turn,
+            // this one's turn comes, and its attempt would only race them
+            // (an attempt writes and syncs a record). A queue that stands
+            // still (its head stopped, or gone from the queue's view) is
+            // attempted as without the queue.
             let (count, released) = &RELEASES;
-            let guard = count.lock();
             let seen = self.seen;
-            drop(crate::sync::wait_timeout_while(
-                released,
-                guard,
-                pause,
-                |now| *now == seen,
-            ));
-            if self.handed() {
-                return None;
+            let mut pause = pause;
+            let mut waited = elapsed;
+            let mut skipped = 0;
+            loop {
+                let guard = count.lock();
+                let guard =
+                    crate::sync::wait_timeout_while(released, guard, pause, |now| *now == seen);
+                let turned = *guard != seen;
+                drop(guard);
+                if self.handed() {
+                    return None;
+                }
+                if turned
+                    || skipped == queue::MOST_SKIPS
+                    || self.hook.is_some()
+                    || !self.queue.moved()
+                {
+                    break;
+                }
+                skipped += 1;
+                #[cfg(swaplock_model)]
+                crate::sync::model::queue_pause_skipped();
+                waited += pause;
+                match self.deadline.busy(holder, waited) {
+                    Some(next) => pause = next,
+                    None => break,
+                }
             }
             return Some(Duration::ZERO);
         }
