@@ -331,6 +331,12 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
             let (count, released) = &RELEASES;
             let seen = self.seen;
             let mut pause = pause;
+            // The time the deadline is judged by: the wait's own clock, so
+            // that pauses ended late add what they took (the model's clock
+            // moves by each pause).
+            #[cfg(not(swaplock_model))]
+            let began = std::time::Instant::now();
+            #[cfg(swaplock_model)]
             let mut waited = elapsed;
             let mut skipped = 0;
             loop {
@@ -352,7 +358,12 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
                 skipped += 1;
                 #[cfg(swaplock_model)]
                 crate::sync::model::queue_pause_skipped();
-                waited += pause;
+                #[cfg(not(swaplock_model))]
+                let waited = elapsed + began.elapsed();
+                #[cfg(swaplock_model)]
+                {
+                    waited += pause;
+                }
                 match self.deadline.busy(holder, waited) {
                     Some(next) => pause = next,
                     None => break,
