@@ -395,6 +395,42 @@ fn the_last_waiter_to_leave_removes_the_side_file() {
     );
 }
 
+/// A lock named as another lock's side file, `<L>.queue`, held beside
+/// `L`: `L`'s waiters queue without it (its marker does not begin with
+/// the side file's mark), so its marker is neither written nor removed,
+/// and it stays held. Without the mark, a waiter wrote its ticket counter
+/// into that marker and, leaving as the only member, removed it: a second
+/// holder of `<L>.queue` then took it at once.
+#[test]
+fn a_lock_named_as_a_side_file_is_never_taken_for_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = SoftLock::soft(dir.path().join("x.queue"));
+    let held_other = other.try_lock().unwrap();
+    let before = std::fs::read(dir.path().join("x.queue")).unwrap();
+    let held_x = SoftLock::soft(dir.path().join("x")).try_lock().unwrap();
+    let x = dir.path().join("x");
+    let waiter = std::thread::spawn(move || {
+        SoftLock::soft(&x)
+            .poll_interval(Duration::from_millis(10))
+            .lock_timeout(Duration::from_millis(300))
+            .map(|g| g.release())
+    });
+    let waited = waiter.join().unwrap();
+    assert_eq!(
+        waited.err().map(|e| e.kind()),
+        Some(std::io::ErrorKind::TimedOut),
+        "x is held: its waiter times out"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("x.queue")).ok(),
+        Some(before),
+        "the marker of x.queue was written or removed by x's waiter"
+    );
+    assert!(other.try_lock().is_err(), "x.queue was taken a second time");
+    held_x.release().unwrap();
+    held_other.release().unwrap();
+}
+
 #[test]
 fn a_side_file_that_cannot_be_made_leaves_waiters_waiting_as_before() {
     // A directory at its name (an open of it for writing fails), then a

@@ -1,5 +1,7 @@
-//! The host queue of a soft lock's waiters (PROTOCOL 7.20): an empty side
-//! file beside the lock, `<L>.queue`, whose open file description locks
+//! The host queue of a soft lock's waiters (PROTOCOL 7.20): a side file
+//! beside the lock, `<L>.queue` (its first 8 bytes a mark, so that another
+//! lock's marker of that name is never taken for it), whose open file
+//! description locks
 //! (`F_OFD_SETLK`, Linux 3.15) order this host's waiters so that one at a
 //! time, the queue's head, watches the marker. Each member draws a ticket
 //! (a counter in the file, drawn under the lock of byte 0) and holds the
@@ -22,23 +24,48 @@ fn errno(e: rustix::io::Errno) -> Errno {
     Errno::from_raw(e.raw_os_error())
 }
 
-/// Opens (and creates, with `mode` less the umask) the queue file `name`
-/// in `dir`, read-write (a write lock needs it), never following a
-/// symbolic link and never blocking (a FIFO put there). Anything but a
-/// regular file is refused with `EINVAL`.
+/// Opens the queue file `name` in `dir`, read-write (a write lock needs
+/// it), never following a symbolic link and never blocking (a FIFO put
+/// there); where there is none, creates it exclusively (`mode` less the
+/// umask) and writes its mark. Anything but a regular file that begins
+/// with the mark is refused with `EINVAL`: a file another lock named
+/// `<L>.queue` holds as its marker is never taken for the queue (nor one
+/// just created whose mark is not written yet: that wait goes without).
 pub fn open(dir: BorrowedFd<'_>, name: &[u8], mode: u32) -> Result<OwnedFd, Errno> {
-    let flags = OFlags::RDWR
-        | OFlags::CREATE
-        | OFlags::CLOEXEC
-        | OFlags::NOFOLLOW
-        | OFlags::NONBLOCK
-        | OFlags::NOCTTY;
-    let fd = rustix::fs::openat(dir, name, flags, Mode::from_raw_mode(mode as _)).map_err(errno)?;
+    let flags =
+        OFlags::RDWR | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY;
+    let fd = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
+        Err(e) if e == rustix::io::Errno::NOENT => {
+            match rustix::fs::openat(
+                dir,
+                name,
+                flags | OFlags::CREATE | OFlags::EXCL,
+                Mode::from_raw_mode(mode as _),
+            ) {
+                Ok(fd) => {
+                    if rustix::io::pwrite(&fd, &MARK, 0).map_err(errno)? != MARK.len() {
+                        return Err(Errno::NOSPC);
+                    }
+                    return Ok(fd);
+                }
+                // Made by another joiner meanwhile: taken as found.
+                Err(e) if e == rustix::io::Errno::EXIST => {
+                    rustix::fs::openat(dir, name, flags, Mode::empty()).map_err(errno)?
+                }
+                Err(e) => return Err(errno(e)),
+            }
+        }
+        opened => opened.map_err(errno)?,
+    };
     let st = rustix::fs::fstat(&fd).map_err(errno)?;
     if FileType::from_raw_mode(st.st_mode as _) != FileType::RegularFile {
         return Err(Errno::INVAL);
     }
-    Ok(fd)
+    let mut mark = [0u8; 8];
+    match rustix::io::pread(&fd, &mut mark, 0) {
+        Ok(8) if mark == MARK => Ok(fd),
+        _ => Err(Errno::INVAL),
+    }
 }
 
 /// Whether `fd` is still the file at `name` in `dir` (the same device and
@@ -65,10 +92,15 @@ const DRAWING: i64 = 0;
 const MEMBERS: i64 = 1;
 /// Where the ticket counter is kept: the next ticket, 8 bytes little-endian.
 const COUNTER: u64 = 8;
-/// Where the members' count of turns served is kept, 8 bytes
-/// little-endian: a member that took the lock adds one as it leaves, so
-/// that those behind see the queue move without looking at the marker.
+/// Where the ticket of the member last served is kept, 8 bytes
+/// little-endian: a member that took the lock writes its ticket as it
+/// leaves, so that those behind see the queue move toward them without
+/// looking at the marker.
 const SERVED: u64 = 16;
+/// The side file's first 8 bytes, written before its name shows it: a
+/// file at the name without them is not a queue (another lock's marker,
+/// named `<L>.queue`), and is never written or removed.
+const MARK: [u8; 8] = *b"swlq\0\0\0\x01";
 /// The byte of ticket `t` is `SLOTS + t`: its member holds it until it
 /// leaves, and its successor waits for it.
 const SLOTS: i64 = 1 << 20;
@@ -153,21 +185,21 @@ pub fn leave(fd: BorrowedFd<'_>, ticket: u64) -> Result<(), Errno> {
     ofd(fd, slot(ticket), libc::F_UNLCK as _, false)
 }
 
-/// The count of turns served; `None` if it cannot be read.
+/// The ticket of the member last served (0 before any); `None` if it
+/// cannot be read.
 pub fn served(fd: BorrowedFd<'_>) -> Option<u64> {
-    let mut count = [0u8; 8];
-    match rustix::io::pread(fd, &mut count, SERVED) {
-        Ok(8) => Some(u64::from_le_bytes(count)),
+    let mut ticket = [0u8; 8];
+    match rustix::io::pread(fd, &mut ticket, SERVED) {
+        Ok(8) => Some(u64::from_le_bytes(ticket)),
         Ok(_) => Some(0),
         Err(_) => None,
     }
 }
 
-/// Counts one more turn served. Two members that count at once may count
-/// one: the count still moves, which is all its readers ask of it.
-pub fn serve(fd: BorrowedFd<'_>) {
-    let next = served(fd).unwrap_or(0).wrapping_add(1);
-    let _ = rustix::io::pwrite(fd, &next.to_le_bytes(), SERVED);
+/// Writes `ticket` as the member last served. Two members served at once
+/// write one after the other: either is a member served.
+pub fn serve(fd: BorrowedFd<'_>, ticket: u64) {
+    let _ = rustix::io::pwrite(fd, &ticket.to_le_bytes(), SERVED);
 }
 
 /// `F_OFD_SETLK` and `F_OFD_SETLKW` (Linux 3.15), as the kernel adapter

@@ -7,9 +7,10 @@
 //!
 //! The queue only chooses who looks first: the marker's exclusive create
 //! still grants the lock, and every waiter still attempts at least once a
-//! poll interval. Any failure (the side file cannot be made or locked, a
-//! thread cannot be started, a fork) leaves the wait as it was without a
-//! queue.
+//! poll interval, unless a member ahead of it took the lock during that
+//! interval (64 intervals at most). Any failure (the side file cannot be
+//! made or locked, a thread cannot be started, a fork) leaves the wait as
+//! it was without a queue.
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod imp {
@@ -70,7 +71,7 @@ mod imp {
         /// The lock's canonical path, which [`CONTENDED`] lists.
         key: Option<Arc<Path>>,
         state: State,
-        /// The count of turns served when this member last looked.
+        /// The member last served when this member last looked.
         served: Option<u64>,
     }
 
@@ -210,25 +211,32 @@ mod imp {
             }
         }
 
-        /// Whether the queue moved (a member took the lock) since this
-        /// member last looked; at the first look, whether it can be told.
+        /// Whether the queue moved toward this member since it last looked:
+        /// the member last served (the ticket it wrote as it took the
+        /// lock) is another, and one ahead of this member. A turn served
+        /// behind it (a member that took the lock at its poll, past one
+        /// stopped ahead) is no sign that this member's turn comes.
         pub(crate) fn moved(&mut self) -> bool {
             let State::In(member, _) = &self.state else {
+                return false;
+            };
+            let Some(mine) = crate::sync::lock(&member.at).ticket else {
                 return false;
             };
             crate::sync::syscall();
             let now = os::served(member.fd.as_fd());
             let before = std::mem::replace(&mut self.served, now);
-            now.is_some() && before != now
+            now.is_some_and(|served| served < mine) && before != now
         }
 
-        /// The lock was taken: a member counts its turn served, for those
-        /// behind it (see [`moved`](Self::moved)).
+        /// The lock was taken: a member with a ticket writes it as the
+        /// one last served, for those behind it (see [`moved`](Self::moved)).
         pub(crate) fn taken(&mut self) {
             if let State::In(member, pid) = &self.state {
-                if *pid == crate::pid::id() {
+                let ticket = crate::sync::lock(&member.at).ticket;
+                if let (true, Some(ticket)) = (*pid == crate::pid::id(), ticket) {
                     crate::sync::syscall();
-                    os::serve(member.fd.as_fd());
+                    os::serve(member.fd.as_fd(), ticket);
                 }
             }
         }

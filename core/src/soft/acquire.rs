@@ -56,9 +56,6 @@ pub fn try_acquire<O: Os + ?Sized>(
             }
         }
     }
-    if extern_look() && os.lstat(cfg.lock).is_ok() {
-        return judge_stale(os, cfg, contender);
-    }
     if os.semantics() == Semantics::Posix {
         if let Some(attempt) = publish_unnamed(os, cfg, contender)? {
             return Ok(attempt);
@@ -230,8 +227,4 @@ pub fn acquire<O: Os + ?Sized>(
             None => return Ok(Attempt::Busy(holder)),
         }
     }
-}
-fn extern_look() -> bool {
-    extern crate std;
-    std::env::var_os("LOOK").is_some()
 }
