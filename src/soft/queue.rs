@@ -75,16 +75,24 @@ mod imp {
         served: Option<u64>,
     }
 
-    /// The locks (by canonical path) this process last left a queue of
-    /// with another member still in it, each with the number of times it
-    /// took that lock since without queueing (its streak). Once the streak
-    /// reaches [`TURN_BATCH`], the next wait joins the queue before its
-    /// first attempt, behind those already queued: a releaser may take the
-    /// lock back at once a few times (no waiter is woken for it), but not
-    /// more, so the turn passes in order. A wait that leaves as the only
-    /// member takes its lock off. At most [`MOST_CONTENDED`], the oldest
-    /// dropped first.
-    static CONTENDED: crate::lists::ProcessMutex<Vec<(u32, Arc<Path>, u32)>> =
+    /// A lock (by canonical path) this process last left a queue of with
+    /// another member still in it: how many times it took that lock since
+    /// without queueing, and when it left.
+    struct Streak {
+        pid: u32,
+        key: Arc<Path>,
+        taken: u32,
+        since: std::time::Instant,
+    }
+
+    /// The locks this process's streaks are of. Once a streak reaches
+    /// [`TURN_BATCH`] takes or lasted [`TURN_TIME`], the next wait joins
+    /// the queue before its first attempt, behind those already queued: a
+    /// releaser may take the lock back at once a few times (no waiter is
+    /// woken for it), but not more, nor for long, so the turn passes in
+    /// order. A wait that leaves as the only member takes its lock off. At
+    /// most [`MOST_CONTENDED`], the oldest dropped first.
+    static CONTENDED: crate::lists::ProcessMutex<Vec<Streak>> =
         crate::lists::ProcessMutex::new(Vec::new());
     const MOST_CONTENDED: usize = 16;
 
@@ -95,6 +103,17 @@ mod imp {
     /// first too).
     const TURN_BATCH: u32 = if cfg!(swaplock_model) { 1 } else { 8 };
 
+    /// How long after it left others queued a process may still take the
+    /// lock again without queueing: a batch of turns saves wake-ups where
+    /// the lock is held briefly, and must not make those queued wait eight
+    /// holds where each is long (never under the model, whose runs must
+    /// not depend on the clock).
+    const TURN_TIME: std::time::Duration = if cfg!(swaplock_model) {
+        std::time::Duration::MAX
+    } else {
+        std::time::Duration::from_millis(4)
+    };
+
     /// How many pauses in a row a member behind the head lets go by without
     /// an attempt while the queue moves (PROTOCOL 7.20).
     pub(crate) const MOST_SKIPS: usize = 64;
@@ -102,22 +121,23 @@ mod imp {
     /// Whether this process's waits for `key` join the queue first.
     pub(crate) fn contended(key: &Path) -> bool {
         let pid = crate::pid::id();
-        CONTENDED
-            .lock()
-            .iter()
-            .any(|(p, k, streak)| *p == pid && **k == *key && *streak >= TURN_BATCH)
+        CONTENDED.lock().iter().any(|s| {
+            s.pid == pid
+                && *s.key == *key
+                && (s.taken >= TURN_BATCH || s.since.elapsed() >= TURN_TIME)
+        })
     }
 
     /// A wait for `key` ended without joining its queue: one more in the
     /// streak of a lock left with others queued.
     fn again(key: &Path) {
         let pid = crate::pid::id();
-        if let Some(entry) = CONTENDED
+        if let Some(streak) = CONTENDED
             .lock()
             .iter_mut()
-            .find(|(p, k, _)| *p == pid && **k == *key)
+            .find(|s| s.pid == pid && *s.key == *key)
         {
-            entry.2 = entry.2.saturating_add(1);
+            streak.taken = streak.taken.saturating_add(1);
         }
     }
 
@@ -125,12 +145,17 @@ mod imp {
         let pid = crate::pid::id();
         let mut list = CONTENDED.lock();
         // A forked child's copy names its parent's.
-        list.retain(|(p, k, _)| *p == pid && **k != **key);
+        list.retain(|s| s.pid == pid && *s.key != **key);
         if on {
             if list.len() >= MOST_CONTENDED {
                 list.remove(0);
             }
-            list.push((pid, Arc::clone(key), 0));
+            list.push(Streak {
+                pid,
+                key: Arc::clone(key),
+                taken: 0,
+                since: std::time::Instant::now(),
+            });
         }
     }
 
