@@ -15,7 +15,7 @@
 //! does. Every call reports its failure, and the caller then waits as it
 //! did without a queue.
 
-use rustix::fd::{BorrowedFd, OwnedFd};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use swaplock_core::Errno;
 
@@ -43,10 +43,17 @@ pub fn open(dir: BorrowedFd<'_>, name: &[u8], mode: u32) -> Result<OwnedFd, Errn
                 Mode::from_raw_mode(mode as _),
             ) {
                 Ok(fd) => {
-                    if rustix::io::pwrite(&fd, &MARK, 0).map_err(errno)? != MARK.len() {
-                        return Err(Errno::NOSPC);
-                    }
-                    return Ok(fd);
+                    return match rustix::io::pwrite(&fd, &MARK, 0) {
+                        Ok(n) if n == MARK.len() => Ok(fd),
+                        // A file without its mark would keep every later
+                        // waiter from queueing: the one just made goes.
+                        written => {
+                            if still_there(dir, name, fd.as_fd()) {
+                                let _ = remove(dir, name);
+                            }
+                            Err(written.map_or_else(errno, |_| Errno::NOSPC))
+                        }
+                    };
                 }
                 // Made by another joiner meanwhile: taken as found.
                 Err(e) if e == rustix::io::Errno::EXIST => {
@@ -206,7 +213,7 @@ pub fn serve(fd: BorrowedFd<'_>, ticket: u64) {
 /// has them: only where `off_t` is 64 bits (see `swaplock_unix::kernel`).
 #[cfg(target_pointer_width = "64")]
 fn ofd(fd: BorrowedFd<'_>, byte: i64, kind: libc::c_short, wait: bool) -> Result<(), Errno> {
-    use rustix::fd::{AsFd, AsRawFd};
+    use rustix::fd::AsRawFd;
     const F_OFD_SETLK: libc::c_int = 37;
     const F_OFD_SETLKW: libc::c_int = 38;
     // SAFETY: `flock` is a plain C struct of integers; all-zero is valid.
