@@ -38,21 +38,25 @@ fn nothing_left(path: &Path) {
         .unwrap();
 }
 
-/// Three threads take one lock three times each: a thread whose wait left
-/// others queued takes it again once at its first attempt, then joins the
-/// queue before its first attempt (the model's batch of turns is one). Never two holders, every thread gets the lock each time, and
-/// nothing is left.
-fn take_turns_thrice() {
+/// `threads` threads take one lock `rounds` times each, each holding it
+/// for `yields` yields: a thread whose wait left others queued takes it
+/// again once at its first attempt, then joins the queue before its first
+/// attempt (the model's batch of turns is one). Never two holders, every
+/// thread gets the lock each time, and nothing is left.
+fn take_turns(threads: usize, rounds: usize, yields: usize) {
     let dir = tempfile::tempdir().unwrap();
     let path: Arc<Path> = dir.path().join("a.lock").into();
     let inside = Arc::new(Inside::default());
-    let threads: Vec<_> = (0..3)
+    let threads: Vec<_> = (0..threads)
         .map(|_| {
             let (path, inside) = (Arc::clone(&path), Arc::clone(&inside));
             thread::spawn(move || {
-                for _ in 0..3 {
+                for _ in 0..rounds {
                     let guard = SoftLock::marker(&*path).lock().unwrap();
                     inside.enter();
+                    for _ in 0..yields {
+                        thread::yield_now();
+                    }
                     inside.leave();
                     guard.release().unwrap();
                 }
@@ -74,7 +78,7 @@ fn started() -> usize {
 #[test]
 fn queued_soft_waits_take_turns_and_leave_no_thread_or_side_file() {
     let before = started();
-    explore(300, take_turns_thrice);
+    explore(300, || take_turns(3, 3, 0));
     assert!(started() > before, "no waiter queued behind a head");
 }
 
@@ -85,7 +89,7 @@ fn queued_watched_soft_waits_take_turns_and_leave_no_thread_or_side_file() {
     let before = started();
     explore(300, || {
         crate::sync::model::watches(true);
-        take_turns_thrice();
+        take_turns(3, 3, 0);
         crate::sync::model::watches(false);
     });
     assert!(started() > before, "no waiter queued behind a head");
@@ -147,27 +151,7 @@ fn members_behind_a_served_queue_skip_their_pauses_and_still_take_the_lock() {
     let before = crate::sync::model::queue_pauses_skipped();
     explore(300, || {
         crate::sync::model::timeouts(true);
-        let dir = tempfile::tempdir().unwrap();
-        let path: Arc<Path> = dir.path().join("a.lock").into();
-        let inside = Arc::new(Inside::default());
-        let threads: Vec<_> = (0..4)
-            .map(|_| {
-                let (path, inside) = (Arc::clone(&path), Arc::clone(&inside));
-                thread::spawn(move || {
-                    for _ in 0..2 {
-                        let guard = SoftLock::marker(&*path).lock().unwrap();
-                        inside.enter();
-                        thread::yield_now();
-                        inside.leave();
-                        guard.release().unwrap();
-                    }
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
-        nothing_left(&path);
+        take_turns(4, 2, 1);
         crate::sync::model::timeouts(false);
     });
     assert!(
