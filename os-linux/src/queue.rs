@@ -31,7 +31,8 @@ fn errno(e: rustix::io::Errno) -> Errno {
 /// with the mark is refused with `EINVAL`: a file another lock named
 /// `<L>.queue` holds as its marker is never taken for the queue (nor one
 /// just created whose mark is not written yet: that wait goes without).
-pub fn open(dir: BorrowedFd<'_>, name: &[u8], mode: u32) -> Result<OwnedFd, Errno> {
+/// With whether this call created it.
+pub fn open(dir: BorrowedFd<'_>, name: &[u8], mode: u32) -> Result<(OwnedFd, bool), Errno> {
     let flags =
         OFlags::RDWR | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY;
     let fd = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
@@ -44,7 +45,7 @@ pub fn open(dir: BorrowedFd<'_>, name: &[u8], mode: u32) -> Result<OwnedFd, Errn
             ) {
                 Ok(fd) => {
                     return match rustix::io::pwrite(&fd, &MARK, 0) {
-                        Ok(n) if n == MARK.len() => Ok(fd),
+                        Ok(n) if n == MARK.len() => Ok((fd, true)),
                         // A file without its mark would keep every later
                         // waiter from queueing: the one just made goes.
                         written => {
@@ -70,7 +71,7 @@ pub fn open(dir: BorrowedFd<'_>, name: &[u8], mode: u32) -> Result<OwnedFd, Errn
     }
     let mut mark = [0u8; 8];
     match rustix::io::pread(&fd, &mut mark, 0) {
-        Ok(8) if mark == MARK => Ok(fd),
+        Ok(8) if mark == MARK => Ok((fd, false)),
         _ => Err(Errno::INVAL),
     }
 }
@@ -92,6 +93,11 @@ pub fn still_there(dir: BorrowedFd<'_>, name: &[u8], fd: BorrowedFd<'_>) -> bool
 pub fn remove(dir: BorrowedFd<'_>, name: &[u8]) -> Result<(), Errno> {
     rustix::fs::unlinkat(dir, name, AtFlags::empty()).map_err(errno)
 }
+
+/// Whether this build can queue at all: open file description locks
+/// need a 64-bit `off_t` here (see [`ofd`]); without them no side file is
+/// made.
+pub const QUEUES: bool = cfg!(target_pointer_width = "64");
 
 /// The byte that guards the ticket counter, held while a ticket is drawn.
 const DRAWING: i64 = 0;

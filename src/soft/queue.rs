@@ -195,7 +195,7 @@ mod imp {
             key: Option<Arc<Path>>,
             enabled: bool,
         ) -> Self {
-            let at = match enabled {
+            let at = match enabled && os::QUEUES {
                 true => queue_name(base).ok().map(|name| (dir, name)),
                 false => None,
             };
@@ -272,14 +272,23 @@ mod imp {
             };
             for _ in 0..REOPENS {
                 crate::sync::syscall();
-                let Ok(fd) = os::open(dir.as_fd(), name, self.mode) else {
+                let Ok((fd, made)) = os::open(dir.as_fd(), name, self.mode) else {
                     return State::Off;
+                };
+                // A lock call refused (a kernel before 3.15, a filesystem
+                // without them): no queue, and a side file this wait made
+                // goes, as no member will ever remove it.
+                let refused = |fd: OwnedFd| {
+                    if made && os::still_there(dir.as_fd(), name, fd.as_fd()) {
+                        let _ = os::remove(dir.as_fd(), name);
+                    }
+                    State::Off
                 };
                 match os::join(fd.as_fd()) {
                     Ok(()) => {}
                     // The last member removes the file: open it anew.
                     Err(e) if e == Errno::AGAIN || e == Errno::ACCES => continue,
-                    Err(_) => return State::Off,
+                    Err(_) => return refused(fd),
                 }
                 if !os::still_there(dir.as_fd(), name, fd.as_fd()) {
                     continue;
@@ -291,12 +300,12 @@ mod imp {
                         Ok(false) => (Turn::Waiting, Some(ticket)),
                         Err(_) => {
                             let _ = os::leave(fd.as_fd(), ticket);
-                            return State::Off;
+                            return refused(fd);
                         }
                     },
                     // Another draws now: the waiting thread draws after it.
                     Err(e) if e == Errno::AGAIN || e == Errno::ACCES => (Turn::Waiting, None),
-                    Err(_) => return State::Off,
+                    Err(_) => return refused(fd),
                 };
                 let member = Arc::new(Member {
                     fd,
