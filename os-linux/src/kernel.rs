@@ -58,14 +58,28 @@ pub struct TableLock {
 /// # References
 /// - [`proc_locks(5)`](https://man7.org/linux/man-pages/man5/proc_locks.5.html)
 pub fn lock_holders(id: swaplock_core::decide::FileId) -> Option<Vec<TableLock>> {
-    let table = std::fs::read_to_string("/proc/locks").ok()?;
-    let mut locks: Vec<TableLock> = table
-        .lines()
-        .filter_map(|line| table_line(line, id))
-        .collect();
+    // The kernel gives the table a page a read, and a lock taken or let
+    // go elsewhere between two reads shifts the lines after it: one of
+    // ours may be skipped. A table that lists none on `id` is read again,
+    // a few times, before it counts as none.
+    let mut locks = Vec::new();
+    for _ in 0..READS {
+        let table = std::fs::read_to_string("/proc/locks").ok()?;
+        locks = table
+            .lines()
+            .filter_map(|line| table_line(line, id))
+            .collect();
+        if !locks.is_empty() {
+            break;
+        }
+    }
     locks.sort_by_key(|l| l.shared);
     Some(locks)
 }
+
+/// How many times [`lock_holders`] reads `/proc/locks` before it finds no
+/// lock on a file.
+const READS: usize = 3;
 
 /// The `flock` locks held on file `id`, as `/proc/locks` lists them
 /// (granted ones, not waiters), exclusive ones first; `None` without
