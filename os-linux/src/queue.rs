@@ -95,7 +95,7 @@ pub fn remove(dir: BorrowedFd<'_>, name: &[u8]) -> Result<(), Errno> {
 }
 
 /// Whether this build can queue at all: open file description locks
-/// need a 64-bit `off_t` here (see [`ofd`]); without them no side file is
+/// need a 64-bit `off_t` here (see `ofd` below); without them no side file is
 /// made.
 pub const QUEUES: bool = cfg!(target_pointer_width = "64");
 
