@@ -16,8 +16,9 @@ pub(super) struct WakeOnRelease<'d, 'h> {
     /// This wait's place in its host's queue (PROTOCOL 7.20): behind its
     /// head, the wait does not watch the marker.
     pub(super) queue: queue::Queue<'d>,
-    /// Whether the first attempt waits for its turn in the queue, which
-    /// this process left last with others in it (PROTOCOL 7.20).
+    /// Whether the first attempt waits for its turn in the queue: this
+    /// process left it last with others in it, and has since taken the
+    /// lock back its batch of turns (PROTOCOL 7.20).
     pub(super) join_first: bool,
     /// The lock: its directory, open and by path, and its name.
     pub(super) lock: (&'d Dir, &'d Path, &'d [u8]),
@@ -233,7 +234,8 @@ impl WakeOnRelease<'_, '_> {
 
 impl WakeOnRelease<'_, '_> {
     /// Before the first attempt of a lock this process left others queued
-    /// for: joins the queue and, behind its head, waits for the turn, a
+    /// for, once its batch of turns is spent: joins the queue and, behind
+    /// its head, waits for the turn, a
     /// release of this process, or one pause (PROTOCOL 7.20), so that a
     /// waiter that just let the lock go does not take it again ahead of
     /// those that waited.
