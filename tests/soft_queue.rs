@@ -11,6 +11,7 @@
 //!   or that is removed and replaced while waiters queue on it leaves
 //!   every waiter taking the lock.
 //! - Waiters that queue leave no side file once the last has gone.
+//! - Joiners that find no side file together all open it with its mark.
 
 #![cfg(any(target_os = "linux", target_os = "android"))]
 
@@ -431,6 +432,38 @@ fn a_lock_named_as_a_side_file_is_never_taken_for_one() {
     held_other.release().unwrap();
 }
 
+/// Joiners that all find no side file make it at once, one of them
+/// wins, and every one opens it with its mark: the file is made whole
+/// before its name shows it. Made by an exclusive create and then marked,
+/// a joiner that opened it between the two went without the queue for
+/// its whole wait (and a test that waited for it to queue, forever).
+#[test]
+fn joiners_that_arrive_together_all_find_the_side_file_marked() {
+    use std::os::fd::AsFd;
+    use std::sync::{Arc, Barrier};
+    const JOINERS: usize = 8;
+    for round in 0..200 {
+        let dir = tempfile::tempdir().unwrap();
+        let at = Arc::new(std::fs::File::open(dir.path()).unwrap());
+        let barrier = Arc::new(Barrier::new(JOINERS));
+        let opened: Vec<_> = (0..JOINERS)
+            .map(|_| {
+                let (at, barrier) = (Arc::clone(&at), Arc::clone(&barrier));
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    swaplock_linux::queue::open(at.as_fd(), b"x.queue", 0o644)
+                        .map(|(fd, made)| (std::fs::File::from(fd), made))
+                })
+            })
+            .collect();
+        let opened: Vec<_> = opened.into_iter().map(|t| t.join().unwrap()).collect();
+        let refused = opened.iter().filter(|o| o.is_err()).count();
+        assert_eq!(refused, 0, "round {round}: {opened:?}");
+        let made = opened.iter().filter(|o| matches!(o, Ok((_, true)))).count();
+        assert_eq!(made, 1, "round {round}: one joiner makes the file");
+    }
+}
+
 #[test]
 fn a_side_file_that_cannot_be_made_leaves_waiters_waiting_as_before() {
     // A directory at its name (an open of it for writing fails), then a
@@ -516,8 +549,14 @@ fn a_child_forked_while_its_parents_threads_are_queued_takes_the_lock() {
             })
         })
         .collect();
-    // One waits behind the other on a waiting thread of the queue.
+    // One waits behind the other on a waiting thread of the queue (the
+    // queue file is made whole, so the second finds it with its mark).
+    let since = std::time::Instant::now();
     while swaplock::soft::queue_threads() == 0 {
+        assert!(
+            since.elapsed() < Duration::from_secs(30),
+            "neither waiter queued behind the other"
+        );
         std::thread::yield_now();
     }
     // SAFETY: the child only calls into the library and leaves by _exit.

@@ -26,43 +26,21 @@ fn errno(e: rustix::io::Errno) -> Errno {
 
 /// Opens the queue file `name` in `dir`, read-write (a write lock needs
 /// it), never following a symbolic link and never blocking (a FIFO put
-/// there); where there is none, creates it exclusively (`mode` less the
-/// umask) and writes its mark. Anything but a regular file that begins
-/// with the mark is refused with `EINVAL`: a file another lock named
-/// `<L>.queue` holds as its marker is never taken for the queue (nor one
-/// just created whose mark is not written yet: that wait goes without).
-/// With whether this call created it.
+/// there); where there is none, makes it with its mark ([`make`]).
+/// Anything but a regular file that begins with the mark is refused with
+/// `EINVAL`: a file another lock named `<L>.queue` holds as its marker is
+/// never taken for the queue (nor, where the file could not be made whole,
+/// one just created whose mark is not written yet: that wait goes
+/// without). With whether this call made it.
 pub fn open(dir: BorrowedFd<'_>, name: &[u8], mode: u32) -> Result<(OwnedFd, bool), Errno> {
     let flags =
         OFlags::RDWR | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY;
     let fd = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
-        Err(e) if e == rustix::io::Errno::NOENT => {
-            match rustix::fs::openat(
-                dir,
-                name,
-                flags | OFlags::CREATE | OFlags::EXCL,
-                Mode::from_raw_mode(mode as _),
-            ) {
-                Ok(fd) => {
-                    return match rustix::io::pwrite(&fd, &MARK, 0) {
-                        Ok(n) if n == MARK.len() => Ok((fd, true)),
-                        // A file without its mark would keep every later
-                        // waiter from queueing: the one just made goes.
-                        written => {
-                            if still_there(dir, name, fd.as_fd()) {
-                                let _ = remove(dir, name);
-                            }
-                            Err(written.map_or_else(errno, |_| Errno::NOSPC))
-                        }
-                    };
-                }
-                // Made by another joiner meanwhile: taken as found.
-                Err(e) if e == rustix::io::Errno::EXIST => {
-                    rustix::fs::openat(dir, name, flags, Mode::empty()).map_err(errno)?
-                }
-                Err(e) => return Err(errno(e)),
-            }
-        }
+        Err(e) if e == rustix::io::Errno::NOENT => match make(dir, name, mode)? {
+            Some(fd) => return Ok((fd, true)),
+            // Made by another joiner meanwhile: taken as found.
+            None => rustix::fs::openat(dir, name, flags, Mode::empty()).map_err(errno)?,
+        },
         opened => opened.map_err(errno)?,
     };
     let st = rustix::fs::fstat(&fd).map_err(errno)?;
@@ -73,6 +51,42 @@ pub fn open(dir: BorrowedFd<'_>, name: &[u8], mode: u32) -> Result<(OwnedFd, boo
     match rustix::io::pread(&fd, &mut mark, 0) {
         Ok(8) if mark == MARK => Ok((fd, false)),
         _ => Err(Errno::INVAL),
+    }
+}
+
+/// Makes the queue file `name` in `dir` (`mode` less the umask) with its
+/// mark, or `None` if another joiner made it meanwhile. The file is made
+/// whole: an unnamed file (`O_TMPFILE`) gets the mark, then the name, so
+/// that no joiner finds it without the mark (waiters that all arrive at
+/// once would go without the queue). Where the filesystem has no unnamed
+/// files or `/proc` is not mounted: an exclusive create, then the mark.
+fn make(dir: BorrowedFd<'_>, name: &[u8], mode: u32) -> Result<Option<OwnedFd>, Errno> {
+    let flags = OFlags::RDWR | OFlags::CLOEXEC | OFlags::NOCTTY;
+    let permissions = Mode::from_raw_mode(mode as _);
+    if let Ok(fd) = rustix::fs::openat(dir, c".", flags | OFlags::TMPFILE, permissions) {
+        if matches!(rustix::io::pwrite(&fd, &MARK, 0), Ok(n) if n == MARK.len()) {
+            match swaplock_unix::soft::link_unnamed(fd.as_fd(), dir, name) {
+                Ok(()) => return Ok(Some(fd)),
+                Err(e) if e == Errno::EXIST => return Ok(None),
+                Err(_) => {}
+            }
+        }
+    }
+    let excl = flags | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CREATE | OFlags::EXCL;
+    match rustix::fs::openat(dir, name, excl, permissions) {
+        Ok(fd) => match rustix::io::pwrite(&fd, &MARK, 0) {
+            Ok(n) if n == MARK.len() => Ok(Some(fd)),
+            // A file without its mark would keep every later waiter from
+            // queueing: the one just made goes.
+            written => {
+                if still_there(dir, name, fd.as_fd()) {
+                    let _ = remove(dir, name);
+                }
+                Err(written.map_or_else(errno, |_| Errno::NOSPC))
+            }
+        },
+        Err(e) if e == rustix::io::Errno::EXIST => Ok(None),
+        Err(e) => Err(errno(e)),
     }
 }
 

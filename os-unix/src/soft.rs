@@ -78,6 +78,28 @@ fn with_name<T>(name: &[u8], f: impl FnOnce(&CStr) -> rustix::io::Result<T>) -> 
     f(c).map_err(errno)
 }
 
+/// `linkat(AT_FDCWD, "/proc/self/fd/<fd>", dir, name, AT_SYMLINK_FOLLOW)`:
+/// names the unnamed file `file` (`O_TMPFILE`) `name` in `dir`, without
+/// the privilege `AT_EMPTY_PATH` needs; `EEXIST` if the name is taken, so
+/// that the file appears whole or not at all.
+pub fn link_unnamed(file: BorrowedFd<'_>, dir: BorrowedFd<'_>, name: &[u8]) -> Result<(), Errno> {
+    use std::os::fd::AsRawFd;
+    let mut path = heapless::Vec::<u8, 32>::new();
+    let mut digits = [0u8; 20];
+    let fd = u64::try_from(file.as_raw_fd()).map_err(|_| Errno::BADF)?;
+    for part in [
+        b"/proc/self/fd/" as &[u8],
+        format_u64(fd, &mut digits),
+        b"\0",
+    ] {
+        path.extend_from_slice(part).map_err(|_| Errno::INVAL)?;
+    }
+    let from = CStr::from_bytes_with_nul(&path).map_err(|_| Errno::INVAL)?;
+    with_name(name, |to| {
+        rustix::fs::linkat(CWD, from, dir, to, AtFlags::SYMLINK_FOLLOW)
+    })
+}
+
 fn stat(st: &crate::stat::RawStat) -> Stat {
     let kind = match FileType::from_raw_mode(st.st_mode as _) {
         FileType::RegularFile => NodeKind::Regular,
@@ -165,24 +187,9 @@ impl<P: Platform> Dir for UnixOs<'_, P> {
     }
 
     /// `linkat(AT_FDCWD, "/proc/self/fd/<fd>", dir, name,
-    /// AT_SYMLINK_FOLLOW)`: names an unnamed file without the privilege
-    /// `AT_EMPTY_PATH` needs.
+    /// AT_SYMLINK_FOLLOW)` ([`link_unnamed`]).
     fn link_unnamed(&mut self, file: &OwnedFd, name: &[u8]) -> Result<(), Errno> {
-        use std::os::fd::AsRawFd;
-        let mut path = heapless::Vec::<u8, 32>::new();
-        let mut digits = [0u8; 20];
-        let fd = u64::try_from(file.as_raw_fd()).map_err(|_| Errno::BADF)?;
-        for part in [
-            b"/proc/self/fd/" as &[u8],
-            format_u64(fd, &mut digits),
-            b"\0",
-        ] {
-            path.extend_from_slice(part).map_err(|_| Errno::INVAL)?;
-        }
-        let from = CStr::from_bytes_with_nul(&path).map_err(|_| Errno::INVAL)?;
-        with_name(name, |to| {
-            rustix::fs::linkat(CWD, from, self.dir, to, AtFlags::SYMLINK_FOLLOW)
-        })
+        link_unnamed(file.as_fd(), self.dir, name)
     }
 
     /// `fsync(fd)`: the whole file, its directory entry's size and place
