@@ -32,6 +32,9 @@
 //!                                          # kinds in three rounds), the guard
 //! cargo bench --bench locks -- --curves --only soft,marker
 //!                                          # those rows alone (keys: `curves::ROWS`)
+//! cargo bench --bench locks -- --curves --rounds 3
+//!                                          # every cell the median of three rounds
+//!                                          # (the guard: the median of their ratios)
 //! cargo bench --bench locks -- --curves --witness-check
 //!                                          # processes without a lock: passes if the
 //!                                          # overlap witness catches them

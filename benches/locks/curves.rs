@@ -603,6 +603,18 @@ pub(crate) fn run(root: &Path, quick: bool) -> i32 {
         eprintln!("--only: no row {unknown:?}; the rows: {}", keys.join(", "));
         return 2;
     }
+    // `--rounds K`: every row in K rounds, each cell the median of its K
+    // runs (the quick run: its guarded rows in `QUICK_ROUNDS`).
+    let asked = match args.iter().position(|a| a == "--rounds") {
+        None => None,
+        Some(i) => match args.get(i + 1).and_then(|k| k.parse::<usize>().ok()) {
+            Some(k @ 1..=9) => Some(k),
+            _ => {
+                eprintln!("--rounds: give a number of rounds from 1 to 9");
+                return 2;
+            }
+        },
+    };
     let py = python();
     if std::env::args().any(|a| a == "--poller") {
         return poller(root, quick, py.as_deref());
@@ -624,15 +636,17 @@ pub(crate) fn run(root: &Path, quick: bool) -> i32 {
     // processes, whatever else the machine does meanwhile. The quick run
     // measures the guarded rows in `QUICK_ROUNDS` rounds and keeps the
     // median: a burst of other work in one round decides nothing.
-    let rounds = |row: &Row| match quick && GUARDED.contains(&row.key) {
-        true => QUICK_ROUNDS,
-        false => 1,
+    let rounds = |row: &Row| match (asked, quick && GUARDED.contains(&row.key)) {
+        (Some(k), _) => k,
+        (None, true) => QUICK_ROUNDS,
+        (None, false) => 1,
     };
+    let most_rounds = rows.iter().map(|r| rounds(r)).max().unwrap_or(1);
     let mut cells: Vec<Vec<Vec<Run>>> = rows
         .iter()
         .map(|_| ns.iter().map(|_| Vec::new()).collect())
         .collect();
-    for round in 0..QUICK_ROUNDS {
+    for round in 0..most_rounds {
         for group in GROUPS {
             for (j, &n) in ns.iter().enumerate() {
                 for (i, row) in rows.iter().enumerate() {
@@ -788,7 +802,7 @@ fn print_tables(runs: &[(&Row, Vec<Run>)], ns: &[usize], seconds: f64) {
         println!(
             "|---|{}{}",
             "---|".repeat(ns.len()),
-            if last.is_empty() { "" } else { "---|" }
+            "---|".repeat(last.matches('|').count())
         );
     };
     let peer_of = |row: &Row| {
@@ -796,17 +810,29 @@ fn print_tables(runs: &[(&Row, Vec<Run>)], ns: &[usize], seconds: f64) {
             .and_then(|p| runs.iter().find(|(r, _)| r.key == p))
             .map(|(_, r)| r)
     };
+    // The ratios to the few processes' throughput: of the guard's many,
+    // and of the most processes measured, if more.
+    let most = ns.iter().copied().max().unwrap_or(GUARD_MANY);
+    let manys: Vec<usize> = ns
+        .iter()
+        .copied()
+        .filter(|&n| n == GUARD_MANY || (n == most && n > GUARD_MANY))
+        .collect();
     let few_many = |rs: &[Run]| {
         let at = |n| ns.iter().position(|&m| m == n).map(|i| rs[i].throughput());
-        match (at(GUARD_FEW), at(GUARD_MANY)) {
-            (Some(f), Some(m)) if f > 0.0 => format!(" {:.2}x |", m / f),
-            _ => " |".to_owned(),
-        }
+        manys
+            .iter()
+            .map(|&n| match (at(GUARD_FEW), at(n)) {
+                (Some(f), Some(m)) if f > 0.0 => format!(" {:.2}x |", m / f),
+                _ => " |".to_owned(),
+            })
+            .collect::<String>()
     };
-    header(
-        "throughput, cycles a second (vs its peer)",
-        &format!(" {GUARD_MANY} vs {GUARD_FEW} |"),
-    );
+    let columns: String = manys
+        .iter()
+        .map(|n| format!(" {n} vs {GUARD_FEW} |"))
+        .collect();
+    header("throughput, cycles a second (vs its peer)", &columns);
     for (row, rs) in runs {
         let peer = peer_of(row);
         let cells: Vec<String> = rs
