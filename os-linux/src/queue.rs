@@ -26,7 +26,7 @@ fn errno(e: rustix::io::Errno) -> Errno {
 
 /// Opens the queue file `name` in `dir`, read-write (a write lock needs
 /// it), never following a symbolic link and never blocking (a FIFO put
-/// there); where there is none, makes it with its mark ([`make`]).
+/// there); where there is none, makes it with its mark (`make` below).
 /// Anything but a regular file that begins with the mark is refused with
 /// `EINVAL`: a file another lock named `<L>.queue` holds as its marker is
 /// never taken for the queue (nor, where the file could not be made whole,
