@@ -143,6 +143,15 @@ fn nfs_between_two_clients() {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .process_group(0);
+    // SAFETY: prctl is async-signal-safe. The guest's kernel dies with
+    // this test: a run ended by a failure elsewhere (which ends this test
+    // with its runner) must not leave a guest taking a processor.
+    unsafe {
+        uml.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
     let mut child = uml
         .spawn()
         .expect("linux.uml is missing: run scripts/setup");
