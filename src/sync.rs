@@ -251,6 +251,22 @@ pub(crate) mod model {
         QUEUE_SKIPPED.load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// How many waits whose queue turn came as a member ahead took the
+    /// lock watched for it to leave instead of attempting, in every run so
+    /// far.
+    static QUEUE_TURNS_WATCHED: std::sync::atomic::AtomicUsize =
+        std::sync::atomic::AtomicUsize::new(0);
+
+    /// A turn after a take was watched (`src/soft/wait.rs`).
+    pub(crate) fn queue_turn_watched() {
+        QUEUE_TURNS_WATCHED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// See [`queue_turn_watched`].
+    pub(crate) fn queue_turns_watched() -> usize {
+        QUEUE_TURNS_WATCHED.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// See [`queue_thread_started`].
     pub(crate) fn queue_threads_started() -> usize {
         QUEUE_STARTED.load(std::sync::atomic::Ordering::SeqCst)

@@ -12,6 +12,8 @@
 //!   every waiter taking the lock.
 //! - Waiters that queue leave no side file once the last has gone.
 //! - Joiners that find no side file together all open it with its mark.
+//! - A member whose turn came as the one ahead took the lock watches that
+//!   holder's exit: killed while it holds, it is taken over without a poll.
 
 #![cfg(any(target_os = "linux", target_os = "android"))]
 
@@ -50,12 +52,19 @@ fn worker() {
     let [kind, lock, witness, iters] = parts[..] else {
         panic!("bad worker spec {spec:?}")
     };
+    // `KIND+hold`: polls once an hour, and holds its first take until
+    // killed; `KIND+once`: polls once an hour.
+    let (kind, mode) = kind.split_once('+').unwrap_or((kind, ""));
     let kind = match kind {
         "soft" => Kind::Soft,
         "marker" => Kind::Marker,
         _ => Kind::Lease,
     };
-    let lock = SoftLock::new(kind, lock).poll_interval(POLL);
+    let poll = match mode {
+        "" => POLL,
+        _ => Duration::from_secs(3600),
+    };
+    let lock = SoftLock::new(kind, lock).poll_interval(poll);
     let mut out = std::io::stdout().lock();
     let mut log = std::fs::OpenOptions::new()
         .append(true)
@@ -71,6 +80,11 @@ fn worker() {
         log.write_all(format!("E {pid} {i}\n").as_bytes()).unwrap();
         writeln!(out, "E {i}").unwrap();
         out.flush().unwrap();
+        if mode == "hold" {
+            loop {
+                std::thread::park();
+            }
+        }
         if std::fs::remove_file(witness).is_err() {
             std::process::exit(OVERLAP);
         }
@@ -531,6 +545,74 @@ fn a_side_file_removed_and_replaced_under_its_members_leaves_every_waiter_taking
 /// one behind it on its waiting thread) inherits their descriptors, not
 /// their threads: its own wait still takes the lock once the parent's
 /// threads are done, and theirs take it too.
+/// The next ticket of the side file at `queue` (1 before any is drawn).
+fn next_ticket(queue: &Path) -> u64 {
+    let bytes = std::fs::read(queue).unwrap_or_default();
+    bytes
+        .get(8..16)
+        .map_or(1, |b| u64::from_le_bytes(b.try_into().unwrap()))
+}
+
+/// Waits, boundedly, until the side file at `queue` has handed out
+/// `tickets` tickets.
+fn await_tickets(queue: &Path, tickets: u64) {
+    let since = std::time::Instant::now();
+    while next_ticket(queue) <= tickets {
+        assert!(
+            since.elapsed() < WEDGE,
+            "{tickets} tickets were not drawn: {}",
+            next_ticket(queue) - 1
+        );
+        std::thread::yield_now();
+    }
+}
+
+/// A member whose turn comes as the member ahead of it takes the lock
+/// does not attempt at once (it would find the lock taken): it watches
+/// the marker and the exit of the process the queue names as the one
+/// served. That holder SIGKILLed while it holds is taken over at once:
+/// both workers poll once an hour, so a wait that watched no exit would
+/// not end.
+#[test]
+fn a_member_whose_turn_came_as_the_lock_was_taken_watches_its_holders_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("t.lock");
+    let queue = dir.path().join("t.lock.queue");
+    let witness_dir = dir.path().join("witness");
+    std::fs::create_dir_all(&witness_dir).unwrap();
+    let witness = witness_dir.join("inside");
+    let first = SoftLock::soft(&lock).try_lock().unwrap();
+    // The first worker heads the queue, the second queues behind it.
+    let (holder, held) = start("soft+hold", &lock, &witness, 1, 1);
+    let mut reap = Reap(holder.clone());
+    await_tickets(&queue, 1);
+    let (next, took) = start("soft+once", &lock, &witness, 1, 1);
+    reap.0.extend(&next);
+    await_tickets(&queue, 2);
+    first.release().unwrap();
+    loop {
+        match held.recv_timeout(WEDGE) {
+            Ok(Event::Line(line)) if line == "E 0" => break,
+            Ok(Event::Line(_)) => {}
+            Ok(Event::Ended(pid, status)) => panic!("the head {pid} ended: {status:?}"),
+            Err(e) => panic!("the head did not take the lock: {e}"),
+        }
+    }
+    signal(holder[0], libc::SIGKILL);
+    loop {
+        match took
+            .recv_timeout(WEDGE)
+            .expect("the holder was killed a minute ago: a wedge")
+        {
+            Event::Line(_) => {}
+            Event::Ended(pid, status) => {
+                assert!(status.success(), "{pid}: {status:?}");
+                break;
+            }
+        }
+    }
+}
+
 #[test]
 fn a_child_forked_while_its_parents_threads_are_queued_takes_the_lock() {
     let dir = tempfile::tempdir().unwrap();

@@ -122,7 +122,8 @@ const COUNTER: u64 = 8;
 /// Where the ticket of the member last served is kept, 8 bytes
 /// little-endian: a member that took the lock writes its ticket as it
 /// leaves, so that those behind see the queue move toward them without
-/// looking at the marker.
+/// looking at the marker; then its process, 8 bytes little-endian, whose
+/// exit the member whose turn it gives watches.
 const SERVED: u64 = 16;
 /// The side file's first 8 bytes, written before its name shows it: a
 /// file at the name without them is not a queue (another lock's marker,
@@ -223,10 +224,26 @@ pub fn served(fd: BorrowedFd<'_>) -> Option<u64> {
     }
 }
 
-/// Writes `ticket` as the member last served. Two members served at once
-/// write one after the other: either is a member served.
-pub fn serve(fd: BorrowedFd<'_>, ticket: u64) {
-    let _ = rustix::io::pwrite(fd, &ticket.to_le_bytes(), SERVED);
+/// The process of the member last served, as it wrote it with its ticket;
+/// `None` if none is written (0) or it cannot be read.
+pub fn served_by(fd: BorrowedFd<'_>) -> Option<u32> {
+    let mut pid = [0u8; 8];
+    match rustix::io::pread(fd, &mut pid, SERVED + 8) {
+        Ok(8) => u32::try_from(u64::from_le_bytes(pid))
+            .ok()
+            .filter(|&p| p != 0),
+        _ => None,
+    }
+}
+
+/// Writes `ticket` as the member last served, and `pid` as its process,
+/// in one write. Two members served at once write one after the other:
+/// either is a member served.
+pub fn serve(fd: BorrowedFd<'_>, ticket: u64, pid: u32) {
+    let mut record = [0u8; 16];
+    record[..8].copy_from_slice(&ticket.to_le_bytes());
+    record[8..].copy_from_slice(&u64::from(pid).to_le_bytes());
+    let _ = rustix::io::pwrite(fd, &record, SERVED);
 }
 
 /// `F_OFD_SETLK` and `F_OFD_SETLKW` (Linux 3.15), as the kernel adapter

@@ -159,3 +159,23 @@ fn members_behind_a_served_queue_skip_their_pauses_and_still_take_the_lock() {
         "no member behind the head skipped a pause"
     );
 }
+
+/// Watching, three threads take one lock twice each: a member whose turn
+/// came as the one ahead took the lock watches the marker instead of
+/// attempting (PROTOCOL 7.20, a turn after a take), in some runs. Never
+/// two holders, every thread gets the lock each time, and nothing is
+/// left: the watch's wake-up (the marker's removal) ends that wait, or
+/// the model would report it never comes.
+#[test]
+fn a_turn_after_a_take_watches_the_marker_and_still_takes_the_lock() {
+    let before = crate::sync::model::queue_turns_watched();
+    explore(300, || {
+        crate::sync::model::watches(true);
+        take_turns(3, 2, 1);
+        crate::sync::model::watches(false);
+    });
+    assert!(
+        crate::sync::model::queue_turns_watched() > before,
+        "no turn after a take was watched"
+    );
+}

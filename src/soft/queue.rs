@@ -254,6 +254,23 @@ mod imp {
             now.is_some_and(|served| served < mine) && before != now
         }
 
+        /// This member's turn came because a member ahead of it took the
+        /// lock since it last looked (see [`moved`](Self::moved)): the
+        /// process that holds it now, as the queue says (`None` for this
+        /// process or one not written), or `None` if the turn came
+        /// otherwise (a member ahead left without the lock).
+        pub(crate) fn turn_after_take(&mut self) -> Option<Option<u32>> {
+            if self.standing() != Standing::Head || !self.moved() {
+                return None;
+            }
+            let State::In(member, pid) = &self.state else {
+                return None;
+            };
+            crate::sync::syscall();
+            let by = os::served_by(member.fd.as_fd());
+            Some(by.filter(|p| p != pid))
+        }
+
         /// The lock was taken: a member with a ticket writes it as the
         /// one last served, for those behind it (see [`moved`](Self::moved)).
         pub(crate) fn taken(&mut self) {
@@ -261,7 +278,7 @@ mod imp {
                 let ticket = crate::sync::lock(&member.at).ticket;
                 if let (true, Some(ticket)) = (*pid == crate::pid::id(), ticket) {
                     crate::sync::syscall();
-                    os::serve(member.fd.as_fd(), ticket);
+                    os::serve(member.fd.as_fd(), ticket, *pid);
                 }
             }
         }
@@ -621,6 +638,10 @@ mod imp {
 
         pub(crate) fn moved(&mut self) -> bool {
             false
+        }
+
+        pub(crate) fn turn_after_take(&mut self) -> Option<Option<u32>> {
+            None
         }
     }
 

@@ -317,6 +317,9 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
         if self.handed() {
             return None;
         }
+        // Set when this wait's turn came as a member ahead took the lock:
+        // the process that holds it, as the queue says.
+        let mut after_take = None;
         if self.queue.standing() == queue::Standing::Behind {
             // Behind the head of this host's queue (PROTOCOL 7.20): no
             // watch, so that a release wakes the head alone. The turn
@@ -341,11 +344,14 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
             #[cfg(swaplock_model)]
             let mut waited = elapsed;
             let mut skipped = 0;
+            let mut turned;
+            let mut counted;
             loop {
                 let guard = count.lock();
                 let guard =
                     crate::sync::wait_timeout_while(released, guard, pause, |now| *now == seen);
-                let turned = *guard != seen;
+                turned = *guard != seen;
+                counted = *guard;
                 drop(guard);
                 if self.handed() {
                     return None;
@@ -371,10 +377,31 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
                     None => break,
                 }
             }
-            return Some(Duration::ZERO);
+            // The turn came as a member ahead took the lock: it is held
+            // (or was let go since, which the watch's arming sees), so an
+            // attempt now would only find it busy, after writing and
+            // syncing a record. As the queue's head, the wait watches the
+            // marker and that holder's exit instead. The count the turn
+            // moved is seen; a release of this process since still ends
+            // the wait at once. Any other end of the pause: an attempt.
+            match self.queue.turn_after_take() {
+                Some(by) if turned && self.hook.is_none() => {
+                    self.seen = counted;
+                    after_take = Some(by);
+                }
+                _ => return Some(Duration::ZERO),
+            }
         }
         let (dir, dir_path, name) = self.lock;
-        match self.watcher.start(dir, dir_path, name) {
+        let next = match after_take {
+            Some(_) => self.watcher.start_after_take(dir, dir_path, name),
+            None => self.watcher.start(dir, dir_path, name),
+        };
+        #[cfg(all(test, swaplock_model))]
+        if after_take.is_some() && matches!(next, wake::Next::Wait) {
+            crate::sync::model::queue_turn_watched();
+        }
+        match next {
             // What changed before the watch existed raised no event, or
             // the marker left before its watch took hold.
             wake::Next::Now => return Some(Duration::ZERO),
@@ -383,9 +410,10 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
         }
         // A holder of this host ends the wait when it exits, which raises
         // no event on the lock path: its marker is judged again at once.
-        let local = match holder {
-            Holder::Local { pid } => Some(pid.get()),
-            _ => None,
+        let local = match (after_take, holder) {
+            (Some(by), _) => by,
+            (None, Holder::Local { pid }) => Some(pid.get()),
+            (None, _) => None,
         };
         if self.watcher.holder(local) {
             return Some(wake::ZOMBIE_PAUSE.min(pause));

@@ -93,6 +93,30 @@ mod imp {
             dir_path: &Path,
             name: &[u8],
         ) -> Next {
+            self.start_seen(dir, dir_path, name, false)
+        }
+
+        /// As [`start`](Self::start), for a wait that knows the lock was
+        /// taken since its last attempt (its queue's turn came as a member
+        /// ahead took it): a new watch armed on the marker now at the path
+        /// waits for it to leave, as an attempt would only find it busy;
+        /// without a watch, the caller looks at once.
+        pub(crate) fn start_after_take(
+            &mut self,
+            dir: &super::super::Dir,
+            dir_path: &Path,
+            name: &[u8],
+        ) -> Next {
+            self.start_seen(dir, dir_path, name, true)
+        }
+
+        fn start_seen(
+            &mut self,
+            dir: &super::super::Dir,
+            dir_path: &Path,
+            name: &[u8],
+            taken: bool,
+        ) -> Next {
             let new = matches!(self, Watcher::Idle);
             #[cfg(swaplock_model)]
             if new && !crate::sync::model::watching() {
@@ -110,9 +134,17 @@ mod imp {
                 }
             }
             let Watcher::Watching(watch, gone) = self else {
-                return Next::Wait;
+                return match taken {
+                    true => Next::Now,
+                    false => Next::Wait,
+                };
             };
             match watch.arm(dir.as_fd()) {
+                Armed::Watching if taken => {
+                    *gone = 0;
+                    Next::Wait
+                }
+                Armed::Unwatched if taken => Next::Now,
                 _ if new => Next::Now,
                 Armed::Gone if *gone < GONE_IN_A_ROW => {
                     *gone += 1;
@@ -332,6 +364,16 @@ mod imp {
 
         pub(crate) fn start(&mut self, _: &super::super::Dir, _: &Path, _: &[u8]) -> Next {
             Next::Wait
+        }
+
+        /// Never called here: no queue gives a turn.
+        pub(crate) fn start_after_take(
+            &mut self,
+            _: &super::super::Dir,
+            _: &Path,
+            _: &[u8],
+        ) -> Next {
+            Next::Now
         }
 
         /// No watch of a holder's exit here: the wait polls.
