@@ -541,32 +541,6 @@ fn a_side_file_removed_and_replaced_under_its_members_leaves_every_waiter_taking
     assert_eq!(entries, 800);
 }
 
-/// A child forked while threads of its parent are queued (one the head,
-/// one behind it on its waiting thread) inherits their descriptors, not
-/// their threads: its own wait still takes the lock once the parent's
-/// threads are done, and theirs take it too.
-/// The next ticket of the side file at `queue` (1 before any is drawn).
-fn next_ticket(queue: &Path) -> u64 {
-    let bytes = std::fs::read(queue).unwrap_or_default();
-    bytes
-        .get(8..16)
-        .map_or(1, |b| u64::from_le_bytes(b.try_into().unwrap()))
-}
-
-/// Waits, boundedly, until the side file at `queue` has handed out
-/// `tickets` tickets.
-fn await_tickets(queue: &Path, tickets: u64) {
-    let since = std::time::Instant::now();
-    while next_ticket(queue) <= tickets {
-        assert!(
-            since.elapsed() < WEDGE,
-            "{tickets} tickets were not drawn: {}",
-            next_ticket(queue) - 1
-        );
-        std::thread::yield_now();
-    }
-}
-
 /// A member whose turn comes as the member ahead of it takes the lock
 /// does not attempt at once (it would find the lock taken): it watches
 /// the marker and the exit of the process the queue names as the one
@@ -613,6 +587,32 @@ fn a_member_whose_turn_came_as_the_lock_was_taken_watches_its_holders_exit() {
     }
 }
 
+/// The next ticket of the side file at `queue` (1 before any is drawn).
+fn next_ticket(queue: &Path) -> u64 {
+    let bytes = std::fs::read(queue).unwrap_or_default();
+    bytes
+        .get(8..16)
+        .map_or(1, |b| u64::from_le_bytes(b.try_into().unwrap()))
+}
+
+/// Waits, boundedly, until the side file at `queue` has handed out
+/// `tickets` tickets.
+fn await_tickets(queue: &Path, tickets: u64) {
+    let since = std::time::Instant::now();
+    while next_ticket(queue) <= tickets {
+        assert!(
+            since.elapsed() < WEDGE,
+            "{tickets} tickets were not drawn: {}",
+            next_ticket(queue) - 1
+        );
+        std::thread::yield_now();
+    }
+}
+
+/// A child forked while threads of its parent are queued (one the head,
+/// one behind it on its waiting thread) inherits their descriptors, not
+/// their threads: its own wait still takes the lock once the parent's
+/// threads are done, and theirs take it too.
 #[test]
 fn a_child_forked_while_its_parents_threads_are_queued_takes_the_lock() {
     let dir = tempfile::tempdir().unwrap();

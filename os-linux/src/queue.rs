@@ -122,8 +122,9 @@ const COUNTER: u64 = 8;
 /// Where the ticket of the member last served is kept, 8 bytes
 /// little-endian: a member that took the lock writes its ticket as it
 /// leaves, so that those behind see the queue move toward them without
-/// looking at the marker; then its process, 8 bytes little-endian, whose
-/// exit the member whose turn it gives watches.
+/// looking at the marker; then its process and its marker's inode, 8
+/// bytes little-endian each: the member whose turn it gives watches that
+/// process's exit while that marker stands.
 const SERVED: u64 = 16;
 /// The side file's first 8 bytes, written before its name shows it: a
 /// file at the name without them is not a queue (another lock's marker,
@@ -224,25 +225,30 @@ pub fn served(fd: BorrowedFd<'_>) -> Option<u64> {
     }
 }
 
-/// The process of the member last served, as it wrote it with its ticket;
-/// `None` if none is written (0) or it cannot be read.
-pub fn served_by(fd: BorrowedFd<'_>) -> Option<u32> {
-    let mut pid = [0u8; 8];
-    match rustix::io::pread(fd, &mut pid, SERVED + 8) {
-        Ok(8) => u32::try_from(u64::from_le_bytes(pid))
-            .ok()
-            .filter(|&p| p != 0),
+/// The process of the member last served and the inode of the marker it
+/// made, as it wrote them with its ticket; the process `None` if none is
+/// written (0). `None` if they cannot be read.
+pub fn served_by(fd: BorrowedFd<'_>) -> Option<(Option<u32>, u64)> {
+    let mut by = [0u8; 16];
+    match rustix::io::pread(fd, &mut by, SERVED + 8) {
+        Ok(16) => {
+            let (pid, ino) = by.split_at(8);
+            let pid = u64::from_le_bytes(pid.try_into().ok()?);
+            let ino = u64::from_le_bytes(ino.try_into().ok()?);
+            Some((u32::try_from(pid).ok().filter(|&p| p != 0), ino))
+        }
         _ => None,
     }
 }
 
-/// Writes `ticket` as the member last served, and `pid` as its process,
-/// in one write. Two members served at once write one after the other:
-/// either is a member served.
-pub fn serve(fd: BorrowedFd<'_>, ticket: u64, pid: u32) {
-    let mut record = [0u8; 16];
+/// Writes `ticket` as the member last served, with its process `pid` and
+/// the inode `ino` of the marker it made, in one write. Two members served
+/// at once write one after the other: either is a member served.
+pub fn serve(fd: BorrowedFd<'_>, ticket: u64, pid: u32, ino: u64) {
+    let mut record = [0u8; 24];
     record[..8].copy_from_slice(&ticket.to_le_bytes());
-    record[8..].copy_from_slice(&u64::from(pid).to_le_bytes());
+    record[8..16].copy_from_slice(&u64::from(pid).to_le_bytes());
+    record[16..].copy_from_slice(&ino.to_le_bytes());
     let _ = rustix::io::pwrite(fd, &record, SERVED);
 }
 

@@ -435,6 +435,11 @@ impl Watch {
         }
     }
 
+    /// The marker watched, by device and inode, once armed.
+    pub fn watched(&self) -> Option<(u64, u64)> {
+        self.watched
+    }
+
     /// Whether the lock path still shows the watched marker.
     fn still_watched(&self, dir: BorrowedFd<'_>) -> bool {
         let now = rustix::fs::statat(

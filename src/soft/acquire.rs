@@ -162,8 +162,8 @@ impl SoftLock {
         };
         *crate::sync::lock(&self.contender) = contender;
         // The next waiter of this host watches from now on.
-        if let Ok(Attempt::Acquired(_)) = &outcome {
-            patience.queue.taken();
+        if let Ok(Attempt::Acquired(held)) = &outcome {
+            patience.queue.taken(held.id.ino);
         }
         patience.queue.leave();
         let handed = patience.waiting.as_mut().and_then(Waiting::leave);

@@ -256,10 +256,11 @@ mod imp {
 
         /// This member's turn came because a member ahead of it took the
         /// lock since it last looked (see [`moved`](Self::moved)): the
-        /// process that holds it now, as the queue says (`None` for this
-        /// process or one not written), or `None` if the turn came
-        /// otherwise (a member ahead left without the lock).
-        pub(crate) fn turn_after_take(&mut self) -> Option<Option<u32>> {
+        /// process that holds it, as the queue says (`None` for this
+        /// process or one not written), and the inode of the marker it
+        /// made; `None` if the turn came otherwise (a member ahead left
+        /// without the lock) or the queue cannot say.
+        pub(crate) fn turn_after_take(&mut self) -> Option<(Option<u32>, u64)> {
             if self.standing() != Standing::Head || !self.moved() {
                 return None;
             }
@@ -267,18 +268,19 @@ mod imp {
                 return None;
             };
             crate::sync::syscall();
-            let by = os::served_by(member.fd.as_fd());
-            Some(by.filter(|p| p != pid))
+            let (by, ino) = os::served_by(member.fd.as_fd())?;
+            Some((by.filter(|p| p != pid), ino))
         }
 
-        /// The lock was taken: a member with a ticket writes it as the
-        /// one last served, for those behind it (see [`moved`](Self::moved)).
-        pub(crate) fn taken(&mut self) {
+        /// The lock was taken, its marker the inode `marker`: a member with
+        /// a ticket writes it as the one last served, for those behind it
+        /// (see [`moved`](Self::moved)), with its process and that inode.
+        pub(crate) fn taken(&mut self, marker: u64) {
             if let State::In(member, pid) = &self.state {
                 let ticket = crate::sync::lock(&member.at).ticket;
                 if let (true, Some(ticket)) = (*pid == crate::pid::id(), ticket) {
                     crate::sync::syscall();
-                    os::serve(member.fd.as_fd(), ticket, *pid);
+                    os::serve(member.fd.as_fd(), ticket, *pid, marker);
                 }
             }
         }
@@ -634,13 +636,13 @@ mod imp {
 
         pub(crate) fn leave(&mut self) {}
 
-        pub(crate) fn taken(&mut self) {}
+        pub(crate) fn taken(&mut self, _: u64) {}
 
         pub(crate) fn moved(&mut self) -> bool {
             false
         }
 
-        pub(crate) fn turn_after_take(&mut self) -> Option<Option<u32>> {
+        pub(crate) fn turn_after_take(&mut self) -> Option<(Option<u32>, u64)> {
             None
         }
     }

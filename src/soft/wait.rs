@@ -320,6 +320,7 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
         // Set when this wait's turn came as a member ahead took the lock:
         // the process that holds it, as the queue says.
         let mut after_take = None;
+        let mut pause = pause;
         if self.queue.standing() == queue::Standing::Behind {
             // Behind the head of this host's queue (PROTOCOL 7.20): no
             // watch, so that a release wakes the head alone. The turn
@@ -335,7 +336,6 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
             // attempted as without the queue.
             let (count, released) = &RELEASES;
             let seen = self.seen;
-            let mut pause = pause;
             // The time the deadline is judged by: the wait's own clock, so
             // that pauses ended late add what they took (the model's clock
             // moves by each pause).
@@ -380,12 +380,21 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
             // The turn came as a member ahead took the lock: it is held
             // (or was let go since, which the watch's arming sees), so an
             // attempt now would only find it busy, after writing and
-            // syncing a record. As the queue's head, the wait watches the
-            // marker and that holder's exit instead. The count the turn
-            // moved is seen; a release of this process since still ends
-            // the wait at once. Any other end of the pause: an attempt.
+            // syncing a record. As the queue's head, the wait watches that
+            // member's marker (if it is the one at the path still) and its
+            // process's exit instead. The count the turn moved is seen; a
+            // release of this process since still ends the wait at once.
+            // Any other end of the pause: an attempt.
             match self.queue.turn_after_take() {
                 Some(by) if turned && self.hook.is_none() => {
+                    // The watch's pause, from the time waited so far: the
+                    // deadline is kept.
+                    #[cfg(not(swaplock_model))]
+                    let waited = elapsed + began.elapsed();
+                    match self.deadline.busy(holder, waited) {
+                        Some(next) => pause = next,
+                        None => return Some(Duration::ZERO),
+                    }
                     self.seen = counted;
                     after_take = Some(by);
                 }
@@ -394,7 +403,7 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
         }
         let (dir, dir_path, name) = self.lock;
         let next = match after_take {
-            Some(_) => self.watcher.start_after_take(dir, dir_path, name),
+            Some((_, ino)) => self.watcher.start_after_take(dir, dir_path, name, ino),
             None => self.watcher.start(dir, dir_path, name),
         };
         #[cfg(all(test, swaplock_model))]
@@ -411,7 +420,7 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
         // A holder of this host ends the wait when it exits, which raises
         // no event on the lock path: its marker is judged again at once.
         let local = match (after_take, holder) {
-            (Some(by), _) => by,
+            (Some((by, _)), _) => by,
             (None, Holder::Local { pid }) => Some(pid.get()),
             (None, _) => None,
         };

@@ -93,21 +93,24 @@ mod imp {
             dir_path: &Path,
             name: &[u8],
         ) -> Next {
-            self.start_seen(dir, dir_path, name, false)
+            self.start_seen(dir, dir_path, name, None)
         }
 
         /// As [`start`](Self::start), for a wait that knows the lock was
         /// taken since its last attempt (its queue's turn came as a member
-        /// ahead took it): a new watch armed on the marker now at the path
-        /// waits for it to leave, as an attempt would only find it busy;
-        /// without a watch, the caller looks at once.
+        /// ahead took it), with the inode `ino` of the marker it made: armed
+        /// on that very marker, the watch waits for it to leave, as an
+        /// attempt would only find it busy. Another marker there (that one
+        /// left and another holder came, whom nobody has judged), none, or
+        /// no watch: the caller looks at once.
         pub(crate) fn start_after_take(
             &mut self,
             dir: &super::super::Dir,
             dir_path: &Path,
             name: &[u8],
+            ino: u64,
         ) -> Next {
-            self.start_seen(dir, dir_path, name, true)
+            self.start_seen(dir, dir_path, name, Some(ino))
         }
 
         fn start_seen(
@@ -115,7 +118,7 @@ mod imp {
             dir: &super::super::Dir,
             dir_path: &Path,
             name: &[u8],
-            taken: bool,
+            taken: Option<u64>,
         ) -> Next {
             let new = matches!(self, Watcher::Idle);
             #[cfg(swaplock_model)]
@@ -135,16 +138,19 @@ mod imp {
             }
             let Watcher::Watching(watch, gone) = self else {
                 return match taken {
-                    true => Next::Now,
-                    false => Next::Wait,
+                    Some(_) => Next::Now,
+                    None => Next::Wait,
                 };
             };
             match watch.arm(dir.as_fd()) {
-                Armed::Watching if taken => {
+                Armed::Watching if taken.is_some() => {
                     *gone = 0;
-                    Next::Wait
+                    match watch.watched().map(|(_, ino)| ino) == taken {
+                        true => Next::Wait,
+                        false => Next::Now,
+                    }
                 }
-                Armed::Unwatched if taken => Next::Now,
+                Armed::Unwatched if taken.is_some() => Next::Now,
                 _ if new => Next::Now,
                 Armed::Gone if *gone < GONE_IN_A_ROW => {
                     *gone += 1;
@@ -372,6 +378,7 @@ mod imp {
             _: &super::super::Dir,
             _: &Path,
             _: &[u8],
+            _: u64,
         ) -> Next {
             Next::Now
         }
