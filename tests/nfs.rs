@@ -545,26 +545,32 @@ fn critical_section(witness: &Path, lock: &Path, who: &str) {
 }
 
 /// Waits for every worker, within [`WORKERS_LIMIT`]: one still running
-/// then is wedged, and killed.
+/// then is wedged, and killed. A worker that fails is reported with what
+/// it wrote to its standard error, if that was piped.
 fn finish(workers: Vec<Child>, what: &str) {
     let deadline = Instant::now() + WORKERS_LIMIT;
     let pids: Vec<i32> = workers.iter().map(|w| w.id() as i32).collect();
     let (tx, rx) = mpsc::channel();
-    for (i, mut worker) in workers.into_iter().enumerate() {
+    for (i, worker) in workers.into_iter().enumerate() {
         let tx = tx.clone();
         std::thread::spawn(move || {
-            let _ = tx.send((i, worker.wait().unwrap()));
+            let _ = tx.send((i, worker.wait_with_output().unwrap()));
         });
     }
     drop(tx);
     let mut ended = vec![false; pids.len()];
     while ended.contains(&false) {
         let left = deadline.saturating_duration_since(Instant::now());
-        let Ok((i, status)) = rx.recv_timeout(left) else {
+        let Ok((i, out)) = rx.recv_timeout(left) else {
             break;
         };
         ended[i] = true;
-        assert!(status.success(), "{what}: a worker failed: {status}");
+        assert!(
+            out.status.success(),
+            "{what}: a worker failed: {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
     let wedged: Vec<i32> = (0..pids.len())
         .filter(|&i| !ended[i])

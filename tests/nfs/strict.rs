@@ -79,7 +79,7 @@ pub(super) fn contenders(clients: &[Client], report: &mut Report) {
         let mut workers: Vec<Child> = Vec::new();
         for (h, client) in clients.iter().enumerate() {
             let spec = ["strict", lock_s, witness_s, &HOLDS.to_string()];
-            workers.push(client.worker(&spec).spawn().unwrap());
+            workers.push(client.worker(&spec).stderr(Stdio::piped()).spawn().unwrap());
             // filelock's own storm: the same witness file, its holds
             // logged apart, its collisions printed.
             let out = File::create(witness.0.join(format!("python-{h}.json"))).unwrap();
@@ -88,7 +88,8 @@ pub(super) fn contenders(clients: &[Client], report: &mut Report) {
             cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peer/soft_peer.py"))
                 .args(["strict-storm", lock_s, inside.to_str().unwrap()])
                 .args([&HOLDS.to_string(), "0.05", log.to_str().unwrap()])
-                .stdout(Stdio::from(out));
+                .stdout(Stdio::from(out))
+                .stderr(Stdio::piped());
             workers.push(cmd.spawn().unwrap());
         }
         let what = format!("strict lock on {}", mount.label);
