@@ -32,7 +32,7 @@ mod review;
 #[path = "etcd/secured.rs"]
 pub(crate) mod secured;
 
-use common::{free_port, swaplock};
+use common::swaplock;
 use harness::*;
 use std::fs;
 use std::process::Command;
@@ -135,7 +135,10 @@ fn bad_input_and_an_unreachable_cluster_are_errors_that_say_why() {
         .try_lock()
         .unwrap_err();
     assert_eq!(bad.kind(), std::io::ErrorKind::InvalidInput, "{bad}");
-    let url = format!("http://127.0.0.1:{}", free_port());
+    // A port kept bound: one only free when asked was taken once by an
+    // etcd another test started, and the command below then ran.
+    let (_kept, port) = common::refused_port();
+    let url = format!("http://127.0.0.1:{port}");
     let away = EtcdLock::new([url.clone()], "x")
         .request_timeout(Duration::from_secs(1))
         .lock()

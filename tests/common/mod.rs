@@ -210,6 +210,30 @@ pub fn peer(args: &[&str]) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("soft_peer.py {args:?}: {e}: {:?}", out.stdout))
 }
 
+/// A loopback TCP port bound and not listened on, kept so while the
+/// socket lives: a connection to it is refused, and no server another
+/// test starts meanwhile can take it ([`free_port`]'s port is free only
+/// when asked).
+pub fn refused_port() -> (std::os::fd::OwnedFd, u16) {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    // SAFETY: a socket this function owns from its creation, and a
+    // sockaddr_in of the size given, filled by getsockname.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "a socket: {}", std::io::Error::last_os_error());
+        let fd = OwnedFd::from_raw_fd(fd);
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+        let size = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let at = &mut addr as *mut libc::sockaddr_in as *mut libc::sockaddr;
+        assert_eq!(libc::bind(fd.as_raw_fd(), at, size), 0, "bind");
+        let mut len = size;
+        assert_eq!(libc::getsockname(fd.as_raw_fd(), at, &mut len), 0);
+        (fd, u16::from_be(addr.sin_port))
+    }
+}
+
 /// The PID of a process that has exited: a record naming it is stale.
 pub fn dead_pid() -> u32 {
     let mut child = Command::new("true").spawn().unwrap();
