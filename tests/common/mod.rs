@@ -214,12 +214,13 @@ pub fn peer(args: &[&str]) -> serde_json::Value {
 /// socket lives: a connection to it is refused, and no server another
 /// test starts meanwhile can take it ([`free_port`]'s port is free only
 /// when asked).
+#[cfg(unix)]
 pub fn refused_port() -> (std::os::fd::OwnedFd, u16) {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     // SAFETY: a socket this function owns from its creation, and a
     // sockaddr_in of the size given, filled by getsockname.
     unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
         assert!(fd >= 0, "a socket: {}", std::io::Error::last_os_error());
         let fd = OwnedFd::from_raw_fd(fd);
         let mut addr: libc::sockaddr_in = std::mem::zeroed();
