@@ -318,7 +318,8 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
             return None;
         }
         // Set when this wait's turn came as a member ahead took the lock:
-        // the process that holds it, as the queue says.
+        // the process that holds it and its marker's inode, as the queue
+        // says.
         let mut after_take = None;
         let mut pause = pause;
         if self.queue.standing() == queue::Standing::Behind {
