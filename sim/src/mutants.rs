@@ -187,7 +187,8 @@ pub struct Kill {
 
 /// Searches for a violation under the mutants switched on: the kept
 /// schedules (unless `fresh`); then up to `per_scenario` random schedules
-/// of each scenario, taken in turns; then every input of the fuzz corpus
+/// of each scenario, taken in turns (each killing only the process a kept
+/// schedule's byte can name, so that every violation found can be kept); then every input of the fuzz corpus
 /// in `corpus`; then the directed races. Each found schedule counts only
 /// if the shipped protocol passes it ([`kill`]); the kept ones do
 /// (`tests/mutants.rs`).
@@ -207,11 +208,24 @@ pub fn hunt(per_scenario: u64, fresh: bool, corpus: Option<&Path>) -> Option<Kil
         });
     }
     let all = scenarios(Policy::Ours);
-    for n in 0..per_scenario {
+    // SWAPLOCK_MUTANTS_SCENARIO=text: random schedules of the scenarios
+    // whose names contain it only (a deep race's kill, searched where it
+    // was found).
+    let only = std::env::var("SWAPLOCK_MUTANTS_SCENARIO").ok();
+    // SWAPLOCK_MUTANTS_FIRST=n: the first random schedule's number, so
+    // that hunts in several processes draw different schedules.
+    let first: u64 = std::env::var("SWAPLOCK_MUTANTS_FIRST")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    for n in first..first.saturating_add(per_scenario) {
         for (i, (what, scenario, crash_one_in)) in all.iter().enumerate() {
+            if only.as_ref().is_some_and(|o| !what.contains(o.as_str())) {
+                continue;
+            }
             let seed = ((i as u64) << 40) + n;
             let mut chooser =
-                Recording::new(Random::for_scenario(scenario, seed, *crash_one_in, 2));
+                Recording::new(Random::for_scenario(scenario, seed, *crash_one_in, 2).recordable());
             let sim = run(scenario, seed, &mut chooser, false, 20_000);
             if !sim.failed() {
                 continue;

@@ -54,6 +54,7 @@ pub struct Random {
     crash_one_in: u64,
     crashes_left: u32,
     cuts_left: u32,
+    recordable: bool,
 }
 
 /// How often a random schedule cuts the power, where it may.
@@ -71,7 +72,17 @@ impl Random {
             crash_one_in,
             crashes_left: max_crashes,
             cuts_left: 0,
+            recordable: false,
         }
+    }
+
+    /// Kills only the process a [`Recording`]'s byte can name (the one a
+    /// byte of 0xff picks among those runnable), so that every schedule
+    /// drawn can be kept: a search for a kill to keep draws no schedule it
+    /// must throw away.
+    pub fn recordable(mut self) -> Self {
+        self.recordable = true;
+        self
     }
 
     /// [`Random::new`], cutting the power and committing the journal where
@@ -123,7 +134,10 @@ impl Chooser for Random {
             }
         }
         if self.crash() {
-            Action::Crash(i)
+            match self.recordable {
+                true => Action::Crash(runnable[255 % runnable.len()]),
+                false => Action::Crash(i),
+            }
         } else {
             Action::Step(i)
         }

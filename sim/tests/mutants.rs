@@ -14,7 +14,12 @@
 //! `SWAPLOCK_MUTANTS_KEEP=1` writes each new kill's schedule to
 //! `sim/findings/mutants/<mutant>.bin`; `SWAPLOCK_MUTANTS_RANDOM` sets the
 //! random schedules per scenario (default 2,000); `SWAPLOCK_MUTANTS_FRESH=1`
-//! ignores the kept schedules, to time the searches from nothing.
+//! ignores the kept schedules, to time the searches from nothing;
+//! `SWAPLOCK_MUTANTS_ONLY=<mutant>` hunts one entry, and
+//! `SWAPLOCK_MUTANTS_SCENARIO=<text>` draws random schedules of the
+//! scenarios whose names contain the text only, from the schedule
+//! `SWAPLOCK_MUTANTS_FIRST` (default 0) on, so that hunts in several
+//! processes draw different ones.
 
 use swaplock_sim::mutants::{
     catalogue, hunt, kept_dirs, kill, replay, replay_kept, replay_shipped, select, Entry, Mutant,
