@@ -332,7 +332,8 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
             // A pause over finds the marker again only if the queue did not
             // move meanwhile: while members ahead take the lock in turn,
             // this one's turn comes, and its attempt would only race them
-            // (an attempt writes and syncs a record). A queue that stands
+            // (one that does not see yet the marker it loses to writes and
+            // syncs a record first, PROTOCOL 7.2). A queue that stands
             // still (its head stopped, or gone from the queue's view) is
             // attempted as without the queue.
             let (count, released) = &RELEASES;
@@ -380,8 +381,9 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
             }
             // The turn came as a member ahead took the lock: it is held
             // (or was let go since, which the watch's arming sees), so an
-            // attempt now would only find it busy, after writing and
-            // syncing a record. As the queue's head, the wait watches that
+            // attempt now would only find it busy (after writing and
+            // syncing a record, if the marker was not linked yet when it
+            // looked, PROTOCOL 7.2). As the queue's head, the wait watches that
             // member's marker (if it is the one at the path still) and its
             // process's exit instead. The count the turn moved is seen; a
             // release of this process since still ends the wait at once.
