@@ -192,6 +192,19 @@ fn breaker_killed_at(syscall: &str, nth: u32) -> Option<tempfile::TempDir> {
     Some(dir)
 }
 
+/// Whether a soft attempt in `dir` looks at the lock path before it writes
+/// a record: where the directory's filesystem renames exclusively, as the
+/// adapter judges it (PROTOCOL 7.2 step 3).
+fn looks_before_writing(dir: &Path) -> bool {
+    use std::os::fd::AsFd;
+    use swaplock::core::fs::ExclusiveRename;
+    use swaplock::core::soft::Dir;
+    let name = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();
+    let fd = swaplock_linux::soft::open_dir(&name).unwrap();
+    let judged = swaplock_linux::soft::LinuxOs::new(fd.as_fd()).exclusive_rename();
+    judged != ExclusiveRename::Untrusted
+}
+
 /// A soft lock on `dir/a.lock` is taken and released, and leaves `dir`
 /// empty.
 fn taken_and_left_clean(dir: &Path) {
@@ -252,9 +265,17 @@ fn a_contender_killed_at_its_record_write_leaves_no_marker() {
 /// file (linked from an unnamed file here), so the kill leaves nothing.
 #[test]
 fn a_breaker_killed_at_its_record_write_leaves_no_empty_break_file() {
-    // The breaker's second write(2) is its record's for the takeover (the
-    // first, into an unnamed file, found the lock path taken).
-    let Some(dir) = breaker_killed_at("write", 2) else {
+    // The breaker's first write(2) is its record's for the takeover where
+    // its attempt looks at the lock path before writing (PROTOCOL 7.2 step
+    // 3: a filesystem whose exclusive rename is trusted) and judges the
+    // stale marker there at once; elsewhere its second (the first, into
+    // an unnamed file, found the lock path taken at its link).
+    let nth = if looks_before_writing(&std::env::temp_dir()) {
+        1
+    } else {
+        2
+    };
+    let Some(dir) = breaker_killed_at("write", nth) else {
         return;
     };
     assert_eq!(
