@@ -188,8 +188,9 @@ pub struct Kill {
 /// Searches for a violation under the mutants switched on: the kept
 /// schedules (unless `fresh`); then up to `per_scenario` random schedules
 /// of each scenario, taken in turns (each killing only the process a kept
-/// schedule's byte can name, so that every violation found can be kept); then every input of the fuzz corpus
-/// in `corpus`; then the directed races. Each found schedule counts only
+/// schedule's byte can name, so that every violation found can be kept);
+/// then every input of the fuzz corpus in `corpus`; then the directed
+/// races. Each found schedule counts only
 /// if the shipped protocol passes it ([`kill`]); the kept ones do
 /// (`tests/mutants.rs`).
 pub fn hunt(per_scenario: u64, fresh: bool, corpus: Option<&Path>) -> Option<Kill> {
