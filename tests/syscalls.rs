@@ -16,9 +16,20 @@ const BEGIN: &str = "/swaplock-syscalls-begin";
 const END: &str = "/swaplock-syscalls-end";
 
 /// The child: three cycles of `kind` on `path`, the last between marks;
-/// or (`timed-fcntl`, `timed-flock`) a timed wait that times out on a lock
-/// this process holds through another open file, between marks.
+/// or (`timed-fcntl`, `timed-flock`, `soft-wait`) a timed wait that times
+/// out on a lock this process holds through another open file or lock
+/// object, between marks.
 fn cycles(kind: &str, path: &Path) {
+    if kind == "soft-wait" {
+        let _held = SoftLock::soft(path).lock().unwrap();
+        let _ = std::fs::symlink_metadata(BEGIN);
+        let waited = SoftLock::soft(path)
+            .poll_interval(std::time::Duration::from_millis(2))
+            .lock_timeout(std::time::Duration::from_millis(200));
+        let _ = std::fs::symlink_metadata(END);
+        assert_eq!(waited.unwrap_err().kind(), std::io::ErrorKind::TimedOut);
+        return;
+    }
     if let Some(kind) = kind.strip_prefix("timed-") {
         let lock = || match kind {
             "flock" => FileLock::flock(path),
@@ -197,6 +208,44 @@ fn on_a_local_filesystem_the_identity_check_asks_no_server() {
         let asked: Vec<&String> = calls.iter().filter(|c| c.contains("O_EXCL")).collect();
         assert!(asked.is_empty(), "{kind}: {asked:#?}");
     }
+}
+
+/// A soft lock's wait judges the directory's filesystem once, however
+/// many attempts it makes: each attempt looks at the lock path before
+/// writing its record only where the filesystem's exclusive rename is
+/// trusted (PROTOCOL 7.2 step 3), and an open directory stays on the
+/// filesystem it was opened on.
+#[test]
+fn a_soft_wait_judges_its_filesystem_once() {
+    if std::env::var_os("SWAPLOCK_TEST_RUNNER").is_some() {
+        return;
+    }
+    let trace = traced("soft-wait");
+    let lines: Vec<&str> = trace.lines().collect();
+    let begin = lines.iter().position(|l| l.contains(BEGIN)).unwrap();
+    let end = lines.iter().position(|l| l.contains(END)).unwrap();
+    let calls: Vec<&str> = lines[begin + 1..end]
+        .iter()
+        .filter_map(|l| l.split_once(' ').map(|(_, call)| call.trim_start()))
+        .collect();
+    // An attempt: an unnamed file for the record (or, where the
+    // directory has none, an exclusive create by name).
+    let attempts = calls
+        .iter()
+        .filter(|c| c.starts_with("openat(") && (c.contains("O_TMPFILE") || c.contains("O_EXCL")))
+        .count();
+    let judged = calls.iter().filter(|c| c.starts_with("fstatfs(")).count();
+    println!("soft-wait: {attempts} attempts, {judged} fstatfs");
+    assert!(
+        attempts >= 3,
+        "a 200 ms wait polling every 2 ms: {calls:#?}"
+    );
+    // The new lock object's judgement of its directory (PROTOCOL 13.5),
+    // and the wait's of how the filesystem renames.
+    assert!(
+        judged <= 2,
+        "{judged} fstatfs in {attempts} attempts: {calls:#?}"
+    );
 }
 
 /// A timed wait for a kernel lock waits in the kernel: between its first

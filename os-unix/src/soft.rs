@@ -129,6 +129,10 @@ fn stat(st: &crate::stat::RawStat) -> Stat {
 /// system `P`.
 pub struct UnixOs<'d, P> {
     dir: BorrowedFd<'d>,
+    /// The directory's filesystem's judgement, asked once: an open
+    /// directory stays on the filesystem it was opened on, and an acquire
+    /// asks at every attempt.
+    exclusive_rename: Option<ExclusiveRename>,
     platform: PhantomData<P>,
 }
 
@@ -137,6 +141,7 @@ impl<'d, P: Platform> UnixOs<'d, P> {
     pub fn new(dir: BorrowedFd<'d>) -> Self {
         UnixOs {
             dir,
+            exclusive_rename: None,
             platform: PhantomData,
         }
     }
@@ -305,8 +310,13 @@ impl<P: Platform> Dir for UnixOs<'_, P> {
         P::name_case(self.dir)
     }
 
+    /// The platform's answer ([`Platform::exclusive_rename`]), asked of
+    /// the directory once.
     fn exclusive_rename(&mut self) -> ExclusiveRename {
-        P::exclusive_rename(self.dir)
+        let dir = self.dir;
+        *self
+            .exclusive_rename
+            .get_or_insert_with(|| P::exclusive_rename(dir))
     }
 
     fn sync_filesystem(&mut self, file: &OwnedFd) -> Result<(), Errno> {
