@@ -1089,3 +1089,89 @@ fn an_exclusive_rename_publishes_a_whole_marker_or_nothing() {
         );
     }
 }
+
+/// The look before the record (PROTOCOL 7.2 step 3), where the directory's
+/// names are the kernel's own (its exclusive rename trusted): a peer that
+/// takes the lock, or one that releases it, before any of our operations
+/// never makes two holders, and leaves no file of ours beside the lock; an
+/// attempt that found the lock taken and then free leaves it to be taken
+/// by the next attempt (no wedge).
+#[test]
+fn the_look_before_the_record_never_makes_two_holders() {
+    let me = me();
+    let live = Live::spawn();
+    for peer in ["takes", "releases"] {
+        let covered = every_position(|at| {
+            let dir = tempfile::tempdir().unwrap();
+            let lock = dir.path().join(std::str::from_utf8(LOCK).unwrap());
+            if peer == "releases" {
+                std::fs::write(&lock, live.record()).unwrap();
+            }
+            let fd =
+                open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+            let took = std::cell::Cell::new(false);
+            let (record, lock2) = (live.record(), lock.clone());
+            let mut os = Seam::new(
+                &fd,
+                at,
+                Box::new(|_, _| {
+                    if peer == "releases" {
+                        let _ = std::fs::remove_file(&lock2);
+                    } else if let Ok(mut file) = std::fs::File::options()
+                        .write(true)
+                        .create_new(true)
+                        .open(&lock2)
+                    {
+                        std::io::Write::write_all(&mut file, record.as_bytes()).unwrap();
+                        took.set(true);
+                    }
+                    None
+                }),
+            );
+            os.renames = true;
+            let cfg = config(&me, Kind::Soft);
+            let attempt = soft::try_acquire(&mut os, &cfg, &mut Contender::new());
+            let (fired, ops) = (os.fired, std::mem::take(&mut os.ops));
+            drop(os);
+            if peer == "releases" && !fired {
+                // The marker stayed: the look answered, nothing was written.
+                assert!(
+                    ops.contains(&"lstat") && !ops.contains(&"write"),
+                    "no look before the record in {ops:?} (is the test directory on a local filesystem?)"
+                );
+            }
+            let content = std::fs::read_to_string(&lock).ok();
+            match attempt {
+                Ok(Attempt::Acquired(held)) => {
+                    assert!(!took.get(), "{peer} at {at}: two holders ({ops:?})");
+                    assert_eq!(std::fs::metadata(&lock).unwrap().ino(), held.id.ino);
+                    let content = content.unwrap();
+                    assert!(content.starts_with(&format!("{}\n", me.pid)), "{content:?}");
+                }
+                Ok(Attempt::Busy(_)) => match content {
+                    Some(content) => assert_eq!(content, live.record(), "{peer} at {at}"),
+                    // Released after the attempt looked: the next attempt
+                    // takes it.
+                    None => {
+                        let mut plain = swaplock_linux::soft::LinuxOs::new(fd.as_fd());
+                        let next = soft::try_acquire(&mut plain, &cfg, &mut Contender::new());
+                        assert!(
+                            matches!(next, Ok(Attempt::Acquired(_))),
+                            "{peer} at {at}: the lock stays free and untaken"
+                        );
+                    }
+                },
+                Err(e) => panic!("{peer} at {at}: {e:?} ({ops:?})"),
+            }
+            let names = std::str::from_utf8(LOCK).unwrap();
+            assert!(
+                others(dir.path(), &[names]).is_empty(),
+                "{peer} at {at}: left {:?}",
+                others(dir.path(), &[names])
+            );
+            fired
+        });
+        eprintln!("{peer}: {covered} positions");
+        assert!(covered >= 3, "{peer}: {covered} positions");
+    }
+}
