@@ -274,6 +274,12 @@ fn set_mtime(path: &Path, like: &Path) {
         .unwrap();
 }
 
+/// The test directory `dir`, open as the adapter's directory handle.
+fn dir_fd(dir: &Path) -> OwnedFd {
+    let path = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();
+    open_dir(&path).unwrap()
+}
+
 /// Runs `scenario(at)` for every position `at` of our operations until the
 /// peer's step no longer fires; returns how many positions were covered.
 fn every_position(mut scenario: impl FnMut(usize) -> bool) -> usize {
@@ -298,7 +304,7 @@ fn a_reused_inode_never_passes_for_the_judged_marker() {
         let stale = format!("{}\n{}\n", dead_pid(), host_name());
         std::fs::write(&lock, &stale).unwrap();
         let stale_ino = std::fs::metadata(&lock).unwrap().ino();
-        let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+        let fd = dir_fd(dir.path());
         let record = live.record();
         let lock2 = lock.clone();
         let mut reused = false;
@@ -383,7 +389,7 @@ fn the_lock_path_is_never_empty_during_a_break() {
         let dir = tempfile::tempdir().unwrap();
         let lock = dir.path().join("a.lock");
         std::fs::write(&lock, format!("{}\n{}\n", dead_pid(), host_name())).unwrap();
-        let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+        let fd = dir_fd(dir.path());
         let mut created = false;
         let mut os = Seam::new(
             &fd,
@@ -425,7 +431,7 @@ fn a_failed_acquire_removes_only_its_own_marker() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let lock = dir.path().join("a.lock");
-        let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+        let fd = dir_fd(dir.path());
         let record = live.record();
         let lock2 = lock.clone();
         let mut os = Seam::new(
@@ -461,7 +467,7 @@ fn a_failed_acquire_removes_only_its_own_marker() {
     }
     // And with nothing in the way, a failed write leaves no marker behind.
     let dir = tempfile::tempdir().unwrap();
-    let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+    let fd = dir_fd(dir.path());
     // The write is our third operation (create, fstat, write).
     let mut os = Seam::new(&fd, 2, Box::new(|_, _| Some(Errno::NOSPC)));
     let cfg = config(&me, Kind::Soft);
@@ -480,7 +486,7 @@ fn a_recreated_malformed_marker_does_not_inherit_the_watch() {
     let dir = tempfile::tempdir().unwrap();
     let lock = dir.path().join("a.lock");
     std::fs::write(&lock, "garbage\n").unwrap();
-    let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+    let fd = dir_fd(dir.path());
     let cfg = config(&me, Kind::Soft);
     let mut contender = Contender::new();
     let mut os = LinuxOs::new(fd.as_fd());
@@ -546,7 +552,7 @@ fn the_lifetime_break_never_takes_a_replaced_marker() {
             .unwrap()
             .set_modified(old_time)
             .unwrap();
-        let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+        let fd = dir_fd(dir.path());
         let lock2 = lock.clone();
         let record = format!("{}\n{}\nfresh\n", live.0.id(), host_name());
         let mut os = Seam::new(
@@ -615,7 +621,7 @@ fn two_recoverers_never_undo_each_other() {
             .path()
             .join(format!("a.lock.break.{breaker}.{}", "ab".repeat(16)));
         std::fs::write(&aside, format!("{breaker}\n{}\n", host_name())).unwrap();
-        let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+        let fd = dir_fd(dir.path());
         {
             let mut os = LinuxOs::new(fd.as_fd());
             os.exchange(
@@ -685,7 +691,7 @@ fn without_an_exchange_a_stale_marker_stays() {
     let lock = dir.path().join("a.lock");
     let record = format!("{}\n{}\n", dead_pid(), host_name());
     std::fs::write(&lock, &record).unwrap();
-    let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+    let fd = dir_fd(dir.path());
     for refusal in [Errno::INVAL, Errno::NOSYS, Errno::XDEV, Errno::OPNOTSUPP] {
         // Refuse every exchange the attempt asks for.
         let mut refusing = Seam::every(
@@ -730,7 +736,7 @@ fn an_abandoned_takeover_never_publishes_its_record() {
     let replacement = dir.path().join("replacement");
     std::fs::write(&replacement, live.record()).unwrap();
     std::fs::write(dir.path().join("nested"), live.record()).unwrap();
-    let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+    let fd = dir_fd(dir.path());
     let mut phase = 0;
     let mut os = Seam::every(
         &fd,
@@ -821,8 +827,7 @@ fn a_look_at_the_marker_never_follows_or_waits_on_a_node_swapped_in() {
             let other = dir.path().join("other");
             std::fs::write(&lock, OURS).unwrap();
             std::fs::write(&other, b"2\nelsewhere\n").unwrap();
-            let fd =
-                open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+            let fd = dir_fd(dir.path());
             let mut os = Seam::new(
                 &fd,
                 at,
@@ -921,7 +926,7 @@ fn a_lease_is_lost_only_when_two_looks_miss() {
     let lock = dir.path().join("a.lock");
     let aside = dir.path().join("aside");
     let other = dir.path().join("other");
-    let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+    let fd = dir_fd(dir.path());
     let cfg = config(&me, Kind::Soft);
     let mut os = LinuxOs::new(fd.as_fd());
     let Attempt::Acquired(held) = soft::try_acquire(&mut os, &cfg, &mut Contender::new()).unwrap()
@@ -1027,7 +1032,7 @@ fn an_exclusive_rename_publishes_a_whole_marker_or_nothing() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let lock = dir.path().join(std::str::from_utf8(LOCK).unwrap());
-        let fd = open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+        let fd = dir_fd(dir.path());
         let (record, lock2) = (live.record(), lock.clone());
         let mut os = Seam::every(
             &fd,
@@ -1107,8 +1112,7 @@ fn the_look_before_the_record_never_makes_two_holders() {
             if peer == "releases" {
                 std::fs::write(&lock, live.record()).unwrap();
             }
-            let fd =
-                open_dir(&std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap()).unwrap();
+            let fd = dir_fd(dir.path());
             let took = std::cell::Cell::new(false);
             let (record, lock2) = (live.record(), lock.clone());
             let mut os = Seam::new(
