@@ -126,6 +126,17 @@ fn counted(kind: &str) -> Vec<String> {
         .collect()
 }
 
+/// Every thread's calls between the child's marks, as strace shows them.
+fn every_thread_between_marks(trace: &str) -> Vec<&str> {
+    let lines: Vec<&str> = trace.lines().collect();
+    let begin = lines.iter().position(|l| l.contains(BEGIN)).unwrap();
+    let end = lines.iter().position(|l| l.contains(END)).unwrap();
+    lines[begin + 1..end]
+        .iter()
+        .filter_map(|l| l.split_once(' ').map(|(_, call)| call.trim_start()))
+        .collect()
+}
+
 #[test]
 #[ignore = "the child the counting tests run under strace"]
 fn child() {
@@ -221,13 +232,7 @@ fn a_soft_wait_judges_its_filesystem_once() {
         return;
     }
     let trace = traced("soft-wait");
-    let lines: Vec<&str> = trace.lines().collect();
-    let begin = lines.iter().position(|l| l.contains(BEGIN)).unwrap();
-    let end = lines.iter().position(|l| l.contains(END)).unwrap();
-    let calls: Vec<&str> = lines[begin + 1..end]
-        .iter()
-        .filter_map(|l| l.split_once(' ').map(|(_, call)| call.trim_start()))
-        .collect();
+    let calls = every_thread_between_marks(&trace);
     // An attempt: an unnamed file for the record (or, where the
     // directory has none, an exclusive create by name).
     let attempts = calls
@@ -265,13 +270,9 @@ fn a_timed_wait_for_a_kernel_lock_does_not_poll() {
             continue;
         }
         let trace = traced(kind);
-        let lines: Vec<&str> = trace.lines().collect();
-        let begin = lines.iter().position(|l| l.contains(BEGIN)).unwrap();
-        let end = lines.iter().position(|l| l.contains(END)).unwrap();
         // Every thread's lock calls (a blocked call shows as unfinished).
-        let calls: Vec<&str> = lines[begin + 1..end]
-            .iter()
-            .filter_map(|l| l.split_once(' ').map(|(_, call)| call.trim_start()))
+        let calls: Vec<&str> = every_thread_between_marks(&trace)
+            .into_iter()
             .filter(|c| c.starts_with("flock(") || (c.starts_with("fcntl(") && c.contains("SETLK")))
             .collect();
         println!("{kind}: {calls:#?}");
