@@ -57,24 +57,10 @@ pub fn try_acquire<O: Os + ?Sized>(
         }
     }
     if os.semantics() == Semantics::Posix {
-        let trusted = os.exclusive_rename() != ExclusiveRename::Untrusted;
-        // A marker at the lock path now would refuse our publication:
-        // judge it before making, writing and syncing a record (7.2 step
-        // 3), as the link's or the rename's EEXIST would have at this
-        // moment. A waiter woken by a release mostly finds the marker taken
-        // again already, and the sync is most of a failed attempt's cost
-        // on a disk. Only where the kernel itself answers for the
-        // directory's names (the filesystems whose exclusive rename is
-        // trusted): a client's or a daemon's cache may still show a name
-        // another host removed. Any other answer (none there, or a failed
-        // look) leaves the publication to decide.
-        if trusted && os.lstat(cfg.lock).is_ok() {
-            return judge_stale(os, cfg, contender);
-        }
         if let Some(attempt) = publish_unnamed(os, cfg, contender)? {
             return Ok(attempt);
         }
-        if trusted {
+        if os.exclusive_rename() != ExclusiveRename::Untrusted {
             if let Some(attempt) = publish_renamed(os, cfg, contender)? {
                 return Ok(attempt);
             }
@@ -131,6 +117,19 @@ fn publish_unnamed<O: Os + ?Sized>(
     let Ok(file) = os.create_unnamed(cfg.marker_mode()) else {
         return Ok(None);
     };
+    // A marker at the lock path now would refuse the link: judge it
+    // without writing and syncing a record first (7.2 step 3), as the
+    // link's EEXIST would have at this moment. A waiter woken by a
+    // release mostly finds the marker taken again already, and the sync
+    // is most of a failed attempt's cost on a disk. Only where the kernel
+    // itself answers for the directory's names (the filesystems whose
+    // exclusive rename is trusted): a client's or a daemon's cache may
+    // still show a name another host removed. Any other answer (none
+    // there, or a failed look) leaves the link to decide.
+    if os.exclusive_rename() != ExclusiveRename::Untrusted && os.lstat(cfg.lock).is_ok() {
+        os.close(file);
+        return judge_stale(os, cfg, contender).map(Some);
+    }
     // The record reaches the disk before the name does (7.2 step 3).
     let published = publish_synced(os, cfg, &file);
     let linked = match published {
