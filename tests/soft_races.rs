@@ -1179,3 +1179,44 @@ fn the_look_before_the_record_never_makes_two_holders() {
         assert!(covered >= 3, "{peer}: {covered} positions");
     }
 }
+
+/// A marker the stale step cannot read for want of descriptors (`EMFILE`,
+/// `ENFILE`) is the attempt's error, not contention (PROTOCOL 7.6):
+/// answered busy at every attempt while its descriptors stay taken, a
+/// wait would never give its watch's back (7.1), and a dead holder's
+/// marker would stay. Any other failed read is contention, as filelock
+/// takes it.
+#[test]
+fn a_marker_unread_for_want_of_descriptors_is_an_error() {
+    let me = me();
+    for (errno, error) in [
+        (Errno::MFILE, true),
+        (Errno::NFILE, true),
+        (Errno::IO, false),
+        (Errno::ACCES, false),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join(std::str::from_utf8(LOCK).unwrap());
+        let stale = format!("{}\n{}\n", dead_pid(), host_name());
+        std::fs::write(&lock, &stale).unwrap();
+        let fd = dir_fd(dir.path());
+        let mut os = Seam::every(
+            &fd,
+            Box::new(move |_, op| (op == "open_read").then_some(errno)),
+        );
+        let cfg = config(&me, Kind::Soft);
+        let attempt = soft::try_acquire(&mut os, &cfg, &mut Contender::new());
+        let ops = std::mem::take(&mut os.ops);
+        drop(os);
+        assert!(ops.contains(&"open_read"), "{errno:?}: {ops:?}");
+        match (error, attempt) {
+            (true, Err(soft::Error::Os { errno: e, .. })) => assert_eq!(e, errno),
+            (false, Ok(Attempt::Busy(_))) => {}
+            (_, other) => panic!("{errno:?}: {:?}", other.map(|_| ())),
+        }
+        // Nothing was taken or moved: the dead holder's marker is there.
+        assert_eq!(std::fs::read_to_string(&lock).unwrap(), stale, "{errno:?}");
+        let names = std::str::from_utf8(LOCK).unwrap();
+        assert!(others(dir.path(), &[names]).is_empty(), "{errno:?}");
+    }
+}

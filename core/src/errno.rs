@@ -69,6 +69,10 @@ errnos! {
     ISDIR = linux 21, apple 21, windows 21;
     /// `EINVAL`: invalid argument.
     INVAL = linux 22, apple 22, windows 22;
+    /// `ENFILE`: the system's table of open files is full.
+    NFILE = linux 23, apple 23, windows 23;
+    /// `EMFILE`: the process has as many descriptors open as it may.
+    MFILE = linux 24, apple 24, windows 24;
     /// `EDEADLK`: a blocking classic `fcntl` lock would deadlock with
     /// another process's.
     DEADLK = linux 35, apple 11, windows 36;

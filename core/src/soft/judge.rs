@@ -13,7 +13,7 @@
 //!   never are.
 //! - I20: a lease contender refuses a holder's different duration.
 
-use super::config::{Config, Error, Kind};
+use super::config::{Config, Error, Kind, Op};
 use super::marker::{read_marker, Seen};
 use super::os::{NodeKind, Os};
 use super::standing::{describe_holder, standing_of, Standing};
@@ -26,7 +26,9 @@ use crate::record::{classify, parse_placeholder, Classified, Mode};
 use core::time::Duration;
 
 /// The stale step (PROTOCOL 7.7): pin, read, guard, judge per kind, take
-/// over. OS errors end the step as contention, as filelock swallows them.
+/// over. OS errors end the step as contention, as filelock swallows them,
+/// but for a read refused for want of descriptors (`EMFILE`, `ENFILE`),
+/// which is the caller's error.
 pub(super) fn judge_stale<O: Os + ?Sized>(
     os: &mut O,
     cfg: &Config<'_>,
@@ -73,6 +75,14 @@ pub(super) fn under_pin<O: Os + ?Sized, T>(
             let judged = Judged::pinned(read.stat);
             judge(os, &read, &judged, pin.as_ref())
         }
+        // Out of descriptors: the caller hears it, never a marker it could
+        // not read, which it would be told at every attempt while the
+        // descriptors stay taken (a wait gives its watch's back on this
+        // error, PROTOCOL 7.1, and takes over a dead holder's marker).
+        Err(errno) if errno == Errno::MFILE || errno == Errno::NFILE => Err(Error::Os {
+            op: Op::Read,
+            errno,
+        }),
         _ => Ok(idle()),
     };
     if let Some(pin) = pin {
