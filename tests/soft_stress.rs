@@ -1,10 +1,9 @@
 //! Mutual exclusion of soft locks under stress: for each kind, 8 processes
-//! take the lock 2,000 times each on tmpfs and 1,000 times each on the
-//! default filesystem, where a cycle's two syncs make each take about
-//! three times as long (`SWAPLOCK_STRESS_ITERS` sets both); some holders
-//! are SIGKILLed while holding it (their markers must be broken by the
-//! others), and an independent checker reads the log of entries and
-//! exits. No break or restore name may be left behind.
+//! take the lock 2,000 times each (`SWAPLOCK_STRESS_ITERS` overrides) on
+//! tmpfs and on the default filesystem, some holders are SIGKILLed while
+//! holding it (their markers must be broken by the others), and an
+//! independent checker reads the log of entries and exits. No break or
+//! restore name may be left behind.
 
 #![cfg(any(target_os = "linux", target_os = "android"))]
 
@@ -36,11 +35,11 @@ fn worker() {
     );
 }
 
-fn all_kinds(dir: &Path, place: &str, iters: u32) {
+fn all_kinds(dir: &Path, place: &str) {
     for kind in ["soft", "marker", "lease"] {
         let sub = dir.join(kind);
         std::fs::create_dir(&sub).unwrap();
-        stress::report(kind, &sub, place, iters);
+        stress::report(kind, &sub, place);
         let left = common::others(&sub, &["stress.log", "stress.lock"]);
         assert!(left.is_empty(), "{kind}: left {left:?}");
     }
@@ -49,15 +48,11 @@ fn all_kinds(dir: &Path, place: &str, iters: u32) {
 #[test]
 fn soft_locks_exclude_under_stress_on_tmpfs() {
     let dir = tempfile::tempdir_in("/dev/shm").unwrap();
-    all_kinds(dir.path(), "tmpfs", stress::iterations(2000));
+    all_kinds(dir.path(), "tmpfs");
 }
 
 #[test]
 fn soft_locks_exclude_under_stress_on_the_default_filesystem() {
     let dir = tempfile::tempdir().unwrap();
-    all_kinds(
-        dir.path(),
-        "the default filesystem",
-        stress::iterations(1000),
-    );
+    all_kinds(dir.path(), "the default filesystem");
 }

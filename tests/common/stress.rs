@@ -14,13 +14,12 @@ pub const WORKER: &str = "SWAPLOCK_STRESS_WORKER";
 /// How many worker processes run at once.
 pub const WORKERS: usize = 8;
 
-/// Acquisitions per worker: `default` unless `SWAPLOCK_STRESS_ITERS` says
-/// otherwise.
-pub fn iterations(default: u32) -> u32 {
+/// Acquisitions per worker: 2,000 unless `SWAPLOCK_STRESS_ITERS` says otherwise.
+pub fn iterations() -> u32 {
     std::env::var("SWAPLOCK_STRESS_ITERS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+        .unwrap_or(2000)
 }
 
 /// xorshift64*: a small deterministic generator for the workers' choices.
@@ -88,11 +87,11 @@ pub struct Figures {
     pub kills: usize,
 }
 
-/// Runs `WORKERS` workers (this test binary, test `worker`), `iters`
-/// acquisitions each, on a lock in `dir`, respawning the work of any that die by SIGKILL, then checks the
+/// Runs `WORKERS` workers (this test binary, test `worker`) on a lock in
+/// `dir`, respawning the work of any that die by SIGKILL, then checks the
 /// log: an entry while another holder that was not killed is inside is an
 /// overlap, and every exit matches the entry before it.
-pub fn run(kind: &str, dir: &Path, iters: u32) -> Figures {
+pub fn run(kind: &str, dir: &Path) -> Figures {
     let lock = dir.join("stress.lock");
     let log = dir.join("stress.log");
     let exe = std::env::current_exe().unwrap();
@@ -123,6 +122,7 @@ pub fn run(kind: &str, dir: &Path, iters: u32) -> Figures {
             let _ = done.send((pid, out.status, iters, report));
         });
     };
+    let iters = iterations();
     for w in 0..WORKERS {
         spawn(iters, 1 + w as u64);
     }
@@ -178,18 +178,17 @@ pub fn run(kind: &str, dir: &Path, iters: u32) -> Figures {
             other => panic!("line {n}: unknown record {other:?}"),
         }
     }
-    assert!(acquisitions >= WORKERS * iters as usize);
+    assert!(acquisitions >= WORKERS * iterations() as usize);
     Figures {
         acquisitions,
         kills: killed.len(),
     }
 }
 
-/// Runs a stress test, `iters` acquisitions per worker, and reports its
-/// figures.
-pub fn report(kind: &str, dir: &Path, place: &str, iters: u32) {
+/// Runs a stress test and reports its figures.
+pub fn report(kind: &str, dir: &Path, place: &str) {
     let start = std::time::Instant::now();
-    let f = run(kind, dir, iters);
+    let f = run(kind, dir);
     eprintln!(
         "{kind} on {place}: {} acquisitions by {WORKERS} processes, {} holders SIGKILLed, no overlap, {:.2?}",
         f.acquisitions,
