@@ -122,6 +122,8 @@ pub enum Mutant {
     TornPlaceholderKept,
     /// Take a takeover's exchange reported failed for one never made, and abandon without a put-back: one made all the same (a FUSE server's EINTR) leaves what it took under our break name while the abandon removes our file from the lock path (7.8 step 6).
     ExchangeErrorNeverMade,
+    /// Let recovery delete a stranded record of another process proven gone, instead of putting it back at the lock path: that process may have been a breaker killed mid-takeover, whose own break names hold a live holder's marker that only a recovery led by its record at the lock path finds (7.11 step 6, 12.1 S15).
+    RecoveryDeletesDeadOwners,
     /// Open a non-regular node at the lock path to read it, so that a symlink there fails the read (`ELOOP`) instead of reading as no marker, which ages out (3.1).
     SymlinkReadFails,
     /// Report an exclusive create refused with `EPERM` (an SFTP client's answer over an existing name) as an error, without looking whether the name exists (7.2, 13.5).
@@ -316,6 +318,7 @@ impl Mutant {
         Mutant::SettledLeavesRecord,
         Mutant::TornPlaceholderKept,
         Mutant::ExchangeErrorNeverMade,
+        Mutant::RecoveryDeletesDeadOwners,
         Mutant::RwLinkByReturnCode,
         Mutant::RwNoPredecessorBefore,
         Mutant::RwNoPredecessorAfter,
@@ -421,6 +424,7 @@ impl Mutant {
             Mutant::SettledLeavesRecord => "settled-leaves-record",
             Mutant::TornPlaceholderKept => "torn-placeholder-kept",
             Mutant::ExchangeErrorNeverMade => "exchange-error-never-made",
+            Mutant::RecoveryDeletesDeadOwners => "recovery-deletes-dead-owners",
             Mutant::SymlinkReadFails => "symlink-read-fails",
             Mutant::EpermIsError => "eperm-is-error",
             Mutant::UnlinkIfSameBlind => "unlink-if-same-blind",

@@ -68,6 +68,13 @@ pub const EQUIVALENT: &[Mutant] = &[
     // once our record went unchanged for its lease, outside the
     // assumption (12.1 S10); `sim/tests/lease_pauses.rs` pins the guard.
     Mutant::ExchangeBackNoSwapBack,
+    // The look before a takeover's exchange only narrows a window: the
+    // exchange is unconditional, so a peer may replace the lock path
+    // between that look and the exchange, and every guard after it must
+    // (and does) handle a wrong take. A run of the mutant is a run of the
+    // shipped protocol whose look came just before the peer's first step
+    // (12.1 S15 closed the race its one kill reached).
+    Mutant::NoRecheckBeforeExchange,
 ];
 
 /// Mutants no search has killed yet, each with what its race needs

@@ -160,6 +160,18 @@
 //!   lock path, where nobody evicts it. Fixed by removing the file we took
 //!   from our break name when an exchange-back ends on the lock path
 //!   missing (PROTOCOL 12.1 S9).
+//! - `a-recovery-deletes-a-dead-breakers-record-stranding-a-live-marker.bin`
+//!   (the schedule fuzzer in CI, failing syscalls, kills): three breakers
+//!   of one dead marker; the first took it over and entered, the second's
+//!   late exchange took that new marker aside, the third's took the
+//!   second's record aside. The second was killed, the third's
+//!   exchange-back failed (`EIO`) and its placeholder at the lock path
+//!   aged out; the recovery of the third's names found the second's
+//!   record under its break name, judged the second dead and removed the
+//!   record, so nothing led any recovery to the second's break name and
+//!   the live marker there: the third entered beside the first. Fixed by
+//!   putting back at the lock path any record but the dead writer's own,
+//!   alive or not (PROTOCOL 12.1 S15).
 
 use swaplock_sim::mutants::replay_traced;
 use swaplock_sim::{scenarios, Policy};

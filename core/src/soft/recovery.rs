@@ -8,9 +8,11 @@
 //! - I15: a stranded record is claimed by a rename to our own restore name
 //!   (one winner); a live claimer's restore name means the lock is held;
 //!   one thread of a process claims a name at a time.
-//! - A record that may be alive goes back to the lock path only if the
-//!   path still shows the dead breaker's record we judged; otherwise it is
-//!   handed back under a fresh break name of that breaker.
+//! - A record that may be alive, and any record of another process, alive
+//!   or not (it may lead a recovery to that process's own break names),
+//!   goes back to the lock path only if the path still shows the dead
+//!   breaker's record we judged; otherwise it is handed back under a fresh
+//!   break name of that breaker.
 //! - Nothing stays for good: another dead breaker's own complete record
 //!   under its own break name (a takeover killed before its exchange, or
 //!   while undoing it) is swept once claimed and no process runs under its
@@ -382,8 +384,17 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
         Ok(())
     }
 
-    /// Whether a stranded record names a holder that may be alive: not the
-    /// breaker's own record, and not provably stale (PROTOCOL 7.11 step 6).
+    /// Whether a stranded record goes back to the lock path (PROTOCOL 7.11
+    /// step 6): a record that may name a live holder, and a record of any
+    /// process but the dead writer, alive or not. A dead process's record
+    /// aside may be the one it exchanged into the lock path as a breaker
+    /// killed mid-takeover (a nested breaker then took it aside), whose own
+    /// break names hold what that exchange took, perhaps a live holder's
+    /// marker: only its record at the lock path, judged stale there, leads
+    /// a recovery of its names to it (12.1 S15). Removed here, nothing
+    /// would: the schedule fuzzer found a contender entering beside that
+    /// holder. Only the dead writer's own record, its own placeholder and
+    /// what no holder can own (a released mark, malformed content) go.
     fn may_be_live(&mut self, content: Content<'_>) -> bool {
         let (cfg, breaker) = (self.cfg, self.breaker);
         let is_breakers = |owner: &Owner<'_>| {
@@ -408,19 +419,19 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
                 .and_then(parse_placeholder)
                 .is_some_and(|pid| pid.to_u64() != breaker.to_u64()),
             _ if active(Mutant::RecoveryDeletesLiveRecords) => false,
-            // A record of this host from another boot than ours names a
-            // holder gone for sure, whatever a probe would answer now.
-            Classified::V1(r) => {
-                !is_breakers(&r.owner())
-                    && !of_an_earlier_boot(cfg, &r.owner())
-                    && !is_stale(self.os, cfg, &r.owner())
-            }
+            Classified::V1(r) => !is_breakers(&r.owner()) && !self.deleted_as_dead(&r.owner()),
             Classified::V2(r) => {
                 matches!(r.mode, Mode::Unknown(_))
-                    || (!is_breakers(&r.owner())
-                        && !of_an_earlier_boot(cfg, &r.owner())
-                        && !is_stale(self.os, cfg, &r.owner()))
+                    || (!is_breakers(&r.owner()) && !self.deleted_as_dead(&r.owner()))
             }
         }
+    }
+
+    /// The mutant's removal of a record whose owner is proven gone (of this
+    /// host and another boot than ours, or stale), as recovery did before
+    /// 12.1 S15; never otherwise.
+    fn deleted_as_dead(&mut self, owner: &Owner<'_>) -> bool {
+        active(Mutant::RecoveryDeletesDeadOwners)
+            && (of_an_earlier_boot(self.cfg, owner) || is_stale(self.os, self.cfg, owner))
     }
 }
