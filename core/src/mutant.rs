@@ -124,6 +124,8 @@ pub enum Mutant {
     ExchangeErrorNeverMade,
     /// Let recovery delete a stranded record of another process proven gone, instead of putting it back at the lock path: that process may have been a breaker killed mid-takeover, whose own break names hold a live holder's marker that only a recovery led by its record at the lock path finds (7.11 step 6, 12.1 S15).
     RecoveryDeletesDeadOwners,
+    /// Swap back a file an exchange-back's exchange fed aside without looking that the lock path still shows what we took: a process paused between the two exchanges takes aside a marker made since (7.9 step 2.3, 12.1 S16).
+    SwapBackUnlooked,
     /// Open a non-regular node at the lock path to read it, so that a symlink there fails the read (`ELOOP`) instead of reading as no marker, which ages out (3.1).
     SymlinkReadFails,
     /// Report an exclusive create refused with `EPERM` (an SFTP client's answer over an existing name) as an error, without looking whether the name exists (7.2, 13.5).
@@ -319,6 +321,7 @@ impl Mutant {
         Mutant::TornPlaceholderKept,
         Mutant::ExchangeErrorNeverMade,
         Mutant::RecoveryDeletesDeadOwners,
+        Mutant::SwapBackUnlooked,
         Mutant::RwLinkByReturnCode,
         Mutant::RwNoPredecessorBefore,
         Mutant::RwNoPredecessorAfter,
@@ -425,6 +428,7 @@ impl Mutant {
             Mutant::TornPlaceholderKept => "torn-placeholder-kept",
             Mutant::ExchangeErrorNeverMade => "exchange-error-never-made",
             Mutant::RecoveryDeletesDeadOwners => "recovery-deletes-dead-owners",
+            Mutant::SwapBackUnlooked => "swap-back-unlooked",
             Mutant::SymlinkReadFails => "symlink-read-fails",
             Mutant::EpermIsError => "eperm-is-error",
             Mutant::UnlinkIfSameBlind => "unlink-if-same-blind",

@@ -172,6 +172,15 @@
 //!   the live marker there: the third entered beside the first. Fixed by
 //!   putting back at the lock path any record but the dead writer's own,
 //!   alive or not (PROTOCOL 12.1 S15).
+//! - `a-paused-swap-back-takes-a-new-holders-marker-aside.bin` (a review
+//!   of S15: the steps of a fuzzer's kill of `no-recheck-before-exchange`
+//!   reordered into a schedule of the shipped protocol; no fault, no
+//!   kill): an exchange-back's exchange fed a nested breaker's file aside
+//!   and its process paused; meanwhile the holder it had put back
+//!   released and a new holder created its marker. The swap-back, blind,
+//!   took that marker aside, and a contender entered beside its holder.
+//!   Fixed by swapping back only while the lock path shows what we took
+//!   (PROTOCOL 12.1 S16).
 
 use swaplock_sim::mutants::replay_traced;
 use swaplock_sim::{scenarios, Policy};

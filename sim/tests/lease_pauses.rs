@@ -92,7 +92,10 @@ fn a_feed_inside_an_exchange_back_is_outside_the_assumption_and_swapped_back() {
             Some(marker),
             "the feed took it aside"
         );
-        // p looks at its break name, finds q's marker, and swaps it back.
+        // p looks at its break name, finds q's marker, looks at the lock
+        // path, which still shows what p took (P), and swaps it back
+        // (12.1 S16: only while the path shows that file).
+        s.step(p).unwrap();
         s.step(p).unwrap();
         s.step(p).unwrap();
         let back = s.sim().fs().ino(LOCK) == Some(marker);

@@ -326,7 +326,8 @@ pub(super) enum Settled {
 /// created after the ring formed, and a second holder then enters. A ring
 /// left by a killed breaker is unwound by stranded-record recovery instead.
 /// Its own exchange feeds too when the lock path changed between its look
-/// and its exchange: then it swaps straight back (PROTOCOL 12.1 S10). At
+/// and its exchange: then it swaps straight back while the path still
+/// shows what it took (PROTOCOL 12.1 S10, S16). At
 /// the end it removes the aside name only if it holds our own file, or, once
 /// the lock path went missing, the file it took (12.1 S9).
 pub(super) fn exchange_back<O: Os + ?Sized>(
@@ -343,9 +344,11 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
     let mut path_missing = false;
     let mut at_aside = os.lstat(aside);
     loop {
-        match at_aside {
+        // What our break name holds now: what we took, or a file a nested
+        // breaker's exchange-back or a feed left there.
+        let taken = match at_aside {
             Ok(st) if st.same_file(&own) => break,
-            Ok(_) => {}
+            Ok(st) => st,
             // What we took was claimed from our break name while our file
             // sits at the lock path. Removing our file there (as a settled
             // exchange-back lets abandon do) made that recovery hand the
@@ -360,7 +363,7 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
             }
             Err(e) if e == Errno::NOENT => break,
             Err(_) => return Settled::No,
-        }
+        };
         let ours = match os.lstat(lock) {
             Ok(st) => st.same_file(&own),
             Err(e) if e == Errno::NOENT => {
@@ -386,13 +389,22 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
             // took it over. Swap straight back, as a recovery's restore
             // does, so that the path holds that file again and our break
             // name what we took, as before our exchange; then look again,
-            // and wait for our file as for a nested breaker's. Only a file
-            // put at the path in the one step between the two exchanges
-            // is taken aside instead. If the swap fails, things stay as
-            // the feed left them, as without it.
+            // and wait for our file as for a nested breaker's. The swap
+            // comes only while the path still shows what we took (inode and
+            // mtime, as a judged file is known): a process paused between
+            // the two exchanges may find a new holder's marker there, made
+            // since that file's holder released, which a blind swap took
+            // aside while the holder held, and a contender then entered
+            // beside it (12.1 S16). Without the swap, the fed file stays
+            // aside, as without S10. If the swap fails, things stay as the
+            // feed left them.
             if at_aside.as_ref().is_ok_and(|st| !st.same_file(&own))
                 && ours
                 && !active(Mutant::ExchangeBackNoSwapBack)
+                && (active(Mutant::SwapBackUnlooked)
+                    || os
+                        .lstat(lock)
+                        .is_ok_and(|st| st.same_file(&taken) && st.mtime == taken.mtime))
             {
                 let _ = os.exchange(aside, lock);
                 at_aside = os.lstat(aside);
@@ -413,8 +425,9 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
     // Remove the aside name if it holds our own file. Another file there is
     // the file we took, and only once the lock path went missing: nobody
     // else creates our break name, and a recovery of our names only renames
-    // it away. (Or a file we fed aside whose swap-back failed, outside the
-    // timing assumption: see above.) Nothing but a create fills a missing
+    // it away. (Or a file we fed aside whose swap-back failed, or did not
+    // come since the path had changed again: see above.) Nothing but a
+    // create fills a missing
     // lock path, so if that file's holder still held, whoever creates the
     // path next would enter beside it wherever the file is: removing it
     // lets in nobody that leaving it would keep out. Where this happens, its holder ended its
