@@ -171,11 +171,15 @@ fn nfs_between_two_clients() {
     unsafe { libc::kill(-group, libc::SIGKILL) };
     let console = console.join().unwrap();
     let results = fs::read_to_string(out.join("results")).unwrap_or_default();
+    let failed: Vec<&str> = results.lines().filter(|l| l.starts_with("fail")).collect();
+    // The failures first: a log cut to its first lines still shows them.
+    for line in &failed {
+        eprintln!("{line}");
+    }
     eprintln!("the guest ran for {:.1} s", started.elapsed().as_secs_f64());
     for line in results.lines() {
         eprintln!("{line}");
     }
-    let failed: Vec<&str> = results.lines().filter(|l| l.starts_with("fail")).collect();
     let finished = results.lines().any(|l| l == "end");
     if !ended || !finished || !failed.is_empty() {
         eprintln!("the guest's console:");
