@@ -126,6 +126,8 @@ pub enum Mutant {
     RecoveryDeletesDeadOwners,
     /// Swap back a file an exchange-back's exchange fed aside without looking that the lock path still shows what we took: a process paused between the two exchanges takes aside a marker made since (7.9 step 2.3, 12.1 S16).
     SwapBackUnlooked,
+    /// Know what an exchange-back took by the `lstat` of its break name (inode and mtime) instead of a pin, for the look before a swap-back: a new holder's marker that got the released file's inode number within its mtime passes the look (7.9 step 2.3, 12.1 S16, I5).
+    SwapBackUnpinned,
     /// Open a non-regular node at the lock path to read it, so that a symlink there fails the read (`ELOOP`) instead of reading as no marker, which ages out (3.1).
     SymlinkReadFails,
     /// Report an exclusive create refused with `EPERM` (an SFTP client's answer over an existing name) as an error, without looking whether the name exists (7.2, 13.5).
@@ -322,6 +324,7 @@ impl Mutant {
         Mutant::ExchangeErrorNeverMade,
         Mutant::RecoveryDeletesDeadOwners,
         Mutant::SwapBackUnlooked,
+        Mutant::SwapBackUnpinned,
         Mutant::RwLinkByReturnCode,
         Mutant::RwNoPredecessorBefore,
         Mutant::RwNoPredecessorAfter,
@@ -429,6 +432,7 @@ impl Mutant {
             Mutant::ExchangeErrorNeverMade => "exchange-error-never-made",
             Mutant::RecoveryDeletesDeadOwners => "recovery-deletes-dead-owners",
             Mutant::SwapBackUnlooked => "swap-back-unlooked",
+            Mutant::SwapBackUnpinned => "swap-back-unpinned",
             Mutant::SymlinkReadFails => "symlink-read-fails",
             Mutant::EpermIsError => "eperm-is-error",
             Mutant::UnlinkIfSameBlind => "unlink-if-same-blind",

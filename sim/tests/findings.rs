@@ -181,6 +181,12 @@
 //!   took that marker aside, and a contender entered beside its holder.
 //!   Fixed by swapping back only while the lock path shows what we took
 //!   (PROTOCOL 12.1 S16).
+//! - `a-swap-back-looks-at-a-reused-inode-and-takes-a-new-marker-aside.bin`
+//!   (a review of that fix, coarse mtimes): the look before the swap-back
+//!   knew what we took by inode number and mtime; the new holder's marker
+//!   got the released file's number within the same mtime, passed the
+//!   look, and was taken aside while its holder held. Fixed by pinning
+//!   what we took before the exchange and comparing under the pin (I5).
 
 use swaplock_sim::mutants::replay_traced;
 use swaplock_sim::{scenarios, Policy};

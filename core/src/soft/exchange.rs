@@ -344,11 +344,9 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
     let mut path_missing = false;
     let mut at_aside = os.lstat(aside);
     loop {
-        // What our break name holds now: what we took, or a file a nested
-        // breaker's exchange-back or a feed left there.
-        let taken = match at_aside {
+        match at_aside {
             Ok(st) if st.same_file(&own) => break,
-            Ok(st) => st,
+            Ok(_) => {}
             // What we took was claimed from our break name while our file
             // sits at the lock path. Removing our file there (as a settled
             // exchange-back lets abandon do) made that recovery hand the
@@ -363,7 +361,7 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
             }
             Err(e) if e == Errno::NOENT => break,
             Err(_) => return Settled::No,
-        };
+        }
         let ours = match os.lstat(lock) {
             Ok(st) => st.same_file(&own),
             Err(e) if e == Errno::NOENT => {
@@ -374,8 +372,24 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
         };
         if ours || active(Mutant::FeedingExchangeBack) {
             // Undo our own exchange: what we took goes back to the lock path,
-            // our file comes off it.
+            // our file comes off it. What we took is pinned first, so that a
+            // swap-back (below) knows it by a number no other file can have
+            // meanwhile (I5).
+            let swaps_back = ours
+                && !active(Mutant::ExchangeBackNoSwapBack)
+                && !active(Mutant::SwapBackUnlooked);
+            let pin = match swaps_back && !active(Mutant::SwapBackUnpinned) {
+                true => os.pin(aside).ok(),
+                false => None,
+            };
+            let taken = match active(Mutant::SwapBackUnpinned) {
+                true => at_aside.as_ref().ok().copied(),
+                false => pin.as_ref().and_then(|p| os.fstat(p).ok()),
+            };
             if os.exchange(aside, lock).is_err() {
+                if let Some(pin) = pin {
+                    os.close(pin);
+                }
                 return Settled::No;
             }
             at_aside = os.lstat(aside);
@@ -390,24 +404,31 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
             // does, so that the path holds that file again and our break
             // name what we took, as before our exchange; then look again,
             // and wait for our file as for a nested breaker's. The swap
-            // comes only while the path still shows what we took (inode and
-            // mtime, as a judged file is known): a process paused between
-            // the two exchanges may find a new holder's marker there, made
-            // since that file's holder released, which a blind swap took
-            // aside while the holder held, and a contender then entered
-            // beside it (12.1 S16). Without the swap, the fed file stays
-            // aside, as without S10. If the swap fails, things stay as the
-            // feed left them.
-            if at_aside.as_ref().is_ok_and(|st| !st.same_file(&own))
-                && ours
-                && !active(Mutant::ExchangeBackNoSwapBack)
-                && (active(Mutant::SwapBackUnlooked)
-                    || os
-                        .lstat(lock)
-                        .is_ok_and(|st| st.same_file(&taken) && st.mtime == taken.mtime))
+            // comes only while the path still shows what we took, known by
+            // our pin: a process paused between the two exchanges may find
+            // a new holder's marker there, made since that file's holder
+            // released, which a blind swap took aside while the holder
+            // held, and a contender then entered beside it (12.1 S16); and
+            // without the pin, that marker could have the released file's
+            // inode number and mtime. Without the pin or the swap, the fed
+            // file stays aside, as without S10. If the swap fails, things
+            // stay as the feed left them.
+            let fed = at_aside.as_ref().is_ok_and(|st| !st.same_file(&own));
+            if fed
+                && ((swaps_back
+                    && taken.is_some_and(|t| {
+                        os.lstat(lock).is_ok_and(|st| {
+                            st.same_file(&t)
+                                && (!active(Mutant::SwapBackUnpinned) || st.mtime == t.mtime)
+                        })
+                    }))
+                    || (ours && active(Mutant::SwapBackUnlooked)))
             {
                 let _ = os.exchange(aside, lock);
                 at_aside = os.lstat(aside);
+            }
+            if let Some(pin) = pin {
+                os.close(pin);
             }
             continue;
         } else if os.now().since(start) >= EXCHANGE_BACK_LIMIT {
