@@ -491,11 +491,18 @@ fn a_killed_breakers_stranded_marker_is_put_back() {
     assert!(entries_beside(&path).is_empty());
     drop(holder);
 
-    // A dead stranded holder: its record is deleted and the contender acquires.
+    // A dead stranded holder: its record goes back to the lock path too,
+    // where it may lead a recovery to its own break names (PROTOCOL 12.1
+    // S15); judged dead there, the next attempt takes it over.
     let dead_holder = common::dead_pid();
-    write_marker(&path, format!("{dead_holder}\n{host}\n").as_bytes());
+    let record = format!("{dead_holder}\n{host}\n");
+    write_marker(&path, record.as_bytes());
     let dead = common::dead_pid();
     strand(&path, dead, format!("{dead}\n{host}\n").as_bytes());
+    let err = SoftLock::soft(&path).try_lock().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::WouldBlock);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), record);
+    assert!(entries_beside(&path).is_empty());
     let guard = SoftLock::soft(&path)
         .try_lock()
         .expect("nothing live was stranded");
