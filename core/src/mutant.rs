@@ -124,10 +124,8 @@ pub enum Mutant {
     ExchangeErrorNeverMade,
     /// Let recovery delete a stranded record of another process proven gone, instead of putting it back at the lock path: that process may have been a breaker killed mid-takeover, whose own break names hold a live holder's marker that only a recovery led by its record at the lock path finds (7.11 step 6, 12.1 S15).
     RecoveryDeletesDeadOwners,
-    /// Swap back a file an exchange-back's exchange fed aside without looking that the lock path still shows what we took: a process paused between the two exchanges takes aside a marker made since (7.9 step 2.3, 12.1 S16).
-    SwapBackUnlooked,
-    /// Know what an exchange-back took by the `lstat` of its break name (inode and mtime) instead of a pin, for the look before a swap-back: a new holder's marker that got the released file's inode number within its mtime passes the look (7.9 step 2.3, 12.1 S16, I5).
-    SwapBackUnpinned,
+    /// Swap back at once a file an exchange-back's exchange fed aside, as 12.1 S10 once did: a process paused before the swap takes aside a marker made since, while its holder holds (7.9 step 2.3, 12.1 S16).
+    SwapBack,
     /// Open a non-regular node at the lock path to read it, so that a symlink there fails the read (`ELOOP`) instead of reading as no marker, which ages out (3.1).
     SymlinkReadFails,
     /// Report an exclusive create refused with `EPERM` (an SFTP client's answer over an existing name) as an error, without looking whether the name exists (7.2, 13.5).
@@ -196,8 +194,6 @@ pub enum Mutant {
     ClaimedAsideSettles,
     /// Leave the file we took under our break name when an exchange-back ends on the lock path missing, where its holder's hold has ended and a recovery of our names would put it back (7.9, 12.1 S9).
     AsideKeptWhenPathMissing,
-    /// After an exchange-back's exchange that was to undo our own, leave what it fed aside (a file that replaced ours at the lock path between our look and our exchange) instead of swapping straight back (7.9, 12.1 S10).
-    ExchangeBackNoSwapBack,
     /// Unlink our marker by name after a touch that left its mtime as it was (within the mtime's granularity), which a peer that judged it before cannot tell from no touch, instead of touching again until the mtime moves (7.3 step 4, 12.1 S11).
     UnlinkDespiteUnchangedMtime,
     /// Decide whether a read-write commit's link landed by the call's return code, not by the identity of the two names (RW3).
@@ -310,7 +306,6 @@ impl Mutant {
         Mutant::VanishedCandidateSkipped,
         Mutant::ClaimedAsideSettles,
         Mutant::AsideKeptWhenPathMissing,
-        Mutant::ExchangeBackNoSwapBack,
         Mutant::UnlinkDespiteUnchangedMtime,
         Mutant::RenameReplaces,
         Mutant::RecordUnsynced,
@@ -323,8 +318,7 @@ impl Mutant {
         Mutant::TornPlaceholderKept,
         Mutant::ExchangeErrorNeverMade,
         Mutant::RecoveryDeletesDeadOwners,
-        Mutant::SwapBackUnlooked,
-        Mutant::SwapBackUnpinned,
+        Mutant::SwapBack,
         Mutant::RwLinkByReturnCode,
         Mutant::RwNoPredecessorBefore,
         Mutant::RwNoPredecessorAfter,
@@ -431,8 +425,7 @@ impl Mutant {
             Mutant::TornPlaceholderKept => "torn-placeholder-kept",
             Mutant::ExchangeErrorNeverMade => "exchange-error-never-made",
             Mutant::RecoveryDeletesDeadOwners => "recovery-deletes-dead-owners",
-            Mutant::SwapBackUnlooked => "swap-back-unlooked",
-            Mutant::SwapBackUnpinned => "swap-back-unpinned",
+            Mutant::SwapBack => "swap-back",
             Mutant::SymlinkReadFails => "symlink-read-fails",
             Mutant::EpermIsError => "eperm-is-error",
             Mutant::UnlinkIfSameBlind => "unlink-if-same-blind",
@@ -467,7 +460,6 @@ impl Mutant {
             Mutant::VanishedCandidateSkipped => "vanished-candidate-skipped",
             Mutant::ClaimedAsideSettles => "claimed-aside-settles",
             Mutant::AsideKeptWhenPathMissing => "aside-kept-when-path-missing",
-            Mutant::ExchangeBackNoSwapBack => "exchange-back-no-swap-back",
             Mutant::UnlinkDespiteUnchangedMtime => "unlink-despite-unchanged-mtime",
             Mutant::RwLinkByReturnCode => "rw-link-by-return-code",
             Mutant::RwNoPredecessorBefore => "rw-no-predecessor-before",

@@ -59,15 +59,6 @@ pub const EQUIVALENT: &[Mutant] = &[
     // the shipped exchange-back removes it too (12.1 S9): at every other
     // exit the aside holds our own file or nothing.
     Mutant::ExchangeBackUnlinksAside,
-    // Inside the timing assumption, a file that replaces ours at the lock
-    // path between an exchange-back's look and its exchange is a nested
-    // breaker's, a releaser's placeholder or a recovery's restored record,
-    // each in the middle of an exchange it undoes itself: fed aside, it
-    // costs waits and files left under break names, which the progress
-    // check reports and fails nothing for. A taker's marker is fed only
-    // once our record went unchanged for its lease, outside the
-    // assumption (12.1 S10); `sim/tests/lease_pauses.rs` pins the guard.
-    Mutant::ExchangeBackNoSwapBack,
 ];
 
 /// Mutants no search has killed yet, each with what its race needs

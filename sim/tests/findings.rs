@@ -179,14 +179,15 @@
 //!   and its process paused; meanwhile the holder it had put back
 //!   released and a new holder created its marker. The swap-back, blind,
 //!   took that marker aside, and a contender entered beside its holder.
-//!   Fixed by swapping back only while the lock path shows what we took
-//!   (PROTOCOL 12.1 S16).
+//!   Fixed by withdrawing that swap back (PROTOCOL 12.1 S16).
 //! - `a-swap-back-looks-at-a-reused-inode-and-takes-a-new-marker-aside.bin`
-//!   (a review of that fix, coarse mtimes): the look before the swap-back
-//!   knew what we took by inode number and mtime; the new holder's marker
-//!   got the released file's number within the same mtime, passed the
-//!   look, and was taken aside while its holder held. Fixed by pinning
-//!   what we took before the exchange and comparing under the pin (I5).
+//!   and `a-swap-back-after-a-pinned-look-takes-a-new-marker-aside.bin`
+//!   (reviews of that fix): a look before the swap back, by inode number
+//!   and mtime, passed a new marker that got the released file's number
+//!   within a coarse mtime; a look under a pin passed, and a 31 ms pause
+//!   between it and the swap gave the same ending. No look closes the
+//!   window, so the swap back is withdrawn: a fed file stays aside
+//!   (PROTOCOL 12.1 S16).
 
 use swaplock_sim::mutants::replay_traced;
 use swaplock_sim::{scenarios, Policy};

@@ -7,9 +7,9 @@
 //! and random schedules that run one process in long bursts) each
 //! reported a violation before the oracle knew the bound; each must now
 //! be marked outside it, at the act that broke it. And the exchange-back
-//! swaps straight back a file it fed aside (mutant
-//! `exchange-back-no-swap-back`, a guard outside the model's assumption,
-//! PROTOCOL 13.4): the first race pins it.
+//! leaves aside a file it fed (12.1 S16, which withdrew S10's swap back,
+//! the mutant `swap-back`): the first race shows what that costs outside
+//! the assumption, the last that inside it only files are left.
 
 use swaplock_sim::mutants::{select, Entry, Mutant};
 use swaplock_sim::script::{Lost, Script};
@@ -68,10 +68,10 @@ fn feed() -> Result<(Script, usize, usize), Lost> {
 }
 
 #[test]
-fn a_feed_inside_an_exchange_back_is_outside_the_assumption_and_swapped_back() {
-    for mutant in [None, Some(Mutant::ExchangeBackNoSwapBack)] {
+fn a_feed_inside_an_exchange_back_is_outside_the_assumption() {
+    for mutant in [None, Some(Mutant::SwapBack)] {
         let mutants: &'static [Mutant] = match mutant {
-            Some(Mutant::ExchangeBackNoSwapBack) => &[Mutant::ExchangeBackNoSwapBack],
+            Some(Mutant::SwapBack) => &[Mutant::SwapBack],
             _ => &[],
         };
         let _on = select(&Entry { mutants });
@@ -92,18 +92,16 @@ fn a_feed_inside_an_exchange_back_is_outside_the_assumption_and_swapped_back() {
             Some(marker),
             "the feed took it aside"
         );
-        // p looks at its break name, finds q's marker, looks at the lock
-        // path, which still shows what p took (P), and swaps it back
-        // (12.1 S16: only while the path shows that file).
-        s.step(p).unwrap();
+        // p looks at its break name and finds q's marker: it stays there
+        // (12.1 S16); S10's swap back (the mutant) returned it at once.
         s.step(p).unwrap();
         s.step(p).unwrap();
         let back = s.sim().fs().ino(LOCK) == Some(marker);
-        assert_eq!(back, mutant.is_none(), "{mutant:?}: {}", s.last_of(p));
-        // The releaser p0 then finds its placeholder under p's break name,
-        // not at the lock path, and removes nothing by name: q's marker
-        // stays at the lock path until q leaves.
-        if mutant.is_none() {
+        assert_eq!(back, mutant.is_some(), "{mutant:?}: {}", s.last_of(p));
+        // Swapped back, the releaser p0 then finds its placeholder under
+        // p's break name, not at the lock path, and removes nothing by
+        // name: q's marker stays at the lock path until q leaves.
+        if mutant.is_some() {
             s.until(q, "leaves the critical section", 5_000).unwrap();
             assert!(!s.last_of(q).contains("DISPLACED"), "{}", s.last_of(q));
         }
@@ -119,9 +117,6 @@ fn a_feed_inside_an_exchange_back_is_outside_the_assumption_and_swapped_back() {
 /// break name (12.1 S9), which is q's marker while q holds.
 #[test]
 fn a_fed_holders_marker_removed_by_s9_is_outside_the_assumption() {
-    let _on = select(&Entry {
-        mutants: &[Mutant::ExchangeBackNoSwapBack],
-    });
     let (mut s, p, q) = feed().unwrap_or_else(|l| panic!("lost: {}", l.0));
     let marker = entered_with(&s, q);
     s.until(0, "released", 50).unwrap();
@@ -301,16 +296,17 @@ fn nested() -> Result<(Script, usize, usize), Lost> {
     Ok((s, p, q))
 }
 
-/// Inside the assumption, what a feed takes aside is a nested breaker's
-/// file, never a holder's marker, and no verdict of the oracle depends on
-/// the swap-back: with it, p and q each undo their own exchange and
-/// nothing is left; without it, each waits out its exchange-back with the
-/// other's file under its break name, and both files stay there, marked
-/// with placeholders, which the progress check reports and no later
-/// takeover removes.
+/// Inside the assumption, what a feed takes aside here is a nested
+/// breaker's file, not a holder's marker, and no verdict of the oracle
+/// depends on the swap back: without it (shipped since 12.1 S16), each
+/// waits out its exchange-back with the other's file under its break
+/// name, and both files stay there, marked with placeholders, which the
+/// progress check reports and no later takeover removes; with it (the
+/// mutant `swap-back`), p and q each undo their own exchange and nothing
+/// is left.
 #[test]
-fn inside_the_assumption_a_nested_breakers_file_fed_aside_is_swapped_back() {
-    for mutants in [&[][..], &[Mutant::ExchangeBackNoSwapBack][..]] {
+fn inside_the_assumption_a_nested_breakers_file_fed_aside_stays_there() {
+    for mutants in [&[][..], &[Mutant::SwapBack][..]] {
         let _on = select(&Entry { mutants });
         let (mut s, p, q) = nested().unwrap_or_else(|l| panic!("lost: {}", l.0));
         s.turns_until(&[p, q], "ENTERS", 20_000)
@@ -319,7 +315,7 @@ fn inside_the_assumption_a_nested_breakers_file_fed_aside_is_swapped_back() {
         assert!(!s.sim().overslept());
         assert_eq!(
             s.sim().accumulating().len(),
-            if mutants.is_empty() { 0 } else { 2 },
+            if mutants.is_empty() { 2 } else { 0 },
             "{mutants:?}: {:?}",
             s.sim().accumulating()
         );

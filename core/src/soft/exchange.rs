@@ -326,8 +326,7 @@ pub(super) enum Settled {
 /// created after the ring formed, and a second holder then enters. A ring
 /// left by a killed breaker is unwound by stranded-record recovery instead.
 /// Its own exchange feeds too when the lock path changed between its look
-/// and its exchange: then it swaps straight back while the path still
-/// shows what it took (PROTOCOL 12.1 S10, S16). At
+/// and its exchange: what it fed stays aside (PROTOCOL 12.1 S10, S16). At
 /// the end it removes the aside name only if it holds our own file, or, once
 /// the lock path went missing, the file it took (12.1 S9).
 pub(super) fn exchange_back<O: Os + ?Sized>(
@@ -372,63 +371,29 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
         };
         if ours || active(Mutant::FeedingExchangeBack) {
             // Undo our own exchange: what we took goes back to the lock path,
-            // our file comes off it. What we took is pinned first, so that a
-            // swap-back (below) knows it by a number no other file can have
-            // meanwhile (I5).
-            let swaps_back = ours
-                && !active(Mutant::ExchangeBackNoSwapBack)
-                && !active(Mutant::SwapBackUnlooked);
-            let pin = match swaps_back && !active(Mutant::SwapBackUnpinned) {
-                true => os.pin(aside).ok(),
-                false => None,
-            };
-            let taken = match active(Mutant::SwapBackUnpinned) {
-                true => at_aside.as_ref().ok().copied(),
-                false => pin.as_ref().and_then(|p| os.fstat(p).ok()),
-            };
+            // our file comes off it.
             if os.exchange(aside, lock).is_err() {
-                if let Some(pin) = pin {
-                    os.close(pin);
-                }
                 return Settled::No;
             }
             at_aside = os.lstat(aside);
             // Our break name should now hold our own file. Another file
             // there replaced ours at the lock path between our look and
-            // our exchange, and we fed it aside (PROTOCOL 12.1 S10): a
-            // nested breaker's file, a releaser's placeholder or a
-            // recovery's restored record, each in the middle of an exchange
-            // it means to undo, or, once our record went unchanged for a
-            // lease (or past the lifetime), the marker of the peer that
-            // took it over. Swap straight back, as a recovery's restore
-            // does, so that the path holds that file again and our break
-            // name what we took, as before our exchange; then look again,
-            // and wait for our file as for a nested breaker's. The swap
-            // comes only while the path still shows what we took, known by
-            // our pin: a process paused between the two exchanges may find
-            // a new holder's marker there, made since that file's holder
-            // released, which a blind swap took aside while the holder
-            // held, and a contender then entered beside it (12.1 S16); and
-            // without the pin, that marker could have the released file's
-            // inode number and mtime. Without the pin or the swap, the fed
-            // file stays aside, as without S10. If the swap fails, things
-            // stay as the feed left them.
-            let fed = at_aside.as_ref().is_ok_and(|st| !st.same_file(&own));
-            if fed
-                && ((swaps_back
-                    && taken.is_some_and(|t| {
-                        os.lstat(lock).is_ok_and(|st| {
-                            st.same_file(&t)
-                                && (!active(Mutant::SwapBackUnpinned) || st.mtime == t.mtime)
-                        })
-                    }))
-                    || (ours && active(Mutant::SwapBackUnlooked)))
+            // our exchange, and we fed it aside (PROTOCOL 12.1 S10): inside
+            // the timing assumption a nested breaker's file, a releaser's
+            // placeholder or a recovery's restored record, each in the
+            // middle of an exchange it means to undo. It stays there, and
+            // our file is waited for as under a nested breaker's name. No
+            // swap back: an exchange takes whatever the path holds when it
+            // runs, and a process paused before it (within the 2 s a
+            // breaker may take here, 13.1) took aside a marker a new holder
+            // had made since, while that holder held, whatever it had
+            // looked at first (12.1 S16).
+            if ours
+                && active(Mutant::SwapBack)
+                && at_aside.as_ref().is_ok_and(|st| !st.same_file(&own))
             {
                 let _ = os.exchange(aside, lock);
                 at_aside = os.lstat(aside);
-            }
-            if let Some(pin) = pin {
-                os.close(pin);
             }
             continue;
         } else if os.now().since(start) >= EXCHANGE_BACK_LIMIT {
@@ -446,9 +411,8 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
     // Remove the aside name if it holds our own file. Another file there is
     // the file we took, and only once the lock path went missing: nobody
     // else creates our break name, and a recovery of our names only renames
-    // it away. (Or a file we fed aside whose swap-back failed, or did not
-    // come since the path had changed again: see above.) Nothing but a
-    // create fills a missing
+    // it away. (Or a file we fed aside: see above.) Nothing but a create
+    // fills a missing
     // lock path, so if that file's holder still held, whoever creates the
     // path next would enter beside it wherever the file is: removing it
     // lets in nobody that leaving it would keep out. Where this happens, its holder ended its
