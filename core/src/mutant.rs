@@ -126,6 +126,8 @@ pub enum Mutant {
     RecoveryDeletesDeadOwners,
     /// Swap back at once a file an exchange-back's exchange fed aside, as 12.1 S10 once did: a process paused before the swap takes aside a marker made since, while its holder holds (7.9 step 2.3, 12.1 S16).
     SwapBack,
+    /// Swap back at once a file a recovery's restore fed aside (the lock path replaced between its look and its exchange), instead of handing it back: a recovery paused before the swap takes aside a marker made since, while its holder holds (7.11 step 6, 12.1 S17).
+    RestoreSwapBack,
     /// Open a non-regular node at the lock path to read it, so that a symlink there fails the read (`ELOOP`) instead of reading as no marker, which ages out (3.1).
     SymlinkReadFails,
     /// Report an exclusive create refused with `EPERM` (an SFTP client's answer over an existing name) as an error, without looking whether the name exists (7.2, 13.5).
@@ -319,6 +321,7 @@ impl Mutant {
         Mutant::ExchangeErrorNeverMade,
         Mutant::RecoveryDeletesDeadOwners,
         Mutant::SwapBack,
+        Mutant::RestoreSwapBack,
         Mutant::RwLinkByReturnCode,
         Mutant::RwNoPredecessorBefore,
         Mutant::RwNoPredecessorAfter,
@@ -426,6 +429,7 @@ impl Mutant {
             Mutant::ExchangeErrorNeverMade => "exchange-error-never-made",
             Mutant::RecoveryDeletesDeadOwners => "recovery-deletes-dead-owners",
             Mutant::SwapBack => "swap-back",
+            Mutant::RestoreSwapBack => "restore-swap-back",
             Mutant::SymlinkReadFails => "symlink-read-fails",
             Mutant::EpermIsError => "eperm-is-error",
             Mutant::UnlinkIfSameBlind => "unlink-if-same-blind",

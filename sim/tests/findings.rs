@@ -188,6 +188,14 @@
 //!   between it and the swap gave the same ending. No look closes the
 //!   window, so the swap back is withdrawn: a fed file stays aside
 //!   (PROTOCOL 12.1 S16).
+//! - `a-paused-restore-swap-back-takes-a-new-holders-marker-aside.bin`
+//!   (a review of S16; one kill, no fault): a recovery's restore
+//!   exchange fed aside a late breaker's file that had replaced the
+//!   judged record, and its swap back came 93 ms later, after the
+//!   restored holder had released and the late breaker had entered: it
+//!   took that breaker's marker aside and handed it back under the dead
+//!   breaker's name, and the recoverer later entered beside it. Fixed by
+//!   handing the fed file back with the claim (PROTOCOL 12.1 S17).
 
 use swaplock_sim::mutants::replay_traced;
 use swaplock_sim::{scenarios, Policy};

@@ -364,8 +364,16 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
                 let _ = self.os.unlink(own);
                 return Ok(Stranded::Held);
             }
-            // A peer replaced the path in between: swap straight back.
-            let _ = self.os.exchange(own, lock);
+            // A peer replaced the path in between, and our exchange fed its
+            // file aside under our claim: inside the timing assumption a
+            // nested breaker's file, mid-exchange. It is handed back below,
+            // not swapped back: an exchange takes whatever the path holds
+            // when it runs, and a recovery paused before it took aside a
+            // marker made since, while its holder held (12.1 S17, as S16
+            // for the exchange-back).
+            if active(Mutant::RestoreSwapBack) {
+                let _ = self.os.exchange(own, lock);
+            }
         }
         self.hand_back(own, self.breaker)?;
         Ok(Stranded::Held)
