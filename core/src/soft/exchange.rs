@@ -412,10 +412,9 @@ pub(super) fn exchange_back<O: Os + ?Sized>(
     // the file we took, and only once the lock path went missing: nobody
     // else creates our break name, and a recovery of our names only renames
     // it away. (Or a file we fed aside: see above.) Nothing but a create
-    // fills a missing
-    // lock path, so if that file's holder still held, whoever creates the
-    // path next would enter beside it wherever the file is: removing it
-    // lets in nobody that leaving it would keep out. Where this happens, its holder ended its
+    // fills a missing lock path, so if that file's holder still held,
+    // whoever creates the path next would enter beside it wherever the
+    // file is: removing it lets in nobody that leaving it would keep out. Where this happens, its holder ended its
     // hold by removing the lock path by name (a recordless holder, a holder
     // by name). Left here, the file would come back only through a
     // recovery of our names, and an empty one would then stay at the lock
