@@ -64,14 +64,7 @@ pub const EQUIVALENT: &[Mutant] = &[
 /// Mutants no search has killed yet, each with what its race needs
 /// (PROTOCOL 13.4). The kept-schedule test reports them and fails once
 /// one is killed, so that this list stays true.
-pub const OPEN: &[Mutant] = &[
-    // The look before a takeover's exchange: its two kills so far were
-    // races the shipped protocol reached too (12.1 S15, S16), closed since.
-    // A kill needs a change of the lock path that the shipped look always
-    // sees, such as a recovery's restore over the judged record, and that
-    // the checks after the exchange then fail to undo.
-    Mutant::NoRecheckBeforeExchange,
-];
+pub const OPEN: &[Mutant] = &[];
 
 /// Everything the mutation run mutates: every single mutant of the soft
 /// and kernel locks not argued equivalent, then the pairs (the read-write
