@@ -347,7 +347,7 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
             self.hand_back(own, self.breaker)?;
             return Ok(Stranded::Held);
         };
-        if !self.may_be_live(read.content()) {
+        if !self.goes_back(read.content()) {
             let _ = self.os.unlink(own);
             return Ok(Stranded::Clear);
         }
@@ -403,7 +403,7 @@ impl<O: Os + ?Sized> Recovery<'_, '_, O> {
     /// would: the schedule fuzzer found a contender entering beside that
     /// holder. Only the dead writer's own record, its own placeholder and
     /// what no holder can own (a released mark, malformed content) go.
-    fn may_be_live(&mut self, content: Content<'_>) -> bool {
+    fn goes_back(&mut self, content: Content<'_>) -> bool {
         let (cfg, breaker) = (self.cfg, self.breaker);
         let is_breakers = |owner: &Owner<'_>| {
             breaker.to_u64() == Some(u64::from(owner.pid.get())) && owner.host == cfg.host
