@@ -3,10 +3,12 @@
 //! a random moment, with no sync and no unmount: what the guest's kernel
 //! had not yet written to the disks is lost, as in a power cut. The guest
 //! is booted again on the same disks, runs the check a device makes at
-//! boot on each, and must take every kind's lock within its bound (the
-//! lease or the read-write lock's stale threshold, the grace of a marker
-//! being written, a few polls): a lock that no process of the new boot
-//! holds and that cannot be taken is a wedge. PIDs repeat from 1 after each
+//! boot on each, and must take every kind's lock: a lock that no process
+//! of the new boot holds and that cannot be taken within a minute is a
+//! wedge. (The protocol's own bound is a few seconds: the lease or the
+//! read-write lock's stale threshold, the grace of a marker being
+//! written, a few polls; the minute leaves room for a guest slowed by a
+//! loaded host, and the longest take is reported.) PIDs repeat from 1 after each
 //! boot, so the old boot's records name live processes of the new one.
 //! vfat is mounted twice: with `dirsync`, as Android mounts a card (no
 //! wedge allowed), and without, as a desktop mounts a stick, where FAT
@@ -42,8 +44,9 @@ const DISKS: [(&str, u64); 4] = [
     ("vfat-plain", 64 << 20),
 ];
 
-/// How long a boot may take to reach its churn (its check included).
-const BOOT_LIMIT: Duration = Duration::from_secs(90);
+/// How long a boot may take to reach its churn (its check included, whose
+/// takes wait a minute at most).
+const BOOT_LIMIT: Duration = Duration::from_secs(150);
 
 /// The kinds the guest churns on a filesystem (tests/power/guest): vfat
 /// has no hard links for the read-write lock and no Unix modes for the
@@ -258,6 +261,7 @@ fn power_cuts_never_wedge_a_lock() {
                         assert!(line.contains("break --force"), "{what}");
                         plain_wedges.push(what);
                     } else {
+                        eprintln!("  wedged: {what}");
                         wedged.push(what);
                     }
                 }
