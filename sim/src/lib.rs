@@ -94,6 +94,6 @@ pub use os::SimOs;
 pub use runtime::{leftovers, Sim, Violation};
 pub use scenario::{enosys_fallback_race, scenarios, windows_symlink_race};
 pub use schedule::{
-    explore, explore_free, run, run_seed, Action, Chooser, Explorer, FromBytes, Outcome, Random,
-    Recording,
+    explore, explore_free, run, run_drawn, run_seed, Action, Chooser, Draw, Explorer, FromBytes,
+    Outcome, Pausing, Pct, Random, Recording,
 };

@@ -45,6 +45,18 @@ pub trait Chooser {
     }
 }
 
+impl<C: Chooser + ?Sized> Chooser for Box<C> {
+    fn pick(&mut self, options: usize) -> usize {
+        (**self).pick(options)
+    }
+    fn crash(&mut self) -> bool {
+        (**self).crash()
+    }
+    fn choose(&mut self, runnable: &[usize]) -> Action {
+        (**self).choose(runnable)
+    }
+}
+
 /// A seeded random chooser: kills with probability `1/crash_one_in`, at
 /// most `max_crashes` times; where the scenario may lose power
 /// ([`Random::for_scenario`]), also commits the journal one step in 10
@@ -121,26 +133,125 @@ impl Chooser for Random {
     }
     fn choose(&mut self, runnable: &[usize]) -> Action {
         let i = runnable[self.pick(runnable.len())];
+        self.fault(runnable, i).unwrap_or(Action::Step(i))
+    }
+}
+
+impl Random {
+    /// What befalls process `i`, chosen among `runnable`, instead of its
+    /// step, if anything: a power cut, a journal commit or a kill.
+    fn fault(&mut self, runnable: &[usize], i: usize) -> Option<Action> {
         if self.cuts_left > 0 {
             // Named by the process its byte picks (no process acts), so
             // that a recording keeps it.
             let r = self.next();
             if r.is_multiple_of(CUT_ONE_IN) {
                 self.cuts_left -= 1;
-                return Action::PowerCut(runnable[0xfe % runnable.len()]);
+                return Some(Action::PowerCut(runnable[0xfe % runnable.len()]));
             }
             if (r >> 32).is_multiple_of(COMMIT_ONE_IN) {
-                return Action::Commit(runnable[0xfd % runnable.len()]);
+                return Some(Action::Commit(runnable[0xfd % runnable.len()]));
             }
         }
-        if self.crash() {
-            match self.recordable {
-                true => Action::Crash(runnable[255 % runnable.len()]),
-                false => Action::Crash(i),
-            }
-        } else {
-            Action::Step(i)
+        self.crash().then(|| match self.recordable {
+            true => Action::Crash(runnable[255 % runnable.len()]),
+            false => Action::Crash(i),
+        })
+    }
+}
+
+/// The most priority changes a [`Pct`] schedule makes.
+pub(crate) const PCT_MAX_CHANGES: u64 = 4;
+
+/// A PCT chooser (probabilistic concurrency testing: Burckhardt, Kothari,
+/// Musuvathi and Nagarakatte, ASPLOS 2010). Each process draws a random
+/// priority and the highest runnable one runs; at 2 to
+/// [`PCT_MAX_CHANGES`] random steps the process about to run drops below
+/// every other. A process so dropped stays where it stood, between the
+/// look it made and the act it decided on, while the others run until
+/// they end (a contender's attempts are bounded) or drop in turn, the
+/// clock running on with their polls. Uniform choice keeps one of `n`
+/// processes stopped for `k` steps once in `(n / (n - 1))^k` schedules.
+/// Kills, power cuts and journal commits are drawn as
+/// [`Random::recordable`] draws them, so that a [`Recording`] keeps every
+/// schedule.
+pub struct Pct {
+    faults: Random,
+    state: SplitMix64,
+    /// Each process's priority, drawn when it is first runnable.
+    priorities: Vec<u64>,
+    /// The steps at which the process about to run drops, descending.
+    changes: Vec<u64>,
+    step: u64,
+    /// The priority the next drop gives: below every drawn one and every
+    /// earlier drop.
+    lowest: u64,
+}
+
+impl Pct {
+    /// A PCT schedule of `seed` for `scenario`: 2 to [`PCT_MAX_CHANGES`]
+    /// changes, at steps drawn up to a horizon of 10 to 80 steps (drawn
+    /// on a log scale), and faults as [`Random::for_scenario`] draws
+    /// them. (Against the protocol mutants, changes early in a run kill
+    /// more than changes spread over the hundreds of steps a run takes.)
+    pub fn for_scenario(
+        scenario: &Scenario,
+        seed: u64,
+        crash_one_in: u64,
+        max_crashes: u32,
+    ) -> Self {
+        let faults = Random::for_scenario(scenario, seed, crash_one_in, max_crashes).recordable();
+        let mut state = SplitMix64::new(seed ^ 0x5C7A_11E5_D0C4_0B1E);
+        let horizon = 10u64 << (state.next() % 4);
+        let n = 2 + state.next() % (PCT_MAX_CHANGES - 1);
+        let mut changes: Vec<u64> = (0..n).map(|_| 1 + state.next() % horizon).collect();
+        changes.sort_unstable_by(|a, b| b.cmp(a));
+        Pct {
+            faults,
+            state,
+            priorities: Vec::new(),
+            changes,
+            step: 0,
+            lowest: PCT_MAX_CHANGES + 1,
         }
+    }
+
+    fn priority(&mut self, i: usize) -> u64 {
+        while self.priorities.len() <= i {
+            // Above every drop: drops count down from PCT_MAX_CHANGES.
+            let p = self.state.next() | 1 << 63;
+            self.priorities.push(p);
+        }
+        self.priorities[i]
+    }
+}
+
+impl Chooser for Pct {
+    fn pick(&mut self, options: usize) -> usize {
+        (self.state.next() % options as u64) as usize
+    }
+    fn crash(&mut self) -> bool {
+        self.faults.crash()
+    }
+    fn choose(&mut self, runnable: &[usize]) -> Action {
+        self.step += 1;
+        let top = |me: &mut Self| {
+            let mut best = runnable[0];
+            for &i in runnable {
+                if me.priority(i) > me.priority(best) {
+                    best = i;
+                }
+            }
+            best
+        };
+        let mut i = top(self);
+        while self.changes.last() == Some(&self.step) {
+            self.changes.pop();
+            self.lowest -= 1;
+            self.priorities[i] = self.lowest;
+            i = top(self);
+        }
+        self.faults.fault(runnable, i).unwrap_or(Action::Step(i))
     }
 }
 
@@ -190,6 +301,126 @@ pub struct Outcome {
     pub cuts: u64,
 }
 
+/// A chooser that draws as [`Random`] does, and now and then stops the
+/// process about to run for a while: that process stays where it stood,
+/// between a look and the act it decided on, while the others run on
+/// (and the clock with their polls) for 4 to 1,024 of their steps.
+pub struct Pausing {
+    faults: Random,
+    state: SplitMix64,
+    /// Per process, the step until which it is stopped.
+    until: Vec<u64>,
+    step: u64,
+    one_in: u64,
+    left: u32,
+    free: Vec<usize>,
+}
+
+impl Pausing {
+    /// A pausing schedule of `seed` for `scenario`: up to 3 pauses, each
+    /// begun at a step with a chance of 1 in 8 to 64 (drawn per schedule),
+    /// and faults as [`Random::for_scenario`] draws them.
+    pub fn for_scenario(
+        scenario: &Scenario,
+        seed: u64,
+        crash_one_in: u64,
+        max_crashes: u32,
+    ) -> Self {
+        let faults = Random::for_scenario(scenario, seed, crash_one_in, max_crashes).recordable();
+        let mut state = SplitMix64::new(seed ^ 0x7A05_E5D1_A3B2_9C41);
+        let one_in = 8u64 << (state.next() % 4);
+        Pausing {
+            faults,
+            state,
+            until: Vec::new(),
+            step: 0,
+            one_in,
+            left: 3,
+            free: Vec::new(),
+        }
+    }
+}
+
+impl Chooser for Pausing {
+    fn pick(&mut self, options: usize) -> usize {
+        (self.state.next() % options as u64) as usize
+    }
+    fn crash(&mut self) -> bool {
+        self.faults.crash()
+    }
+    fn choose(&mut self, runnable: &[usize]) -> Action {
+        self.step += 1;
+        let need = runnable.iter().max().map_or(0, |&m| m + 1);
+        if self.until.len() < need {
+            self.until.resize(need, 0);
+        }
+        let mut free = std::mem::take(&mut self.free);
+        free.clear();
+        free.extend(
+            runnable
+                .iter()
+                .copied()
+                .filter(|&i| self.until[i] <= self.step),
+        );
+        if free.is_empty() {
+            // Every runnable process is stopped: the one whose pause ends
+            // first goes on.
+            let first = *runnable.iter().min_by_key(|&&i| self.until[i]).unwrap();
+            self.until[first] = 0;
+            free.push(first);
+        }
+        let i = free[(self.state.next() % free.len() as u64) as usize];
+        if self.left > 0 && free.len() > 1 && self.state.next().is_multiple_of(self.one_in) {
+            self.left -= 1;
+            let len = 4u64 << (self.state.next() % 9);
+            self.until[i] = self.step + len;
+            let j = free.iter().copied().find(|&j| j != i).unwrap();
+            self.free = free;
+            return self.faults.fault(runnable, j).unwrap_or(Action::Step(j));
+        }
+        self.free = free;
+        self.faults.fault(runnable, i).unwrap_or(Action::Step(i))
+    }
+}
+
+/// How a seed's schedule is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Draw {
+    /// Each step's process uniformly among the runnable ([`Random`]).
+    Uniform,
+    /// By priorities that change a few times ([`Pct`]).
+    Pct,
+    /// Uniformly, with a few long pauses ([`Pausing`]).
+    Pausing,
+}
+
+impl Draw {
+    /// The chooser of `seed`'s schedule of `scenario`.
+    pub fn chooser(
+        self,
+        scenario: &Scenario,
+        seed: u64,
+        crash_one_in: u64,
+        max_crashes: u32,
+    ) -> Box<dyn Chooser> {
+        match self {
+            Draw::Uniform => Box::new(Random::for_scenario(
+                scenario,
+                seed,
+                crash_one_in,
+                max_crashes,
+            )),
+            Draw::Pct => Box::new(Pct::for_scenario(scenario, seed, crash_one_in, max_crashes)),
+            Draw::Pausing => Box::new(Pausing::for_scenario(
+                scenario,
+                seed,
+                crash_one_in,
+                max_crashes,
+            )),
+        }
+    }
+}
+
 /// Runs `scenario` under the random schedule of `seed`; on a violation,
 /// runs it again with a trace and returns it.
 pub fn run_seed(
@@ -198,10 +429,22 @@ pub fn run_seed(
     crash_one_in: u64,
     max_crashes: u32,
 ) -> Result<Outcome, Violation> {
+    run_drawn(Draw::Uniform, scenario, seed, crash_one_in, max_crashes)
+}
+
+/// Runs `scenario` under the schedule `draw` makes of `seed`; on a
+/// violation, runs it again with a trace and returns it.
+pub fn run_drawn(
+    draw: Draw,
+    scenario: &Scenario,
+    seed: u64,
+    crash_one_in: u64,
+    max_crashes: u32,
+) -> Result<Outcome, Violation> {
     let sim = run(
         scenario,
         seed,
-        &mut Random::for_scenario(scenario, seed, crash_one_in, max_crashes),
+        &mut *draw.chooser(scenario, seed, crash_one_in, max_crashes),
         false,
         20_000,
     );
@@ -218,7 +461,7 @@ pub fn run_seed(
     let traced = run(
         scenario,
         seed,
-        &mut Random::for_scenario(scenario, seed, crash_one_in, max_crashes),
+        &mut *draw.chooser(scenario, seed, crash_one_in, max_crashes),
         true,
         20_000,
     );

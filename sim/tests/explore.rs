@@ -1,11 +1,14 @@
 //! The soft-lock protocol under the simulator: random schedules of many
-//! scenarios and an exhaustive exploration find no violation in ours; named
+//! scenarios (drawn uniformly, with long pauses, and by PCT's changing
+//! priorities, a third each) and an exhaustive exploration find no violation in ours; named
 //! scenarios of the seed's races find the naive pre-fix policy letting two
 //! processes hold the lock, and not ours.
 //!
 //! `SWAPLOCK_SIM_SCHEDULES` sets the number of random schedules (default
 //! 1,000,000, shared among the scenarios); `SWAPLOCK_SIM_FREE_STEPS` the
 //! bound of the every-interleaving search (default 20 steps);
+//! `SWAPLOCK_SIM_DRAW=uniform`, `pausing` or `pct` draws every random
+//! schedule so;
 //! `SWAPLOCK_SIM_ONLY` keeps the random runs to the scenarios whose name
 //! holds it (the schedules are still shared among all of them, so each
 //! chosen scenario runs as many seeds as in a whole run).
@@ -15,8 +18,8 @@ use std::time::Duration;
 use swaplock_core::soft::Kind;
 use swaplock_sim::model::Faults;
 use swaplock_sim::{
-    contenders, enosys_fallback_race, explore, explore_free, naive, run_seed, scenarios,
-    windows_symlink_race, Policy, Progress, Scenario, Sim, Violation, LOCK,
+    contenders, enosys_fallback_race, explore, explore_free, naive, run_drawn, run_seed, scenarios,
+    windows_symlink_race, Draw, Policy, Progress, Scenario, Sim, Violation, LOCK,
 };
 
 const DEAD: &[u8] = b"999\nh1\n";
@@ -95,6 +98,7 @@ const CHUNK: u64 = 500;
 fn random_runs(pick: impl Fn(&Scenario) -> bool + Sync, per: u64) {
     let list = scenarios(Policy::Ours);
     let only = std::env::var("SWAPLOCK_SIM_ONLY").unwrap_or_default();
+    let draw = std::env::var("SWAPLOCK_SIM_DRAW").unwrap_or_default();
     let chosen: Vec<usize> = (0..list.len())
         .filter(|&i| pick(&list[i].1) && list[i].0.contains(only.as_str()))
         .collect();
@@ -121,12 +125,21 @@ fn random_runs(pick: impl Fn(&Scenario) -> bool + Sync, per: u64) {
                         let tally = tallies.entry(i).or_default();
                         let base = (i as u64) << 40;
                         for seed in base + from..base + per.min(from + CHUNK) {
-                            match run_seed(sc, seed, *crash_one_in, 2) {
+                            // A third of the schedules each: uniform,
+                            // with long pauses, by changing priorities
+                            // (the last two stop a process for whole
+                            // cycles of the others).
+                            let draw = match (draw.as_str(), seed % 3) {
+                                ("uniform", _) | ("", 0) => Draw::Uniform,
+                                ("pausing", _) | ("", 1) => Draw::Pausing,
+                                _ => Draw::Pct,
+                            };
+                            match run_drawn(draw, sc, seed, *crash_one_in, 2) {
                                 Ok(outcome) => {
                                     steps += outcome.steps;
                                     tally.add(seed, &outcome);
                                 }
-                                Err(v) => panic!("{what}: {v}"),
+                                Err(v) => panic!("{what} ({draw:?}): {v}"),
                             }
                             schedules += 1;
                         }

@@ -19,7 +19,9 @@
 //! `SWAPLOCK_MUTANTS_SCENARIO=<text>` draws random schedules of the
 //! scenarios whose names contain the text only, from the schedule
 //! `SWAPLOCK_MUTANTS_FIRST` (default 0) on, so that hunts in several
-//! processes draw different ones.
+//! processes draw different ones. The random schedules are drawn in
+//! turns uniformly, with long pauses and by PCT's changing priorities;
+//! `SWAPLOCK_MUTANTS_DRAW=uniform`, `pausing` or `pct` draws them all so.
 
 use swaplock_sim::mutants::{
     catalogue, hunt, kept_dirs, kill, replay, replay_kept, replay_shipped, select, Entry, Mutant,
