@@ -128,6 +128,8 @@ pub enum Mutant {
     SwapBack,
     /// Swap back at once a file a recovery's restore fed aside (the lock path replaced between its look and its exchange), instead of handing it back: a recovery paused before the swap takes aside a marker made since, while its holder holds (7.11 step 6, 12.1 S17).
     RestoreSwapBack,
+    /// Take a marker over under POSIX rules when its pin failed, judging it unpinned, as 7.5 once let a judgement do: its inode number, freed by the break of a peer and given to a new holder's marker within the same mtime, passes for the judged file's at the takeover's looks (7.5, 12.1 S18).
+    UnpinnedTakeover,
     /// Open a non-regular node at the lock path to read it, so that a symlink there fails the read (`ELOOP`) instead of reading as no marker, which ages out (3.1).
     SymlinkReadFails,
     /// Report an exclusive create refused with `EPERM` (an SFTP client's answer over an existing name) as an error, without looking whether the name exists (7.2, 13.5).
@@ -322,6 +324,7 @@ impl Mutant {
         Mutant::RecoveryDeletesDeadOwners,
         Mutant::SwapBack,
         Mutant::RestoreSwapBack,
+        Mutant::UnpinnedTakeover,
         Mutant::RwLinkByReturnCode,
         Mutant::RwNoPredecessorBefore,
         Mutant::RwNoPredecessorAfter,
@@ -430,6 +433,7 @@ impl Mutant {
             Mutant::RecoveryDeletesDeadOwners => "recovery-deletes-dead-owners",
             Mutant::SwapBack => "swap-back",
             Mutant::RestoreSwapBack => "restore-swap-back",
+            Mutant::UnpinnedTakeover => "unpinned-takeover",
             Mutant::SymlinkReadFails => "symlink-read-fails",
             Mutant::EpermIsError => "eperm-is-error",
             Mutant::UnlinkIfSameBlind => "unlink-if-same-blind",

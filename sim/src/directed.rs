@@ -24,6 +24,11 @@ pub struct Directed {
 /// Every directed race.
 pub const ALL: &[Directed] = &[
     Directed {
+        name: "an unpinned judgement's takeover of a reused inode number",
+        mutant: Mutant::UnpinnedTakeover,
+        steer: unpinned_judgement,
+    },
+    Directed {
         name: "a judged file freed and its inode number reused",
         mutant: Mutant::NoPinCheck,
         steer: judged_file_reused,
@@ -447,5 +452,25 @@ fn abandoned_record_restored() -> Result<Script, Lost> {
     s.until(t, "ENTERS", 300)?;
     s.until(r, "rename a.lock.restore", 50)?;
     s.until_violation(t, 300)?;
+    Ok(s)
+}
+
+/// A judgement whose pin failed (7.5 lets it go on unpinned) reads the
+/// dead marker and stops; a peer takes the marker over, enters and
+/// releases, freeing its inode number, and a new holder's marker gets
+/// that number within the same second (coarse times): the takeover's
+/// looks (7.8 steps 1, 5, 7) compare inode and mtime only and would take
+/// the new holder's marker (12.1 S18).
+fn unpinned_judgement() -> Result<Script, Lost> {
+    let mut s = Script::new(scenario(
+        "soft: a dead holder's marker, coarse times, four contenders, a pin fails",
+    )?);
+    let (a, b, c) = (0, 1, 2);
+    s.until(a, "pin a.lock", 10)?;
+    s.until(a, "probe 999", 10)?;
+    s.until(b, "ENTERS", 300)?;
+    s.until(b, "): released", 100)?;
+    s.until(c, "ENTERS", 300)?;
+    s.until_violation(a, 300)?;
     Ok(s)
 }

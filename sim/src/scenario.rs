@@ -609,6 +609,31 @@ pub fn scenarios(policy: Policy) -> Vec<(&'static str, Scenario, u64)> {
         all.push((name, sc, 50));
     }
     crate::planned::push_lost_replies(&mut all, policy);
+    // Coarse file times (every file of the run has the same mtime), where
+    // the first pin of p0 fails with EIO (a FUSE or NFS server's answer)
+    // while its read succeeds: the judgement goes on unpinned, and the
+    // takeover must not (7.5, 12.1 S18).
+    let mut sc = Scenario::new(Kind::Soft);
+    sc.files.push((LOCK.to_vec(), DEAD.to_vec()));
+    sc.granularity = 1_000_000_000;
+    sc.faults.planned = &[crate::model::Planned {
+        who: 0,
+        call: "pin",
+        nth: 1,
+        errno: swaplock_core::Errno::IO,
+        made: false,
+    }];
+    contenders(
+        &mut sc,
+        policy,
+        &[(0, 101), (0, 102), (0, 103), (0, 104)],
+        8,
+    );
+    all.push((
+        "soft: a dead holder's marker, coarse times, four contenders, a pin fails",
+        sc,
+        25,
+    ));
     all
 }
 

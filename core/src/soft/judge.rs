@@ -46,11 +46,12 @@ pub(super) fn judge_stale<O: Os + ?Sized>(
 /// holding the pin until `judge` returns (invariant I5). `idle` is the
 /// answer when there is nothing to judge: no marker, a failed read, or a
 /// file read that is not the pinned one (the path was replaced in between,
-/// so its inode number proves nothing). A failed pin other than `ENOENT`
-/// continues unpinned, as filelock does: the judgement still runs, but
-/// under [`Semantics::Handles`](super::Semantics::Handles) nothing is then
-/// moved (there the takeover needs the pin to keep the judged file's
-/// identity in use).
+/// so its inode number proves nothing). A pin refused for want of
+/// descriptors is the caller's error; any other failed pin but `ENOENT`
+/// continues unpinned, as filelock does: the judgement still runs, to
+/// say who holds the lock, but nothing is then moved
+/// ([`take_over`] refuses), since nothing keeps the judged file's inode
+/// number from a new holder's marker (PROTOCOL 7.5, 12.1 S18).
 pub(super) fn under_pin<O: Os + ?Sized, T>(
     os: &mut O,
     cfg: &Config<'_>,
@@ -60,6 +61,13 @@ pub(super) fn under_pin<O: Os + ?Sized, T>(
     let pin = match os.pin(cfg.lock) {
         Ok(pin) => Some(pin),
         Err(e) if e == Errno::NOENT => return Ok(idle()),
+        // Out of descriptors: the caller's error, as for the read below.
+        Err(errno) if errno == Errno::MFILE || errno == Errno::NFILE => {
+            return Err(Error::Os {
+                op: Op::Read,
+                errno,
+            })
+        }
         Err(_) => None,
     };
     let pinned = match &pin {
