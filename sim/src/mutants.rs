@@ -13,7 +13,7 @@
 use crate::cast::Policy;
 use crate::runtime::Violation;
 use crate::scenario::scenarios;
-use crate::schedule::{run, Chooser, FromBytes, Pausing, Pct, Random, Recording};
+use crate::schedule::{run, Draw, FromBytes, Recording};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 pub use swaplock_core::mutant::Mutant;
@@ -179,7 +179,7 @@ pub struct Kill {
 /// Searches for a violation under the mutants switched on: the kept
 /// schedules (unless `fresh`); then up to `per_scenario` random schedules
 /// of each scenario, taken in turns and drawn in turns three ways
-/// (uniform, [`Pausing`], [`Pct`]), each killing only the process a kept
+/// ([`Draw::nth`]), each killing only the process a kept
 /// schedule's byte can name, so that every violation found can be kept;
 /// then every input of the fuzz corpus in `corpus`; then the directed
 /// races. Each found schedule counts only
@@ -213,27 +213,20 @@ pub fn hunt(per_scenario: u64, fresh: bool, corpus: Option<&Path>) -> Option<Kil
         .unwrap_or(0);
     // SWAPLOCK_MUTANTS_DRAW=uniform|pausing|pct: how the random schedules
     // are drawn (by default a third each, in turns).
-    let draw = std::env::var("SWAPLOCK_MUTANTS_DRAW").unwrap_or_default();
+    let forced = std::env::var("SWAPLOCK_MUTANTS_DRAW").unwrap_or_default();
     for n in first..first.saturating_add(per_scenario) {
         for (i, (what, scenario, crash_one_in)) in all.iter().enumerate() {
             if only.as_ref().is_some_and(|o| !what.contains(o.as_str())) {
                 continue;
             }
             let seed = ((i as u64) << 40) + n;
-            let (by, chooser): (_, Box<dyn Chooser>) = match (draw.as_str(), n % 3) {
-                ("uniform", _) | ("", 0) => (
-                    "random schedules",
-                    Box::new(Random::for_scenario(scenario, seed, *crash_one_in, 2).recordable()),
-                ),
-                ("pausing", _) | ("", 1) => (
-                    "random schedules with pauses",
-                    Box::new(Pausing::for_scenario(scenario, seed, *crash_one_in, 2)),
-                ),
-                _ => (
-                    "PCT schedules",
-                    Box::new(Pct::for_scenario(scenario, seed, *crash_one_in, 2)),
-                ),
+            let draw = Draw::nth(&forced, n);
+            let by = match draw {
+                Draw::Uniform => "random schedules",
+                Draw::Pausing => "random schedules with pauses",
+                Draw::Pct => "PCT schedules",
             };
+            let chooser = draw.chooser(scenario, seed, *crash_one_in, 2, true);
             let mut chooser = Recording::new(chooser);
             let sim = run(scenario, seed, &mut chooser, false, 20_000);
             if !sim.failed() {

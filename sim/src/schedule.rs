@@ -395,21 +395,38 @@ pub enum Draw {
 }
 
 impl Draw {
-    /// The chooser of `seed`'s schedule of `scenario`.
+    /// The draw of the `n`th schedule: the one `forced` names (`uniform`,
+    /// `pausing` or `pct`, from a search's environment), or, where it is
+    /// empty, the three in turns. Panics on any other name, so that a
+    /// misspelt one never runs a search other than the one asked for.
+    pub fn nth(forced: &str, n: u64) -> Draw {
+        match (forced, n % 3) {
+            ("uniform", _) | ("", 0) => Draw::Uniform,
+            ("pausing", _) | ("", 1) => Draw::Pausing,
+            ("pct", _) | ("", _) => Draw::Pct,
+            (other, _) => panic!("no draw {other:?}: uniform, pausing or pct"),
+        }
+    }
+
+    /// The chooser of `seed`'s schedule of `scenario`; a `recordable` one
+    /// kills only the process a kept schedule's byte can name
+    /// ([`Random::recordable`]; the other draws always do).
     pub fn chooser(
         self,
         scenario: &Scenario,
         seed: u64,
         crash_one_in: u64,
         max_crashes: u32,
+        recordable: bool,
     ) -> Box<dyn Chooser> {
         match self {
-            Draw::Uniform => Box::new(Random::for_scenario(
-                scenario,
-                seed,
-                crash_one_in,
-                max_crashes,
-            )),
+            Draw::Uniform => {
+                let random = Random::for_scenario(scenario, seed, crash_one_in, max_crashes);
+                match recordable {
+                    true => Box::new(random.recordable()),
+                    false => Box::new(random),
+                }
+            }
             Draw::Pct => Box::new(Pct::for_scenario(scenario, seed, crash_one_in, max_crashes)),
             Draw::Pausing => Box::new(Pausing::for_scenario(
                 scenario,
@@ -444,7 +461,7 @@ pub fn run_drawn(
     let sim = run(
         scenario,
         seed,
-        &mut *draw.chooser(scenario, seed, crash_one_in, max_crashes),
+        &mut *draw.chooser(scenario, seed, crash_one_in, max_crashes, false),
         false,
         20_000,
     );
@@ -461,7 +478,7 @@ pub fn run_drawn(
     let traced = run(
         scenario,
         seed,
-        &mut *draw.chooser(scenario, seed, crash_one_in, max_crashes),
+        &mut *draw.chooser(scenario, seed, crash_one_in, max_crashes, false),
         true,
         20_000,
     );

@@ -98,7 +98,7 @@ const CHUNK: u64 = 500;
 fn random_runs(pick: impl Fn(&Scenario) -> bool + Sync, per: u64) {
     let list = scenarios(Policy::Ours);
     let only = std::env::var("SWAPLOCK_SIM_ONLY").unwrap_or_default();
-    let draw = std::env::var("SWAPLOCK_SIM_DRAW").unwrap_or_default();
+    let forced = std::env::var("SWAPLOCK_SIM_DRAW").unwrap_or_default();
     let chosen: Vec<usize> = (0..list.len())
         .filter(|&i| pick(&list[i].1) && list[i].0.contains(only.as_str()))
         .collect();
@@ -129,11 +129,7 @@ fn random_runs(pick: impl Fn(&Scenario) -> bool + Sync, per: u64) {
                             // with long pauses, by changing priorities
                             // (the last two stop a process for whole
                             // cycles of the others).
-                            let draw = match (draw.as_str(), seed % 3) {
-                                ("uniform", _) | ("", 0) => Draw::Uniform,
-                                ("pausing", _) | ("", 1) => Draw::Pausing,
-                                _ => Draw::Pct,
-                            };
+                            let draw = Draw::nth(&forced, seed);
                             match run_drawn(draw, sc, seed, *crash_one_in, 2) {
                                 Ok(outcome) => {
                                     steps += outcome.steps;
