@@ -251,6 +251,22 @@ pub(crate) mod model {
         QUEUE_SKIPPED.load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// How many waits that joined the queue before their first attempt
+    /// (their batch of turns spent) let a pause go by, the queue served
+    /// meanwhile, in every run so far.
+    static QUEUE_FIRST_SKIPPED: std::sync::atomic::AtomicUsize =
+        std::sync::atomic::AtomicUsize::new(0);
+
+    /// A wait that joined first let a pause go by (`src/soft/wait.rs`).
+    pub(crate) fn queue_first_pause_skipped() {
+        QUEUE_FIRST_SKIPPED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// See [`queue_first_pause_skipped`].
+    pub(crate) fn queue_first_pauses_skipped() -> usize {
+        QUEUE_FIRST_SKIPPED.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// How many waits whose queue turn came as a member ahead took the
     /// lock watched for it to leave instead of attempting, in every run so
     /// far.

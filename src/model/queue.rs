@@ -44,6 +44,11 @@ fn nothing_left(path: &Path) {
 /// attempt (the model's batch of turns is one). Never two holders, every
 /// thread gets the lock each time, and nothing is left.
 fn take_turns(threads: usize, rounds: usize, yields: usize) {
+    take_turns_of(|p| SoftLock::marker(p), threads, rounds, yields);
+}
+
+/// [`take_turns`] with locks `lock` makes.
+fn take_turns_of(lock: fn(&Path) -> SoftLock, threads: usize, rounds: usize, yields: usize) {
     let dir = tempfile::tempdir().unwrap();
     let path: Arc<Path> = dir.path().join("a.lock").into();
     let inside = Arc::new(Inside::default());
@@ -52,7 +57,7 @@ fn take_turns(threads: usize, rounds: usize, yields: usize) {
             let (path, inside) = (Arc::clone(&path), Arc::clone(&inside));
             thread::spawn(move || {
                 for _ in 0..rounds {
-                    let guard = SoftLock::marker(&*path).lock().unwrap();
+                    let guard = lock(&path).lock().unwrap();
                     inside.enter();
                     for _ in 0..yields {
                         thread::yield_now();
@@ -157,6 +162,28 @@ fn members_behind_a_served_queue_skip_their_pauses_and_still_take_the_lock() {
     assert!(
         crate::sync::model::queue_pauses_skipped() > before,
         "no member behind the head skipped a pause"
+    );
+}
+
+/// With the model's timed waits timing out, three threads take one lease
+/// three times each (a lease's hold is never handed to a waiting thread,
+/// so a thread that asks again at once can take it back at its first
+/// attempt and spend its batch of turns, one under the model): a wait
+/// that then joins the queue before its first attempt lets its pause go
+/// by while members ahead are served, as any member behind does
+/// (PROTOCOL 7.20), in some runs. Never two holders, every thread gets the
+/// lock each time, and nothing is left.
+#[test]
+fn a_wait_that_queues_first_skips_its_pause_while_the_queue_is_served() {
+    let before = crate::sync::model::queue_first_pauses_skipped();
+    explore(300, || {
+        crate::sync::model::timeouts(true);
+        take_turns_of(|p| SoftLock::lease(p), 3, 3, 1);
+        crate::sync::model::timeouts(false);
+    });
+    assert!(
+        crate::sync::model::queue_first_pauses_skipped() > before,
+        "no wait that queued first skipped a pause"
     );
 }
 

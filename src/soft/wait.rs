@@ -245,20 +245,96 @@ impl WakeOnRelease<'_, '_> {
         else {
             return;
         };
-        let (count, released) = &RELEASES;
         // Read before the turn is: a turn given since rings the count.
-        let seen = *count.lock();
+        let seen = *RELEASES.0.lock();
         if self.queue.standing() != queue::Standing::Behind {
             return;
         }
-        let guard = count.lock();
-        drop(crate::sync::wait_timeout_while(
-            released,
-            guard,
-            pause,
-            |now| *now == seen,
-        ));
+        // Its attempt waits as a member behind the head's does: while
+        // those ahead take the lock in turn, it would only race them.
+        let _behind = self.behind(&Holder::Unknown, Duration::ZERO, pause, seen);
+        #[cfg(swaplock_model)]
+        if _behind.is_some_and(|b| b.skipped > 0) {
+            crate::sync::model::queue_first_pause_skipped();
+        }
     }
+
+    /// Behind the head of this host's queue (PROTOCOL 7.20): waits for the
+    /// turn, a release or hand-over of this process (the count past
+    /// `seen`), or the pause; and lets each pause go by while members
+    /// ahead of it take the lock in turn, [`queue::MOST_SKIPS`] at most;
+    /// `None` if the hold was handed over meanwhile.
+    fn behind(
+        &mut self,
+        holder: &Holder,
+        elapsed: Duration,
+        mut pause: Duration,
+        seen: u64,
+    ) -> Option<Behind> {
+        let (count, released) = &RELEASES;
+        #[cfg(not(swaplock_model))]
+        let began = std::time::Instant::now();
+        #[cfg(swaplock_model)]
+        let mut waited = elapsed;
+        let mut skipped = 0;
+        loop {
+            let guard = count.lock();
+            let guard = crate::sync::wait_timeout_while(released, guard, pause, |now| *now == seen);
+            let turned = *guard != seen;
+            let counted = *guard;
+            drop(guard);
+            if self.handed() {
+                return None;
+            }
+            #[cfg(not(swaplock_model))]
+            let waited = elapsed + began.elapsed();
+            if turned || skipped == queue::MOST_SKIPS || self.hook.is_some() || !self.queue.moved()
+            {
+                return Some(Behind {
+                    turned,
+                    counted,
+                    waited,
+                    skipped,
+                });
+            }
+            skipped += 1;
+            #[cfg(swaplock_model)]
+            crate::sync::model::queue_pause_skipped();
+            #[cfg(swaplock_model)]
+            {
+                waited += pause;
+            }
+            match self.deadline.busy(holder, waited) {
+                Some(next) => pause = next,
+                None => {
+                    return Some(Behind {
+                        turned,
+                        counted,
+                        waited,
+                        skipped,
+                    })
+                }
+            }
+        }
+    }
+}
+
+/// How a wait behind the head of its host's queue ended
+/// ([`WakeOnRelease::behind`]).
+#[derive(Clone, Copy)]
+struct Behind {
+    /// Whether the count of this process's releases and turns moved.
+    turned: bool,
+    /// The count last seen.
+    counted: u64,
+    /// The time waited, from the wait's start: on the wait's own clock, so
+    /// that pauses ended late add what they took (the model's clock moves
+    /// by each pause let go by).
+    waited: Duration,
+    /// How many pauses it let go by, the queue served meanwhile (counted
+    /// by the model's tests).
+    #[cfg_attr(not(swaplock_model), allow(dead_code))]
+    skipped: usize,
 }
 
 impl Patience<Holder> for WakeOnRelease<'_, '_> {
@@ -336,49 +412,12 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
             // syncs a record first, PROTOCOL 7.2). A queue that stands
             // still (its head stopped, or gone from the queue's view) is
             // attempted as without the queue.
-            let (count, released) = &RELEASES;
-            let seen = self.seen;
-            // The time the deadline is judged by: the wait's own clock, so
-            // that pauses ended late add what they took (the model's clock
-            // moves by each pause).
-            #[cfg(not(swaplock_model))]
-            let began = std::time::Instant::now();
-            #[cfg(swaplock_model)]
-            let mut waited = elapsed;
-            let mut skipped = 0;
-            let mut turned;
-            let mut counted;
-            loop {
-                let guard = count.lock();
-                let guard =
-                    crate::sync::wait_timeout_while(released, guard, pause, |now| *now == seen);
-                turned = *guard != seen;
-                counted = *guard;
-                drop(guard);
-                if self.handed() {
-                    return None;
-                }
-                if turned
-                    || skipped == queue::MOST_SKIPS
-                    || self.hook.is_some()
-                    || !self.queue.moved()
-                {
-                    break;
-                }
-                skipped += 1;
-                #[cfg(swaplock_model)]
-                crate::sync::model::queue_pause_skipped();
-                #[cfg(not(swaplock_model))]
-                let waited = elapsed + began.elapsed();
-                #[cfg(swaplock_model)]
-                {
-                    waited += pause;
-                }
-                match self.deadline.busy(holder, waited) {
-                    Some(next) => pause = next,
-                    None => break,
-                }
-            }
+            let Behind {
+                turned,
+                counted,
+                waited,
+                ..
+            } = self.behind(holder, elapsed, pause, self.seen)?;
             // The turn came as a member ahead took the lock: it is held
             // (or was let go since, which the watch's arming sees), so an
             // attempt now would only find it busy (after writing and
@@ -392,8 +431,6 @@ impl Patience<Holder> for WakeOnRelease<'_, '_> {
                 Some(by) if turned && self.hook.is_none() => {
                     // The watch's pause, from the time waited so far: the
                     // deadline is kept.
-                    #[cfg(not(swaplock_model))]
-                    let waited = elapsed + began.elapsed();
                     match self.deadline.busy(holder, waited) {
                         Some(next) => pause = next,
                         None => return Some(Duration::ZERO),
