@@ -93,8 +93,10 @@ macro_rules! debug {
 
 #[cfg(unix)]
 mod atfork;
+mod beat;
 mod error;
 mod held;
+mod kept;
 mod lists;
 #[cfg(all(test, swaplock_model))]
 mod model;

@@ -13,15 +13,22 @@
 
 #[cfg(not(swaplock_model))]
 pub(crate) use std::{
-    sync::{atomic, mpsc, Condvar, Mutex, MutexGuard, PoisonError},
+    sync::{atomic, Condvar, Mutex, MutexGuard, PoisonError},
     thread, thread_local,
 };
 
 #[cfg(swaplock_model)]
 pub(crate) use shuttle::{
-    sync::{atomic, mpsc, Condvar, Mutex, MutexGuard, PoisonError},
+    sync::{atomic, Condvar, Mutex, MutexGuard, PoisonError},
     thread, thread_local,
 };
+
+/// Channels: the etcd backend's, and tests'.
+#[cfg(all(any(feature = "etcd", test), not(swaplock_model)))]
+pub(crate) use std::sync::mpsc;
+
+#[cfg(all(feature = "etcd", swaplock_model))]
+pub(crate) use shuttle::sync::mpsc;
 
 /// A point before a syscall whose order against other threads matters (a
 /// close, a lock call), where the model checker may run another thread:

@@ -8,10 +8,11 @@ use super::error::{IntoIo, RwError};
 use super::participant::{instance, Latest, Ledger, Lock, StdEnv, Terms};
 use super::{Compromise, Mode, RwWaitStatus, SoftRwGuard, SoftRwLock, DEFAULT_MAX_LEASE};
 use crate::adapter::soft::{monotonic_now, RwFiles};
+use crate::beat::Tick;
 use crate::error::{LockError, Step};
 use crate::sync::atomic::{AtomicBool, Ordering};
-use crate::sync::thread::{JoinHandle, ThreadId};
-use crate::sync::{lock, mpsc, thread, wait_timeout, Condvar, Mutex};
+use crate::sync::thread::ThreadId;
+use crate::sync::{lock, thread, wait_timeout, Condvar, Mutex};
 use std::io;
 use std::ops::ControlFlow;
 use std::os::unix::ffi::OsStrExt;
@@ -83,11 +84,18 @@ struct Hold {
 }
 
 struct Heartbeat {
-    stop: mpsc::Sender<()>,
-    thread: JoinHandle<()>,
+    beat: crate::beat::Beat,
     /// Set once the hold is released: a late beat reports nothing.
     released: Arc<AtomicBool>,
 }
+
+/// The threads of the participants' heartbeats, kept a while for the
+/// process's next hold ([`crate::kept`]).
+static HEARTBEATS: crate::kept::Kept = crate::kept::Kept::new(
+    || format!("filelock-heartbeat-{}", crate::pid::id()),
+    None,
+    usize::MAX,
+);
 
 /// The canonical paths this process has locks on (and the process that
 /// made each: a forked child's locks are its own).
@@ -520,14 +528,14 @@ impl SoftRwLock {
         terms: Terms,
         lost: &Arc<Mutex<Option<Compromise>>>,
     ) -> io::Result<Heartbeat> {
-        let (stop, stopped) = mpsc::channel::<()>();
         let released = Arc::new(AtomicBool::new(false));
         let (shared, lost, done) = (Arc::clone(shared), Arc::clone(lost), Arc::clone(&released));
         let (interval, hook) = (self.heartbeat, self.on_compromise.clone());
-        let name = format!("filelock-heartbeat-{:x}", Arc::as_ptr(&shared) as usize);
-        let thread = thread::Builder::new().name(name).spawn(move || {
-            let mut watch = BeatWatch::new(monotonic_now(), terms.threshold, interval);
-            while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
+        let mut watch = BeatWatch::new(monotonic_now(), terms.threshold, interval);
+        let beat = crate::beat::Beat::start(
+            &HEARTBEATS,
+            interval,
+            Box::new(move || {
                 let beat = {
                     let mut engine = lock(&shared.engine);
                     let Engine {
@@ -537,26 +545,23 @@ impl SoftRwLock {
                     } = &mut *engine;
                     match participant.as_mut() {
                         Some(p) => log.heartbeat(files, &mut StdEnv, p),
-                        None => return,
+                        None => return Tick::End(None),
                     }
                 };
-                if let Some(c) = watch.observe(beat, monotonic_now()) {
-                    if done.load(Ordering::Acquire) {
-                        return;
+                match watch.observe(beat, monotonic_now()) {
+                    None => Tick::Again,
+                    Some(_) if done.load(Ordering::Acquire) => Tick::End(None),
+                    Some(c) => {
+                        *lock(&lost) = Some(c);
+                        let hook = hook.clone();
+                        Tick::End(
+                            hook.map(|hook| Box::new(move || hook(c)) as Box<dyn FnOnce() + Send>),
+                        )
                     }
-                    *lock(&lost) = Some(c);
-                    if let Some(hook) = &hook {
-                        hook(c);
-                    }
-                    return;
                 }
-            }
-        })?;
-        Ok(Heartbeat {
-            stop,
-            thread,
-            released,
-        })
+            }),
+        )?;
+        Ok(Heartbeat { beat, released })
     }
 }
 
@@ -725,10 +730,7 @@ impl SoftRwGuard {
         // this participant is leaving; its hook may be what releases.
         if let Some(h) = hold.heartbeat {
             h.released.store(true, Ordering::Release);
-            drop(h.stop);
-            if h.thread.thread().id() != thread::current().id() {
-                let _ = h.thread.join();
-            }
+            h.beat.stop();
         }
         let left = leave(&shared);
         *lock(&shared.slot) = Slot::Free;

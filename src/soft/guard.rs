@@ -34,8 +34,7 @@ pub(super) struct Hold {
 }
 
 pub(super) struct Heartbeat {
-    pub(super) stop: mpsc::Sender<()>,
-    pub(super) thread: JoinHandle<()>,
+    pub(super) beat: Beat,
     pub(super) compromise: Arc<Mutex<Option<Compromise>>>,
 }
 
@@ -223,8 +222,7 @@ impl Hold {
             return Ok(());
         }
         if let Some(h) = self.heartbeat.take() {
-            drop(h.stop);
-            let _ = h.thread.join();
+            h.beat.stop();
         }
         let Some(held) = self.held.take() else {
             return Ok(());
@@ -322,6 +320,14 @@ impl Drop for Hold {
     }
 }
 
+/// The threads of lease heartbeats, kept a while for the process's next
+/// lease ([`crate::kept`]).
+static HEARTBEATS: Kept = Kept::new(
+    || format!("filelock-lease-{}", crate::pid::id()),
+    None,
+    usize::MAX,
+);
+
 /// Starts the lease heartbeat on its own descriptors, so it outlives no
 /// borrow of the guard.
 pub(super) fn start_heartbeat(
@@ -335,34 +341,31 @@ pub(super) fn start_heartbeat(
     let dir = sys::dup_dir(dir)?;
     let file = sys::dup_file(&held.file)?;
     let id: FileId = held.id;
-    let (stop, stopped) = mpsc::channel::<()>();
     let compromise = Arc::new(Mutex::new(None));
     let report = Arc::clone(&compromise);
     let hook = lock.on_compromise.clone();
-    let lock = lock.clone();
-    let me = me.clone();
-    let thread = crate::sync::thread::Builder::new()
-        .name(format!("filelock-lease-{}", me.pid))
-        .spawn(move || {
+    let held = Held { file, id };
+    let mut watch = CompromiseWatch::new(SoftOs::on(&dir).now(), lock.lease, interval);
+    let (lock, me) = (lock.clone(), me.clone());
+    let beat = Beat::start(
+        &HEARTBEATS,
+        interval,
+        Box::new(move || {
             let cfg = me.config(&lock, Some(terms));
             let mut sys = SoftOs::on(&dir);
-            let held = Held { file, id };
-            let mut watch = CompromiseWatch::new(sys.now(), lock.lease, interval);
-            while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
-                let result = protocol::refresh(&mut sys, &cfg, &held);
-                if let Some(c) = watch.observe(result, sys.now()) {
+            let result = protocol::refresh(&mut sys, &cfg, &held);
+            match watch.observe(result, sys.now()) {
+                None => Tick::Again,
+                Some(c) => {
                     *crate::sync::lock(&report) = Some(c);
-                    if let Some(hook) = &hook {
-                        hook(c);
-                    }
-                    break;
+                    let hook = hook.clone();
+                    Tick::End(
+                        hook.map(|hook| Box::new(move || hook(c)) as Box<dyn FnOnce() + Send>),
+                    )
                 }
             }
-        })
-        .ok()?;
-    Some(Heartbeat {
-        stop,
-        thread,
-        compromise,
-    })
+        }),
+    )
+    .ok()?;
+    Some(Heartbeat { beat, compromise })
 }

@@ -52,11 +52,12 @@
 //! ```
 
 use crate::adapter::soft::{self as os, SoftOs};
+use crate::beat::{Beat, Tick};
 use crate::error::{Explain, Explained, LockError, Step};
 use crate::held::{self, Registered};
+use crate::kept::Kept;
 use crate::sync::atomic::{AtomicBool, Ordering};
-use crate::sync::thread::JoinHandle;
-use crate::sync::{mpsc, Condvar, Mutex};
+use crate::sync::{Condvar, Mutex};
 use std::cell::Cell;
 use std::io;
 use std::ops::ControlFlow;

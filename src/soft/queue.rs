@@ -16,7 +16,7 @@
 mod imp {
     use super::super::Dir;
     use crate::adapter::queue as os;
-    use crate::sync::atomic::{AtomicUsize, Ordering};
+    use crate::kept::Kept;
     use crate::sync::Mutex;
     use std::os::fd::{AsFd, OwnedFd};
     use std::path::Path;
@@ -168,17 +168,19 @@ mod imp {
         Off,
     }
 
-    /// How many waiting threads live in this process: each waits for a
-    /// turn in the kernel, and one whose waiter left waits on until the
-    /// turn comes (a head that is stopped keeps it); past this many, a
-    /// wait goes without the queue.
+    /// The waiting threads of this process: each waits for a turn in the
+    /// kernel, and one whose waiter left waits on until the turn comes (a
+    /// head that is stopped keeps it); past [`MOST_THREADS`] alive, a wait
+    /// goes without the queue. A thread whose wait is over is kept a while
+    /// for the process's next one ([`crate::kept`]): starting a thread
+    /// costs more than the wait's own calls.
+    static THREADS: Kept = Kept::new(|| "swaplock-queue".into(), Some(64 * 1024), MOST_THREADS);
     const MOST_THREADS: usize = 64;
-    static THREADS: AtomicUsize = AtomicUsize::new(0);
 
     /// How many waiting threads live (for tests).
     #[doc(hidden)]
     pub fn queue_threads() -> usize {
-        THREADS.load(Ordering::SeqCst)
+        THREADS.live()
     }
 
     /// How many times a joiner opens the side file again when it was
@@ -406,109 +408,10 @@ mod imp {
     fn wait_for_turn(member: &Arc<Member>) -> bool {
         #[cfg(all(test, swaplock_model))]
         crate::sync::model::queue_thread_started();
-        #[cfg(not(swaplock_model))]
-        if idle::hand(member) {
-            return true;
-        }
-        if THREADS.fetch_add(1, Ordering::SeqCst) >= MOST_THREADS {
-            THREADS.fetch_sub(1, Ordering::SeqCst);
-            return false;
-        }
         let theirs = Arc::clone(member);
-        let started = crate::sync::thread::Builder::new()
-            .name("swaplock-queue".into())
-            .stack_size(64 * 1024)
-            .spawn(move || {
-                wait_in_kernel(&theirs);
-                drop(theirs);
-                // Kept a while for the next wait of the process: starting
-                // a thread costs more than the wait's own calls.
-                #[cfg(not(swaplock_model))]
-                while let Some(next) = idle::next() {
-                    wait_in_kernel(&next);
-                }
-                THREADS.fetch_sub(1, Ordering::SeqCst);
-            });
-        if started.is_err() {
-            THREADS.fetch_sub(1, Ordering::SeqCst);
-        }
-        started.is_ok()
-    }
-
-    /// Waiting threads whose wait is over, kept a while for the next one
-    /// of the process. Not under the model, whose threads must end.
-    #[cfg(not(swaplock_model))]
-    mod idle {
-        use super::Member;
-        use crate::sync::Condvar;
-        use std::sync::Arc;
-        use std::time::{Duration, Instant};
-
-        /// How long an idle waiting thread waits for work before it ends.
-        const KEPT_FOR: Duration = Duration::from_secs(2);
-
-        struct Idle {
-            /// The process these are of: a forked child has none of them.
-            pid: u32,
-            /// Waiting threads idle and not yet given work.
-            idle: usize,
-            jobs: Vec<Arc<Member>>,
-        }
-
-        static IDLE: crate::lists::ProcessMutex<Idle> = crate::lists::ProcessMutex::new(Idle {
-            pid: 0,
-            idle: 0,
-            jobs: Vec::new(),
-        });
-        static WORK: Condvar = Condvar::new();
-
-        fn this_process(list: &mut Idle) {
-            let pid = crate::pid::id();
-            if list.pid != pid {
-                // A forked child's copy: its parent's threads are not here.
-                for job in std::mem::take(&mut list.jobs) {
-                    std::mem::forget(job);
-                }
-                list.pid = pid;
-                list.idle = 0;
-            }
-        }
-
-        /// Gives `member`'s wait to an idle waiting thread, if one is.
-        pub(super) fn hand(member: &Arc<Member>) -> bool {
-            let mut list = IDLE.lock();
-            this_process(&mut list);
-            if list.idle == 0 {
-                return false;
-            }
-            list.idle -= 1;
-            list.jobs.push(Arc::clone(member));
-            WORK.notify_one();
-            true
-        }
-
-        /// The next wait for an idle waiting thread; `None` once it has
-        /// waited [`KEPT_FOR`] for none.
-        pub(super) fn next() -> Option<Arc<Member>> {
-            let until = Instant::now() + KEPT_FOR;
-            let mut list = IDLE.lock();
-            this_process(&mut list);
-            list.idle += 1;
-            loop {
-                if let Some(job) = list.jobs.pop() {
-                    return Some(job);
-                }
-                let left = until.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    list.idle -= 1;
-                    return None;
-                }
-                list = WORK
-                    .wait_timeout(list, left)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
-            }
-        }
+        THREADS
+            .run(Box::new(move || wait_in_kernel(&theirs)))
+            .is_ok()
     }
 
     impl Member {
