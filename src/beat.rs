@@ -87,8 +87,10 @@ impl Beat {
 
 impl Shared {
     /// The beat's thread: a tick every `interval` (each under the lock, so
-    /// that a stop waits for it), until stopped or the work ends.
-    fn beat(&self, interval: Duration) {
+    /// that a stop waits for it), until stopped or the work ends. Whether
+    /// the thread may serve more work: not once it ran a report, the
+    /// caller's code ([`crate::kept::Work`]).
+    fn beat(&self, interval: Duration) -> bool {
         let mut state = lock(&self.state);
         loop {
             // Under the model the beat never ticks (its clock never moves
@@ -108,10 +110,10 @@ impl Shared {
                     crate::sync::wait_timeout_while(&self.changed, state, interval, |s| !s.stopped);
             }
             if state.stopped {
-                return;
+                return true;
             }
             let Some(ticks) = state.ticks.as_mut() else {
-                return;
+                return true;
             };
             let report = match ticks() {
                 Tick::Again => continue,
@@ -121,14 +123,15 @@ impl Shared {
             state.reporting = Some(thread::current().id());
             drop(state);
             drop(ended);
+            let kept = report.is_none();
             if let Some(report) = report {
                 // A report that panics (a hook's) ends here, as it would
-                // end a thread of its own; the thread serves on.
+                // end a thread of its own.
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(report));
             }
             lock(&self.state).reporting = None;
             self.changed.notify_all();
-            return;
+            return kept;
         }
     }
 }

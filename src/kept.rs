@@ -10,8 +10,12 @@
 use crate::sync::atomic::{AtomicUsize, Ordering};
 use std::io;
 
-/// One piece of work.
-pub(crate) type Work = Box<dyn FnOnce() + Send>;
+/// One piece of work; it answers whether its thread may serve more. A
+/// thread that ran the caller's code (a lease's compromise hook) is not
+/// kept: what that code took counts as its thread's (a reentrant hold, a
+/// lock's "held by this thread"), and must not pass to the next caller's
+/// code run there.
+pub(crate) type Work = Box<dyn FnOnce() -> bool + Send>;
 
 /// The threads of one kind: how they are named and their stack, at most
 /// how many live at once, and those idle.
@@ -77,10 +81,15 @@ impl Kept {
             builder = builder.stack_size(stack);
         }
         let started = builder.spawn(move || {
-            work();
+            #[cfg_attr(swaplock_model, allow(unused_variables))]
+            let kept = work();
             #[cfg(not(swaplock_model))]
-            while let Some(next) = self.idle.next() {
-                next();
+            if kept {
+                while let Some(next) = self.idle.next() {
+                    if !next() {
+                        break;
+                    }
+                }
             }
             self.live.fetch_sub(1, Ordering::SeqCst);
         });
@@ -215,6 +224,7 @@ mod tests {
             .run(Box::new(move || {
                 let me = crate::sync::thread::current();
                 first.send((me.id(), me.name().map(str::to_owned))).unwrap();
+                true
             }))
             .unwrap();
         let (ran, name) = rx.recv().unwrap();
@@ -222,8 +232,7 @@ mod tests {
         until(|| THREADS.idle.idle_now() == 1);
         THREADS
             .run(Box::new(move || {
-                tx.send((crate::sync::thread::current().id(), None))
-                    .unwrap()
+                tx.send((crate::sync::thread::current().id(), None)).is_ok()
             }))
             .unwrap();
         assert_eq!(rx.recv().unwrap().0, ran, "a new thread ran the work");
@@ -239,11 +248,15 @@ mod tests {
             .run(Box::new(move || {
                 wait.recv().unwrap();
                 done.send(()).unwrap();
+                true
             }))
             .unwrap();
         let ran = std::sync::Arc::new(crate::sync::atomic::AtomicBool::new(false));
         let theirs = std::sync::Arc::clone(&ran);
-        let refused = THREADS.run(Box::new(move || theirs.store(true, Ordering::SeqCst)));
+        let refused = THREADS.run(Box::new(move || {
+            theirs.store(true, Ordering::SeqCst);
+            true
+        }));
         assert_eq!(refused.unwrap_err().kind(), io::ErrorKind::WouldBlock);
         assert_eq!(
             std::sync::Arc::strong_count(&ran),
@@ -254,7 +267,7 @@ mod tests {
         finished.recv().unwrap();
         until(|| THREADS.idle.idle_now() == 1);
         let (tx, rx) = mpsc::channel();
-        THREADS.run(Box::new(move || tx.send(()).unwrap())).unwrap();
+        THREADS.run(Box::new(move || tx.send(()).is_ok())).unwrap();
         rx.recv().unwrap();
         assert!(!ran.load(Ordering::SeqCst));
     }

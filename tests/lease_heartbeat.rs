@@ -108,3 +108,45 @@ fn a_released_lease_reports_nothing_after_its_release() {
     guard.release().unwrap();
     assert_eq!(std::fs::read(&first).unwrap(), b"another program's\n");
 }
+
+/// What a hook takes counts as its thread's (a reentrant hold, a lock
+/// "held by this thread"): the heartbeat thread that ran one lease's hook
+/// never runs the next lease's, or the second hook would re-enter a hold
+/// that the first handed to another thread.
+#[test]
+fn hooks_of_two_leases_never_share_what_a_thread_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = dir.path().join("shared.lock");
+    let (tx, rx) = mpsc::channel();
+    let tx = Arc::new(Mutex::new(tx));
+    let lease = |name: &str, first: bool| {
+        let (tx, shared) = (Arc::clone(&tx), shared.clone());
+        SoftLock::lease(dir.path().join(name))
+            .lease_duration(Duration::from_secs(60))
+            .heartbeat_interval(Duration::from_millis(10))
+            .on_compromise(move |_| {
+                let lock = SoftLock::marker(&shared).reentrant(true);
+                let got = if first { lock.lock() } else { lock.try_lock() };
+                let _ = tx.lock().unwrap().send(got.map_err(|e| e.kind()));
+            })
+    };
+    let a = lease("a.lock", true).lock().unwrap();
+    std::fs::remove_file(dir.path().join("a.lock")).unwrap();
+    // The first hook's hold, now this thread's to keep.
+    let held = rx
+        .recv_timeout(BOUND)
+        .expect("no report in time")
+        .expect("the first hook took the shared lock");
+    // Returns once the report ended.
+    a.release().unwrap();
+    let b = lease("b.lock", false).lock().unwrap();
+    std::fs::remove_file(dir.path().join("b.lock")).unwrap();
+    let second = rx.recv_timeout(BOUND).expect("no report in time");
+    assert_eq!(
+        second.map(drop),
+        Err(std::io::ErrorKind::WouldBlock),
+        "the second hook entered a lock held by this thread"
+    );
+    held.release().unwrap();
+    b.release().unwrap();
+}

@@ -1,45 +1,49 @@
 //! A lease's heartbeat thread (PROTOCOL 7.15) is kept for the process's
 //! next lease rather than started at each acquire and joined at each
-//! release. A file of its own: the test reads the process's threads by
-//! name, which another test's leases would add to.
+//! release, and a lease whose heartbeat cannot start is not kept. A file
+//! of its own: the tests read the process's threads by name, which
+//! another test's leases would add to.
 
 #![cfg(target_os = "linux")]
 
+use std::time::{Duration, Instant};
 use swaplock::SoftLock;
+
+/// The threads of this process named as lease heartbeats.
+fn heartbeats() -> Vec<String> {
+    let mut found = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap() {
+        let task = task.unwrap();
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.starts_with("filelock-lease") {
+            found.push(task.file_name().to_string_lossy().into_owned());
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The lease heartbeats of this process once one is there (a new thread
+/// names itself once it runs); none after 10 s.
+fn some_heartbeats() -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let found = heartbeats();
+        if !found.is_empty() || Instant::now() > deadline {
+            return found;
+        }
+        std::thread::yield_now();
+    }
+}
 
 /// The thread of a released lease's heartbeat serves the process's next
 /// lease: no thread is started and joined at each acquire and release.
 #[test]
 fn a_released_leases_heartbeat_thread_serves_the_next_lease() {
-    /// The threads of this process named as lease heartbeats.
-    fn heartbeats() -> Vec<String> {
-        let mut found = Vec::new();
-        for task in std::fs::read_dir("/proc/self/task").unwrap() {
-            let task = task.unwrap();
-            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-            if comm.starts_with("filelock-lease") {
-                found.push(task.file_name().to_string_lossy().into_owned());
-            }
-        }
-        found.sort();
-        found
-    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("job.lock");
     let guard = SoftLock::lease(&path).lock().unwrap();
-    // A new thread names itself once it runs.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let first = loop {
-        let found = heartbeats();
-        if !found.is_empty() {
-            break found;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no heartbeat thread while held"
-        );
-        std::thread::yield_now();
-    };
+    let first = some_heartbeats();
     assert_eq!(first.len(), 1, "{first:?}");
     guard.release().unwrap();
     for _ in 0..5 {
@@ -47,4 +51,105 @@ fn a_released_leases_heartbeat_thread_serves_the_next_lease() {
         assert_eq!(heartbeats(), first, "a new thread beats for the next lease");
         guard.release().unwrap();
     }
+}
+
+/// With the process's descriptors all but spent, a lease's acquire either
+/// holds with its heartbeat beating, or fails, leaving no marker: never a
+/// lease that nothing refreshes, which a peer would take over once its
+/// duration passed while its holder, never told, went on. Each limit is
+/// tried in a child of its own, which leaves its answer as its status.
+#[test]
+fn a_lease_whose_heartbeat_cannot_start_is_not_kept() {
+    const BEATING: i32 = 0;
+    const NOT_BEATING: i32 = 1;
+    const REFUSED_CLEANLY: i32 = 2;
+    const MARKER_LEFT: i32 = 3;
+    const OTHER_ERROR: i32 = 4;
+    let dir = tempfile::tempdir().unwrap();
+    let mut answers = Vec::new();
+    for spare in 0..12u64 {
+        let path = dir.path().join(format!("{spare}.lock"));
+        // SAFETY: the child only calls into the library and the C library
+        // and leaves through `_exit`.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let answer = (|| {
+                // Exactly `spare` descriptors free above the highest open.
+                let top = std::fs::read_dir("/proc/self/fd")
+                    .unwrap()
+                    .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u64>().ok())
+                    .max()
+                    .unwrap();
+                let mut limit = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                // SAFETY: a valid out-pointer, then plain calls.
+                unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+                let before = limit;
+                // SAFETY: plain calls.
+                unsafe {
+                    limit.rlim_cur = top + 1 + spare;
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                        return OTHER_ERROR;
+                    }
+                    // Fill the holes below the highest descriptor.
+                    loop {
+                        let fd = libc::dup(0);
+                        if fd < 0 || fd as u64 > top {
+                            if fd >= 0 {
+                                libc::close(fd);
+                            }
+                            break;
+                        }
+                    }
+                }
+                let lock = SoftLock::lease(&path).lease_duration(Duration::from_secs(60));
+                let taken = lock.try_lock();
+                // What follows looks at the outcome with descriptors to spare.
+                // SAFETY: a plain call.
+                unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &before) };
+                match taken {
+                    Ok(guard) => {
+                        let beating = !some_heartbeats().is_empty();
+                        std::mem::forget(guard);
+                        if beating {
+                            BEATING
+                        } else {
+                            NOT_BEATING
+                        }
+                    }
+                    Err(e) if e.to_string().contains("heartbeat could not start") => {
+                        match std::fs::symlink_metadata(&path) {
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => REFUSED_CLEANLY,
+                            _ => MARKER_LEFT,
+                        }
+                    }
+                    Err(_) => OTHER_ERROR,
+                }
+            })();
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(answer) }
+        }
+        let mut status = 0;
+        // SAFETY: `status` is a valid out-pointer; `pid` is our child.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(libc::WIFEXITED(status), "child status {status}");
+        answers.push((spare, libc::WEXITSTATUS(status)));
+    }
+    assert!(
+        !answers
+            .iter()
+            .any(|(_, a)| *a == NOT_BEATING || *a == MARKER_LEFT),
+        "(spare descriptors, answer): {answers:?}"
+    );
+    assert!(
+        answers.iter().any(|(_, a)| *a == REFUSED_CLEANLY),
+        "no limit made the heartbeat fail to start: {answers:?}"
+    );
+    assert!(
+        answers.iter().any(|(_, a)| *a == BEATING),
+        "no limit let the lease be taken: {answers:?}"
+    );
 }

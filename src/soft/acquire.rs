@@ -228,7 +228,7 @@ impl SoftLock {
         match outcome {
             Ok(Attempt::Acquired(held)) => {
                 let registered = key.clone().map(|key| Registered::new(&HELD, key));
-                let hold = Hold::new(self, dir, me, held, lease, registered);
+                let hold = Hold::new(self, dir, me, held, lease, registered)?;
                 let hold = match key.filter(|_| self.reentrant) {
                     Some(key) => {
                         let hold = Arc::new(hold);

@@ -174,10 +174,15 @@ impl Hold {
         held: Held<File>,
         lease: Option<(LeaseTerms, Duration)>,
         registered: Option<Registered<Arc<Path>>>,
-    ) -> Self {
-        let heartbeat = lease
-            .and_then(|(terms, interval)| start_heartbeat(lock, &dir, &me, &held, terms, interval));
-        Hold {
+    ) -> io::Result<Self> {
+        let heartbeat =
+            lease.map(|(terms, interval)| start_heartbeat(lock, &dir, &me, &held, terms, interval));
+        let (heartbeat, failed) = match heartbeat {
+            Some(Ok(h)) => (Some(h), None),
+            Some(Err(e)) => (None, Some(e)),
+            None => (None, None),
+        };
+        let mut hold = Hold {
             lock: lock.clone(),
             dir,
             me,
@@ -185,7 +190,28 @@ impl Hold {
             lease: lease.map(|l| l.0),
             heartbeat,
             registered,
-        }
+        };
+        let Some(failed) = failed else {
+            return Ok(hold);
+        };
+        // A lease that no heartbeat refreshes is taken over by a peer once
+        // its duration passes, its holder never told: it is not kept.
+        let kind = failed.kind();
+        let released = hold.release_inner().err();
+        let source = io::Error::new(
+            kind,
+            match released {
+                None => format!(
+                    "the lease's heartbeat could not start ({failed}), so the lease was \
+                     released at once; free descriptors or threads and try again"
+                ),
+                Some(r) => format!(
+                    "the lease's heartbeat could not start ({failed}), and the lease's \
+                     release failed too ({r})"
+                ),
+            },
+        );
+        Err(LockError::io(&lock.path, Step::Lock, kind, source))
     }
 
     pub(super) fn token(&self) -> Option<String> {
@@ -337,7 +363,7 @@ pub(super) fn start_heartbeat(
     held: &Held<File>,
     terms: LeaseTerms,
     interval: Duration,
-) -> Option<Heartbeat> {
+) -> io::Result<Heartbeat> {
     let dir = sys::dup_dir(dir)?;
     let file = sys::dup_file(&held.file)?;
     let id: FileId = held.id;
@@ -365,7 +391,6 @@ pub(super) fn start_heartbeat(
                 }
             }
         }),
-    )
-    .ok()?;
-    Some(Heartbeat { beat, compromise })
+    )?;
+    Ok(Heartbeat { beat, compromise })
 }

@@ -100,12 +100,12 @@ mod sys {
         name.as_bytes()
     }
 
-    pub(super) fn dup_dir(dir: &Dir) -> Option<Dir> {
-        dup(dir).ok()
+    pub(super) fn dup_dir(dir: &Dir) -> std::io::Result<Dir> {
+        dup(dir).map_err(crate::error::os_error)
     }
 
-    pub(super) fn dup_file(file: &File) -> Option<File> {
-        dup(file).ok()
+    pub(super) fn dup_file(file: &File) -> std::io::Result<File> {
+        dup(file).map_err(crate::error::os_error)
     }
 
     /// What tells two opens of a directory apart: its identity.
@@ -136,12 +136,12 @@ mod sys {
         name.to_str().map(str::as_bytes).unwrap_or_default()
     }
 
-    pub(super) fn dup_dir(dir: &Dir) -> Option<Dir> {
-        Some(dir.clone())
+    pub(super) fn dup_dir(dir: &Dir) -> std::io::Result<Dir> {
+        Ok(dir.clone())
     }
 
-    pub(super) fn dup_file(file: &File) -> Option<File> {
-        file.try_clone().ok()
+    pub(super) fn dup_file(file: &File) -> std::io::Result<File> {
+        file.try_clone()
     }
 
     /// What tells two opens of a directory apart: its full path.

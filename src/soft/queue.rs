@@ -410,7 +410,10 @@ mod imp {
         crate::sync::model::queue_thread_started();
         let theirs = Arc::clone(member);
         THREADS
-            .run(Box::new(move || wait_in_kernel(&theirs)))
+            .run(Box::new(move || {
+                wait_in_kernel(&theirs);
+                true
+            }))
             .is_ok()
     }
 
