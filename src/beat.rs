@@ -21,6 +21,20 @@ pub(crate) enum Tick {
     End(Option<Box<dyn FnOnce() + Send>>),
 }
 
+impl Tick {
+    /// The beat ends with a loss found: `c` is stored in `lost` at once,
+    /// and the hook, if any, called with it as the report.
+    pub(crate) fn lost<C: Copy + Send + 'static>(
+        lost: &Mutex<Option<C>>,
+        hook: Option<&Arc<dyn Fn(C) + Send + Sync>>,
+        c: C,
+    ) -> Tick {
+        *lock(lost) = Some(c);
+        let hook = hook.cloned();
+        Tick::End(hook.map(|hook| Box::new(move || hook(c)) as Box<dyn FnOnce() + Send>))
+    }
+}
+
 /// The work of one beat: a tick.
 pub(crate) type Ticks = Box<dyn FnMut() -> Tick + Send>;
 

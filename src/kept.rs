@@ -31,25 +31,14 @@ pub(crate) struct Kept {
 impl Kept {
     /// Threads named `name()`, with `stack` bytes of stack (`None`: std's
     /// default), `most` of them alive at once.
-    #[cfg(not(swaplock_model))]
     pub(crate) const fn new(name: fn() -> String, stack: Option<usize>, most: usize) -> Self {
         Kept {
             name,
             stack,
             most,
             live: AtomicUsize::new(0),
+            #[cfg(not(swaplock_model))]
             idle: idle::Idle::new(),
-        }
-    }
-
-    /// See the other build's.
-    #[cfg(swaplock_model)]
-    pub(crate) const fn new(name: fn() -> String, stack: Option<usize>, most: usize) -> Self {
-        Kept {
-            name,
-            stack,
-            most,
-            live: AtomicUsize::new(0),
         }
     }
 

@@ -551,13 +551,7 @@ impl SoftRwLock {
                 match watch.observe(beat, monotonic_now()) {
                     None => Tick::Again,
                     Some(_) if done.load(Ordering::Acquire) => Tick::End(None),
-                    Some(c) => {
-                        *lock(&lost) = Some(c);
-                        let hook = hook.clone();
-                        Tick::End(
-                            hook.map(|hook| Box::new(move || hook(c)) as Box<dyn FnOnce() + Send>),
-                        )
-                    }
+                    Some(c) => Tick::lost(&lost, hook.as_ref(), c),
                 }
             }),
         )?;

@@ -382,13 +382,7 @@ pub(super) fn start_heartbeat(
             let result = protocol::refresh(&mut sys, &cfg, &held);
             match watch.observe(result, sys.now()) {
                 None => Tick::Again,
-                Some(c) => {
-                    *crate::sync::lock(&report) = Some(c);
-                    let hook = hook.clone();
-                    Tick::End(
-                        hook.map(|hook| Box::new(move || hook(c)) as Box<dyn FnOnce() + Send>),
-                    )
-                }
+                Some(c) => Tick::lost(&report, hook.as_ref(), c),
             }
         }),
     )?;
