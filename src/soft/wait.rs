@@ -288,33 +288,27 @@ impl WakeOnRelease<'_, '_> {
             }
             #[cfg(not(swaplock_model))]
             let waited = elapsed + began.elapsed();
-            if turned || skipped == queue::MOST_SKIPS || self.hook.is_some() || !self.queue.moved()
-            {
-                return Some(Behind {
-                    turned,
-                    counted,
-                    waited,
-                    skipped,
-                });
-            }
-            skipped += 1;
-            #[cfg(swaplock_model)]
-            crate::sync::model::queue_pause_skipped();
-            #[cfg(swaplock_model)]
-            {
-                waited += pause;
-            }
-            match self.deadline.busy(holder, waited) {
-                Some(next) => pause = next,
-                None => {
-                    return Some(Behind {
-                        turned,
-                        counted,
-                        waited,
-                        skipped,
-                    })
+            let served =
+                !turned && skipped < queue::MOST_SKIPS && self.hook.is_none() && self.queue.moved();
+            if served {
+                skipped += 1;
+                #[cfg(swaplock_model)]
+                crate::sync::model::queue_pause_skipped();
+                #[cfg(swaplock_model)]
+                {
+                    waited += pause;
+                }
+                if let Some(next) = self.deadline.busy(holder, waited) {
+                    pause = next;
+                    continue;
                 }
             }
+            return Some(Behind {
+                turned,
+                counted,
+                waited,
+                skipped,
+            });
         }
     }
 }
