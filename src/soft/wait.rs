@@ -288,9 +288,11 @@ impl WakeOnRelease<'_, '_> {
             }
             #[cfg(not(swaplock_model))]
             let waited = elapsed + began.elapsed();
-            let served =
-                !turned && skipped < queue::MOST_SKIPS && self.hook.is_none() && self.queue.moved();
-            if served {
+            let over = turned
+                || skipped == queue::MOST_SKIPS
+                || self.hook.is_some()
+                || !self.queue.moved();
+            if !over {
                 skipped += 1;
                 #[cfg(swaplock_model)]
                 crate::sync::model::queue_pause_skipped();
