@@ -58,7 +58,7 @@ mod scan;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod linux {
     use std::alloc::{GlobalAlloc, Layout, System};
-    use std::ffi::CString;
+    use std::ffi::{CStr, CString};
     use std::io::{BufRead, BufReader, Write};
     use std::os::unix::ffi::OsStrExt;
     use std::path::{Path, PathBuf};
@@ -177,6 +177,90 @@ mod linux {
             libc::write(fd, record.as_ptr().cast(), record.len());
             libc::unlink(p.as_ptr());
             libc::close(fd);
+        }
+    }
+
+    /// The soft kinds' own floor: the syscalls of an uncontended cycle of
+    /// the protocol both swaplock and filelock 4.2.11 run where the
+    /// directory has unnamed files and an exchange (PROTOCOL 7.2 step 3,
+    /// 7.4, 7.10), with none of the checks or bookkeeping around them:
+    /// the record written into an unnamed file and linked at the lock
+    /// path; at the release, the released record over it, a placeholder
+    /// linked under a break name and exchanged in, then both names
+    /// removed. `durable`: each of the two files synced before its name
+    /// (`SoftLock::durable`). The lock's directory stays open across
+    /// cycles.
+    fn soft_protocol_floor(dir: i32, name: &CStr, brk: &CStr, durable: bool) {
+        let record = b"4242\nvm\n6870303619024644360502512345\n1733541234.5\nexclusive\n12345678\n";
+        let placeholder = b"filelock/break\n4242\n";
+        let released = b"filelock/released\n";
+        // SAFETY: plain syscalls on descriptors this function owns (the
+        // directory's, the caller's), with buffers that outlive the calls.
+        unsafe {
+            let mut st: libc::stat = std::mem::zeroed();
+            let unnamed = |mode: libc::c_uint| {
+                let fd = libc::openat(
+                    dir,
+                    c".".as_ptr(),
+                    libc::O_WRONLY | libc::O_TMPFILE | libc::O_CLOEXEC,
+                    mode,
+                );
+                assert!(
+                    fd >= 0,
+                    "no unnamed files here: {}",
+                    std::io::Error::last_os_error()
+                );
+                fd
+            };
+            let link = |fd: i32, to: &CStr| {
+                let from = CString::new(format!("/proc/self/fd/{fd}")).unwrap();
+                libc::linkat(
+                    libc::AT_FDCWD,
+                    from.as_ptr(),
+                    dir,
+                    to.as_ptr(),
+                    libc::AT_SYMLINK_FOLLOW,
+                )
+            };
+            // Acquire.
+            let marker = unnamed(0o644);
+            libc::fstatat(dir, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW);
+            libc::fstat(marker, &mut st);
+            libc::write(marker, record.as_ptr().cast(), record.len());
+            if durable {
+                libc::fsync(marker);
+            }
+            assert_eq!(link(marker, name), 0);
+            // Release.
+            libc::pwrite(marker, released.as_ptr().cast(), released.len(), 0);
+            libc::ftruncate(marker, released.len() as _);
+            libc::fstat(marker, &mut st);
+            libc::fstatat(dir, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW);
+            let ph = unnamed(0o600);
+            libc::write(ph, placeholder.as_ptr().cast(), placeholder.len());
+            if durable {
+                libc::fsync(ph);
+            }
+            assert_eq!(link(ph, brk), 0);
+            assert_eq!(
+                libc::syscall(
+                    libc::SYS_renameat2,
+                    dir,
+                    brk.as_ptr(),
+                    dir,
+                    name.as_ptr(),
+                    libc::RENAME_EXCHANGE
+                ),
+                0
+            );
+            libc::fstatat(dir, brk.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW);
+            libc::unlinkat(dir, brk.as_ptr(), 0);
+            libc::fstat(ph, &mut st);
+            libc::fstatat(dir, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW);
+            libc::unlinkat(dir, name.as_ptr(), 0);
+            libc::close(ph);
+            libc::fstat(marker, &mut st);
+            libc::close(marker);
         }
     }
 
@@ -478,6 +562,41 @@ mod linux {
                 us(ours),
                 us(floor),
                 ratio(ours, floor),
+            );
+        }
+
+        println!("\n## Soft kinds against their own syscalls ({cycles} cycles, mean)\n");
+        println!("The syscalls alone of one uncontended cycle, with none of the checks or bookkeeping around them: swaplock's protocol (the record linked from an unnamed file, PROTOCOL 7.2 step 3; the released record, then a placeholder exchanged in, 7.4, 7.10) and filelock 4.2.11's (an exclusive create, the write, `lstat`, `unlink`, the close). Each implementation's cycle against its own.\n");
+        println!("| kind | swaplock | its protocol's syscalls | vs them | filelock 4.2.11 | its syscalls | vs them |");
+        println!("|---|---|---|---|---|---|---|");
+        let floor_dir = at("protocol-floor");
+        std::fs::create_dir_all(&floor_dir).unwrap();
+        let dir_fd = std::fs::File::open(&floor_dir).unwrap();
+        let theirs_path = at("filelock-floor.lock");
+        let theirs = per_cycle(cycles, || soft_floor(&theirs_path));
+        for (kind, durable) in [("soft", true), ("soft-volatile", false)] {
+            let path = at(&format!("{kind}-vs-protocol.lock"));
+            let ours = per_cycle(cycles, || {
+                soft_lock(kind, &path).lock().unwrap().release().unwrap()
+            });
+            let floor = per_cycle(cycles, || {
+                soft_protocol_floor(
+                    std::os::fd::AsRawFd::as_raw_fd(&dir_fd),
+                    c"p.lock",
+                    c"p.lock.break.4242.0123456789abcdef0123456789abcdef",
+                    durable,
+                )
+            });
+            let (py_cell, py_vs) = match py_of("soft") {
+                Some(d) => (us(d), ratio(d, theirs)),
+                None => ("".to_owned(), "".to_owned()),
+            };
+            println!(
+                "| {kind} | {} | {} | {} | {py_cell} | {} | {py_vs} |",
+                us(ours),
+                us(floor),
+                ratio(ours, floor),
+                us(theirs),
             );
         }
 
