@@ -1,16 +1,25 @@
-//! A heartbeat: work that ticks every interval on a kept thread
-//! ([`crate::kept`]) until it is stopped or ends itself, and that is
-//! stopped for sure. Once [`Beat::stop`] returns, no tick runs and none
-//! will, a report under way has ended, and the work (its descriptors) is
-//! dropped, as a join of a thread of its own would have it; but the
-//! thread is not joined, and serves the process's next heartbeat: a
-//! lease's (PROTOCOL 7.15), a read-write lock's participant's (16.8).
+//! A heartbeat: work that ticks every interval on a thread of its kind
+//! until it is stopped or ends itself, and that is stopped for sure. Once
+//! [`Beat::stop`] returns, no tick runs and none will, a report under way
+//! has ended, and the work (its descriptors) is dropped, as a join of a
+//! thread of its own would have it; but the thread is not joined: it
+//! serves the process's next heartbeat of its kind, a lease's (PROTOCOL
+//! 7.15) or a read-write lock's participant's (16.8).
+//!
+//! Neither a start nor a stop wakes that thread, where it can be helped:
+//! a lock held for a tenth of a millisecond would pay for two wake-ups of
+//! another thread in each cycle (on a busy machine, two preemptions of the
+//! holder). A stop takes the work and lists the thread's slot as idle; the
+//! thread sleeps on until the tick it was waiting for. A start gives its
+//! work to an idle slot and wakes the thread only if its first tick is due
+//! before the thread wakes anyway. A thread that wakes with no work leaves
+//! once it has been idle [`KEPT_FOR`].
 
-use crate::kept::Kept;
-use crate::sync::{lock, thread, Condvar, Mutex};
+use crate::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::{lock, thread, Condvar, Mutex, MutexGuard};
 use std::io;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What a tick found.
 pub(crate) enum Tick {
@@ -38,125 +47,333 @@ impl Tick {
 /// The work of one beat: a tick.
 pub(crate) type Ticks = Box<dyn FnMut() -> Tick + Send>;
 
+/// How long a thread with no work waits for the next beat's before it
+/// leaves (counted from its stop; a thread asleep until its old tick
+/// leaves at that tick, if it is later).
+#[cfg(not(swaplock_model))]
+pub(crate) const KEPT_FOR: Duration = Duration::from_secs(2);
+
+/// The threads of one kind of beat, for a `static`.
+pub(crate) struct Beats {
+    name: fn() -> String,
+    /// How many of its threads live (for tests).
+    live: AtomicUsize,
+    /// The slots whose thread has no work, this process's.
+    #[cfg(not(swaplock_model))]
+    idle: crate::lists::ProcessMutex<Idle>,
+}
+
+#[cfg(not(swaplock_model))]
+struct Idle {
+    pid: u32,
+    slots: Vec<Arc<Slot>>,
+}
+
 /// A beat started; [`stop`](Self::stop) it. Dropped without a stop, the
 /// beat goes on (a forked child's copy of its parent's).
 pub(crate) struct Beat {
-    shared: Arc<Shared>,
+    beats: &'static Beats,
+    slot: Arc<Slot>,
+    /// Which of the slot's beats this is.
+    nth: u64,
 }
 
-struct Shared {
+/// A thread's place: the beat it serves, if any.
+struct Slot {
     state: Mutex<State>,
     changed: Condvar,
 }
 
 struct State {
-    /// The work, until the beat is stopped or ends.
-    ticks: Option<Ticks>,
-    stopped: bool,
-    /// The thread that runs the beat's last report, while it runs.
+    /// The beat's work, until it is stopped or ends.
+    work: Option<Work>,
+    /// How many beats the slot was given: a stop of an earlier one finds
+    /// another number, and leaves the slot alone.
+    nth: u64,
+    /// The thread that runs a beat's last report, while it runs.
     reporting: Option<thread::ThreadId>,
+    /// Until when the thread sleeps, if it does with a timeout: a start
+    /// whose first tick comes earlier wakes it.
+    asleep_until: Option<Instant>,
+    /// Since when the slot has had no work.
+    #[cfg_attr(swaplock_model, allow(dead_code))]
+    idle_since: Option<Instant>,
+    /// Whether the slot is in its kind's idle list.
+    #[cfg_attr(swaplock_model, allow(dead_code))]
+    listed: bool,
+    /// Whether its thread left or leaves: no work is given to it again.
+    #[cfg_attr(swaplock_model, allow(dead_code))]
+    retired: bool,
+}
+
+struct Work {
+    ticks: Ticks,
+    interval: Duration,
+    /// When the next tick is due.
+    due: Instant,
+}
+
+impl Beats {
+    /// The threads of a kind of beat, named by `name`.
+    pub(crate) const fn new(name: fn() -> String) -> Self {
+        Beats {
+            name,
+            live: AtomicUsize::new(0),
+            #[cfg(not(swaplock_model))]
+            idle: crate::lists::ProcessMutex::new(Idle {
+                pid: 0,
+                slots: Vec::new(),
+            }),
+        }
+    }
+
+    /// How many threads of this kind live.
+    #[cfg(all(test, not(swaplock_model)))]
+    pub(crate) fn live(&self) -> usize {
+        self.live.load(Ordering::SeqCst)
+    }
+
+    /// The idle list, this process's (a forked child's copy of its
+    /// parent's lists slots whose threads are not in the child: forgotten).
+    #[cfg(not(swaplock_model))]
+    fn idle(&'static self) -> crate::sync::MutexGuard<'static, Idle> {
+        let mut idle = self.idle.lock();
+        let pid = crate::pid::id();
+        if idle.pid != pid {
+            for slot in std::mem::take(&mut idle.slots) {
+                std::mem::forget(slot);
+            }
+            idle.pid = pid;
+        }
+        idle
+    }
+
+    /// Lists `slot` as idle; the caller holds its state, whose `listed`
+    /// it sets.
+    #[cfg(not(swaplock_model))]
+    fn list(&'static self, slot: &Arc<Slot>) {
+        self.idle().slots.push(Arc::clone(slot));
+    }
+
+    /// Takes `slot` off the idle list: whether it was on it (if not, a
+    /// start took it and gives it work).
+    #[cfg(not(swaplock_model))]
+    fn unlist(&'static self, slot: &Arc<Slot>) -> bool {
+        let mut idle = self.idle();
+        match idle.slots.iter().position(|s| Arc::ptr_eq(s, slot)) {
+            Some(at) => {
+                idle.slots.swap_remove(at);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Waits on `slot` until notified, or until `until` if any (which a
+    /// start reads: a beat due before it wakes the thread).
+    fn sleep<'a>(
+        slot: &'a Slot,
+        mut state: MutexGuard<'a, State>,
+        until: Option<Instant>,
+    ) -> MutexGuard<'a, State> {
+        state.asleep_until = until;
+        state = match until {
+            Some(until) => {
+                let left = until.saturating_duration_since(Instant::now());
+                crate::sync::wait_timeout(&slot.changed, state, left)
+            }
+            None => slot.changed.wait(state).unwrap_or_else(|p| p.into_inner()),
+        };
+        state.asleep_until = None;
+        state
+    }
+
+    /// The thread of `slot`: ticks its beats' work, each tick under the
+    /// slot's lock (so that a stop waits for it), until it has had no work
+    /// for [`KEPT_FOR`] or ran a report (the caller's code: the thread is
+    /// not kept after it).
+    // Under the model, where no thread is kept, a loop that ends with the
+    // work.
+    #[cfg_attr(swaplock_model, allow(clippy::while_let_loop))]
+    fn serve(&'static self, slot: Arc<Slot>) {
+        let mut state = lock(&slot.state);
+        loop {
+            let Some(work) = state.work.as_mut() else {
+                // Under the model no thread is kept: it leaves at its stop.
+                #[cfg(swaplock_model)]
+                break;
+                #[cfg(not(swaplock_model))]
+                {
+                    let now = Instant::now();
+                    if !state.listed {
+                        // Its work ended without a report (no stop took it).
+                        state.listed = true;
+                        state.idle_since = Some(now);
+                        self.list(&slot);
+                    }
+                    let until = state.idle_since.unwrap_or(now) + KEPT_FOR;
+                    if now >= until {
+                        if self.unlist(&slot) {
+                            state.listed = false;
+                            state.retired = true;
+                            break;
+                        }
+                        // A start took the slot: its work comes under the
+                        // lock this wait lets go.
+                        state = Self::sleep(&slot, state, None);
+                        continue;
+                    }
+                    state = Self::sleep(&slot, state, Some(until));
+                    continue;
+                }
+            };
+            let now = Instant::now();
+            // Under the model the beat never ticks (its clock never moves
+            // by an interval): the wait ends at the stop.
+            if cfg!(swaplock_model) || now < work.due {
+                let due = work.due;
+                state = Self::sleep(&slot, state, (!cfg!(swaplock_model)).then_some(due));
+                continue;
+            }
+            let report = match (work.ticks)() {
+                Tick::Again => {
+                    work.due = Instant::now() + work.interval;
+                    continue;
+                }
+                Tick::End(report) => report,
+            };
+            // The work ends: a stop from now on waits until it is dropped
+            // and its report, if any, has run (unless the report stops
+            // the beat itself).
+            let ended = state.work.take();
+            state.reporting = Some(thread::current().id());
+            let kept = report.is_none();
+            state.retired = !kept;
+            drop(state);
+            drop(ended);
+            if let Some(report) = report {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(report));
+            }
+            state = lock(&slot.state);
+            state.reporting = None;
+            slot.changed.notify_all();
+            if !kept {
+                break;
+            }
+        }
+        drop(state);
+        self.live.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Beat {
-    /// Starts `ticks`, every `interval`, on a thread of `threads`; an
-    /// error if none could run it.
+    /// Starts `ticks`, every `interval`, on a thread of `beats`; an error
+    /// if none could run it (the work is then dropped, unrun).
     pub(crate) fn start(
-        threads: &'static Kept,
+        beats: &'static Beats,
         interval: Duration,
         ticks: Ticks,
     ) -> io::Result<Beat> {
-        let shared = Arc::new(Shared {
+        let work = Work {
+            ticks,
+            interval,
+            due: Instant::now() + interval,
+        };
+        #[cfg(not(swaplock_model))]
+        let work = {
+            loop {
+                let Some(slot) = beats.idle().slots.pop() else {
+                    break work;
+                };
+                let mut state = lock(&slot.state);
+                state.listed = false;
+                if state.retired {
+                    continue;
+                }
+                // Woken only if its first tick comes before the thread
+                // wakes anyway (asleep with no timeout: at once).
+                if state.asleep_until.is_none_or(|t| t > work.due) {
+                    slot.changed.notify_all();
+                }
+                state.nth += 1;
+                state.idle_since = None;
+                let nth = state.nth;
+                state.work = Some(work);
+                drop(state);
+                return Ok(Beat { beats, slot, nth });
+            }
+        };
+        beats.live.fetch_add(1, Ordering::SeqCst);
+        let slot = Arc::new(Slot {
             state: Mutex::new(State {
-                ticks: Some(ticks),
-                stopped: false,
+                work: Some(work),
+                nth: 1,
                 reporting: None,
+                asleep_until: None,
+                idle_since: None,
+                listed: false,
+                retired: false,
             }),
             changed: Condvar::new(),
         });
-        let theirs = Arc::clone(&shared);
-        threads.run(Box::new(move || theirs.beat(interval)))?;
-        Ok(Beat { shared })
+        let theirs = Arc::clone(&slot);
+        let started = thread::Builder::new()
+            .name((beats.name)())
+            .spawn(move || beats.serve(theirs));
+        if let Err(e) = started {
+            beats.live.fetch_sub(1, Ordering::SeqCst);
+            // The work, with its descriptors, goes now.
+            drop(lock(&slot.state).work.take());
+            return Err(e);
+        }
+        Ok(Beat {
+            beats,
+            slot,
+            nth: 1,
+        })
     }
 
     /// Stops the beat: waits for a tick under way, and for a report under
     /// way unless this thread is the one that runs it (a report that
-    /// stops its own beat); then drops the work.
+    /// stops its own beat); then drops the work. The thread is not woken:
+    /// its slot is listed idle, for the next beat's work.
     pub(crate) fn stop(self) {
         let me = thread::current().id();
-        let mut state = lock(&self.shared.state);
-        state.stopped = true;
-        self.shared.changed.notify_all();
+        let mut state = lock(&self.slot.state);
         while state.reporting.is_some_and(|t| t != me) {
             state = self
-                .shared
+                .slot
                 .changed
                 .wait(state)
                 .unwrap_or_else(|p| p.into_inner());
         }
-        let ticks = state.ticks.take();
-        drop(state);
-        drop(ticks);
-    }
-}
-
-impl Shared {
-    /// The beat's thread: a tick every `interval` (each under the lock, so
-    /// that a stop waits for it), until stopped or the work ends. Whether
-    /// the thread may serve more work: not once it ran a report, the
-    /// caller's code ([`crate::kept::Work`]).
-    fn beat(&self, interval: Duration) -> bool {
-        let mut state = lock(&self.state);
-        loop {
-            // Under the model the beat never ticks (its clock never moves
-            // by an interval): the wait ends at the stop.
-            #[cfg(swaplock_model)]
-            let _ = interval;
-            #[cfg(swaplock_model)]
-            {
-                state = self
-                    .changed
-                    .wait_while(state, |s| !s.stopped)
-                    .unwrap_or_else(|p| p.into_inner());
-            }
-            #[cfg(not(swaplock_model))]
-            {
-                state =
-                    crate::sync::wait_timeout_while(&self.changed, state, interval, |s| !s.stopped);
-            }
-            if state.stopped {
-                return true;
-            }
-            let Some(ticks) = state.ticks.as_mut() else {
-                return true;
-            };
-            let report = match ticks() {
-                Tick::Again => continue,
-                Tick::End(report) => report,
-            };
-            let ended = state.ticks.take();
-            state.reporting = Some(thread::current().id());
-            drop(state);
-            drop(ended);
-            let kept = report.is_none();
-            if let Some(report) = report {
-                // A report that panics (a hook's) ends here, as it would
-                // end a thread of its own.
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(report));
-            }
-            lock(&self.state).reporting = None;
-            self.changed.notify_all();
-            return kept;
+        if state.nth != self.nth {
+            // Its work ended, and the slot serves another beat now.
+            return;
         }
+        let work = state.work.take();
+        #[cfg(swaplock_model)]
+        {
+            let _ = self.beats;
+            self.slot.changed.notify_all();
+        }
+        #[cfg(not(swaplock_model))]
+        if work.is_some() && !state.retired && !state.listed {
+            state.listed = true;
+            state.idle_since = Some(Instant::now());
+            self.beats.list(&self.slot);
+        }
+        drop(state);
+        drop(work);
     }
 }
 
 #[cfg(all(test, not(swaplock_model)))]
 mod tests {
     use super::*;
-    use crate::sync::atomic::{AtomicUsize, Ordering};
     use crate::sync::mpsc;
 
-    static THREADS: Kept = Kept::new(|| "swaplock-test-beat".into(), None, usize::MAX);
+    static THREADS: Beats = Beats::new(|| "swaplock-test-beat".into());
 
     /// Counts its drops: the work's, once stopped.
     struct Dropped(Arc<AtomicUsize>);
@@ -251,5 +468,102 @@ mod tests {
         .unwrap();
         told.recv().unwrap();
         beat.stop();
+    }
+
+    /// Spins (yielding) until `ready`, for ten seconds at most.
+    fn until(mut ready: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !ready() {
+            assert!(Instant::now() < deadline, "not ready in ten seconds");
+            thread::yield_now();
+        }
+    }
+
+    /// A beat whose ticks send their thread's id.
+    fn ticking(beats: &'static Beats, every: Duration) -> (Beat, mpsc::Receiver<thread::ThreadId>) {
+        let (tx, rx) = mpsc::channel();
+        let beat = Beat::start(
+            beats,
+            every,
+            Box::new(move || {
+                let _ = tx.send(thread::current().id());
+                Tick::Again
+            }),
+        )
+        .unwrap();
+        (beat, rx)
+    }
+
+    #[test]
+    fn a_stopped_beats_thread_ticks_the_next_beat() {
+        static BEATS: Beats = Beats::new(|| "swaplock-test-next".into());
+        let (first, ticks) = ticking(&BEATS, Duration::from_millis(5));
+        let ran = ticks.recv().unwrap();
+        first.stop();
+        for _ in 0..3 {
+            let (next, ticks) = ticking(&BEATS, Duration::from_millis(5));
+            assert_eq!(ticks.recv().unwrap(), ran, "another thread ticked");
+            next.stop();
+        }
+        assert_eq!(BEATS.live(), 1);
+    }
+
+    #[test]
+    fn a_start_wakes_a_thread_asleep_past_its_first_tick() {
+        static BEATS: Beats = Beats::new(|| "swaplock-test-wake".into());
+        let (first, _) = ticking(&BEATS, Duration::from_secs(3600));
+        let slot = Arc::clone(&first.slot);
+        // Asleep until its tick, an hour away.
+        until(|| lock(&slot.state).asleep_until.is_some());
+        first.stop();
+        let (next, ticks) = ticking(&BEATS, Duration::from_millis(5));
+        assert!(
+            Arc::ptr_eq(&next.slot, &slot),
+            "the idle thread was not given the work"
+        );
+        ticks
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the thread slept past the next beat's first tick");
+        next.stop();
+    }
+
+    #[test]
+    fn a_stop_wakes_no_thread_and_a_start_wakes_none_due_later() {
+        static BEATS: Beats = Beats::new(|| "swaplock-test-unwoken".into());
+        let (first, _) = ticking(&BEATS, Duration::from_secs(3600));
+        let slot = Arc::clone(&first.slot);
+        until(|| lock(&slot.state).asleep_until.is_some());
+        let asleep = lock(&slot.state).asleep_until;
+        first.stop();
+        let (next, _) = ticking(&BEATS, Duration::from_secs(7200));
+        assert!(Arc::ptr_eq(&next.slot, &slot));
+        // Woken, the thread would wait anew (until the next beat's tick)
+        // and its deadline would move.
+        for _ in 0..1000 {
+            thread::yield_now();
+            assert_eq!(
+                lock(&slot.state).asleep_until,
+                asleep,
+                "the thread was woken"
+            );
+        }
+        next.stop();
+    }
+
+    #[test]
+    fn a_thread_with_no_work_leaves() {
+        static BEATS: Beats = Beats::new(|| "swaplock-test-leaves".into());
+        let (beat, ticks) = ticking(&BEATS, Duration::from_millis(5));
+        ticks.recv().unwrap();
+        beat.stop();
+        let deadline = Instant::now() + KEPT_FOR + Duration::from_secs(10);
+        while BEATS.live() != 0 {
+            assert!(Instant::now() < deadline, "an idle thread stayed");
+            thread::yield_now();
+        }
+        assert!(
+            BEATS.idle().slots.is_empty(),
+            "a slot of no thread is listed"
+        );
     }
 }

@@ -1,8 +1,9 @@
 //! Threads of one kind kept a while after their work, for the next: a
 //! thread costs more to start (a `clone`, its stack mapped, and a join at
 //! its end) than the work some serve, a host queue member's kernel wait
-//! (PROTOCOL 7.20) or a lease's heartbeat (7.15), which come one after
-//! another in a process that takes a lock in a loop. A kept thread waits
+//! (PROTOCOL 7.20), which come one after another in a process that takes
+//! a lock in a loop. (Heartbeats keep their threads their own way,
+//! [`crate::beat`], which wakes none at a start or a stop.) A kept thread waits
 //! [`KEPT_FOR`] for work, then ends. Under the model checker no thread is
 //! kept, since its runs must end: each piece of work has a thread of its
 //! own.

@@ -96,6 +96,7 @@ mod atfork;
 mod beat;
 mod error;
 mod held;
+#[cfg(any(target_os = "linux", target_os = "android"))]
 mod kept;
 mod lists;
 #[cfg(all(test, swaplock_model))]

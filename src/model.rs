@@ -47,8 +47,13 @@ fn explore(schedules: usize, test: impl Fn() + Send + Sync + 'static) {
     std::env::set_var("SWAPLOCK_FCNTL_OFD", "0");
     let test = Arc::new(test);
     let t = Arc::clone(&test);
-    Runner::new(RandomScheduler::new_from_seed(1, schedules), Config::new()).run(move || t());
-    Runner::new(PctScheduler::new_from_seed(7, 3, schedules), Config::new()).run(move || test());
+    // Each modelled thread's stack: shuttle's default (32 KiB) is less than
+    // an unoptimised build of an async soft wait takes (a real thread has
+    // 2 MiB; the host queue's, 64 KiB, runs none of it).
+    let mut config = Config::new();
+    config.stack_size = 256 * 1024;
+    Runner::new(RandomScheduler::new_from_seed(1, schedules), config.clone()).run(move || t());
+    Runner::new(PctScheduler::new_from_seed(7, 3, schedules), config).run(move || test());
 }
 
 /// Who is inside a critical section: the promise is that this is never

@@ -63,7 +63,6 @@ pub(crate) fn now() -> std::time::Instant {
 /// out; under the model, once a test asks for it
 /// (`model::timeouts`), every timed wait lets another thread run
 /// and then ends, the clock ([`now`]) moved on by `timeout`.
-#[cfg(unix)]
 pub(crate) fn wait_timeout<'a, T>(
     changed: &Condvar,
     guard: MutexGuard<'a, T>,

@@ -53,6 +53,41 @@ fn a_released_leases_heartbeat_thread_serves_the_next_lease() {
     }
 }
 
+/// A forked child's lease beats on a thread of the child's own: the
+/// heartbeat thread its parent keeps idle is not in the child, and a lease
+/// handed to it would go unrefreshed (a peer would take it over once its
+/// duration passed, its holder never told).
+#[test]
+fn a_forked_childs_lease_beats_on_a_thread_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fork.lock");
+    // The parent keeps this heartbeat's thread idle for its next lease.
+    SoftLock::lease(&path).lock().unwrap().release().unwrap();
+    // SAFETY: the child only calls into the library and the C library and
+    // leaves through `_exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let beating = match SoftLock::lease(&path).lock() {
+            Ok(guard) => {
+                let beating = !some_heartbeats().is_empty();
+                let _ = guard.release();
+                beating
+            }
+            Err(_) => false,
+        };
+        // SAFETY: ends the child at once.
+        unsafe { libc::_exit(if beating { 0 } else { 1 }) }
+    }
+    let mut status = 0;
+    // SAFETY: `status` is a valid out-pointer; `pid` is our child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child's lease had no heartbeat thread (status {status})"
+    );
+}
+
 /// With the process's descriptors all but spent, a lease's acquire either
 /// holds with its heartbeat beating, or fails, leaving no marker: never a
 /// lease that nothing refreshes, which a peer would take over once its

@@ -90,12 +90,9 @@ struct Heartbeat {
 }
 
 /// The threads of the participants' heartbeats, kept a while for the
-/// process's next hold ([`crate::kept`]).
-static HEARTBEATS: crate::kept::Kept = crate::kept::Kept::new(
-    || format!("filelock-heartbeat-{}", crate::pid::id()),
-    None,
-    usize::MAX,
-);
+/// process's next hold ([`crate::beat`]).
+static HEARTBEATS: crate::beat::Beats =
+    crate::beat::Beats::new(|| format!("filelock-heartbeat-{}", crate::pid::id()));
 
 /// The canonical paths this process has locks on (and the process that
 /// made each: a forked child's locks are its own).

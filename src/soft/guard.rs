@@ -347,12 +347,8 @@ impl Drop for Hold {
 }
 
 /// The threads of lease heartbeats, kept a while for the process's next
-/// lease ([`crate::kept`]).
-static HEARTBEATS: Kept = Kept::new(
-    || format!("filelock-lease-{}", crate::pid::id()),
-    None,
-    usize::MAX,
-);
+/// lease ([`crate::beat`]).
+static HEARTBEATS: Beats = Beats::new(|| format!("filelock-lease-{}", crate::pid::id()));
 
 /// Starts the lease heartbeat on its own descriptors, so it outlives no
 /// borrow of the guard.

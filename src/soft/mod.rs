@@ -52,10 +52,9 @@
 //! ```
 
 use crate::adapter::soft::{self as os, SoftOs};
-use crate::beat::{Beat, Tick};
+use crate::beat::{Beat, Beats, Tick};
 use crate::error::{Explain, Explained, LockError, Step};
 use crate::held::{self, Registered};
-use crate::kept::Kept;
 use crate::sync::atomic::{AtomicBool, Ordering};
 use crate::sync::{Condvar, Mutex};
 use std::cell::Cell;
