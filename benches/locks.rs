@@ -666,7 +666,7 @@ mod linux {
         println!("\n## Takeover after the holder's SIGKILL ({n} kills)\n");
         println!("| kind | p50 | p99 | worst |");
         println!("|---|---|---|---|");
-        for kind in ["soft", "marker", "lease"] {
+        for kind in ["soft", "marker", "lease", "soft-volatile"] {
             let t = takeovers(kind, &dir.join(format!("k-{kind}.lock")), n);
             println!(
                 "| {kind} | {} | {} | {} |",
