@@ -109,8 +109,9 @@ struct State {
 struct Work {
     ticks: Ticks,
     interval: Duration,
-    /// When the next tick is due.
-    due: Instant,
+    /// When the next tick is due; `None`: never (an interval past what
+    /// the clock counts).
+    due: Option<Instant>,
 }
 
 impl Beats {
@@ -230,14 +231,14 @@ impl Beats {
             let now = Instant::now();
             // Under the model the beat never ticks (its clock never moves
             // by an interval): the wait ends at the stop.
-            if cfg!(swaplock_model) || now < work.due {
-                let due = work.due;
-                state = Self::sleep(&slot, state, (!cfg!(swaplock_model)).then_some(due));
+            let due = work.due.filter(|_| !cfg!(swaplock_model));
+            if due.is_none_or(|due| now < due) {
+                state = Self::sleep(&slot, state, due);
                 continue;
             }
             let report = match (work.ticks)() {
                 Tick::Again => {
-                    work.due = Instant::now() + work.interval;
+                    work.due = Instant::now().checked_add(work.interval);
                     continue;
                 }
                 Tick::End(report) => report,
@@ -277,7 +278,7 @@ impl Beat {
         let work = Work {
             ticks,
             interval,
-            due: Instant::now() + interval,
+            due: Instant::now().checked_add(interval),
         };
         #[cfg(not(swaplock_model))]
         let work = {
@@ -292,7 +293,10 @@ impl Beat {
                 }
                 // Woken only if its first tick comes before the thread
                 // wakes anyway (asleep with no timeout: at once).
-                if state.asleep_until.is_none_or(|t| t > work.due) {
+                if state
+                    .asleep_until
+                    .is_none_or(|t| work.due.is_some_and(|due| t > due))
+                {
                     slot.changed.notify_all();
                 }
                 state.nth += 1;
@@ -548,6 +552,26 @@ mod tests {
             );
         }
         next.stop();
+    }
+
+    #[test]
+    fn a_beat_whose_interval_the_clock_cannot_count_never_ticks_and_stops() {
+        static BEATS: Beats = Beats::new(|| "swaplock-test-never".into());
+        let (beat, ticks) = ticking(&BEATS, Duration::MAX);
+        let slot = Arc::clone(&beat.slot);
+        // Asleep with no timeout, its work never due.
+        until(|| {
+            let state = lock(&slot.state);
+            state.work.as_ref().is_some_and(|w| w.due.is_none()) && state.asleep_until.is_none()
+        });
+        beat.stop();
+        // The next beat, due, wakes it.
+        let (next, next_ticks) = ticking(&BEATS, Duration::from_millis(5));
+        next_ticks
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the thread slept on past the next beat's first tick");
+        next.stop();
+        assert!(ticks.try_recv().is_err(), "a beat of no interval ticked");
     }
 
     #[test]
