@@ -236,19 +236,26 @@ impl Beats {
                 state = Self::sleep(&slot, state, due);
                 continue;
             }
-            let report = match (work.ticks)() {
-                Tick::Again => {
+            // A tick that panics ends its beat, as a loss with no report
+            // would, and its thread: kept, it would take what the panic
+            // left half done to the next beat.
+            let ticked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (work.ticks)()));
+            let (report, kept) = match ticked {
+                Ok(Tick::Again) => {
                     work.due = Instant::now().checked_add(work.interval);
                     continue;
                 }
-                Tick::End(report) => report,
+                Ok(Tick::End(report)) => {
+                    let kept = report.is_none();
+                    (report, kept)
+                }
+                Err(_) => (None, false),
             };
             // The work ends: a stop from now on waits until it is dropped
             // and its report, if any, has run (unless the report stops
             // the beat itself).
             let ended = state.work.take();
             state.reporting = Some(thread::current().id());
-            let kept = report.is_none();
             state.retired = !kept;
             drop(state);
             drop(ended);
@@ -344,7 +351,11 @@ impl Beat {
     pub(crate) fn stop(self) {
         let me = thread::current().id();
         let mut state = lock(&self.slot.state);
-        while state.reporting.is_some_and(|t| t != me) {
+        // A report of a later beat on the slot (its work ended, and the
+        // slot serves another beat now) is not this beat's to wait for:
+        // the caller's code of another lock, which may wait for this
+        // thread.
+        while state.nth == self.nth && state.reporting.is_some_and(|t| t != me) {
             state = self
                 .slot
                 .changed
@@ -352,7 +363,6 @@ impl Beat {
                 .unwrap_or_else(|p| p.into_inner());
         }
         if state.nth != self.nth {
-            // Its work ended, and the slot serves another beat now.
             return;
         }
         let work = state.work.take();
@@ -572,6 +582,86 @@ mod tests {
             .expect("the thread slept on past the next beat's first tick");
         next.stop();
         assert!(ticks.try_recv().is_err(), "a beat of no interval ticked");
+    }
+
+    #[test]
+    fn a_tick_that_panics_ends_its_beat_and_thread_and_the_next_beat_ticks() {
+        static BEATS: Beats = Beats::new(|| "swaplock-test-panic".into());
+        let (tx, rx) = mpsc::channel();
+        let beat = Beat::start(
+            &BEATS,
+            Duration::from_millis(1),
+            Box::new(move || {
+                let _ = tx.send(());
+                panic!("a tick that panics");
+            }),
+        )
+        .unwrap();
+        rx.recv().unwrap();
+        let slot = Arc::clone(&beat.slot);
+        until(|| BEATS.live() == 0);
+        assert!(
+            lock(&slot.state).work.is_none(),
+            "the work outlived its beat"
+        );
+        beat.stop();
+        let (next, ticks) = ticking(&BEATS, Duration::from_millis(1));
+        let dead = Arc::ptr_eq(&next.slot, &slot);
+        let ticked = ticks.recv_timeout(Duration::from_secs(10));
+        next.stop();
+        assert!(
+            ticked.is_ok() && !dead,
+            "the next beat was given the slot of a thread that left"
+        );
+    }
+
+    #[test]
+    fn a_late_stop_waits_for_no_report_of_a_later_beat_on_its_slot() {
+        static BEATS: Beats = Beats::new(|| "swaplock-test-late-stop".into());
+        let (ended_tx, ended) = mpsc::channel();
+        let first = Beat::start(
+            &BEATS,
+            Duration::from_millis(1),
+            Box::new(move || {
+                let _ = ended_tx.send(());
+                Tick::End(None)
+            }),
+        )
+        .unwrap();
+        ended.recv().unwrap();
+        let slot = Arc::clone(&first.slot);
+        // Its thread lists the slot idle once the work ended.
+        until(|| lock(&slot.state).listed);
+        let (in_report, reporting) = mpsc::channel();
+        let (go, go_rx) = mpsc::channel::<()>();
+        let go_rx = Arc::new(Mutex::new(go_rx));
+        let next = Beat::start(
+            &BEATS,
+            Duration::from_millis(1),
+            Box::new(move || {
+                let (in_report, go_rx) = (in_report.clone(), Arc::clone(&go_rx));
+                Tick::End(Some(Box::new(move || {
+                    in_report.send(()).unwrap();
+                    let _ = lock(&go_rx).recv();
+                })))
+            }),
+        )
+        .unwrap();
+        assert!(
+            Arc::ptr_eq(&next.slot, &slot),
+            "the idle slot was not reused"
+        );
+        reporting.recv().unwrap();
+        let (stopped_tx, stopped) = mpsc::channel();
+        let stopper = thread::spawn(move || {
+            first.stop();
+            stopped_tx.send(()).unwrap();
+        });
+        let returned = stopped.recv_timeout(Duration::from_secs(10));
+        go.send(()).unwrap();
+        stopper.join().unwrap();
+        next.stop();
+        returned.expect("the stop of an ended beat waited for a later beat's report");
     }
 
     #[test]

@@ -150,3 +150,24 @@ fn hooks_of_two_leases_never_share_what_a_thread_holds() {
     held.release().unwrap();
     b.release().unwrap();
 }
+
+/// A lease whose heartbeat interval is past what the clock can add (a
+/// duration the builder accepts) is taken and released, without a panic
+/// that would leave its marker at the path: such a heartbeat never comes.
+#[test]
+fn a_lease_refreshed_once_in_an_age_neither_panics_nor_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("age.lock");
+    let lock = SoftLock::lease(&path)
+        .lease_duration(Duration::MAX)
+        .heartbeat_interval(Duration::from_secs(i64::MAX as u64));
+    let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        lock.lock().and_then(|g| g.release())
+    }));
+    let left = path.exists();
+    assert!(
+        matches!(taken, Ok(Ok(()))),
+        "the acquire panicked or failed (marker left at the path: {left})"
+    );
+    assert!(!left, "the marker stayed");
+}
