@@ -48,8 +48,9 @@ impl Tick {
 pub(crate) type Ticks = Box<dyn FnMut() -> Tick + Send>;
 
 /// How long a thread with no work waits for the next beat's before it
-/// leaves (counted from its stop; a thread asleep until its old tick
-/// leaves at that tick, if it is later).
+/// leaves (counted from the end of its work, its stop or a loss with no
+/// report; a thread asleep until its old tick leaves at that tick, if it
+/// is later).
 #[cfg(not(swaplock_model))]
 pub(crate) const KEPT_FOR: Duration = Duration::from_secs(2);
 
@@ -288,31 +289,29 @@ impl Beat {
             due: Instant::now().checked_add(interval),
         };
         #[cfg(not(swaplock_model))]
-        let work = {
-            loop {
-                let Some(slot) = beats.idle().slots.pop() else {
-                    break work;
-                };
-                let mut state = lock(&slot.state);
-                state.listed = false;
-                if state.retired {
-                    continue;
-                }
-                // Woken only if its first tick comes before the thread
-                // wakes anyway (asleep with no timeout: at once).
-                if state
-                    .asleep_until
-                    .is_none_or(|t| work.due.is_some_and(|due| t > due))
-                {
-                    slot.changed.notify_all();
-                }
-                state.nth += 1;
-                state.idle_since = None;
-                let nth = state.nth;
-                state.work = Some(work);
-                drop(state);
-                return Ok(Beat { beats, slot, nth });
+        let work = loop {
+            let Some(slot) = beats.idle().slots.pop() else {
+                break work;
+            };
+            let mut state = lock(&slot.state);
+            state.listed = false;
+            if state.retired {
+                continue;
             }
+            // Woken only if its first tick comes before the thread wakes
+            // anyway (asleep with no timeout: at once).
+            if state
+                .asleep_until
+                .is_none_or(|t| work.due.is_some_and(|due| t > due))
+            {
+                slot.changed.notify_all();
+            }
+            state.nth += 1;
+            state.idle_since = None;
+            let nth = state.nth;
+            state.work = Some(work);
+            drop(state);
+            return Ok(Beat { beats, slot, nth });
         };
         beats.live.fetch_add(1, Ordering::SeqCst);
         let slot = Arc::new(Slot {
