@@ -54,6 +54,10 @@ pub(crate) type Ticks = Box<dyn FnMut() -> Tick + Send>;
 #[cfg(not(swaplock_model))]
 pub(crate) const KEPT_FOR: Duration = Duration::from_secs(2);
 
+/// The shortest interval between two ticks: a shorter one asked for ticks
+/// this often (a refresh more often than that keeps nothing better).
+const FASTEST: Duration = Duration::from_millis(1);
+
 /// The threads of one kind of beat, for a `static`.
 pub(crate) struct Beats {
     name: fn() -> String,
@@ -237,9 +241,9 @@ impl Beats {
                 state = Self::sleep(&slot, state, due);
                 continue;
             }
-            // A tick that panics ends its beat, as a loss with no report
-            // would, and its thread: kept, it would take what the panic
-            // left half done to the next beat.
+            // A tick that panics (none of the library's does) ends its
+            // beat, with no report, and its thread: kept, it would take
+            // what the panic left half done to the next beat.
             let ticked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (work.ticks)()));
             let (report, kept) = match ticked {
                 Ok(Tick::Again) => {
@@ -259,7 +263,9 @@ impl Beats {
             state.reporting = Some(thread::current().id());
             state.retired = !kept;
             drop(state);
-            drop(ended);
+            // Nothing may keep `reporting` set for good, which every later
+            // stop would wait for.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(ended)));
             if let Some(report) = report {
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(report));
             }
@@ -283,6 +289,10 @@ impl Beat {
         interval: Duration,
         ticks: Ticks,
     ) -> io::Result<Beat> {
+        // A beat due again before its thread looks at the clock would
+        // never let go of the slot's lock between ticks, and its stop
+        // would wait for good.
+        let interval = interval.max(FASTEST);
         let work = Work {
             ticks,
             interval,
@@ -375,6 +385,11 @@ impl Beat {
             state.listed = true;
             state.idle_since = Some(Instant::now());
             self.beats.list(&self.slot);
+            // Asleep with no timeout (a beat never due), it would never
+            // wake to leave.
+            if state.asleep_until.is_none() {
+                self.slot.changed.notify_all();
+            }
         }
         drop(state);
         drop(work);
@@ -565,14 +580,16 @@ mod tests {
 
     #[test]
     fn a_beat_whose_interval_the_clock_cannot_count_never_ticks_and_stops() {
-        static BEATS: Beats = Beats::new(|| "swaplock-test-never".into());
+        static BEATS: Beats = Beats::new(|| "sl-never-ticks".into());
         let (beat, ticks) = ticking(&BEATS, Duration::MAX);
         let slot = Arc::clone(&beat.slot);
+        assert!(lock(&slot.state)
+            .work
+            .as_ref()
+            .is_some_and(|w| w.due.is_none()));
         // Asleep with no timeout, its work never due.
-        until(|| {
-            let state = lock(&slot.state);
-            state.work.as_ref().is_some_and(|w| w.due.is_none()) && state.asleep_until.is_none()
-        });
+        #[cfg(target_os = "linux")]
+        until(|| asleep("sl-never-ticks"));
         beat.stop();
         // The next beat, due, wakes it.
         let (next, next_ticks) = ticking(&BEATS, Duration::from_millis(5));
@@ -661,6 +678,61 @@ mod tests {
         stopper.join().unwrap();
         next.stop();
         returned.expect("the stop of an ended beat waited for a later beat's report");
+    }
+
+    /// Whether a thread of this process named `name` (15 bytes at most,
+    /// as the kernel keeps it) is asleep (the state letter of `/proc`:
+    /// `S`).
+    #[cfg(target_os = "linux")]
+    fn asleep(name: &str) -> bool {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .flatten()
+            .any(|task| {
+                let path = task.path();
+                let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+                let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
+                comm.trim() == name
+                    && stat
+                        .rsplit(')')
+                        .next()
+                        .and_then(|s| s.trim().chars().next())
+                        == Some('S')
+            })
+    }
+
+    #[test]
+    fn a_stop_of_a_beat_asked_to_tick_at_every_instant_returns() {
+        static BEATS: Beats = Beats::new(|| "swaplock-test-always-due".into());
+        let (beat, ticks) = ticking(&BEATS, Duration::from_nanos(1));
+        ticks.recv().unwrap();
+        drop(ticks);
+        let (stopped_tx, stopped) = mpsc::channel();
+        thread::spawn(move || {
+            beat.stop();
+            stopped_tx.send(()).unwrap();
+        });
+        stopped
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the stop of a beat due at every look never returned");
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_thread_of_a_beat_never_due_leaves_after_its_stop() {
+        static BEATS: Beats = Beats::new(|| "sl-never-leaves".into());
+        let (beat, _ticks) = ticking(&BEATS, Duration::MAX);
+        // Asleep with no timeout, its work never due.
+        until(|| asleep("sl-never-leaves"));
+        beat.stop();
+        let deadline = Instant::now() + KEPT_FOR + Duration::from_secs(10);
+        while BEATS.live() != 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the idle thread of a never-due beat stayed"
+            );
+            thread::yield_now();
+        }
     }
 
     #[test]

@@ -171,3 +171,35 @@ fn a_lease_refreshed_once_in_an_age_neither_panics_nor_stays() {
     );
     assert!(!left, "the marker stayed");
 }
+
+/// A lease whose heartbeat interval is a nanosecond (0 < interval <
+/// duration: accepted) refreshes as often as its heartbeat may, every
+/// millisecond; its release still stops the heartbeat.
+#[test]
+fn a_lease_refreshed_at_every_instant_is_released() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("instant.lock");
+    let guard = SoftLock::lease(&path)
+        .lease_duration(Duration::from_secs(60))
+        .heartbeat_interval(Duration::from_nanos(1))
+        .lock()
+        .unwrap();
+    // Its heartbeat refreshes (the marker's time moves).
+    let first = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::fs::metadata(&path).unwrap().modified().unwrap() == first {
+        assert!(std::time::Instant::now() < deadline, "no refresh");
+        std::thread::yield_now();
+    }
+    let (done_tx, done) = mpsc::channel();
+    std::thread::spawn(move || {
+        let released = guard.release();
+        let _ = done_tx.send(released.is_ok());
+    });
+    let released = done.recv_timeout(Duration::from_secs(10));
+    assert_eq!(
+        released,
+        Ok(true),
+        "the release waited for a heartbeat that never let go of its lock, or failed"
+    );
+}

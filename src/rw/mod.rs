@@ -243,7 +243,8 @@ impl SoftRwLock {
         }
     }
 
-    /// How often a holder refreshes its record (default 30 s).
+    /// How often a holder refreshes its record (default 30 s; at most
+    /// every millisecond, however short the interval asked).
     ///
     /// ```no_run
     /// use std::time::Duration;

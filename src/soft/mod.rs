@@ -434,7 +434,8 @@ impl SoftLock {
     }
 
     /// How often the holder refreshes its lease (default: a third of the
-    /// duration; must be shorter than the duration).
+    /// duration; must be shorter than the duration). A refresh comes at
+    /// most every millisecond, however short the interval asked.
     ///
     /// ```no_run
     /// use std::time::Duration;
