@@ -328,6 +328,10 @@ fn read_claim(os: &mut SoftOs<'_>, name: &[u8]) -> Result<Read, String> {
     let mut buf = [0u8; RECORD_LIMIT + 1];
     match read_same(os, &fd, st.id, &mut buf) {
         Ok(n) => Ok(Read::Record(buf[..n].to_vec(), st.id, st.mtime)),
+        // Opened, then removed by another NFS client: the server no longer
+        // has the file our handle names (NFSv3 keeps no open state), as
+        // the look and the open answer once it is gone.
+        Err(e) if e == Errno::STALE => Ok(Read::Again(e)),
         Err(e) if e == Errno::AGAIN => Err("changed while opening".into()),
         Err(e) if e.raw() == libc::EFBIG => Err(format!("exceeds {RECORD_LIMIT} bytes")),
         Err(e) => Err(e.to_string()),
