@@ -10,7 +10,8 @@
 //! a lock held for a tenth of a millisecond would pay for two wake-ups of
 //! another thread in each cycle (on a busy machine, two preemptions of the
 //! holder). A stop takes the work and lists the thread's slot as idle; the
-//! thread sleeps on until the tick it was waiting for. A start gives its
+//! thread sleeps on until the tick it was waiting for (or
+//! [`LONGEST_SLEEP`], if that comes first). A start gives its
 //! work to an idle slot and wakes the thread only if its first tick is due
 //! before the thread wakes anyway. A thread that wakes with no work leaves
 //! once it has been idle [`KEPT_FOR`].
@@ -54,9 +55,11 @@ pub(crate) type Ticks = Box<dyn FnMut() -> Tick + Send>;
 #[cfg(not(swaplock_model))]
 pub(crate) const KEPT_FOR: Duration = Duration::from_secs(2);
 
-/// The shortest interval between two ticks: a shorter one asked for ticks
-/// this often (a refresh more often than that keeps nothing better).
-const FASTEST: Duration = Duration::from_millis(1);
+/// The longest a thread with work sleeps before it looks again: a beat
+/// due only in an age (a lease of `Duration::MAX` refreshes every third
+/// of it) leaves its thread, once stopped, that long at most before it
+/// sees that and leaves.
+const LONGEST_SLEEP: Duration = Duration::from_secs(10);
 
 /// The threads of one kind of beat, for a `static`.
 pub(crate) struct Beats {
@@ -87,6 +90,11 @@ pub(crate) struct Beat {
 struct Slot {
     state: Mutex<State>,
     changed: Condvar,
+    /// How many stops wait for the slot's lock: a beat due again at once
+    /// (an interval shorter than a tick) lets them in before its next
+    /// tick, on [`let_in`](Self::let_in), which nothing else waits on.
+    stopping: AtomicUsize,
+    let_in: Condvar,
 }
 
 struct State {
@@ -236,9 +244,14 @@ impl Beats {
             let now = Instant::now();
             // Under the model the beat never ticks (its clock never moves
             // by an interval): the wait ends at the stop.
-            let due = work.due.filter(|_| !cfg!(swaplock_model));
-            if due.is_none_or(|due| now < due) {
-                state = Self::sleep(&slot, state, due);
+            let look = now + LONGEST_SLEEP;
+            let sleep = match work.due {
+                _ if cfg!(swaplock_model) => Some(None),
+                Some(due) if now >= due => None,
+                due => Some(Some(due.map_or(look, |due| due.min(look)))),
+            };
+            if let Some(until) = sleep {
+                state = Self::sleep(&slot, state, until);
                 continue;
             }
             // A tick that panics (none of the library's does) ends its
@@ -248,6 +261,14 @@ impl Beats {
             let (report, kept) = match ticked {
                 Ok(Tick::Again) => {
                     work.due = Instant::now().checked_add(work.interval);
+                    // Due again at once, the loop would tick without ever
+                    // letting go of the lock a stop waits for.
+                    if slot.stopping.load(Ordering::SeqCst) > 0 {
+                        state = slot
+                            .let_in
+                            .wait_while(state, |_| slot.stopping.load(Ordering::SeqCst) > 0)
+                            .unwrap_or_else(|p| p.into_inner());
+                    }
                     continue;
                 }
                 Ok(Tick::End(report)) => {
@@ -289,10 +310,6 @@ impl Beat {
         interval: Duration,
         ticks: Ticks,
     ) -> io::Result<Beat> {
-        // A beat due again before its thread looks at the clock would
-        // never let go of the slot's lock between ticks, and its stop
-        // would wait for good.
-        let interval = interval.max(FASTEST);
         let work = Work {
             ticks,
             interval,
@@ -335,6 +352,8 @@ impl Beat {
                 retired: false,
             }),
             changed: Condvar::new(),
+            stopping: AtomicUsize::new(0),
+            let_in: Condvar::new(),
         });
         let theirs = Arc::clone(&slot);
         let started = thread::Builder::new()
@@ -359,7 +378,10 @@ impl Beat {
     /// its slot is listed idle, for the next beat's work.
     pub(crate) fn stop(self) {
         let me = thread::current().id();
+        self.slot.stopping.fetch_add(1, Ordering::SeqCst);
         let mut state = lock(&self.slot.state);
+        self.slot.stopping.fetch_sub(1, Ordering::SeqCst);
+        self.slot.let_in.notify_all();
         // A report of a later beat on the slot (its work ended, and the
         // slot serves another beat now) is not this beat's to wait for:
         // the caller's code of another lock, which may wait for this
@@ -385,11 +407,6 @@ impl Beat {
             state.listed = true;
             state.idle_since = Some(Instant::now());
             self.beats.list(&self.slot);
-            // Asleep with no timeout (a beat never due), it would never
-            // wake to leave.
-            if state.asleep_until.is_none() {
-                self.slot.changed.notify_all();
-            }
         }
         drop(state);
         drop(work);
@@ -725,11 +742,32 @@ mod tests {
         // Asleep with no timeout, its work never due.
         until(|| asleep("sl-never-leaves"));
         beat.stop();
-        let deadline = Instant::now() + KEPT_FOR + Duration::from_secs(10);
+        let deadline = Instant::now() + KEPT_FOR + LONGEST_SLEEP + Duration::from_secs(10);
         while BEATS.live() != 0 {
             assert!(
                 Instant::now() < deadline,
                 "the idle thread of a never-due beat stayed"
+            );
+            thread::yield_now();
+        }
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_thread_of_a_beat_due_only_in_an_age_leaves_after_its_stop() {
+        static BEATS: Beats = Beats::new(|| "sl-age-leaves".into());
+        let (beat, _ticks) = ticking(&BEATS, Duration::MAX / 3);
+        assert!(lock(&beat.slot.state)
+            .work
+            .as_ref()
+            .is_some_and(|w| w.due.is_some()));
+        until(|| asleep("sl-age-leaves"));
+        beat.stop();
+        let deadline = Instant::now() + KEPT_FOR + LONGEST_SLEEP + Duration::from_secs(10);
+        while BEATS.live() != 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the idle thread of a beat due in an age stayed"
             );
             thread::yield_now();
         }

@@ -243,8 +243,7 @@ impl SoftRwLock {
         }
     }
 
-    /// How often a holder refreshes its record (default 30 s; at most
-    /// every millisecond, however short the interval asked).
+    /// How often a holder refreshes its record (default 30 s).
     ///
     /// ```no_run
     /// use std::time::Duration;

@@ -434,8 +434,7 @@ impl SoftLock {
     }
 
     /// How often the holder refreshes its lease (default: a third of the
-    /// duration; must be shorter than the duration). A refresh comes at
-    /// most every millisecond, however short the interval asked.
+    /// duration; must be shorter than the duration).
     ///
     /// ```no_run
     /// use std::time::Duration;
