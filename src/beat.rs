@@ -604,7 +604,7 @@ mod tests {
             .work
             .as_ref()
             .is_some_and(|w| w.due.is_none()));
-        // Asleep with no timeout, its work never due.
+        // Asleep, its work never due (it looks again within LONGEST_SLEEP).
         #[cfg(target_os = "linux")]
         until(|| asleep("sl-never-ticks"));
         beat.stop();
@@ -739,7 +739,7 @@ mod tests {
     fn the_thread_of_a_beat_never_due_leaves_after_its_stop() {
         static BEATS: Beats = Beats::new(|| "sl-never-leaves".into());
         let (beat, _ticks) = ticking(&BEATS, Duration::MAX);
-        // Asleep with no timeout, its work never due.
+        // Asleep, its work never due (it looks again within LONGEST_SLEEP).
         until(|| asleep("sl-never-leaves"));
         beat.stop();
         let deadline = Instant::now() + KEPT_FOR + LONGEST_SLEEP + Duration::from_secs(10);
