@@ -54,6 +54,21 @@ static FROM_START: AtomicBool = AtomicBool::new(false);
 #[cfg(not(swaplock_model))]
 static PID: AtomicU32 = AtomicU32::new(0);
 
+/// How many forks run with the handlers lie between the program's first
+/// process and this one ([`crate::pid::Me`]): each child adds one.
+#[cfg(not(swaplock_model))]
+static FORKS: AtomicU32 = AtomicU32::new(0);
+
+/// How many forks lie between the program's first process and this one
+/// (none under the model checker, which forks nothing).
+#[inline]
+pub(crate) fn forks() -> u32 {
+    #[cfg(not(swaplock_model))]
+    return FORKS.load(Ordering::Relaxed);
+    #[cfg(swaplock_model)]
+    0
+}
+
 /// This process's ID ([`crate::pid`]): kept after its first read where the
 /// handlers were registered as the program started (and so run at every
 /// fork since, and forget it in the child); read from the system
@@ -134,9 +149,15 @@ pub(crate) extern "C" fn resume() {
     HELD_ACROSS_FORK.with(|held| held.borrow_mut().clear());
 }
 
-/// In the child: forgets the parent's process ID, then lets the lists go.
+/// In the child: forgets the parent's process ID and counts the fork,
+/// then lets the lists go; the adapter forgets what it kept of the
+/// parent's identity.
 extern "C" fn resume_child() {
     #[cfg(not(swaplock_model))]
     PID.store(0, Ordering::Relaxed);
+    #[cfg(not(swaplock_model))]
+    FORKS.fetch_add(1, Ordering::Relaxed);
     resume();
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    crate::adapter::soft::forget_after_fork();
 }

@@ -73,7 +73,7 @@ pub(crate) struct Beats {
 
 #[cfg(not(swaplock_model))]
 struct Idle {
-    pid: u32,
+    pid: crate::pid::Me,
     slots: Vec<Arc<Slot>>,
 }
 
@@ -135,7 +135,7 @@ impl Beats {
             live: AtomicUsize::new(0),
             #[cfg(not(swaplock_model))]
             idle: crate::lists::ProcessMutex::new(Idle {
-                pid: 0,
+                pid: crate::pid::Me::NONE,
                 slots: Vec::new(),
             }),
         }

@@ -9,7 +9,7 @@ use crate::sync::thread::{self, ThreadId};
 /// The locks of one family this process holds: keys, acquiring threads,
 /// and the process that entered each (a forked child inherits the list,
 /// but none of it is its own).
-pub(crate) type Held<K> = crate::lists::ProcessMutex<Vec<(K, ThreadId, u32)>>;
+pub(crate) type Held<K> = crate::lists::ProcessMutex<Vec<(K, ThreadId, crate::pid::Me)>>;
 
 /// Whether this thread holds a lock of `held` whose key `is` accepts.
 pub(crate) fn by_this_thread<K: Send + 'static>(
@@ -42,7 +42,7 @@ pub(crate) struct Registered<K: PartialEq + Send + 'static> {
     thread: ThreadId,
     /// The process that entered it: a forked child leaves the list alone
     /// (its lock may have been held by a thread that is not there).
-    pid: u32,
+    pid: crate::pid::Me,
 }
 
 impl<K: PartialEq + Clone + Send + 'static> Registered<K> {

@@ -110,7 +110,7 @@ mod idle {
 
     struct List {
         /// The process these are of: a forked child has none of them.
-        pid: u32,
+        pid: crate::pid::Me,
         /// Threads idle and not yet given work.
         idle: usize,
         work: Vec<Work>,
@@ -137,7 +137,7 @@ mod idle {
         pub(super) const fn new() -> Self {
             Idle {
                 list: ProcessMutex::new(List {
-                    pid: 0,
+                    pid: crate::pid::Me::NONE,
                     idle: 0,
                     work: Vec::new(),
                 }),

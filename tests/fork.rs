@@ -376,3 +376,190 @@ fn inherited_guards_neither_keep_nor_release_what_is_not_theirs() {
     assert_eq!(wait_for(pid), 0);
     FileLock::new(&path).try_lock().unwrap();
 }
+
+/// Where the scenario of
+/// [`a_process_given_an_exited_ancestors_pid_inherits_none_of_its_holds`]
+/// runs, inside the PID namespace the test makes for it.
+#[cfg(target_os = "linux")]
+const REUSED_PID_DIR: &str = "SWAPLOCK_FORK_REUSED_PID_DIR";
+
+/// A process may be given the PID of an ancestor that has exited: in a PID
+/// namespace of its own, the test has the kernel hand a grandchild the PID
+/// of its grandparent, which held two soft locks when it forked and then
+/// exited. The grandchild must not take the grandparent's reentrant hold
+/// for its own (the lock is another process's by then), nor write the
+/// grandparent's start token into its own marker (a peer would judge that
+/// live marker stale and take the lock from it): both are kept per
+/// process, and an ID alone does not tell the two processes apart.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_process_given_an_exited_ancestors_pid_inherits_none_of_its_holds() {
+    if let Some(dir) = std::env::var_os(REUSED_PID_DIR) {
+        reused_pid_scenario(Path::new(&dir));
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut unshare = std::process::Command::new("unshare");
+    // The scenario's process is the namespace's first (its init), so that
+    // the orphaned child is its to wait for, with /proc of the namespace.
+    unshare.args(["--pid", "--fork", "--mount-proc"]);
+    if let Some(runner) = std::env::var_os("SWAPLOCK_TEST_RUNNER") {
+        unshare.arg(runner);
+    }
+    let out = unshare
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_process_given_an_exited_ancestors_pid_inherits_none_of_its_holds",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(REUSED_PID_DIR, dir.path())
+        .output()
+        .expect("unshare (util-linux): scripts/setup installs it");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(said.contains("scenario: done"), "the scenario ran: {out:?}");
+}
+
+/// The scenario, as the PID namespace's first process (see the test).
+#[cfg(target_os = "linux")]
+fn reused_pid_scenario(dir: &Path) {
+    let held = dir.join("held.lock");
+    let other = dir.join("other.lock");
+    let (child_r, child_w) = pipe();
+    let (go_r, go_w) = pipe();
+    let (holds_r, holds_w) = pipe();
+    let (tried_r, tried_w) = pipe();
+    // SAFETY: the child only calls into the library and `_exit`s.
+    let grandparent = unsafe { libc::fork() };
+    assert!(grandparent >= 0);
+    if grandparent == 0 {
+        // The grandparent: holds `held` (reentrant) and has its start
+        // token kept, forks, and exits without releasing.
+        let code = (|| {
+            let guard = SoftLock::soft(&held).reentrant(true).lock().ok()?;
+            SoftLock::soft(&other).lock().ok()?.release().ok()?;
+            // SAFETY: the child only calls into the library and `_exit`s.
+            let child = unsafe { libc::fork() };
+            if child == 0 {
+                // SAFETY: ends the child at once.
+                unsafe { libc::_exit(child_in_between(go_r, &held, &other, holds_w, tried_r)) }
+            }
+            std::mem::forget(guard);
+            // SAFETY: writes the child's PID from a valid buffer.
+            unsafe { libc::write(child_w, (&raw const child).cast(), 4) };
+            Some(())
+        })();
+        // SAFETY: ends the grandparent at once, its marker left.
+        unsafe { libc::_exit(if code.is_some() { 0 } else { 10 }) }
+    }
+    // Only the processes below write these: a read ends at their exit.
+    // SAFETY: closes this process's own ends, used nowhere else here.
+    unsafe {
+        libc::close(child_w);
+        libc::close(holds_w);
+    }
+    let mut child: libc::pid_t = 0;
+    // SAFETY: reads the child's PID into `child`.
+    let read = unsafe { libc::read(child_r, (&raw mut child).cast(), 4) };
+    assert_eq!(read, 4, "the grandparent forked the child");
+    assert_eq!(wait_for(grandparent), 0, "the grandparent took its locks");
+    // The grandparent is gone: its marker is stale, and taken over here.
+    let mine = SoftLock::soft(&held)
+        .try_lock()
+        .expect("the exited grandparent's marker is taken over");
+    // The next process of this namespace gets the grandparent's PID.
+    std::fs::write(
+        "/proc/sys/kernel/ns_last_pid",
+        (grandparent - 1).to_string(),
+    )
+    .unwrap();
+    send_byte(go_w);
+    // The grandchild holds `other`: its marker names a live process.
+    wait_byte(holds_r);
+    let taken = SoftLock::soft(&other).try_lock();
+    send_byte(tried_w);
+    let code = wait_for(child);
+    assert_ne!(code, 3, "the grandchild did not get the PID {grandparent}");
+    assert_ne!(
+        code, 1,
+        "the grandchild took the grandparent's hold for its own"
+    );
+    assert_eq!(code, 0, "the grandchild's locks failed");
+    let e = taken.expect_err("the grandchild's live marker was judged stale");
+    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
+    drop(mine);
+    println!("scenario: done");
+}
+
+/// The child: forks the grandchild once the grandparent's PID is free,
+/// and answers what it answered.
+#[cfg(target_os = "linux")]
+fn child_in_between(
+    go: libc::c_int,
+    held: &Path,
+    other: &Path,
+    holds: libc::c_int,
+    tried: libc::c_int,
+) -> i32 {
+    // SAFETY: a stuck child ends by SIGALRM.
+    unsafe { libc::alarm(30) };
+    // The grandparent's PID, as its marker names it.
+    let grandparent = std::fs::read_to_string(held).unwrap_or_default();
+    let grandparent: i32 = grandparent
+        .lines()
+        .next()
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(0);
+    wait_byte(go);
+    // A start token counts clock ticks: the grandchild starts at least
+    // one tick after the grandparent did, so that their tokens differ.
+    let ticks = || {
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u128;
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `t` is a valid out-pointer.
+        unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut t) };
+        (t.tv_sec as u128 * 1_000_000_000 + t.tv_nsec as u128) * hz / 1_000_000_000
+    };
+    let started = ticks();
+    while ticks() < started + 2 {
+        std::thread::yield_now();
+    }
+    // SAFETY: the grandchild only calls into the library and `_exit`s.
+    let grandchild = unsafe { libc::fork() };
+    if grandchild == 0 {
+        // SAFETY: a stuck grandchild ends by SIGALRM.
+        unsafe { libc::alarm(30) };
+        let code = if std::process::id() as i32 != grandparent {
+            3
+        } else {
+            match SoftLock::soft(held).reentrant(true).try_lock() {
+                Err(e) if e.kind() == ErrorKind::WouldBlock => match SoftLock::soft(other).lock() {
+                    Ok(guard) => {
+                        send_byte(holds);
+                        wait_byte(tried);
+                        drop(guard);
+                        0
+                    }
+                    Err(_) => 4,
+                },
+                Ok(_) => 1,
+                Err(_) => 2,
+            }
+        };
+        if code != 0 {
+            // The scenario waits for this byte whatever the answer.
+            send_byte(holds);
+        }
+        // SAFETY: ends the grandchild at once.
+        unsafe { libc::_exit(code) }
+    }
+    // SAFETY: the grandchild's end alone stays open.
+    unsafe { libc::close(holds) };
+    wait_for(grandchild)
+}

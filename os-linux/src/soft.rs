@@ -10,7 +10,7 @@
 use crate::proc::{read_start_token, starttime_unshifted};
 use rustix::fd::BorrowedFd;
 use rustix::fs::OFlags;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use swaplock_core::host::{host_name as escape_host_name, HostName};
 use swaplock_core::names::{NameCase, Token};
@@ -133,6 +133,25 @@ fn urandom() -> Result<[u8; 16], rustix::io::Errno> {
     Ok(bytes)
 }
 
+/// Set in a forked child by [`forget_after_fork`]: the caches below are
+/// the parent's, and go at their next use.
+static FORKED: AtomicBool = AtomicBool::new(false);
+static FORKED_TOKEN: AtomicBool = AtomicBool::new(false);
+
+/// Forgets, in a child just forked, what this process kept of its own
+/// identity (its PID namespace's inode, its start token), and the spare
+/// inotify instances. Each cache is keyed by PID, but a child may be given
+/// the PID of an ancestor that has exited, and would find that ancestor's
+/// entries, inherited through the processes between them, under its own
+/// PID: its records would carry the ancestor's start token, and a peer
+/// would judge its live marker stale. For a fork handler: it only stores
+/// to atomics, as a child of a multithreaded process may.
+pub fn forget_after_fork() {
+    FORKED.store(true, Ordering::Relaxed);
+    FORKED_TOKEN.store(true, Ordering::Relaxed);
+    crate::watch::forget_spares_after_fork();
+}
+
 /// This host's name as records carry it: `uname().nodename` escaped, with
 /// the PID namespace's inode (`stat /proc/self/ns/pid`).
 pub fn host_name() -> HostName {
@@ -148,6 +167,9 @@ pub fn host_name() -> HostName {
 /// 32-bit numbers), so no lock is taken that a fork could leave held.
 fn pid_namespace() -> Option<u64> {
     static CACHED: AtomicU64 = AtomicU64::new(0);
+    if FORKED.swap(false, Ordering::Relaxed) {
+        CACHED.store(0, Ordering::Relaxed);
+    }
     let pid = rustix::process::getpid().as_raw_nonzero().get() as u32;
     let cached = CACHED.load(Ordering::Relaxed);
     if cached != 0 && (cached >> 32) as u32 == pid {
@@ -178,7 +200,10 @@ fn own_start_token(pid: u32) -> Option<StartToken> {
         Err(rustix::io::Errno::NOENT) => None,
         Err(_) => return compute_start_token(pid),
     };
-    if let Ok(cached) = CACHED.try_lock() {
+    if let Ok(mut cached) = CACHED.try_lock() {
+        if FORKED_TOKEN.swap(false, Ordering::Relaxed) {
+            *cached = None;
+        }
         if let Some((p, ns, token)) = *cached {
             if p == pid && ns == time_ns {
                 return token;

@@ -132,15 +132,35 @@ pub fn lock_for_fork() -> Box<dyn std::any::Any> {
 /// process are forgotten, not closed: their numbers may be this process's
 /// own files by now.
 pub fn close_spares() {
-    let spares = std::mem::take(&mut *SPARES.lock().unwrap_or_else(|p| p.into_inner()));
-    let me = rustix::process::getpid();
-    for s in spares {
-        if s.pid == me {
-            drop(s.inotify);
-        } else {
-            std::mem::forget(s.inotify);
-        }
+    let mut spares = SPARES.lock().unwrap_or_else(|p| p.into_inner());
+    own_spares(&mut spares, rustix::process::getpid());
+    let mine = std::mem::take(&mut *spares);
+    drop(spares);
+    for s in mine {
+        drop(s.inotify);
     }
+}
+
+/// Set in a forked child: the spares listed are the parent's.
+static SPARES_FORKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// In a child just forked: the spares listed are the parent's, forgotten
+/// at the next look (see [`close_spares`]), whatever PID the child has.
+pub(crate) fn forget_spares_after_fork() {
+    SPARES_FORKED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Keeps only the spares of this process (`me`) in `spares`: those of
+/// another, or inherited through a fork, are forgotten (see
+/// [`close_spares`]).
+fn own_spares(spares: &mut Vec<Spare>, me: Pid) {
+    let inherited = SPARES_FORKED.swap(false, std::sync::atomic::Ordering::Relaxed);
+    let (mine, others): (Vec<Spare>, Vec<Spare>) =
+        spares.drain(..).partition(|s| s.pid == me && !inherited);
+    for s in others {
+        std::mem::forget(s.inotify);
+    }
+    *spares = mine;
 }
 
 /// A spare instance of this process, if any; another process's are
@@ -148,11 +168,7 @@ pub fn close_spares() {
 fn spare() -> Option<OwnedFd> {
     let me = rustix::process::getpid();
     let mut spares = SPARES.lock().unwrap_or_else(|p| p.into_inner());
-    let (mine, others): (Vec<Spare>, Vec<Spare>) = spares.drain(..).partition(|s| s.pid == me);
-    for s in others {
-        std::mem::forget(s.inotify);
-    }
-    *spares = mine;
+    own_spares(&mut spares, me);
     spares.pop().map(|s| s.inotify)
 }
 
@@ -551,11 +567,10 @@ impl Watch {
 /// aside when enough are kept.
 fn put_away(inotify: OwnedFd) {
     let mut spares = SPARES.lock().unwrap_or_else(|p| p.into_inner());
+    let me = rustix::process::getpid();
+    own_spares(&mut spares, me);
     if spares.len() < SPARES_KEPT {
-        spares.push(Spare {
-            pid: rustix::process::getpid(),
-            inotify,
-        });
+        spares.push(Spare { pid: me, inotify });
     } else {
         drop(spares);
         close_aside(inotify);

@@ -50,7 +50,7 @@ pub struct EtcdLockGuard {
     pub(super) session: Option<Session>,
     /// The process that took the lock: a child forked from it has no
     /// thread of the lock's, and leaves the lock alone.
-    pub(super) pid: u32,
+    pub(super) pid: crate::pid::Me,
 }
 
 impl fmt::Debug for EtcdLockGuard {
@@ -143,7 +143,8 @@ impl EtcdLockGuard {
                         "etcd lock {}: this guard was taken by process {}, which this process was \
                          forked from: the lock belongs to that process, and only it can release \
                          it; it is left alone",
-                        self.lock.name, self.pid
+                        self.lock.name,
+                        self.pid.number()
                     ),
                 ));
             }

@@ -17,7 +17,7 @@ pub(super) enum Inner {
         #[allow(dead_code)]
         registered: Option<Registered<(FileId, Family, bool)>>,
         /// The process that took it: a forked child may not release it.
-        pid: u32,
+        pid: crate::pid::Me,
         scope: Scope,
         path: Arc<Path>,
         sys_path: Arc<SysPath>,
@@ -75,7 +75,7 @@ impl FileLockGuard {
                 #[cfg(unix)]
                 if pid != crate::pid::id() {
                     fd.forget_lock();
-                    return Err(forked(&path, Step::Unlock, pid));
+                    return Err(forked(&path, Step::Unlock, pid.number()));
                 }
                 let log_id = Arc::as_ptr(&path).cast::<u8>() as usize;
                 debug!("Attempting to release lock {log_id} on {}", path.display());
@@ -152,7 +152,7 @@ impl FileLockGuard {
                 #[cfg(unix)]
                 if pid != crate::pid::id() {
                     fd.forget_lock();
-                    return Err(forked(&path, Step::Remove, pid));
+                    return Err(forked(&path, Step::Remove, pid.number()));
                 }
                 #[cfg(windows)]
                 let _ = pid;

@@ -170,7 +170,7 @@ impl FileLock {
                 h == id && f.meets(Family::Flock, FAMILIES_APART) && s == shared
             };
             if held::by_this_process(&HELD, own) {
-                let pid = crate::pid::id() as i32;
+                let pid = crate::pid::number() as i32;
                 return Ok(Some(KernelHolder { pid, shared }));
             }
         }

@@ -60,7 +60,7 @@ struct Files {
     /// The process these entries are of: a child forked while they were
     /// held holds none of their classic locks (they are not inherited),
     /// and starts afresh.
-    pid: u32,
+    pid: crate::pid::Me,
     entries: Vec<Entry>,
     /// Descriptors whose file could not be told (a failed `fstat`): any
     /// entry's file might be theirs, so they are closed only once this
@@ -75,7 +75,7 @@ impl Files {
 }
 
 static FILES: crate::lists::ProcessMutex<Files> = crate::lists::ProcessMutex::new(Files {
-    pid: 0,
+    pid: crate::pid::Me::NONE,
     entries: Vec::new(),
     unknown: Vec::new(),
 });
@@ -668,7 +668,7 @@ pub(crate) struct GuardFd {
     call: os::LockCall,
     /// The process that took it: in a forked child the descriptor is
     /// closed, and nothing else is done.
-    pid: u32,
+    pid: crate::pid::Me,
 }
 
 impl GuardFd {

@@ -99,7 +99,7 @@ pub struct OpenFileLock {
 #[derive(Debug, Default)]
 struct State {
     /// The process these are of (0 before the first lock).
-    pid: u32,
+    pid: crate::pid::Me,
     readers: usize,
     held: Option<Holding>,
     /// A thread is taking the shared lock, without this state's mutex.
@@ -116,7 +116,7 @@ struct Holding {
     #[allow(dead_code)]
     registered: Registered<(FileId, swaplock_core::fs::Family, bool)>,
     /// The process that took it: a forked child must not release it.
-    pid: u32,
+    pid: crate::pid::Me,
 }
 
 impl Holding {
@@ -126,7 +126,12 @@ impl Holding {
         if self.pid != crate::pid::id() {
             #[cfg(unix)]
             self.file.forget_lock();
-            return Err(LockError::forked(name, Step::Unlock, self.pid, "the lock"));
+            return Err(LockError::forked(
+                name,
+                Step::Unlock,
+                self.pid.number(),
+                "the lock",
+            ));
         }
         release(self.file, self.scope).map_err(|e| LockError::errno(name, Step::Unlock, e))
     }
@@ -512,7 +517,7 @@ pub struct OpenFileGuard<'a> {
     lock: &'a OpenFileLock,
     shared: bool,
     /// The process that took it.
-    pid: u32,
+    pid: crate::pid::Me,
 }
 
 impl OpenFileGuard<'_> {
@@ -551,7 +556,7 @@ impl OpenFileGuard<'_> {
             return Err(LockError::forked(
                 &self.lock.name,
                 Step::Unlock,
-                self.pid,
+                self.pid.number(),
                 "the lock",
             ));
         }

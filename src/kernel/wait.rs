@@ -365,10 +365,10 @@ pub(crate) const MOST_THREADS: usize = 16;
 
 /// The waiting threads of this process, by the process that started them:
 /// a forked child has none of its parent's threads.
-static WAITING: crate::lists::ProcessMutex<Vec<(u32, Job, Arc<Slot>)>> =
+static WAITING: crate::lists::ProcessMutex<Vec<(crate::pid::Me, Job, Arc<Slot>)>> =
     crate::lists::ProcessMutex::new(Vec::new());
 
-fn waiting() -> MutexGuard<'static, Vec<(u32, Job, Arc<Slot>)>> {
+fn waiting() -> MutexGuard<'static, Vec<(crate::pid::Me, Job, Arc<Slot>)>> {
     WAITING.lock()
 }
 

@@ -92,18 +92,18 @@ struct Heartbeat {
 /// The threads of the participants' heartbeats, kept a while for the
 /// process's next hold ([`crate::beat`]).
 static HEARTBEATS: crate::beat::Beats =
-    crate::beat::Beats::new(|| format!("filelock-heartbeat-{}", crate::pid::id()));
+    crate::beat::Beats::new(|| format!("filelock-heartbeat-{}", crate::pid::number()));
 
 /// The canonical paths this process has locks on (and the process that
 /// made each: a forked child's locks are its own).
-static SHARED: crate::lists::ProcessMutex<Vec<(PathBuf, u32, Weak<Shared>)>> =
+static SHARED: crate::lists::ProcessMutex<Vec<(PathBuf, crate::pid::Me, Weak<Shared>)>> =
     crate::lists::ProcessMutex::new(Vec::new());
 
 /// The ledgers of logs whose last lock object went while they still
 /// watched something (PROTOCOL 16.9, C-RW9): the ledger belongs to the
 /// path, so a caller that builds a new lock object for each attempt still
 /// ages a dead holder. Keyed by the log's root and the process.
-static LEDGERS: crate::lists::ProcessMutex<Vec<(PathBuf, u32, Ledger)>> =
+static LEDGERS: crate::lists::ProcessMutex<Vec<(PathBuf, crate::pid::Me, Ledger)>> =
     crate::lists::ProcessMutex::new(Vec::new());
 
 impl Drop for Shared {
@@ -112,7 +112,7 @@ impl Drop for Shared {
         if !ledger.is_empty() {
             LEDGERS
                 .lock()
-                .push((self.root.clone(), std::process::id(), ledger));
+                .push((self.root.clone(), crate::pid::id(), ledger));
         }
     }
 }
@@ -157,7 +157,7 @@ impl Shared {
         let root = root_of(canonical);
         let files = RwFiles::new(root.as_os_str().as_bytes(), dir.as_os_str().as_bytes())
             .map_err(|e| LockError::errno(path, Step::Open, e))?;
-        let pid = std::process::id();
+        let pid = crate::pid::id();
         let mut ledgers = LEDGERS.lock();
         ledgers.retain(|(_, p, _)| *p == pid);
         let ledger = match ledgers.iter().position(|(r, _, _)| *r == root) {
@@ -187,7 +187,7 @@ impl Shared {
     pub(crate) fn of(path: &Arc<Path>) -> io::Result<Arc<Self>> {
         let (canonical, dir) =
             canonical(path, true).map_err(|e| LockError::io(path, Step::Open, e.kind(), e))?;
-        let pid = std::process::id();
+        let pid = crate::pid::id();
         let mut all = SHARED.lock();
         all.retain(|(_, _, s)| s.strong_count() > 0);
         if let Some(s) = all
@@ -653,7 +653,7 @@ impl SoftRwGuard {
             shared: Some(Arc::clone(shared)),
             mode,
             thread,
-            pid: std::process::id(),
+            pid: crate::pid::id(),
             generation,
             token,
             lost: Arc::clone(lost),
@@ -670,7 +670,7 @@ impl SoftRwGuard {
         let shared = self
             .shared
             .as_ref()
-            .filter(|_| self.pid == std::process::id())?;
+            .filter(|_| self.pid == crate::pid::id())?;
         let mut engine = lock(&shared.engine);
         let Engine {
             files,
@@ -689,13 +689,13 @@ impl SoftRwGuard {
         let Some(shared) = self.shared.take() else {
             return Ok(());
         };
-        if self.pid != std::process::id() {
+        if self.pid != crate::pid::id() {
             // A forked child: the hold, and its participant, are the parent's.
             let what = "the lock's hold, with its place in the log,";
             return Err(LockError::forked(
                 &shared.path,
                 Step::Unlock,
-                self.pid,
+                self.pid.number(),
                 what,
             ));
         }
@@ -732,7 +732,7 @@ impl SoftRwGuard {
 
 impl Drop for SoftRwGuard {
     fn drop(&mut self) {
-        if self.pid == std::process::id() {
+        if self.pid == crate::pid::id() {
             let _ = self.release_inner();
         }
     }

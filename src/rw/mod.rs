@@ -87,7 +87,7 @@ pub struct SoftRwLock {
     max_lease: Duration,
     on_compromise: Option<CompromiseHook>,
     /// The path's shared state, once looked up, with the process that did.
-    shared: Arc<OnceLock<(u32, Arc<Shared>)>>,
+    shared: Arc<OnceLock<(crate::pid::Me, Arc<Shared>)>>,
 }
 
 impl std::fmt::Debug for SoftRwLock {
@@ -136,7 +136,7 @@ pub struct SoftRwGuard {
     shared: Option<Arc<Shared>>,
     mode: Mode,
     thread: hold::Owner,
-    pid: u32,
+    pid: crate::pid::Me,
     generation: u128,
     token: swaplock_core::names::Token,
     lost: Arc<crate::sync::Mutex<Option<Compromise>>>,
@@ -353,7 +353,7 @@ impl SoftRwLock {
 
     /// This process's shared state of the path, looked up once per process.
     fn shared(&self) -> io::Result<Arc<Shared>> {
-        let pid = std::process::id();
+        let pid = crate::pid::id();
         if let Some((p, s)) = self.shared.get() {
             if *p == pid {
                 return Ok(Arc::clone(s));

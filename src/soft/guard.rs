@@ -348,7 +348,7 @@ impl Drop for Hold {
 
 /// The threads of lease heartbeats, kept a while for the process's next
 /// lease ([`crate::beat`]).
-static HEARTBEATS: Beats = Beats::new(|| format!("filelock-lease-{}", crate::pid::id()));
+static HEARTBEATS: Beats = Beats::new(|| format!("filelock-lease-{}", crate::pid::number()));
 
 /// Starts the lease heartbeat on its own descriptors, so it outlives no
 /// borrow of the guard.

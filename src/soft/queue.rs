@@ -79,7 +79,7 @@ mod imp {
     /// another member still in it: how many times it took that lock since
     /// without queueing, and when it left.
     struct Streak {
-        pid: u32,
+        pid: crate::pid::Me,
         key: Arc<Path>,
         taken: u32,
         since: std::time::Instant,
@@ -163,7 +163,7 @@ mod imp {
         /// Not joined yet: joins at its first busy attempt.
         Out,
         /// A member, of the process that joined.
-        In(Arc<Member>, u32),
+        In(Arc<Member>, crate::pid::Me),
         /// No queue for this wait.
         Off,
     }
@@ -271,7 +271,7 @@ mod imp {
             };
             crate::sync::syscall();
             let (by, ino) = os::served_by(member.fd.as_fd())?;
-            Some((by.filter(|p| p != pid), ino))
+            Some((by.filter(|p| *p != pid.number()), ino))
         }
 
         /// The lock was taken, its marker the inode `marker`: a member with
@@ -282,7 +282,7 @@ mod imp {
                 let ticket = crate::sync::lock(&member.at).ticket;
                 if let (true, Some(ticket)) = (*pid == crate::pid::id(), ticket) {
                     crate::sync::syscall();
-                    os::serve(member.fd.as_fd(), ticket, *pid, marker);
+                    os::serve(member.fd.as_fd(), ticket, pid.number(), marker);
                 }
             }
         }

@@ -22,7 +22,7 @@ pub(super) fn forked_error(path: &Arc<Path>, owner: Pid) -> io::Error {
 /// inherited in this list are its parent's.)
 pub(super) type Reentrant = Vec<(
     Arc<Path>,
-    (crate::sync::thread::ThreadId, u32),
+    (crate::sync::thread::ThreadId, crate::pid::Me),
     std::sync::Weak<Hold>,
 )>;
 pub(super) static REENTRANT: crate::lists::ProcessMutex<Reentrant> =

@@ -121,7 +121,7 @@ pub(super) struct Waiter {
     pub(super) kind: Kind,
     /// The waiting process (a forked child inherits the list, but none of
     /// its threads).
-    pub(super) pid: u32,
+    pub(super) pid: crate::pid::Me,
     pub(super) dir: sys::DirKey,
     pub(super) slot: Slot,
 }

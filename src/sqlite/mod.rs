@@ -115,7 +115,7 @@ pub struct SqliteRwGuard {
     mode: Mode,
     held: Option<Held>,
     /// The process that took it: a forked child's copy releases nothing.
-    pid: u32,
+    pid: crate::pid::Me,
 }
 
 #[derive(Debug)]
@@ -587,7 +587,7 @@ impl SqliteRwGuard {
             return Err(LockError::forked(
                 &self.path,
                 Step::Unlock,
-                self.pid,
+                self.pid.number(),
                 "the lock",
             ));
         }

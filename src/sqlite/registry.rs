@@ -69,7 +69,7 @@ impl Entry {
 struct Files {
     /// The process these entries are of: a forked child holds none of the
     /// parent's classic locks, and starts afresh.
-    pid: u32,
+    pid: crate::pid::Me,
     entries: Vec<Entry>,
     /// Descriptors whose file could not be told (a failed `fstat`): any
     /// entry's file might be theirs, so they are closed only once there
@@ -78,7 +78,7 @@ struct Files {
 }
 
 static FILES: crate::lists::ProcessMutex<Files> = crate::lists::ProcessMutex::new(Files {
-    pid: 0,
+    pid: crate::pid::Me::NONE,
     entries: Vec::new(),
     unknown: Vec::new(),
 });

@@ -11,7 +11,7 @@ pub struct StrictLockGuard {
     /// Taken by the release.
     hold: Option<Hold>,
     /// The process that took it: a forked child leaves the claims alone.
-    pid: u32,
+    pid: crate::pid::Me,
     _registered: Registered<Arc<Path>>,
 }
 
@@ -93,7 +93,7 @@ impl StrictLockGuard {
             return Err(LockError::forked(
                 &self.lock.path,
                 Step::Unlock,
-                self.pid,
+                self.pid.number(),
                 "the lock, with its claims,",
             ));
         }
