@@ -114,6 +114,24 @@ pub fn parse_boot_id(text: &[u8]) -> u128 {
     }
 }
 
+/// The inode number a namespace link of `/proc/<pid>/ns/` names, from the
+/// link's text, `<kind>:[<inode>]` (`time:[4026531834]`): the inode a
+/// `stat` through the link gives, for half the cost of that `stat`. `None`
+/// for any other text.
+pub fn parse_ns_link(text: &[u8]) -> Option<u64> {
+    let at = text.iter().position(|&c| c == b':')?;
+    let digits = text[at + 1..].strip_prefix(b"[")?.strip_suffix(b"]")?;
+    if digits.is_empty() || digits.len() > 20 {
+        return None;
+    }
+    let mut value: u64 = 0;
+    for &c in digits {
+        let d = char::from(c).to_digit(10)?;
+        value = value.checked_mul(10)?.checked_add(u64::from(d))?;
+    }
+    Some(value)
+}
+
 /// Field 22 (`starttime`) of a `/proc/<pid>/stat` file: element 19 of the
 /// whitespace-split bytes after the last `)`, since the command name before
 /// it may hold spaces and `)`.
@@ -183,6 +201,18 @@ mod tests {
         assert_eq!(darwin_start_token(&[]), None);
         buf[..8].copy_from_slice(&(-1i64).to_le_bytes());
         assert_eq!(darwin_start_token(&buf), None);
+    }
+
+    #[test]
+    fn a_namespace_links_text_gives_its_inode() {
+        assert_eq!(parse_ns_link(b"time:[4026531834]"), Some(4_026_531_834));
+        assert_eq!(parse_ns_link(b"pid:[1]"), Some(1));
+        assert_eq!(parse_ns_link(b"time:[]"), None);
+        assert_eq!(parse_ns_link(b"time:[12a]"), None);
+        assert_eq!(parse_ns_link(b"time:[12"), None);
+        assert_eq!(parse_ns_link(b"time[12]"), None);
+        assert_eq!(parse_ns_link(b"time:[18446744073709551616]"), None);
+        assert_eq!(parse_ns_link(b""), None);
     }
 
     #[test]

@@ -10,8 +10,22 @@ use rustix::fd::{BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use std::sync::atomic::{AtomicU64, Ordering};
 use swaplock_core::start::{
-    parse_boot_id, parse_stat_starttime, timens_offsets_unshifted, StartToken,
+    parse_boot_id, parse_ns_link, parse_stat_starttime, timens_offsets_unshifted, StartToken,
 };
+
+/// The inode of the namespace the link `path` (`/proc/self/ns/<kind>`)
+/// names: read from the link's text, which costs half of a `stat` through
+/// the link into the namespace filesystem (an acquire asks for its time
+/// namespace every time); through that `stat` where the text is not the
+/// kernel's `<kind>:[<inode>]`.
+pub(crate) fn ns_inode(path: &std::ffi::CStr) -> rustix::io::Result<u64> {
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 64];
+    let (text, _) = rustix::fs::readlinkat_raw(rustix::fs::CWD, path, &mut buf)?;
+    match parse_ns_link(text) {
+        Some(ino) => Ok(ino),
+        None => swaplock_unix::stat::stat_path(path, true).map(|st| st.st_ino as u64),
+    }
+}
 
 /// This boot's identity, read once. Not a `OnceLock`: a child forked while
 /// another thread was reading it would find the `OnceLock` being
@@ -46,16 +60,16 @@ pub(crate) fn boot_id() -> u128 {
 /// (PROTOCOL 4.2), asked afresh as filelock does.
 pub(crate) fn starttime_unshifted() -> bool {
     const INITIAL_TIME_NAMESPACE: u64 = 0xEFFF_FFFA;
-    let ns = match swaplock_unix::stat::stat_path(c"/proc/self/ns/time", true) {
-        Ok(st) => st.st_ino as u64,
+    let ns = match ns_inode(c"/proc/self/ns/time") {
+        Ok(ino) => ino,
         Err(rustix::io::Errno::NOENT) => return true,
         Err(_) => return false,
     };
     if ns == INITIAL_TIME_NAMESPACE {
         return true;
     }
-    match swaplock_unix::stat::stat_path(c"/proc/self/ns/time_for_children", true) {
-        Ok(st) if st.st_ino as u64 == ns => {}
+    match ns_inode(c"/proc/self/ns/time_for_children") {
+        Ok(ino) if ino == ns => {}
         _ => return false,
     }
     let mut buf = [0u8; 512];
@@ -122,4 +136,28 @@ pub(crate) fn read_start_token(pid: u64) -> Option<StartToken> {
     let mut buf = [0u8; 1024];
     let stat = read_small(proc_dir()?, &path, &mut buf)?;
     Some(StartToken::linux(boot_id(), parse_stat_starttime(stat)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_namespace_links_text_names_the_inode_a_stat_through_it_gives() {
+        for link in [
+            c"/proc/self/ns/pid",
+            c"/proc/self/ns/time",
+            c"/proc/self/ns/time_for_children",
+            c"/proc/self/ns/mnt",
+        ] {
+            let Ok(st) = swaplock_unix::stat::stat_path(link, true) else {
+                continue;
+            };
+            assert_eq!(ns_inode(link), Ok(st.st_ino as u64), "{link:?}");
+        }
+        assert_eq!(
+            ns_inode(c"/proc/self/ns/no-such-kind"),
+            Err(rustix::io::Errno::NOENT)
+        );
+    }
 }

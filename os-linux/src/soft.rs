@@ -175,9 +175,7 @@ fn pid_namespace() -> Option<u64> {
     if cached != 0 && (cached >> 32) as u32 == pid {
         return Some(cached & 0xffff_ffff);
     }
-    let ns = swaplock_unix::stat::stat_path(c"/proc/self/ns/pid", true)
-        .ok()
-        .map(|st| st.st_ino as u64)?;
+    let ns = crate::proc::ns_inode(c"/proc/self/ns/pid").ok()?;
     if let Ok(small) = u32::try_from(ns) {
         CACHED.store((u64::from(pid) << 32) | u64::from(small), Ordering::Relaxed);
     }
@@ -195,8 +193,8 @@ fn own_start_token(pid: u32) -> Option<StartToken> {
     /// (PID, time namespace inode or `None` where there are none, token).
     type Own = (u32, Option<u64>, Option<StartToken>);
     static CACHED: Mutex<Option<Own>> = Mutex::new(None);
-    let time_ns = match swaplock_unix::stat::stat_path(c"/proc/self/ns/time", true) {
-        Ok(st) => Some(st.st_ino as u64),
+    let time_ns = match crate::proc::ns_inode(c"/proc/self/ns/time") {
+        Ok(ino) => Some(ino),
         Err(rustix::io::Errno::NOENT) => None,
         Err(_) => return compute_start_token(pid),
     };
