@@ -159,5 +159,5 @@ extern "C" fn resume_child() {
     FORKS.fetch_add(1, Ordering::Relaxed);
     resume();
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    crate::adapter::soft::forget_after_fork();
+    crate::adapter::fork::forget_after_fork();
 }

@@ -398,6 +398,11 @@ fn a_process_given_an_exited_ancestors_pid_inherits_none_of_its_holds() {
         reused_pid_scenario(Path::new(&dir));
         return;
     }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root, for a PID namespace and its next PID");
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let mut unshare = std::process::Command::new("unshare");
     // The scenario's process is the namespace's first (its init), so that
@@ -438,13 +443,24 @@ fn reused_pid_scenario(dir: &Path) {
         // The grandparent: holds `held` (reentrant) and has its start
         // token kept, forks, and exits without releasing.
         let code = (|| {
+            let grandparent_pid = std::process::id() as i32;
             let guard = SoftLock::soft(&held).reentrant(true).lock().ok()?;
             SoftLock::soft(&other).lock().ok()?.release().ok()?;
             // SAFETY: the child only calls into the library and `_exit`s.
             let child = unsafe { libc::fork() };
             if child == 0 {
                 // SAFETY: ends the child at once.
-                unsafe { libc::_exit(child_in_between(go_r, &held, &other, holds_w, tried_r)) }
+                unsafe {
+                    libc::_exit(child_in_between(
+                        grandparent_pid,
+                        guard,
+                        go_r,
+                        &held,
+                        &other,
+                        holds_w,
+                        tried_r,
+                    ))
+                }
             }
             std::mem::forget(guard);
             // SAFETY: writes the child's PID from a valid buffer.
@@ -486,6 +502,7 @@ fn reused_pid_scenario(dir: &Path) {
         code, 1,
         "the grandchild took the grandparent's hold for its own"
     );
+    assert_ne!(code, 5, "the grandchild released the grandparent's guard");
     assert_eq!(code, 0, "the grandchild's locks failed");
     let e = taken.expect_err("the grandchild's live marker was judged stale");
     assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
@@ -497,6 +514,8 @@ fn reused_pid_scenario(dir: &Path) {
 /// and answers what it answered.
 #[cfg(target_os = "linux")]
 fn child_in_between(
+    grandparent: i32,
+    inherited: swaplock::SoftLockGuard,
     go: libc::c_int,
     held: &Path,
     other: &Path,
@@ -505,13 +524,6 @@ fn child_in_between(
 ) -> i32 {
     // SAFETY: a stuck child ends by SIGALRM.
     unsafe { libc::alarm(30) };
-    // The grandparent's PID, as its marker names it.
-    let grandparent = std::fs::read_to_string(held).unwrap_or_default();
-    let grandparent: i32 = grandparent
-        .lines()
-        .next()
-        .and_then(|l| l.parse().ok())
-        .unwrap_or(0);
     wait_byte(go);
     // A start token counts clock ticks: the grandchild starts at least
     // one tick after the grandparent did, so that their tokens differ.
@@ -539,14 +551,21 @@ fn child_in_between(
             3
         } else {
             match SoftLock::soft(held).reentrant(true).try_lock() {
-                Err(e) if e.kind() == ErrorKind::WouldBlock => match SoftLock::soft(other).lock() {
-                    Ok(guard) => {
-                        send_byte(holds);
-                        wait_byte(tried);
-                        drop(guard);
-                        0
+                // The guard it inherited is the grandparent's: its release
+                // is refused, and releases nothing.
+                Err(e) if e.kind() == ErrorKind::WouldBlock => match inherited.release() {
+                    Err(e) if e.kind() == ErrorKind::InvalidInput => {
+                        match SoftLock::soft(other).lock() {
+                            Ok(guard) => {
+                                send_byte(holds);
+                                wait_byte(tried);
+                                drop(guard);
+                                0
+                            }
+                            Err(_) => 4,
+                        }
                     }
-                    Err(_) => 4,
+                    _ => 5,
                 },
                 Ok(_) => 1,
                 Err(_) => 2,
@@ -562,4 +581,126 @@ fn child_in_between(
     // SAFETY: the grandchild's end alone stays open.
     unsafe { libc::close(holds) };
     wait_for(grandchild)
+}
+
+/// The lock a fresh process tries, for
+/// [`a_child_in_a_new_pid_namespace_records_its_own_start`].
+#[cfg(target_os = "linux")]
+const PEER_TRIES: &str = "SWAPLOCK_FORK_PEER_TRIES";
+
+/// A child forked after its parent moved its children to a new PID
+/// namespace (and mounted that namespace's `/proc`) writes its own start
+/// into its marker, read from the `/proc` it sees, not from the one its
+/// parent had open: a fresh process of that namespace finds the marker's
+/// holder alive, and does not take the lock from it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_child_in_a_new_pid_namespace_records_its_own_start() {
+    if let Some(path) = std::env::var_os(PEER_TRIES) {
+        match SoftLock::soft(Path::new(&path)).try_lock() {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => println!("peer: busy"),
+            Ok(_) => println!("peer: took"),
+            Err(e) => println!("peer: {e}"),
+        }
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root, for a PID namespace and its /proc");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.lock");
+    let warm = dir.path().join("warm.lock");
+    // SAFETY: the child only calls into the library and `_exit`s.
+    let parent = unsafe { libc::fork() };
+    assert!(parent >= 0);
+    if parent == 0 {
+        // SAFETY: a stuck child ends by SIGALRM.
+        unsafe { libc::alarm(60) };
+        // /proc opened and kept, as a lock's start token is read.
+        let warmed = SoftLock::soft(&warm).lock().and_then(|g| g.release());
+        // SAFETY: moves this process's next children to a new PID
+        // namespace.
+        if warmed.is_err() || unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(10) }
+        }
+        // SAFETY: the child only calls into the library and `_exit`s.
+        let child = unsafe { libc::fork() };
+        if child == 0 {
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(first_of_a_pid_namespace(&path)) }
+        }
+        // SAFETY: ends the child at once.
+        unsafe { libc::_exit(wait_for(child)) }
+    }
+    let code = wait_for(parent);
+    assert_ne!(
+        code, 1,
+        "a fresh process took the lock from its live holder"
+    );
+    assert_eq!(code, 0, "the scenario failed at step {code}");
+}
+
+/// The first process of a new PID namespace: mounts its `/proc`, takes the
+/// lock, and has a fresh process of the namespace try it: 0 if that found
+/// it busy, 1 if it took it.
+#[cfg(target_os = "linux")]
+fn first_of_a_pid_namespace(path: &Path) -> i32 {
+    // SAFETY: a new mount namespace for this process, made private, with
+    // the PID namespace's own /proc mounted over the parent's.
+    let mounted = unsafe {
+        libc::unshare(libc::CLONE_NEWNS) == 0
+            && libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) == 0
+            && libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                0,
+                std::ptr::null(),
+            ) == 0
+    };
+    if !mounted {
+        return 11;
+    }
+    let Ok(guard) = SoftLock::soft(path).lock() else {
+        return 12;
+    };
+    let mut peer = match std::env::var_os("SWAPLOCK_TEST_RUNNER") {
+        Some(runner) => {
+            let mut c = std::process::Command::new(runner);
+            c.arg(std::env::current_exe().unwrap());
+            c
+        }
+        None => std::process::Command::new(std::env::current_exe().unwrap()),
+    };
+    let Ok(out) = peer
+        .args([
+            "--exact",
+            "a_child_in_a_new_pid_namespace_records_its_own_start",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(PEER_TRIES, path)
+        .output()
+    else {
+        return 13;
+    };
+    let said = String::from_utf8_lossy(&out.stdout);
+    let code = if said.contains("peer: busy") {
+        0
+    } else if said.contains("peer: took") {
+        1
+    } else {
+        14
+    };
+    drop(guard);
+    code
 }

@@ -16,8 +16,11 @@ use swaplock_core::{Decimal, Pid};
 
 /// What one scan of every task saw: when it began, in clock ticks since
 /// boot ([`ticks_now`]), every task of another PID namespace with its
-/// innermost PID, and every task's number, ascending.
+/// innermost PID, and every task's number, ascending; and the forks
+/// counted before the process that made it ([`crate::fork`]): a child's
+/// PID namespace may not be its parent's, nor its `/proc`.
 struct Scan {
+    forks: u32,
     began: u64,
     others: Vec<(u64, NsPid)>,
     seen: Vec<u64>,
@@ -177,6 +180,7 @@ fn scan() -> Option<Scan> {
     });
     seen.sort_unstable();
     listed.then_some(Scan {
+        forks: crate::fork::forks(),
         began,
         others,
         seen,
@@ -199,9 +203,9 @@ pub fn prepare(holder: u32) {
     let Ok(last) = LAST.try_lock() else {
         return;
     };
-    let fresh = last
-        .as_ref()
-        .is_some_and(|s| scanned(s.began, start) != Scanned::Stale);
+    let fresh = last.as_ref().is_some_and(|s| {
+        s.forks == crate::fork::forks() && scanned(s.began, start) != Scanned::Stale
+    });
     drop(last);
     if fresh {
         return;
@@ -223,7 +227,7 @@ pub fn prepare(holder: u32) {
 fn from_last_scan(pid: Pid, start: Decimal<'_>) -> Option<bool> {
     let last = LAST.try_lock().ok()?;
     let scan = last.as_ref()?;
-    if scanned(scan.began, start) == Scanned::Stale {
+    if scan.forks != crate::fork::forks() || scanned(scan.began, start) == Scanned::Stale {
         return None;
     }
     let owner = u64::from(pid.get());

@@ -16,6 +16,8 @@
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod elsewhere;
 #[cfg(any(target_os = "linux", target_os = "android"))]
+pub mod fork;
+#[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod fs;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod kernel;

@@ -103,9 +103,6 @@ fn read_small<'b>(dir: BorrowedFd<'_>, path: &str, buf: &'b mut [u8]) -> Option<
 /// closes its own.
 pub(crate) fn proc_dir() -> Option<BorrowedFd<'static>> {
     use std::os::fd::{FromRawFd, IntoRawFd};
-    use std::sync::atomic::AtomicI32;
-    /// The descriptor, or -1 while none is published.
-    static PROC: AtomicI32 = AtomicI32::new(-1);
     let mut fd = PROC.load(Ordering::Acquire);
     if fd < 0 {
         let mine = rustix::fs::open(
@@ -124,9 +121,29 @@ pub(crate) fn proc_dir() -> Option<BorrowedFd<'static>> {
             }
         };
     }
-    // SAFETY: a published descriptor is never closed: it stays open for
-    // the life of the process.
+    // SAFETY: a published descriptor is closed only by
+    // [`forget_proc_dir`], in a child just forked, where no other thread
+    // runs and the forking one borrows none.
     Some(unsafe { BorrowedFd::borrow_raw(fd) })
+}
+
+/// The descriptor [`proc_dir`] published, or -1 while none is.
+static PROC: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+/// In a child just forked ([`crate::fork::forget_after_fork`]): closes the
+/// parent's `/proc`, which names the processes of the parent's PID
+/// namespace: a child forked after its parent's `unshare(CLONE_NEWPID)`
+/// runs in another, and would read another process's start for its own.
+/// The next use opens `/proc` afresh, as the child sees it.
+pub(crate) fn forget_proc_dir() {
+    let fd = PROC.swap(-1, Ordering::AcqRel);
+    if fd >= 0 {
+        use std::os::fd::FromRawFd;
+        // SAFETY: the parent's descriptor, copied into this child, which
+        // no thread borrows (see `proc_dir`): closed, as a fork handler
+        // may.
+        drop(unsafe { OwnedFd::from_raw_fd(fd) });
+    }
 }
 
 pub(crate) fn read_start_token(pid: u64) -> Option<StartToken> {

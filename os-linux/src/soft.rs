@@ -10,7 +10,7 @@
 use crate::proc::{read_start_token, starttime_unshifted};
 use rustix::fd::BorrowedFd;
 use rustix::fs::OFlags;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use swaplock_core::host::{host_name as escape_host_name, HostName};
 use swaplock_core::names::{NameCase, Token};
@@ -133,30 +133,22 @@ fn urandom() -> Result<[u8; 16], rustix::io::Errno> {
     Ok(bytes)
 }
 
-/// Set in a forked child by [`forget_after_fork`]: the caches below are
-/// the parent's, and go at their next use.
-static FORKED: AtomicBool = AtomicBool::new(false);
-static FORKED_TOKEN: AtomicBool = AtomicBool::new(false);
-
-/// Forgets, in a child just forked, what this process kept of its own
-/// identity (its PID namespace's inode, its start token), and the spare
-/// inotify instances. Each cache is keyed by PID, but a child may be given
-/// the PID of an ancestor that has exited, and would find that ancestor's
-/// entries, inherited through the processes between them, under its own
-/// PID: its records would carry the ancestor's start token, and a peer
-/// would judge its live marker stale. For a fork handler: it only stores
-/// to atomics, as a child of a multithreaded process may.
-pub fn forget_after_fork() {
-    FORKED.store(true, Ordering::Relaxed);
-    FORKED_TOKEN.store(true, Ordering::Relaxed);
-    crate::watch::forget_spares_after_fork();
-}
-
 /// This host's name as records carry it: `uname().nodename` escaped, with
 /// the PID namespace's inode (`stat /proc/self/ns/pid`).
 pub fn host_name() -> HostName {
     let uname = rustix::system::uname();
     escape_host_name(uname.nodename().to_bytes(), pid_namespace())
+}
+
+/// The cache of [`pid_namespace`]: the PID in the high half, the inode in
+/// the low; 0 while none is kept.
+static PID_NAMESPACE: AtomicU64 = AtomicU64::new(0);
+
+/// In a child just forked ([`crate::fork::forget_after_fork`]): the PID
+/// namespace kept is the parent's, which a child given the parent's PID in
+/// another namespace would take for its own.
+pub(crate) fn forget_pid_namespace() {
+    PID_NAMESPACE.store(0, Ordering::Relaxed);
 }
 
 /// The identity of this process's PID namespace (the inode of
@@ -166,18 +158,14 @@ pub fn host_name() -> HostName {
 /// keyed by PID. Packed with the PID in one word (namespace inodes are
 /// 32-bit numbers), so no lock is taken that a fork could leave held.
 fn pid_namespace() -> Option<u64> {
-    static CACHED: AtomicU64 = AtomicU64::new(0);
-    if FORKED.swap(false, Ordering::Relaxed) {
-        CACHED.store(0, Ordering::Relaxed);
-    }
     let pid = rustix::process::getpid().as_raw_nonzero().get() as u32;
-    let cached = CACHED.load(Ordering::Relaxed);
+    let cached = PID_NAMESPACE.load(Ordering::Relaxed);
     if cached != 0 && (cached >> 32) as u32 == pid {
         return Some(cached & 0xffff_ffff);
     }
     let ns = crate::proc::ns_inode(c"/proc/self/ns/pid").ok()?;
     if let Ok(small) = u32::try_from(ns) {
-        CACHED.store((u64::from(pid) << 32) | u64::from(small), Ordering::Relaxed);
+        PID_NAMESPACE.store((u64::from(pid) << 32) | u64::from(small), Ordering::Relaxed);
     }
     Some(ns)
 }
@@ -186,31 +174,31 @@ fn pid_namespace() -> Option<u64> {
 /// namespace: the token depends on the process (a forked child starts
 /// later) and on the time namespace it runs in (a boot-time offset makes
 /// it unknowable, PROTOCOL 4.2), which `setns` can change; so each call
-/// still looks at the time namespace (one `stat`), and recomputes when it
-/// or the PID differs. The cache is only tried (`try_lock`): a thread that
+/// still looks at the time namespace (one `readlink`), and recomputes when
+/// it or the process ([`crate::fork`]) differs. The cache is only tried (`try_lock`): a thread that
 /// forked while another held it leaves the child computing afresh.
 fn own_start_token(pid: u32) -> Option<StartToken> {
-    /// (PID, time namespace inode or `None` where there are none, token).
-    type Own = (u32, Option<u64>, Option<StartToken>);
+    /// (PID and forks counted, time namespace inode or `None` where there
+    /// are none, token): a child given the PID of an ancestor that has
+    /// exited must not write that ancestor's token ([`crate::fork`]).
+    type Own = ((u32, u32), Option<u64>, Option<StartToken>);
     static CACHED: Mutex<Option<Own>> = Mutex::new(None);
     let time_ns = match crate::proc::ns_inode(c"/proc/self/ns/time") {
         Ok(ino) => Some(ino),
         Err(rustix::io::Errno::NOENT) => None,
         Err(_) => return compute_start_token(pid),
     };
-    if let Ok(mut cached) = CACHED.try_lock() {
-        if FORKED_TOKEN.swap(false, Ordering::Relaxed) {
-            *cached = None;
-        }
+    let me = (pid, crate::fork::forks());
+    if let Ok(cached) = CACHED.try_lock() {
         if let Some((p, ns, token)) = *cached {
-            if p == pid && ns == time_ns {
+            if p == me && ns == time_ns {
                 return token;
             }
         }
     }
     let token = compute_start_token(pid);
     if let Ok(mut cached) = CACHED.try_lock() {
-        *cached = Some((pid, time_ns, token));
+        *cached = Some((me, time_ns, token));
     }
     token
 }

@@ -14,11 +14,11 @@
 // libc backends); the casts widen where needed and are no-ops elsewhere.
 #![allow(clippy::unnecessary_cast)]
 
+use crate::fork::{self, Owner};
 use rustix::event::{eventfd, poll, EventfdFlags, PollFd, PollFlags, Timespec};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::io::Errno;
-use rustix::process::Pid;
 use std::ffi::CString;
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::sync::{Arc, Mutex};
@@ -75,7 +75,7 @@ pub struct Bell {
     /// The process the eventfd belongs to: a forked child inherits its
     /// parent's bells, whose descriptor numbers it may since have closed
     /// and reused for files of its own.
-    pid: Pid,
+    owner: Owner,
     fd: Arc<OwnedFd>,
 }
 
@@ -98,7 +98,7 @@ impl Bell {
 
     /// Whether this process made it (not a forked child's inheritance).
     pub fn is_this_process(&self) -> bool {
-        self.pid == rustix::process::getpid()
+        self.owner == fork::owner()
     }
 }
 
@@ -106,7 +106,7 @@ impl Bell {
 /// process it belongs to (a forked child shares its parent's instances,
 /// and with them their events).
 struct Spare {
-    pid: Pid,
+    owner: Owner,
     inotify: OwnedFd,
 }
 
@@ -133,7 +133,7 @@ pub fn lock_for_fork() -> Box<dyn std::any::Any> {
 /// own files by now.
 pub fn close_spares() {
     let mut spares = SPARES.lock().unwrap_or_else(|p| p.into_inner());
-    own_spares(&mut spares, rustix::process::getpid());
+    own_spares(&mut spares, fork::owner());
     let mine = std::mem::take(&mut *spares);
     drop(spares);
     for s in mine {
@@ -141,22 +141,10 @@ pub fn close_spares() {
     }
 }
 
-/// Set in a forked child: the spares listed are the parent's.
-static SPARES_FORKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// In a child just forked: the spares listed are the parent's, forgotten
-/// at the next look (see [`close_spares`]), whatever PID the child has.
-pub(crate) fn forget_spares_after_fork() {
-    SPARES_FORKED.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Keeps only the spares of this process (`me`) in `spares`: those of
-/// another, or inherited through a fork, are forgotten (see
-/// [`close_spares`]).
-fn own_spares(spares: &mut Vec<Spare>, me: Pid) {
-    let inherited = SPARES_FORKED.swap(false, std::sync::atomic::Ordering::Relaxed);
-    let (mine, others): (Vec<Spare>, Vec<Spare>) =
-        spares.drain(..).partition(|s| s.pid == me && !inherited);
+/// Keeps only the spares of this process (`me`) in `spares`: those
+/// inherited through a fork are forgotten (see [`close_spares`]).
+fn own_spares(spares: &mut Vec<Spare>, me: Owner) {
+    let (mine, others): (Vec<Spare>, Vec<Spare>) = spares.drain(..).partition(|s| s.owner == me);
     for s in others {
         std::mem::forget(s.inotify);
     }
@@ -166,9 +154,8 @@ fn own_spares(spares: &mut Vec<Spare>, me: Pid) {
 /// A spare instance of this process, if any; another process's are
 /// forgotten (see [`close_spares`]).
 fn spare() -> Option<OwnedFd> {
-    let me = rustix::process::getpid();
     let mut spares = SPARES.lock().unwrap_or_else(|p| p.into_inner());
-    own_spares(&mut spares, me);
+    own_spares(&mut spares, fork::owner());
     spares.pop().map(|s| s.inotify)
 }
 
@@ -251,7 +238,7 @@ impl Watch {
             watched: None,
             looked: false,
             bell: Bell {
-                pid: rustix::process::getpid(),
+                owner: fork::owner(),
                 fd: Arc::new(bell),
             },
             name,
@@ -310,7 +297,7 @@ impl Watch {
         self.ended = None;
         // rustix offers pidfd_open on Linux only: an Android waiter polls.
         #[cfg(target_os = "linux")]
-        let opened = match Pid::from_raw(pid) {
+        let opened = match rustix::process::Pid::from_raw(pid) {
             Some(p) => rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()),
             None => Err(Errno::INVAL),
         };
@@ -567,10 +554,10 @@ impl Watch {
 /// aside when enough are kept.
 fn put_away(inotify: OwnedFd) {
     let mut spares = SPARES.lock().unwrap_or_else(|p| p.into_inner());
-    let me = rustix::process::getpid();
+    let me = fork::owner();
     own_spares(&mut spares, me);
     if spares.len() < SPARES_KEPT {
-        spares.push(Spare { pid: me, inotify });
+        spares.push(Spare { owner: me, inotify });
     } else {
         drop(spares);
         close_aside(inotify);
@@ -601,6 +588,35 @@ mod tests {
 
     fn watch() -> Watch {
         Watch::new(&std::env::temp_dir(), b"swaplock-watch-test.lock").unwrap()
+    }
+
+    /// In a child, once the fork handler counted the fork, the parent's
+    /// bell is not the child's, whatever PID the child has (it may be an
+    /// exited ancestor's): ringing it writes nothing into what its number
+    /// names now; a bell the child makes is its own.
+    #[test]
+    fn a_bell_made_before_a_counted_fork_is_not_the_childs() {
+        let parent = watch();
+        let bell = parent.bell();
+        assert!(bell.is_this_process());
+        // SAFETY: the child only checks the bells and `_exit`s.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            crate::fork::forget_after_fork();
+            let own = watch().bell();
+            let code = match (bell.is_this_process(), own.is_this_process()) {
+                (false, true) => 0,
+                _ => 1,
+            };
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(code) }
+        }
+        let mut status = 0;
+        // SAFETY: `status` is a valid out-pointer; `pid` is our child.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        assert!(bell.is_this_process());
     }
 
     /// A holder killed and reaped before its waiter asks to watch it has

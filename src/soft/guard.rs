@@ -27,6 +27,10 @@ pub(super) struct Hold {
     pub(super) lock: SoftLock,
     pub(super) dir: Dir,
     pub(super) me: Identity,
+    /// The process that took it: a forked child's copy is the parent's
+    /// ([`crate::pid::Me`], not the record's PID, which a child given the
+    /// PID of an exited ancestor would share).
+    pub(super) process: crate::pid::Me,
     pub(super) held: Option<Held<File>>,
     pub(super) lease: Option<LeaseTerms>,
     pub(super) heartbeat: Option<Heartbeat>,
@@ -147,7 +151,7 @@ impl SoftLockGuard {
     /// ```
     pub fn release(mut self) -> io::Result<()> {
         let owner = self.hold().me.pid;
-        if owner != os::current_pid() {
+        if self.hold().process != crate::pid::id() {
             // A forked child: whether or not other guards share the hold,
             // it is the parent's (dropping it here leaves the marker).
             let path = Arc::clone(&self.hold().lock.path);
@@ -186,6 +190,7 @@ impl Hold {
             lock: lock.clone(),
             dir,
             me,
+            process: crate::pid::id(),
             held: Some(held),
             lease: lease.map(|l| l.0),
             heartbeat,
@@ -235,7 +240,7 @@ impl Hold {
     }
 
     pub(super) fn release_inner(&mut self) -> io::Result<()> {
-        if self.held.is_some() && os::current_pid() != self.me.pid {
+        if self.held.is_some() && self.process != crate::pid::id() {
             // A child forked while the lock was held: the marker names the
             // parent, which holds the lock still. Its heartbeat thread is
             // not in this process (joining it would never return).
