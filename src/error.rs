@@ -86,9 +86,9 @@ impl LockError {
         let source = io::Error::new(
             kind,
             format!(
-                "this guard was taken by process {owner}, which this process was forked \
-                 from: {what} belongs to that process, and only it can release it; it is left \
-                 alone"
+                "this guard was taken by process {owner} before this process was forked \
+                 from it (or from a child of it): {what} belongs to that process, and only it \
+                 can release it; it is left alone"
             ),
         );
         Self::io(path, step, kind, source)

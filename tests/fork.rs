@@ -704,3 +704,97 @@ fn first_of_a_pid_namespace(path: &Path) -> i32 {
     drop(guard);
     code
 }
+
+/// The descriptor this process has open on `path`, by `/proc/self/fd`.
+#[cfg(target_os = "linux")]
+fn descriptor_of(path: &Path) -> Option<i32> {
+    let path = path.canonicalize().ok()?;
+    std::fs::read_dir("/proc/self/fd")
+        .ok()?
+        .flatten()
+        .find(|e| std::fs::read_link(e.path()).ok().as_deref() == Some(path.as_path()))
+        .and_then(|e| e.file_name().to_str()?.parse().ok())
+}
+
+/// A child that closed what it inherited (as a daemon does) and reused a
+/// number for a lock file of its own keeps its lock when it first uses a
+/// registry its parent had entries in: the parent's descriptors there are
+/// forgotten in the child, not closed, since their numbers may be the
+/// child's files by now (closing one would drop the child's classic lock).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_childs_first_use_of_a_registry_closes_none_of_its_own_files() {
+    type Registry = (&'static str, fn(&Path) -> Box<dyn std::any::Any>, fn(&Path));
+    let registries: [Registry; 2] = [
+        (
+            "sqlite",
+            |p| {
+                Box::new(
+                    swaplock::SqliteRwLock::new(p)
+                        .owned_by_process()
+                        .read()
+                        .unwrap(),
+                )
+            },
+            |p| drop(swaplock::SqliteRwLock::new(p).try_read()),
+        ),
+        (
+            "classic",
+            |p| {
+                let lock = FileLock::new(p).owned_by_process();
+                // Two shared guards, one dropped: its descriptor is kept
+                // while the other holds.
+                let kept = lock.lock_shared().unwrap();
+                let held = lock.lock_shared().unwrap();
+                drop(kept);
+                Box::new(held)
+            },
+            |p| drop(FileLock::new(p).owned_by_process().try_lock()),
+        ),
+    ];
+    for (name, hold, first_use) in registries {
+        let dir = tempfile::tempdir().unwrap();
+        let parents = dir.path().join("parents.db");
+        let childs = dir.path().join("childs.lock");
+        let held = hold(&parents);
+        let inherited = descriptor_of(&parents).expect("the parent's descriptor");
+        let (to_parent_r, to_parent_w) = pipe();
+        let (to_child_r, to_child_w) = pipe();
+        // SAFETY: the child only calls into the library and `_exit`s.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            // SAFETY: a stuck child ends by SIGALRM.
+            unsafe { libc::alarm(30) };
+            // Every descriptor of the parents' file closed, as a daemon
+            // closes what it inherited.
+            while let Some(fd) = descriptor_of(&parents) {
+                // SAFETY: closes a descriptor this child inherited.
+                unsafe { libc::close(fd) };
+            }
+            let Ok(mine) = FileLock::new(&childs).owned_by_process().lock() else {
+                // SAFETY: ends the child at once.
+                unsafe { libc::_exit(1) }
+            };
+            let reused = descriptor_of(&childs) == Some(inherited);
+            first_use(&dir.path().join("other"));
+            send_byte(to_parent_w);
+            wait_byte(to_child_r);
+            std::mem::forget(mine);
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(if reused { 0 } else { 2 }) }
+        }
+        wait_byte(to_parent_r);
+        let taken = FileLock::new(&childs).try_lock();
+        send_byte(to_child_w);
+        let code = wait_for(pid);
+        drop(held);
+        assert_ne!(
+            code, 2,
+            "{name}: the child's lock file did not get the number {inherited}"
+        );
+        assert_eq!(code, 0, "{name}: the child's lock failed");
+        let e = taken.expect_err("the child's lock was dropped by the registry");
+        assert_eq!(e.kind(), ErrorKind::WouldBlock, "{name}: {e}");
+    }
+}

@@ -22,6 +22,14 @@ pub(crate) struct Owner {
     forks: u32,
 }
 
+impl Owner {
+    /// The owner of `pid` after `forks` forks, for the watch's tests.
+    #[cfg(all(test, target_os = "linux"))]
+    pub(crate) fn of(pid: Pid, forks: u32) -> Owner {
+        Owner { pid, forks }
+    }
+}
+
 /// This process.
 pub(crate) fn owner() -> Owner {
     Owner {

@@ -138,11 +138,12 @@ static PROC: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1
 pub(crate) fn forget_proc_dir() {
     let fd = PROC.swap(-1, Ordering::AcqRel);
     if fd >= 0 {
-        use std::os::fd::FromRawFd;
-        // SAFETY: the parent's descriptor, copied into this child, which
-        // no thread borrows (see `proc_dir`): closed, as a fork handler
-        // may.
-        drop(unsafe { OwnedFd::from_raw_fd(fd) });
+        // SAFETY: no thread of this child borrows it (see `proc_dir`).
+        // Another thread of the parent may have opened and published it
+        // after the kernel copied the descriptor table for the child,
+        // before it copied this memory: then the number is free here, and
+        // the close fails (EBADF), which it may.
+        unsafe { rustix::io::close(fd) };
     }
 }
 

@@ -585,38 +585,39 @@ impl Drop for Watch {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::{ExitWatch, Watch};
+    use rustix::fs::inotify::{self, CreateFlags};
+    use std::os::fd::FromRawFd;
 
     fn watch() -> Watch {
         Watch::new(&std::env::temp_dir(), b"swaplock-watch-test.lock").unwrap()
     }
 
-    /// In a child, once the fork handler counted the fork, the parent's
-    /// bell is not the child's, whatever PID the child has (it may be an
-    /// exited ancestor's): ringing it writes nothing into what its number
-    /// names now; a bell the child makes is its own.
+    /// A bell whose owner has this process's PID but fewer forks counted
+    /// (what a descendant given an exited ancestor's PID finds of that
+    /// ancestor's) is not this process's: ringing it writes nothing into
+    /// what its descriptor number names now. So is a spare instance.
     #[test]
-    fn a_bell_made_before_a_counted_fork_is_not_the_childs() {
-        let parent = watch();
-        let bell = parent.bell();
+    fn what_the_same_pid_made_fewer_forks_ago_is_not_this_processs() {
+        use crate::fork::{forks, owner, Owner};
+        let watch = watch();
+        let mut bell = watch.bell();
         assert!(bell.is_this_process());
-        // SAFETY: the child only checks the bells and `_exit`s.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0);
-        if pid == 0 {
-            crate::fork::forget_after_fork();
-            let own = watch().bell();
-            let code = match (bell.is_this_process(), own.is_this_process()) {
-                (false, true) => 0,
-                _ => 1,
-            };
-            // SAFETY: ends the child at once.
-            unsafe { libc::_exit(code) }
-        }
-        let mut status = 0;
-        // SAFETY: `status` is a valid out-pointer; `pid` is our child.
-        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
-        assert!(bell.is_this_process());
+        let ancestor = Owner::of(rustix::process::getpid(), forks().wrapping_sub(1));
+        assert_ne!(ancestor, owner());
+        bell.owner = ancestor;
+        assert!(!bell.is_this_process());
+        let inotify = inotify::init(CreateFlags::CLOEXEC).unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&inotify);
+        let mut spares = vec![super::Spare {
+            owner: ancestor,
+            inotify,
+        }];
+        super::own_spares(&mut spares, owner());
+        assert!(spares.is_empty());
+        // Forgotten, not closed: the number is still open here.
+        // SAFETY: the descriptor was forgotten, never closed.
+        let open = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        assert!(rustix::io::fcntl_getfd(&open).is_ok());
     }
 
     /// A holder killed and reaped before its waiter asks to watch it has

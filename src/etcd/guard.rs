@@ -140,9 +140,9 @@ impl EtcdLockGuard {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
                     format!(
-                        "etcd lock {}: this guard was taken by process {}, which this process was \
-                         forked from: the lock belongs to that process, and only it can release \
-                         it; it is left alone",
+                        "etcd lock {}: this guard was taken by process {} before this process \
+                         was forked from it (or from a child of it): the lock belongs to that \
+                         process, and only it can release it; it is left alone",
                         self.lock.name,
                         self.pid.number()
                     ),

@@ -87,11 +87,14 @@ fn files() -> MutexGuard<'static, Files> {
     let pid = crate::pid::id();
     if files.pid != pid {
         // A forked child (or the first use): nothing of the parent's is
-        // held here. Its descriptors are copies; closing them releases
-        // nothing of the parent's.
+        // held here. Its descriptors are forgotten, not closed: the child
+        // may have closed them since and reused their numbers for files of
+        // its own, whose classic locks a close would drop.
         files.pid = pid;
-        files.entries.clear();
-        files.unknown.clear();
+        for entry in files.entries.drain(..) {
+            entry.kept.into_iter().for_each(std::mem::forget);
+        }
+        files.unknown.drain(..).for_each(std::mem::forget);
     }
     files
 }

@@ -87,10 +87,16 @@ fn files() -> MutexGuard<'static, Files> {
     let mut files = FILES.lock();
     let pid = crate::pid::id();
     if files.pid != pid {
-        // Copies of the parent's descriptors, holding nothing of its.
+        // Copies of the parent's descriptors, holding nothing of its:
+        // forgotten, not closed, since the child may have closed them and
+        // reused their numbers for files of its own, whose classic locks a
+        // close would drop.
         files.pid = pid;
-        files.entries.clear();
-        files.unknown.clear();
+        for entry in files.entries.drain(..) {
+            std::mem::forget(entry.fd);
+            entry.kept.into_iter().for_each(std::mem::forget);
+        }
+        files.unknown.drain(..).for_each(std::mem::forget);
     }
     files
 }
