@@ -48,6 +48,77 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// A value a lock object computes once and then reads without a lock (its
+/// canonical path, its shared state), set by one compare-and-swap of a
+/// pointer: the first to publish wins, and the others get theirs back.
+/// Not a `OnceLock`, whose `set` stores under a `Once`: a child forked
+/// while another thread was inside that store finds the `Once` running
+/// for good, and waits forever at its own `set`. (The standard library's
+/// atomic, as the `OnceLock` was, under the model too: lock objects are
+/// made and dropped outside its runs.)
+pub(crate) struct Published<T> {
+    value: std::sync::atomic::AtomicPtr<T>,
+}
+
+impl<T> Published<T> {
+    /// Nothing published yet.
+    pub(crate) fn new() -> Self {
+        Published {
+            value: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+
+    /// The value published, if any.
+    pub(crate) fn get(&self) -> Option<&T> {
+        let value = self.value.load(std::sync::atomic::Ordering::Acquire);
+        // SAFETY: a published value is a `Box` leaked by `set`, freed only
+        // by `drop`, which no borrow of `self` outlives.
+        unsafe { value.as_ref() }
+    }
+
+    /// Publishes `value` unless one is published already (then `value`
+    /// comes back).
+    pub(crate) fn set(&self, value: T) -> Result<(), T> {
+        let boxed = Box::into_raw(Box::new(value));
+        match self.value.compare_exchange(
+            std::ptr::null_mut(),
+            boxed,
+            std::sync::atomic::Ordering::AcqRel,
+            std::sync::atomic::Ordering::Acquire,
+        ) {
+            Ok(_) => Ok(()),
+            // SAFETY: `boxed` was not published: it is still only ours.
+            Err(_) => Err(*unsafe { Box::from_raw(boxed) }),
+        }
+    }
+}
+
+impl<T> Drop for Published<T> {
+    fn drop(&mut self) {
+        let value = *self.value.get_mut();
+        if !value.is_null() {
+            // SAFETY: the `Box` `set` published, freed once, here.
+            drop(unsafe { Box::from_raw(value) });
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Published<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.get().is_some() {
+            "Published(..)"
+        } else {
+            "Published(none)"
+        })
+    }
+}
+
+// SAFETY: it hands out `&T` to every thread (`Sync` needed) and moves a
+// `T` between threads at `set` and `drop` (`Send` needed), as `OnceLock`.
+unsafe impl<T: Send + Sync> Sync for Published<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Send for Published<T> {}
+
 /// The monotonic clock of the kernel locks' deadline waits. Under the
 /// model it runs ahead by the time the model's timed waits let pass
 /// (`wait_timeout`, [`wait_timeout_while`], `time::sleep`).
@@ -310,5 +381,49 @@ pub(crate) mod model {
     /// [`wait_timeout`](super::wait_timeout)).
     pub(crate) fn timeouts(on: bool) {
         TIMEOUTS.with(|t| t.set(on));
+    }
+}
+
+#[cfg(all(test, not(swaplock_model)))]
+mod tests {
+    use super::Published;
+    use std::sync::Arc;
+
+    /// The first value published stays; a later one comes back; every
+    /// value is dropped once (the published one with the cell).
+    #[test]
+    fn the_first_value_published_stays_and_each_is_dropped_once() {
+        let first = Arc::new(1);
+        let second = Arc::new(2);
+        let cell = Published::new();
+        assert!(cell.get().is_none());
+        assert!(cell.set(Arc::clone(&first)).is_ok());
+        let back = cell.set(Arc::clone(&second)).unwrap_err();
+        assert_eq!(*back, 2);
+        drop(back);
+        assert_eq!(cell.get().map(|v| **v), Some(1));
+        assert_eq!(Arc::strong_count(&first), 2);
+        assert_eq!(Arc::strong_count(&second), 1);
+        drop(cell);
+        assert_eq!(Arc::strong_count(&first), 1);
+    }
+
+    /// Threads racing to publish agree on one value.
+    #[test]
+    fn racing_threads_read_the_one_value_published() {
+        let cell = Arc::new(Published::new());
+        let seen: Vec<usize> = (0..8)
+            .map(|n| {
+                let cell = Arc::clone(&cell);
+                std::thread::spawn(move || {
+                    let _ = cell.set(n);
+                    *cell.get().unwrap()
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect();
+        assert!(seen.iter().all(|&v| v == seen[0]), "{seen:?}");
     }
 }

@@ -53,7 +53,7 @@ pub use status::{Look, RwBreak, RwMember, RwStatus};
 use std::io;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 pub use swaplock_core::rw::Mode;
 pub use swaplock_core::soft::Compromise;
@@ -87,7 +87,7 @@ pub struct SoftRwLock {
     max_lease: Duration,
     on_compromise: Option<CompromiseHook>,
     /// The path's shared state, once looked up, with the process that did.
-    shared: Arc<OnceLock<(crate::pid::Me, Arc<Shared>)>>,
+    shared: Arc<crate::sync::Published<(crate::pid::Me, Arc<Shared>)>>,
 }
 
 impl std::fmt::Debug for SoftRwLock {
@@ -239,7 +239,7 @@ impl SoftRwLock {
             poll: DEFAULT_POLL,
             max_lease: DEFAULT_MAX_LEASE,
             on_compromise: None,
-            shared: Arc::new(OnceLock::new()),
+            shared: Arc::new(crate::sync::Published::new()),
         }
     }
 

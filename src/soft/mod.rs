@@ -61,7 +61,7 @@ use std::cell::Cell;
 use std::io;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 use swaplock_core::decide::{FileId, HeldBecause};
 use swaplock_core::host::HostName;
@@ -228,7 +228,7 @@ pub struct SoftLock {
     contender: Arc<Mutex<Contender>>,
     /// The lock's canonical path, once known: its key among the soft
     /// locks this process holds.
-    key: Arc<OnceLock<Option<Arc<Path>>>>,
+    key: Arc<crate::sync::Published<Option<Arc<Path>>>>,
     /// Whether a thread that holds the path through a reentrant lock
     /// re-enters it ([`SoftLock::reentrant`]).
     reentrant: bool,
@@ -282,7 +282,7 @@ impl SoftLock {
             heartbeat: None,
             on_compromise: None,
             contender: Arc::new(Mutex::new(Contender::new())),
-            key: Arc::new(OnceLock::new()),
+            key: Arc::new(crate::sync::Published::new()),
             reentrant: false,
             fs_checked: Arc::new(AtomicBool::new(false)),
         }
