@@ -51,6 +51,6 @@ pub(crate) fn forks() -> u32 {
 /// may make.
 pub fn forget_after_fork() {
     FORKS.fetch_add(1, Ordering::Relaxed);
-    crate::soft::forget_pid_namespace();
+    crate::proc::forget_pid_namespace();
     crate::proc::forget_proc_dir();
 }

@@ -1,6 +1,7 @@
 //! The `/proc` reads that a start token and the PID-namespace scan share:
 //! this boot's identity, whether `starttime` is read without a time
-//! namespace's offset, `/proc` opened once, and a process's start token.
+//! namespace's offset, `/proc` opened once, a process's start token, and
+//! this process's PID namespace; and what of them a forked child forgets.
 
 // `stat` field types differ between targets (a 32-bit `st_ino` on some):
 // the casts widen where needed and are no-ops elsewhere.
@@ -145,6 +146,36 @@ pub(crate) fn forget_proc_dir() {
         // the close fails (EBADF), which it may.
         unsafe { rustix::io::close(fd) };
     }
+}
+
+/// The cache of [`own_pid_namespace`]: the PID in the high half, the inode in
+/// the low; 0 while none is kept.
+static PID_NAMESPACE: AtomicU64 = AtomicU64::new(0);
+
+/// In a child just forked ([`crate::fork::forget_after_fork`]): the PID
+/// namespace kept is the parent's, which a child given the parent's PID in
+/// another namespace would take for its own.
+pub(crate) fn forget_pid_namespace() {
+    PID_NAMESPACE.store(0, Ordering::Relaxed);
+}
+
+/// The identity of this process's PID namespace (the inode of
+/// `/proc/self/ns/pid`), looked up once per process: no call changes the
+/// namespace a process itself runs in (`unshare` and `setns` move its
+/// children), and a forked child has a PID of its own, so the cache is
+/// keyed by PID. Packed with the PID in one word (namespace inodes are
+/// 32-bit numbers), so no lock is taken that a fork could leave held.
+pub(crate) fn own_pid_namespace() -> Option<u64> {
+    let pid = rustix::process::getpid().as_raw_nonzero().get() as u32;
+    let cached = PID_NAMESPACE.load(Ordering::Relaxed);
+    if cached != 0 && (cached >> 32) as u32 == pid {
+        return Some(cached & 0xffff_ffff);
+    }
+    let ns = ns_inode(c"/proc/self/ns/pid").ok()?;
+    if let Ok(small) = u32::try_from(ns) {
+        PID_NAMESPACE.store((u64::from(pid) << 32) | u64::from(small), Ordering::Relaxed);
+    }
+    Some(ns)
 }
 
 pub(crate) fn read_start_token(pid: u64) -> Option<StartToken> {

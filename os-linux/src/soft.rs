@@ -10,7 +10,6 @@
 use crate::proc::{read_start_token, starttime_unshifted};
 use rustix::fd::BorrowedFd;
 use rustix::fs::OFlags;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use swaplock_core::host::{host_name as escape_host_name, HostName};
 use swaplock_core::names::{NameCase, Token};
@@ -137,37 +136,10 @@ fn urandom() -> Result<[u8; 16], rustix::io::Errno> {
 /// the PID namespace's inode (`stat /proc/self/ns/pid`).
 pub fn host_name() -> HostName {
     let uname = rustix::system::uname();
-    escape_host_name(uname.nodename().to_bytes(), pid_namespace())
-}
-
-/// The cache of [`pid_namespace`]: the PID in the high half, the inode in
-/// the low; 0 while none is kept.
-static PID_NAMESPACE: AtomicU64 = AtomicU64::new(0);
-
-/// In a child just forked ([`crate::fork::forget_after_fork`]): the PID
-/// namespace kept is the parent's, which a child given the parent's PID in
-/// another namespace would take for its own.
-pub(crate) fn forget_pid_namespace() {
-    PID_NAMESPACE.store(0, Ordering::Relaxed);
-}
-
-/// The identity of this process's PID namespace (the inode of
-/// `/proc/self/ns/pid`), looked up once per process: no call changes the
-/// namespace a process itself runs in (`unshare` and `setns` move its
-/// children), and a forked child has a PID of its own, so the cache is
-/// keyed by PID. Packed with the PID in one word (namespace inodes are
-/// 32-bit numbers), so no lock is taken that a fork could leave held.
-fn pid_namespace() -> Option<u64> {
-    let pid = rustix::process::getpid().as_raw_nonzero().get() as u32;
-    let cached = PID_NAMESPACE.load(Ordering::Relaxed);
-    if cached != 0 && (cached >> 32) as u32 == pid {
-        return Some(cached & 0xffff_ffff);
-    }
-    let ns = crate::proc::ns_inode(c"/proc/self/ns/pid").ok()?;
-    if let Ok(small) = u32::try_from(ns) {
-        PID_NAMESPACE.store((u64::from(pid) << 32) | u64::from(small), Ordering::Relaxed);
-    }
-    Some(ns)
+    escape_host_name(
+        uname.nodename().to_bytes(),
+        crate::proc::own_pid_namespace(),
+    )
 }
 
 /// This process's own start token, computed once per process and time
@@ -175,8 +147,9 @@ fn pid_namespace() -> Option<u64> {
 /// later) and on the time namespace it runs in (a boot-time offset makes
 /// it unknowable, PROTOCOL 4.2), which `setns` can change; so each call
 /// still looks at the time namespace (one `readlink`), and recomputes when
-/// it or the process ([`crate::fork`]) differs. The cache is only tried (`try_lock`): a thread that
-/// forked while another held it leaves the child computing afresh.
+/// it or the process ([`crate::fork`]) differs. The cache is only tried
+/// (`try_lock`): a thread that forked while another held it leaves the
+/// child computing afresh.
 fn own_start_token(pid: u32) -> Option<StartToken> {
     /// (PID and forks counted, time namespace inode or `None` where there
     /// are none, token): a child given the PID of an ancestor that has
