@@ -716,85 +716,134 @@ fn descriptor_of(path: &Path) -> Option<i32> {
         .and_then(|e| e.file_name().to_str()?.parse().ok())
 }
 
+/// Which registry [`a_childs_first_use_of_a_registry_closes_none_of_its_own_files`]
+/// checks in a run of its own (the classic one needs classic locks, which
+/// `SWAPLOCK_FCNTL_OFD=0` forces from the first lock of a process on).
+#[cfg(target_os = "linux")]
+const REGISTRY: &str = "SWAPLOCK_FORK_REGISTRY";
+
 /// A child that closed what it inherited (as a daemon does) and reused a
 /// number for a lock file of its own keeps its lock when it first uses a
 /// registry its parent had entries in: the parent's descriptors there are
 /// forgotten in the child, not closed, since their numbers may be the
 /// child's files by now (closing one would drop the child's classic lock).
+/// Both registries: the SQLite lock's, and the classic lock's, which
+/// `FileLock::new` uses where open file description locks are missing.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_childs_first_use_of_a_registry_closes_none_of_its_own_files() {
-    type Registry = (&'static str, fn(&Path) -> Box<dyn std::any::Any>, fn(&Path));
-    let registries: [Registry; 2] = [
-        (
-            "sqlite",
-            |p| {
-                Box::new(
-                    swaplock::SqliteRwLock::new(p)
-                        .owned_by_process()
-                        .read()
-                        .unwrap(),
-                )
-            },
-            |p| drop(swaplock::SqliteRwLock::new(p).try_read()),
-        ),
-        (
-            "classic",
-            |p| {
-                let lock = FileLock::new(p).owned_by_process();
-                // Two shared guards, one dropped: its descriptor is kept
-                // while the other holds.
-                let kept = lock.lock_shared().unwrap();
-                let held = lock.lock_shared().unwrap();
-                drop(kept);
-                Box::new(held)
-            },
-            |p| drop(FileLock::new(p).owned_by_process().try_lock()),
-        ),
-    ];
-    for (name, hold, first_use) in registries {
-        let dir = tempfile::tempdir().unwrap();
-        let parents = dir.path().join("parents.db");
-        let childs = dir.path().join("childs.lock");
-        let held = hold(&parents);
-        let inherited = descriptor_of(&parents).expect("the parent's descriptor");
-        let (to_parent_r, to_parent_w) = pipe();
-        let (to_child_r, to_child_w) = pipe();
-        // SAFETY: the child only calls into the library and `_exit`s.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0);
-        if pid == 0 {
-            // SAFETY: a stuck child ends by SIGALRM.
-            unsafe { libc::alarm(30) };
-            // Every descriptor of the parents' file closed, as a daemon
-            // closes what it inherited.
-            while let Some(fd) = descriptor_of(&parents) {
-                // SAFETY: closes a descriptor this child inherited.
-                unsafe { libc::close(fd) };
-            }
-            let Ok(mine) = FileLock::new(&childs).owned_by_process().lock() else {
-                // SAFETY: ends the child at once.
-                unsafe { libc::_exit(1) }
-            };
-            let reused = descriptor_of(&childs) == Some(inherited);
-            first_use(&dir.path().join("other"));
-            send_byte(to_parent_w);
-            wait_byte(to_child_r);
-            std::mem::forget(mine);
-            // SAFETY: ends the child at once.
-            unsafe { libc::_exit(if reused { 0 } else { 2 }) }
+    const NAME: &str = "a_childs_first_use_of_a_registry_closes_none_of_its_own_files";
+    match std::env::var(REGISTRY).as_deref() {
+        Ok("classic") => {
+            // Two shared guards, one dropped: its descriptor is kept in
+            // the registry while the other holds.
+            registry_scenario(
+                "classic",
+                |p| {
+                    let lock = FileLock::new(p);
+                    let kept = lock.lock_shared().unwrap();
+                    let held = lock.lock_shared().unwrap();
+                    drop(kept);
+                    Box::new(held)
+                },
+                |p| drop(FileLock::new(p).try_lock()),
+            );
+            println!("registry: checked");
+            return;
         }
-        wait_byte(to_parent_r);
-        let taken = FileLock::new(&childs).try_lock();
-        send_byte(to_child_w);
-        let code = wait_for(pid);
-        drop(held);
-        assert_ne!(
-            code, 2,
-            "{name}: the child's lock file did not get the number {inherited}"
-        );
-        assert_eq!(code, 0, "{name}: the child's lock failed");
-        let e = taken.expect_err("the child's lock was dropped by the registry");
-        assert_eq!(e.kind(), ErrorKind::WouldBlock, "{name}: {e}");
+        Ok(other) => panic!("no registry {other}"),
+        Err(_) => {}
     }
+    registry_scenario(
+        "sqlite",
+        |p| {
+            Box::new(
+                swaplock::SqliteRwLock::new(p)
+                    .owned_by_process()
+                    .read()
+                    .unwrap(),
+            )
+        },
+        |p| drop(swaplock::SqliteRwLock::new(p).try_read()),
+    );
+    let mut run = match std::env::var_os("SWAPLOCK_TEST_RUNNER") {
+        Some(runner) => {
+            let mut c = std::process::Command::new(runner);
+            c.arg(std::env::current_exe().unwrap());
+            c
+        }
+        None => std::process::Command::new(std::env::current_exe().unwrap()),
+    };
+    let out = run
+        .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+        .env(REGISTRY, "classic")
+        .env("SWAPLOCK_FCNTL_OFD", "0")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        said.contains("registry: checked"),
+        "the classic run ran: {out:?}"
+    );
+}
+
+/// The scenario of [`a_childs_first_use_of_a_registry_closes_none_of_its_own_files`]
+/// for one registry: `hold` takes what lists the parent's descriptors in
+/// it, `first_use` is the child's first use of it.
+#[cfg(target_os = "linux")]
+fn registry_scenario(name: &str, hold: fn(&Path) -> Box<dyn std::any::Any>, first_use: fn(&Path)) {
+    let dir = tempfile::tempdir().unwrap();
+    let parents = dir.path().join("parents.db");
+    let childs = dir.path().join("childs.lock");
+    let held = hold(&parents);
+    let inherited = descriptor_of(&parents).expect("the parent's descriptor");
+    let (to_parent_r, to_parent_w) = pipe();
+    let (to_child_r, to_child_w) = pipe();
+    // SAFETY: the child only calls into the library and `_exit`s.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        // SAFETY: a stuck child ends by SIGALRM.
+        unsafe { libc::alarm(30) };
+        // Every descriptor of the parents' file closed, as a daemon
+        // closes what it inherited.
+        while let Some(fd) = descriptor_of(&parents) {
+            // SAFETY: closes a descriptor this child inherited.
+            unsafe { libc::close(fd) };
+        }
+        let Ok(mine) = FileLock::new(&childs).owned_by_process().lock() else {
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(1) }
+        };
+        let reused = descriptor_of(&childs) == Some(inherited);
+        first_use(&dir.path().join("other"));
+        send_byte(to_parent_w);
+        wait_byte(to_child_r);
+        std::mem::forget(mine);
+        // SAFETY: ends the child at once.
+        unsafe { libc::_exit(if reused { 0 } else { 2 }) }
+    }
+    // Only the child writes to the parent: a child gone early ends the
+    // read.
+    // SAFETY: closes this process's own copy, used nowhere else.
+    unsafe { libc::close(to_parent_w) };
+    wait_byte(to_parent_r);
+    let taken = FileLock::new(&childs).try_lock();
+    send_byte(to_child_w);
+    let code = wait_for(pid);
+    // SAFETY: the pipes' other ends, used nowhere else.
+    unsafe {
+        libc::close(to_parent_r);
+        libc::close(to_child_r);
+        libc::close(to_child_w);
+    }
+    drop(held);
+    assert_ne!(
+        code, 2,
+        "{name}: the child's lock file did not get the number {inherited}"
+    );
+    assert_eq!(code, 0, "{name}: the child's lock failed");
+    let e = taken.expect_err("the child's lock was dropped by the registry");
+    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{name}: {e}");
 }

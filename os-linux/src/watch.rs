@@ -594,8 +594,8 @@ mod tests {
 
     /// A bell whose owner has this process's PID but fewer forks counted
     /// (what a descendant given an exited ancestor's PID finds of that
-    /// ancestor's) is not this process's: ringing it writes nothing into
-    /// what its descriptor number names now. So is a spare instance.
+    /// ancestor's) is not this process's, so `ring` leaves it alone; a
+    /// spare instance of such an owner is forgotten, its number left open.
     #[test]
     fn what_the_same_pid_made_fewer_forks_ago_is_not_this_processs() {
         use crate::fork::{forks, owner, Owner};
