@@ -377,6 +377,23 @@ fn inherited_guards_neither_keep_nor_release_what_is_not_theirs() {
     FileLock::new(&path).try_lock().unwrap();
 }
 
+/// The test `name` of this binary, alone, as a command of its own (through
+/// `SWAPLOCK_TEST_RUNNER` when that is set).
+#[cfg(target_os = "linux")]
+fn this_test(name: &str) -> std::process::Command {
+    let exe = std::env::current_exe().unwrap();
+    let mut run = match std::env::var_os("SWAPLOCK_TEST_RUNNER") {
+        Some(runner) => {
+            let mut run = std::process::Command::new(runner);
+            run.arg(exe);
+            run
+        }
+        None => std::process::Command::new(exe),
+    };
+    run.args(["--exact", name, "--nocapture", "--test-threads=1"]);
+    run
+}
+
 /// Where the scenario of
 /// [`a_process_given_an_exited_ancestors_pid_inherits_none_of_its_holds`]
 /// runs, inside the PID namespace the test makes for it.
@@ -408,17 +425,10 @@ fn a_process_given_an_exited_ancestors_pid_inherits_none_of_its_holds() {
     // The scenario's process is the namespace's first (its init), so that
     // the orphaned child is its to wait for, with /proc of the namespace.
     unshare.args(["--pid", "--fork", "--mount-proc"]);
-    if let Some(runner) = std::env::var_os("SWAPLOCK_TEST_RUNNER") {
-        unshare.arg(runner);
-    }
+    let inner = this_test("a_process_given_an_exited_ancestors_pid_inherits_none_of_its_holds");
     let out = unshare
-        .arg(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "a_process_given_an_exited_ancestors_pid_inherits_none_of_its_holds",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .arg(inner.get_program())
+        .args(inner.get_args())
         .env(REUSED_PID_DIR, dir.path())
         .output()
         .expect("unshare (util-linux): scripts/setup installs it");
@@ -673,21 +683,7 @@ fn first_of_a_pid_namespace(path: &Path) -> i32 {
     let Ok(guard) = SoftLock::soft(path).lock() else {
         return 12;
     };
-    let mut peer = match std::env::var_os("SWAPLOCK_TEST_RUNNER") {
-        Some(runner) => {
-            let mut c = std::process::Command::new(runner);
-            c.arg(std::env::current_exe().unwrap());
-            c
-        }
-        None => std::process::Command::new(std::env::current_exe().unwrap()),
-    };
-    let Ok(out) = peer
-        .args([
-            "--exact",
-            "a_child_in_a_new_pid_namespace_records_its_own_start",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+    let Ok(out) = this_test("a_child_in_a_new_pid_namespace_records_its_own_start")
         .env(PEER_TRIES, path)
         .output()
     else {
@@ -766,16 +762,7 @@ fn a_childs_first_use_of_a_registry_closes_none_of_its_own_files() {
         },
         |p| drop(swaplock::SqliteRwLock::new(p).try_read()),
     );
-    let mut run = match std::env::var_os("SWAPLOCK_TEST_RUNNER") {
-        Some(runner) => {
-            let mut c = std::process::Command::new(runner);
-            c.arg(std::env::current_exe().unwrap());
-            c
-        }
-        None => std::process::Command::new(std::env::current_exe().unwrap()),
-    };
-    let out = run
-        .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+    let out = this_test(NAME)
         .env(REGISTRY, "classic")
         .env("SWAPLOCK_FCNTL_OFD", "0")
         .output()
