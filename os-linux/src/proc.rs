@@ -139,12 +139,14 @@ static PROC: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1
 pub(crate) fn forget_proc_dir() {
     let fd = PROC.swap(-1, Ordering::AcqRel);
     if fd >= 0 {
+        // libc's `close`, whose error is the caller's to read: rustix's
+        // asserts (in debug builds) that the close succeeded. Another
+        // thread of the parent may have opened and published the
+        // descriptor after the kernel copied the descriptor table for the
+        // child, before it copied this memory: then the number is free
+        // here, and the close fails (EBADF), which it may.
         // SAFETY: no thread of this child borrows it (see `proc_dir`).
-        // Another thread of the parent may have opened and published it
-        // after the kernel copied the descriptor table for the child,
-        // before it copied this memory: then the number is free here, and
-        // the close fails (EBADF), which it may.
-        unsafe { rustix::io::close(fd) };
+        unsafe { libc::close(fd) };
     }
 }
 
