@@ -4,7 +4,7 @@
 //! ancestor kept (its inotify instances and bells, its start token, its
 //! `/proc` and its scan of other PID namespaces): an ID alone does not
 //! tell them from its own. So each such object is tagged with an
-//! [`Owner`], the ID and the count of forks [`forget_after_fork`] saw,
+//! `Owner`, the ID and the count of forks [`forget_after_fork`] saw,
 //! which an ancestor never shares with a descendant.
 
 use rustix::process::Pid;
