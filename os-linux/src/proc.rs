@@ -17,15 +17,17 @@ use swaplock_core::start::{
 /// The inode of the namespace the link `path` (`/proc/self/ns/<kind>`)
 /// names: read from the link's text, which costs half of a `stat` through
 /// the link into the namespace filesystem (an acquire asks for its time
-/// namespace every time); through that `stat` where the text is not the
-/// kernel's `<kind>:[<inode>]`.
+/// namespace every time); through that `stat` where the `readlink` fails
+/// (a policy may refuse it alone) or its text is not the kernel's
+/// `<kind>:[<inode>]`, so that the answer, or the error, is the `stat`'s.
 pub(crate) fn ns_inode(path: &std::ffi::CStr) -> rustix::io::Result<u64> {
     let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 64];
-    let (text, _) = rustix::fs::readlinkat_raw(rustix::fs::CWD, path, &mut buf)?;
-    match parse_ns_link(text) {
-        Some(ino) => Ok(ino),
-        None => swaplock_unix::stat::stat_path(path, true).map(|st| st.st_ino as u64),
+    if let Ok((text, _)) = rustix::fs::readlinkat_raw(rustix::fs::CWD, path, &mut buf) {
+        if let Some(ino) = parse_ns_link(text) {
+            return Ok(ino);
+        }
     }
+    swaplock_unix::stat::stat_path(path, true).map(|st| st.st_ino as u64)
 }
 
 /// This boot's identity, read once. Not a `OnceLock`: a child forked while

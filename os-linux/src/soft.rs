@@ -133,7 +133,7 @@ fn urandom() -> Result<[u8; 16], rustix::io::Errno> {
 }
 
 /// This host's name as records carry it: `uname().nodename` escaped, with
-/// the PID namespace's inode (`stat /proc/self/ns/pid`).
+/// the PID namespace's inode (of `/proc/self/ns/pid`).
 pub fn host_name() -> HostName {
     let uname = rustix::system::uname();
     escape_host_name(
